@@ -1,0 +1,1 @@
+"""Prefect flows: they wire tasks together and take one validated config each."""

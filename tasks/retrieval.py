@@ -1,0 +1,217 @@
+"""Search over one or more indexed collections: fulltext, semantic or hybrid, returning documents.
+
+Rules (what a result means):
+- Chunks are scored (BM25, or cosine similarity of unit vectors), then aggregated to documents:
+  a document's score is its best chunk's score (max-passage), and that chunk is the one shown.
+  Fulltext keeps only chunks sharing at least one query term (score > 0).
+- With several collections, documents are merged by score. Cosine scores are comparable across
+  collections embedded by the same model; BM25 scores are not strictly so, because each
+  collection has its own term statistics.
+- Hybrid takes each retriever's top max(depth, k) documents and fuses them with reciprocal-rank
+  fusion (tasks.fusion); a document's chunk comes from the retriever that ranked it higher
+  (fulltext on a tie).
+- Filters (content type, path glob on doc id or source path) apply before ranking, so a filtered
+  search still returns up to k documents.
+- Ties are broken by (collection, doc_id), so the same query always gives the same order.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from tasks.fusion import reciprocal_rank_fusion
+from tasks.lexical import LexicalIndex
+
+SNIPPET_CHARS = 240
+
+
+@dataclass
+class SearchableCollection:
+    """A collection's chunks and documents, in index order, with its indexes loaded."""
+
+    name: str
+    chunk_ids: list[str]
+    chunk_doc: np.ndarray  # position in doc_ids of each chunk's document
+    chunk_start: np.ndarray
+    chunk_end: np.ndarray
+    chunk_page: list[int | None]
+    chunk_text: list[str]
+    doc_ids: list[str]
+    doc_titles: list[str]
+    doc_content_types: list[str]
+    doc_source_paths: list[str]
+    lexical: LexicalIndex
+    dense: np.ndarray | None
+    embed_query: Callable[[str], np.ndarray] | None
+    embedding_model_id: str | None
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One document in a result list, with the chunk that earned its place."""
+
+    rank: int
+    score: float
+    collection: str
+    doc_id: str
+    title: str
+    content_type: str
+    chunk_id: str
+    char_start: int
+    char_end: int
+    page: int | None
+    snippet: str
+
+
+@dataclass(frozen=True)
+class _DocScore:
+    key: tuple[str, str]  # (collection, doc_id)
+    score: float
+    collection_index: int
+    chunk_index: int
+
+
+def search(
+    collections: list[SearchableCollection],
+    query: str,
+    mode: str,
+    k: int,
+    depth: int = 100,
+    rrf_k: int = 60,
+    content_types: tuple[str, ...] = (),
+    path_glob: str | None = None,
+) -> list[SearchHit]:
+    """Rank documents of the given collections for the query; the best k come back, best first."""
+    list_length = max(depth, k)
+    masks = [_chunk_filter(c, content_types, path_glob) for c in collections]
+    if mode == "fulltext":
+        ranked = _ranked_documents(collections, masks, query, "fulltext", list_length)
+        fused = [(entry, entry.score) for entry in ranked]
+    elif mode == "semantic":
+        ranked = _ranked_documents(collections, masks, query, "semantic", list_length)
+        fused = [(entry, entry.score) for entry in ranked]
+    elif mode == "hybrid":
+        lexical = _ranked_documents(collections, masks, query, "fulltext", list_length)
+        semantic = _ranked_documents(collections, masks, query, "semantic", list_length)
+        fused = _fuse(lexical, semantic, rrf_k)
+    else:
+        raise ValueError(f"search mode {mode!r} is not one of fulltext, semantic, hybrid")
+    return [_hit(collections, rank, entry, score, query) for rank, (entry, score) in enumerate(fused[:k], 1)]
+
+
+def _fuse(lexical: list[_DocScore], semantic: list[_DocScore], rrf_k: int) -> list[tuple[_DocScore, float]]:
+    lexical_rank = {entry.key: rank for rank, entry in enumerate(lexical)}
+    chosen = {entry.key: entry for entry in lexical}
+    for rank, entry in enumerate(semantic):
+        if rank < lexical_rank.get(entry.key, float("inf")):
+            chosen[entry.key] = entry
+    fused = reciprocal_rank_fusion([[e.key for e in lexical], [e.key for e in semantic]], rrf_k)
+    # Equal fused scores are ordered by (collection, doc_id), as everywhere else in search.
+    ordered = sorted(fused, key=lambda pair: (-pair[1], pair[0]))
+    return [(chosen[key], score) for key, score in ordered]
+
+
+def _ranked_documents(
+    collections: list[SearchableCollection],
+    masks: list[np.ndarray],
+    query: str,
+    retriever: str,
+    limit: int,
+) -> list[_DocScore]:
+    entries: list[_DocScore] = []
+    for index, (collection, mask) in enumerate(zip(collections, masks)):
+        if retriever == "fulltext":
+            scores = collection.lexical.scores(query)
+            valid = mask & (scores > 0)
+        else:
+            if collection.dense is None or collection.embed_query is None:
+                raise ValueError(f"collection {collection.name!r} has no dense index")
+            scores = collection.dense @ collection.embed_query(query)
+            valid = mask
+        entries.extend(_best_chunk_per_document(collection, index, scores, valid))
+    entries.sort(key=lambda entry: (-entry.score, entry.key))
+    return entries[:limit]
+
+
+def _best_chunk_per_document(
+    collection: SearchableCollection, collection_index: int, scores: np.ndarray, valid: np.ndarray
+) -> list[_DocScore]:
+    """Max-passage aggregation: each document's best valid chunk (the earliest one on a tie)."""
+    if not valid.any():
+        return []
+    chunk_positions = np.nonzero(valid)[0]
+    chunk_scores = scores[chunk_positions].astype(np.float64)
+    documents = collection.chunk_doc[chunk_positions]
+    # Sort by document, then by descending score, then by chunk position; the first of each
+    # document's run is its best chunk.
+    order = np.lexsort((chunk_positions, -chunk_scores, documents))
+    first_of_run = np.ones(len(order), dtype=bool)
+    first_of_run[1:] = documents[order][1:] != documents[order][:-1]
+    best = order[first_of_run]
+    return [
+        _DocScore(
+            key=(collection.name, collection.doc_ids[documents[i]]),
+            score=float(chunk_scores[i]),
+            collection_index=collection_index,
+            chunk_index=int(chunk_positions[i]),
+        )
+        for i in best
+    ]
+
+
+def _chunk_filter(
+    collection: SearchableCollection, content_types: tuple[str, ...], path_glob: str | None
+) -> np.ndarray:
+    allowed_documents = np.ones(len(collection.doc_ids), dtype=bool)
+    if content_types:
+        allowed_documents &= np.array([ct in content_types for ct in collection.doc_content_types], dtype=bool)
+    if path_glob:
+        allowed_documents &= np.array(
+            [
+                fnmatch.fnmatchcase(doc_id, path_glob) or fnmatch.fnmatchcase(source, path_glob)
+                for doc_id, source in zip(collection.doc_ids, collection.doc_source_paths)
+            ],
+            dtype=bool,
+        )
+    if len(collection.chunk_doc) == 0:
+        return np.zeros(0, dtype=bool)
+    return allowed_documents[collection.chunk_doc]
+
+
+def _hit(collections: list[SearchableCollection], rank: int, entry: _DocScore, score: float, query: str) -> SearchHit:
+    collection = collections[entry.collection_index]
+    chunk = entry.chunk_index
+    doc = int(collection.chunk_doc[chunk])
+    return SearchHit(
+        rank=rank,
+        score=score,
+        collection=collection.name,
+        doc_id=collection.doc_ids[doc],
+        title=collection.doc_titles[doc],
+        content_type=collection.doc_content_types[doc],
+        chunk_id=collection.chunk_ids[chunk],
+        char_start=int(collection.chunk_start[chunk]),
+        char_end=int(collection.chunk_end[chunk]),
+        page=collection.chunk_page[chunk],
+        snippet=make_snippet(collection.chunk_text[chunk], query),
+    )
+
+
+def make_snippet(text: str, query: str, width: int = SNIPPET_CHARS) -> str:
+    """A window of the chunk around the first query word it contains, whitespace collapsed."""
+    flat = re.sub(r"\s+", " ", text).strip()
+    if len(flat) <= width:
+        return flat
+    lowered = flat.lower()
+    positions = [lowered.find(word) for word in re.findall(r"\w{3,}", query.lower())]
+    found = [position for position in positions if position >= 0]
+    start = max(0, min(found) - width // 4) if found else 0
+    start = min(start, len(flat) - width)
+    prefix = "…" if start > 0 else ""
+    suffix = "…" if start + width < len(flat) else ""
+    return prefix + flat[start : start + width].strip() + suffix

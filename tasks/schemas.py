@@ -1,0 +1,90 @@
+"""Canonical tables: explicit Polars schemas, each with a name and a version stored in the file."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """A table's name, schema version and columns; the name and version travel in Parquet metadata."""
+
+    name: str
+    version: int
+    schema: pl.Schema
+
+    def empty(self) -> pl.DataFrame:
+        return pl.DataFrame(schema=self.schema)
+
+
+UTC_TIME = pl.Datetime("us", "UTC")
+
+DOCUMENTS = TableSpec(
+    "documents",
+    1,
+    pl.Schema(
+        {
+            "doc_id": pl.String,
+            "source_path": pl.String,
+            "content_type": pl.String,
+            "bytes": pl.Int64,
+            "characters": pl.Int64,
+            "sha256": pl.String,
+            "title": pl.String,
+            "ingested_at": UTC_TIME,
+            "chunk_count": pl.Int32,
+            "truncated": pl.Boolean,
+            # The chunking settings that produced the chunks: a change re-chunks unchanged files.
+            "chunker": pl.String,
+            "text": pl.String,
+        }
+    ),
+)
+
+CHUNKS = TableSpec(
+    "chunks",
+    1,
+    pl.Schema(
+        {
+            "chunk_id": pl.String,
+            "doc_id": pl.String,
+            "ordinal": pl.Int32,
+            "page": pl.Int32,
+            "char_start": pl.Int64,
+            "char_end": pl.Int64,
+            "text": pl.String,
+            "text_sha256": pl.String,
+        }
+    ),
+)
+
+QUERIES = TableSpec("queries", 1, pl.Schema({"query_id": pl.String, "text": pl.String}))
+
+QRELS = TableSpec(
+    "qrels",
+    1,
+    pl.Schema({"query_id": pl.String, "doc_id": pl.String, "relevance": pl.Int32}),
+)
+
+REJECTIONS = TableSpec(
+    "rejections",
+    1,
+    pl.Schema({"path": pl.String, "reason": pl.String, "detail": pl.String}),
+)
+
+
+def embeddings_spec(dimension: int) -> TableSpec:
+    """Embedding cache rows: one vector per distinct chunk text for one model."""
+    return TableSpec(
+        "embeddings",
+        1,
+        pl.Schema(
+            {
+                "text_sha256": pl.String,
+                "model_id": pl.String,
+                "vector": pl.Array(pl.Float32, dimension),
+            }
+        ),
+    )
