@@ -16,12 +16,11 @@ import zipfile
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable
 
 import numpy as np
 
 from ragassay.errors import EmbeddingModelError
-from tasks.tables import atomic_write
 
 DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2-int8"
 _TOKENIZER_FILES = ("tokenizer.json", "config.json", "tokenizer_config.json", "special_tokens_map.json")
@@ -49,7 +48,12 @@ def package_folder(package: str) -> Path:
 
 
 def assemble_default_model(models_dir: Path) -> Path:
-    """Build (once) the folder holding MiniLM int8's model.onnx beside its tokenizer files."""
+    """Build (once) the folder holding MiniLM int8's model.onnx beside its tokenizer files.
+
+    The tokenizer config gets `max_length` from sentence_bert_config.json (256 word pieces), the
+    sequence length the model was trained and is served with; without it fastembed would use
+    the BERT tokenizer's 512, which is slower and not the model's definition.
+    """
     folder = models_dir / DEFAULT_MODEL_NAME
     if (folder / _FOLDER_MARKER).exists():
         return folder
@@ -65,7 +69,11 @@ def assemble_default_model(models_dir: Path) -> Path:
     with zipfile.ZipFile(zip_path) as archive:
         for name in _TOKENIZER_FILES:
             (staging / name).write_bytes(archive.read(name))
-    marker = {"model_id": f"{DEFAULT_MODEL_NAME}@{_file_digest(staging / 'model.onnx')[:12]}"}
+        max_seq_length = json.loads(archive.read("sentence_bert_config.json"))["max_seq_length"]
+    tokenizer_config = json.loads((staging / "tokenizer_config.json").read_text())
+    tokenizer_config["max_length"] = max_seq_length
+    (staging / "tokenizer_config.json").write_text(json.dumps(tokenizer_config))
+    marker = {"model_id": f"{DEFAULT_MODEL_NAME}@{_folder_digest(staging)[:12]}"}
     (staging / _FOLDER_MARKER).write_text(json.dumps(marker))
     shutil.rmtree(folder, ignore_errors=True)
     staging.rename(folder)
@@ -87,16 +95,18 @@ def resolve_model(name: str, models_dir: Path) -> EmbeddingModelSpec:
         dimension = config.get("hidden_size") or config.get("dim")
         if not isinstance(dimension, int):
             raise EmbeddingModelError(f"{path / 'config.json'} has no integer 'hidden_size'")
-        digest = _file_digest(path / "model.onnx")[:12]
+        digest = _folder_digest(path)[:12]
         return EmbeddingModelSpec(f"onnx:{path.resolve()}@{digest}", f"ragassay/{digest}", path, dimension)
     return EmbeddingModelSpec(name, name, None, None)
 
 
-def _file_digest(path: Path) -> str:
+def _folder_digest(folder: Path) -> str:
+    """Digest of the weights and tokenizer files: any change to them is another model id."""
     digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
+    for name in ("model.onnx", *_TOKENIZER_FILES):
+        with (folder / name).open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
     return digest.hexdigest()
 
 
@@ -133,34 +143,26 @@ def embed_texts(
     batch_size: int = 64,
     on_progress: Callable[[int, int], None] | None = None,
 ) -> np.ndarray:
-    """Embed texts as float32 unit vectors, one row per text, reporting progress per batch."""
+    """Embed texts as float32 unit vectors, one row per text, reporting progress per batch.
+
+    Texts are embedded in order of length, so each batch pads to a similar length (fastembed
+    pads a batch to its longest text), and the rows are put back in the caller's order.
+    """
     model = load_model(spec)
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
     rows: list[np.ndarray] = []
-    for start in range(0, len(texts), batch_size):
-        batch = texts[start : start + batch_size]
+    for start in range(0, len(order), batch_size):
+        batch = [texts[i] for i in order[start : start + batch_size]]
         rows.extend(model.embed(batch, batch_size=batch_size))
         if on_progress is not None:
             on_progress(min(start + batch_size, len(texts)), len(texts))
     if not rows:
         return np.zeros((0, spec.dimension or 0), dtype=np.float32)
-    return np.asarray(rows, dtype=np.float32)
+    vectors = np.empty((len(texts), len(rows[0])), dtype=np.float32)
+    vectors[order] = np.asarray(rows, dtype=np.float32)
+    return vectors
 
 
 def embed_query(spec: EmbeddingModelSpec, query: str) -> np.ndarray:
     """The unit vector of one query."""
     return embed_texts(spec, [query])[0]
-
-
-def cosine_scores(matrix: np.ndarray, query_vector: np.ndarray) -> np.ndarray:
-    """Cosine similarity of each row with the query; rows and query are unit vectors already."""
-    return matrix @ query_vector
-
-
-def save_matrix(path: Path, matrix: np.ndarray) -> None:
-    """Store a float32 matrix as .npy atomically (memory-mapped when searching)."""
-    atomic_write(path, lambda handle: np.save(handle, np.ascontiguousarray(matrix, dtype=np.float32)))
-
-
-def iter_batches(items: list, size: int) -> Iterable[list]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]

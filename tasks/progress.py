@@ -1,10 +1,13 @@
-"""Progress of long steps: a bar on an interactive terminal, log lines every 10% everywhere."""
+"""Progress of long steps: a bar on an interactive terminal, and a log line every 10% of the work
+(only the last one for steps of fewer than LOG_STEPS_FROM items, where ten lines would be noise)."""
 
 from __future__ import annotations
 
 import logging
 import sys
 import time
+
+LOG_STEPS_FROM = 100
 
 
 def _logger() -> logging.Logger | logging.LoggerAdapter:
@@ -44,7 +47,7 @@ class ProgressReporter:
         if self._bar is not None:
             self._bar.update(self._task_id, completed=done, total=total)
         percent = 100 * done // total if total else 100
-        if percent >= self._next_log_percent or done == total:
+        if done == total or (total >= LOG_STEPS_FROM and percent >= self._next_log_percent):
             elapsed = time.perf_counter() - self._started
             _logger().info("%s: %d/%d (%d%%) after %.1fs", self.description, done, total, percent, elapsed)
             self._next_log_percent = (percent // 10 + 1) * 10

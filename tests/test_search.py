@@ -1,0 +1,133 @@
+"""Search through the real indexes and the real embedding model: modes, fusion, filters, isolation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from flows.index import index_flow
+from flows.ingest import ingest_flow
+from ragassay.config import IndexConfig, IngestConfig, SearchConfig
+from ragassay.errors import CollectionNotFound, ConfigError, IndexMissing
+from ragassay.search_service import run_search
+from tasks.retrieval import make_snippet
+
+
+def build(home: Path, name: str, files: dict[str, str], tmp_path: Path) -> None:
+    root = tmp_path / name
+    for relative, text in files.items():
+        (root / relative).parent.mkdir(parents=True, exist_ok=True)
+        (root / relative).write_text(text, encoding="utf-8")
+    ingest_flow(IngestConfig(collection=name, paths=(root,), home=home, chunking={"chunk_size": 200, "chunk_overlap": 0}))
+    index_flow(IndexConfig(collection=name, home=home))
+
+
+@pytest.fixture
+def two_collections(home, tmp_path) -> Path:
+    build(
+        home,
+        "hives",
+        {
+            "langstroth.md": "The Langstroth hive uses removable frames and the bee space.",
+            "topbar.txt": "A top-bar hive has no frames; combs hang from wooden bars.",
+            "long/mites.txt": ("Intro about bees in general. " * 10) + "\n\nVarroa mites are counted with an alcohol wash.",
+            "notes.html": "<p>Frames of honey are heavy to lift.</p>",
+        },
+        tmp_path,
+    )
+    build(home, "kitchen", {"bread.txt": "Sourdough bread needs a starter and long fermentation."}, tmp_path)
+    return home
+
+
+@pytest.mark.parametrize("mode", ["fulltext", "semantic", "hybrid"])
+def test_each_mode_ranks_the_answering_document_first(two_collections, mode):
+    hits = run_search(two_collections, ["hives"], "how are varroa mites counted?", SearchConfig(mode=mode, k=3))
+    assert hits[0].doc_id == "long/mites.txt"
+    assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
+    assert all(a.score >= b.score for a, b in zip(hits, hits[1:]))
+
+
+def test_document_score_is_its_best_chunk_and_the_span_points_at_it(two_collections):
+    hits = run_search(two_collections, ["hives"], "varroa alcohol wash", SearchConfig(mode="fulltext", k=1))
+    best = hits[0]
+    assert best.chunk_id == "long/mites.txt#1", "the second chunk holds the matching text"
+    assert best.char_start > 0 and "alcohol wash" in best.snippet
+
+
+def test_fulltext_returns_only_documents_sharing_a_term(two_collections):
+    hits = run_search(two_collections, ["hives"], "sourdough", SearchConfig(mode="fulltext"))
+    assert hits == []
+
+
+def test_hybrid_score_is_the_rrf_of_both_rankings(two_collections):
+    query = "removable frames"
+    config = dict(k=4, depth=10, rrf_k=60)
+    lexical = [h.doc_id for h in run_search(two_collections, ["hives"], query, SearchConfig(mode="fulltext", **config))]
+    semantic = [h.doc_id for h in run_search(two_collections, ["hives"], query, SearchConfig(mode="semantic", **config))]
+    hybrid = run_search(two_collections, ["hives"], query, SearchConfig(mode="hybrid", **config))
+    for hit in hybrid:
+        expected = sum(1 / (60 + ranking.index(hit.doc_id) + 1) for ranking in (lexical, semantic) if hit.doc_id in ranking)
+        assert hit.score == pytest.approx(expected)
+
+
+def test_a_search_never_returns_documents_of_other_collections(two_collections):
+    hits = run_search(two_collections, ["kitchen"], "hive frames bees", SearchConfig(mode="semantic", k=10))
+    assert {h.collection for h in hits} == {"kitchen"}
+    both = run_search(two_collections, ["hives", "kitchen"], "sourdough starter", SearchConfig(mode="hybrid", k=2))
+    assert both[0].collection == "kitchen" and both[0].doc_id == "bread.txt"
+
+
+@pytest.mark.parametrize(
+    ("filters", "expected"),
+    [
+        ({"content_types": ("html",)}, {"notes.html"}),
+        ({"content_types": ("text/markdown", ".html")}, {"langstroth.md", "notes.html"}),
+        ({"path_glob": "long/*"}, {"long/mites.txt"}),
+    ],
+)
+def test_filters_apply_before_ranking(two_collections, filters, expected):
+    hits = run_search(two_collections, ["hives"], "frames", SearchConfig(mode="semantic", k=10, **filters))
+    assert {h.doc_id for h in hits} == expected
+
+
+def test_bad_inputs_get_typed_errors(two_collections, home):
+    with pytest.raises(ConfigError, match="not one of"):
+        run_search(two_collections, ["hives"], "x", SearchConfig(content_types=("docm",)))
+    with pytest.raises(CollectionNotFound, match="collections: hives, kitchen"):
+        run_search(two_collections, ["garden"], "x", SearchConfig())
+    with pytest.raises(ConfigError, match="mode"):
+        from ragassay.config import parse_config
+
+        parse_config(SearchConfig, mode="vector")
+
+
+def test_an_unindexed_collection_says_how_to_index_it(home, tmp_path):
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "a.txt").write_text("text", encoding="utf-8")
+    ingest_flow(IngestConfig(collection="raw", paths=(root,), home=home))
+    with pytest.raises(IndexMissing, match="ragassay index --collection raw"):
+        run_search(home, ["raw"], "text", SearchConfig())
+
+
+def test_snippet_centres_on_a_query_word():
+    text = "filler " * 100 + "the queen excluder keeps brood out of supers " + "filler " * 100
+    snippet = make_snippet(text, "what does an excluder do?")
+    assert "excluder" in snippet and snippet.startswith("…") and len(snippet) <= 242
+
+
+def test_batch_embedding_equals_one_at_a_time(home):
+    """Length-sorted batching must hand every text its own vector back, in the caller's order."""
+    import numpy as np
+
+    from ragassay.workspace import models_dir
+    from tasks.dense import DEFAULT_MODEL_NAME, embed_query, embed_texts, resolve_model
+
+    spec = resolve_model(DEFAULT_MODEL_NAME, models_dir(home))
+    texts = ["a much longer text about queen cells and swarming in late spring", "wax", "varroa mites feed on bees"]
+    batched = embed_texts(spec, texts, batch_size=2)
+    assert batched.shape == (3, 384) and batched.dtype == np.float32
+    for row, text in zip(batched, texts):
+        assert np.allclose(row, embed_query(spec, text), atol=1e-5)
+    assert np.allclose(np.linalg.norm(batched, axis=1), 1.0, atol=1e-5)
