@@ -5,21 +5,18 @@ Exit codes: 0 success, 1 partial failure (some inputs rejected), 2 usage or conf
 
 from __future__ import annotations
 
-import json
-import os
-import sys
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from ragassay.cli_common import COLLECTION_OPTION, EXIT_OK, EXIT_PARTIAL, JSON_OPTION, emit, fail, out, prefect_defaults
+from ragassay.cli_eval import eval_app, runs_app
+from ragassay.cli_golden import golden_app
 from ragassay.config import DEFAULT_EMBEDDING_MODEL, SEARCH_MODES, workspace_home
 from ragassay.errors import RagassayError
-
-EXIT_OK, EXIT_PARTIAL, EXIT_USAGE = 0, 1, 2
 
 app = typer.Typer(
     help="Measure how well a retrieval-augmented generation setup works on your own documents.",
@@ -31,30 +28,9 @@ documents_app = typer.Typer(help="List or delete documents of a collection.", no
 collections_app = typer.Typer(help="List or delete collections.", no_args_is_help=True)
 app.add_typer(documents_app, name="documents")
 app.add_typer(collections_app, name="collections")
-
-out = Console(soft_wrap=True)
-err = Console(stderr=True)
-
-JSON_OPTION = typer.Option(False, "--json", help="Print a machine-readable JSON result on stdout.")
-COLLECTION_OPTION = typer.Option(..., "--collection", "-c", help="Collection name.")
-
-
-def _prefect_defaults() -> None:
-    """Quiet, offline-friendly Prefect settings unless the user chose otherwise."""
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
-
-
-def _emit(as_json: bool, payload: Any, render) -> None:
-    if as_json:
-        sys.stdout.write(json.dumps(payload, indent=2, default=str) + "\n")
-    else:
-        render()
-
-
-def _fail(error: Exception) -> None:
-    err.print(f"[red]error:[/red] {error}", highlight=False)
-    raise typer.Exit(EXIT_USAGE)
+app.add_typer(golden_app, name="golden")
+app.add_typer(eval_app, name="eval")
+app.add_typer(runs_app, name="runs")
 
 
 @app.command()
@@ -79,12 +55,12 @@ def ingest(
             chunking=dict(chunk_size=chunk_size, chunk_overlap=chunk_overlap),
             doc_id=doc_id,
         )
-        _prefect_defaults()
+        prefect_defaults()
         from flows.ingest import ingest_flow
 
         report = ingest_flow(config)
     except RagassayError as error:
-        _fail(error)
+        fail(error)
 
     def render() -> None:
         counts = report.counts()
@@ -98,7 +74,7 @@ def ingest(
         if counts["ingested"] or counts["replaced"]:
             out.print(f"next: ragassay index --collection {report.collection}")
 
-    _emit(as_json, {**report.model_dump(), "counts": report.counts()}, render)
+    emit(as_json, {**report.model_dump(), "counts": report.counts()}, render)
     raise typer.Exit(EXIT_PARTIAL if report.rejected else EXIT_OK)
 
 
@@ -114,12 +90,12 @@ def index(
 
     try:
         config = parse_config(IndexConfig, collection=collection, embedding_model=embedding_model, batch_size=batch_size)
-        _prefect_defaults()
+        prefect_defaults()
         from flows.index import index_flow
 
         report = index_flow(config)
     except RagassayError as error:
-        _fail(error)
+        fail(error)
 
     def render() -> None:
         out.print(
@@ -128,7 +104,7 @@ def index(
             f"embedding {report.seconds_embedding:.2f}s, bm25 {report.seconds_bm25:.2f}s; index {report.index_digest}"
         )
 
-    _emit(as_json, report.model_dump(), render)
+    emit(as_json, report.model_dump(), render)
 
 
 @app.command()
@@ -155,7 +131,7 @@ def search(
         hits = run_search(workspace_home(), collection, query, config)
         elapsed = time.perf_counter() - started
     except RagassayError as error:
-        _fail(error)
+        fail(error)
 
     def render() -> None:
         out.print(f"[bold]{config.mode}[/bold] search for {query!r}: {len(hits)} results in {elapsed * 1000:.0f} ms")
@@ -165,7 +141,7 @@ def search(
             out.print(f"{hit.rank:>3}. {hit.score:.4f}  [bold]{document}[/bold]  ({hit.chunk_id}, chars {hit.char_start}-{hit.char_end}{page})", highlight=False)
             out.print(f"     {hit.snippet}", style="dim", highlight=False)
 
-    _emit(as_json, {"query": query, "config": config.model_dump(), "results": [h.__dict__ for h in hits]}, render)
+    emit(as_json, {"query": query, "config": config.model_dump(), "results": [h.__dict__ for h in hits]}, render)
 
 
 @documents_app.command("list")
@@ -176,7 +152,7 @@ def documents_list(collection: str = COLLECTION_OPTION, as_json: bool = JSON_OPT
     try:
         documents = load_documents(collection_paths(workspace_home(), collection))
     except RagassayError as error:
-        _fail(error)
+        fail(error)
 
     def render() -> None:
         table = Table(title=f"{documents.height} documents in {collection}")
@@ -189,7 +165,7 @@ def documents_list(collection: str = COLLECTION_OPTION, as_json: bool = JSON_OPT
             )
         out.print(table)
 
-    _emit(as_json, documents.to_dicts(), render)
+    emit(as_json, documents.to_dicts(), render)
 
 
 @documents_app.command("delete")
@@ -206,14 +182,14 @@ def documents_delete(
         deleted = delete_documents(paths, doc_ids)
         manifest = read_manifest(paths)
         if manifest is not None:
-            _prefect_defaults()
+            prefect_defaults()
             from flows.index import index_flow
             from ragassay.config import IndexConfig
 
             index_flow(IndexConfig(collection=collection, embedding_model=manifest["embedding_model"]))
     except RagassayError as error:
-        _fail(error)
-    _emit(as_json, {"collection": collection, "deleted": deleted, "reindexed": manifest is not None},
+        fail(error)
+    emit(as_json, {"collection": collection, "deleted": deleted, "reindexed": manifest is not None},
           lambda: out.print(f"deleted {len(deleted)} documents from {collection}" + (" and re-indexed" if manifest else "")))
 
 
@@ -234,7 +210,7 @@ def collections_list(as_json: bool = JSON_OPTION) -> None:
         for row in rows:
             out.print(f"  {row['collection']}: {row['documents']} documents, index {row['index_digest'] or 'not built'}")
 
-    _emit(as_json, {"workspace": str(home), "collections": rows}, render)
+    emit(as_json, {"workspace": str(home), "collections": rows}, render)
 
 
 @collections_app.command("delete")
@@ -245,8 +221,8 @@ def collections_delete(name: str = typer.Argument(..., help="Collection to delet
     try:
         delete_collection(workspace_home(), name)
     except RagassayError as error:
-        _fail(error)
-    _emit(as_json, {"deleted": name}, lambda: out.print(f"deleted collection {name}"))
+        fail(error)
+    emit(as_json, {"deleted": name}, lambda: out.print(f"deleted collection {name}"))
 
 
 def main() -> None:

@@ -10,6 +10,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ragassay.errors import ConfigError
+from tasks.metrics import MetricName, standard_metrics
+from tasks.scoring import parse_assertion
 
 DEFAULT_HOME = Path.home() / ".ragassay"
 COLLECTION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -99,13 +101,110 @@ class SearchConfig(_Frozen):
     path_glob: str | None = None
 
 
+LABEL = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+DEFAULT_KS = (1, 3, 5, 10)
+
+
+class FusionConfig(_Frozen):
+    """How hybrid search fuses the lexical and dense lists: reciprocal-rank fusion and its k."""
+
+    method: Literal["rrf"] = "rrf"
+    k: int = Field(60, ge=1)
+
+
+class RetrievalConfiguration(_Frozen):
+    """One retrieval configuration under evaluation; its label names it in runs and assertions."""
+
+    label: str = Field(pattern=LABEL)
+    search_type: SearchMode
+    fusion: FusionConfig = FusionConfig()
+    rerank: Literal["off"] = "off"
+    depth: int = Field(100, ge=1, le=100_000)
+
+    def search_config(self, k: int) -> SearchConfig:
+        """The search this configuration runs: exactly what `ragassay search` would run."""
+        return SearchConfig(mode=self.search_type, k=k, depth=max(self.depth, k), rrf_k=self.fusion.k)
+
+
+class RetrievalEvalConfig(_Frozen):
+    """One `ragassay eval retrieval` call: the golden sets of some collections under configurations."""
+
+    collections: tuple[str, ...] = Field(min_length=1)
+    configurations: tuple[RetrievalConfiguration, ...] = Field(min_length=1)
+    ks: tuple[int, ...] = DEFAULT_KS
+    max_questions: int | None = Field(None, ge=1)
+    seed: int = 0
+    assertions: tuple[str, ...] = ()
+    home: Path = Field(default_factory=workspace_home)
+
+    @field_validator("collections")
+    @classmethod
+    def _names(cls, names: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(_check_collection(name) for name in dict.fromkeys(names))
+
+    @field_validator("ks")
+    @classmethod
+    def _cutoffs(cls, ks: tuple[int, ...]) -> tuple[int, ...]:
+        if not ks or min(ks) < 1:
+            raise ValueError("ks must be one or more cut-offs >= 1")
+        return tuple(sorted(set(ks)))
+
+    @model_validator(mode="after")
+    def _unique_labels(self) -> "RetrievalEvalConfig":
+        labels = [c.label for c in self.configurations]
+        repeated = sorted({label for label in labels if labels.count(label) > 1})
+        if repeated:
+            raise ValueError(f"configuration labels must be unique; repeated: {', '.join(repeated)}")
+        for text in self.assertions:
+            assertion = parse_assertion(text)
+            if assertion.label not in labels:
+                raise ValueError(f"assertion {text!r} names configuration {assertion.label!r}; labels: {', '.join(labels)}")
+            if assertion.metric.k is not None and assertion.metric.k > max(self.ks):
+                raise ValueError(f"assertion {text!r} needs k <= max(ks) = {max(self.ks)}")
+        return self
+
+    @property
+    def depth(self) -> int:
+        return max(self.ks)
+
+    def metrics(self) -> list[MetricName]:
+        """The standard metrics at every k, plus any other metric an assertion names."""
+        names = standard_metrics(list(self.ks))
+        extra = [parse_assertion(text).metric for text in self.assertions]
+        return names + [m for m in dict.fromkeys(extra) if m not in names]
+
+
 def parse_config(model: type[BaseModel], **values) -> BaseModel:
     """Build a config, turning pydantic's error into a ConfigError that names each bad field."""
     try:
         return model(**values)
     except ValidationError as error:
         problems = []
-        for item in error.errors():
+        items = error.errors()
+        nested = [item["loc"] for item in items]
+        for item in items:
+            # A list whose only item failed also reports itself "too short": noise beside the cause.
+            if item["type"] == "too_short" and any(len(loc) > len(item["loc"]) and loc[: len(item["loc"])] == item["loc"] for loc in nested):
+                continue
             field = ".".join(str(part) for part in item["loc"]) or model.__name__
-            problems.append(f"{field}: {item['msg']}")
+            message = item["msg"]
+            if item["type"] == "extra_forbidden":
+                allowed = _allowed_keys(model, item["loc"][:-1])
+                message = "unknown key" + (f"; allowed keys: {', '.join(allowed)}" if allowed else "")
+            problems.append(f"{field}: {message}")
         raise ConfigError("invalid configuration: " + "; ".join(problems)) from None
+
+
+def _allowed_keys(model: type[BaseModel], location: tuple) -> list[str]:
+    """The field names of the (nested) model found at location, for an 'unknown key' message."""
+    current: type | None = model
+    for part in location:
+        if isinstance(part, int) or current is None:
+            continue
+        field = current.model_fields.get(part)
+        if field is None:
+            return []
+        annotation = field.annotation
+        arguments = getattr(annotation, "__args__", ()) or (annotation,)
+        current = next((a for a in arguments if isinstance(a, type) and issubclass(a, BaseModel)), None)
+    return sorted(f for f in current.model_fields if f != "home") if current is not None else []

@@ -6,6 +6,7 @@ Layout under the workspace root ($RAGASSAY_HOME):
     collections/<name>/chunks.parquet      one row per chunk, spans into the document text
     collections/<name>/embeddings.parquet  embedding cache: (text_sha256, model_id) -> vector
     collections/<name>/beir/               queries.parquet and qrels.parquet of an imported BEIR set
+    collections/<name>/golden.parquet      the collection's golden set
     collections/<name>/index/              manifest.json and the bm25/ folder
 """
 
@@ -60,6 +61,10 @@ class CollectionPaths:
     @property
     def beir_qrels(self) -> Path:
         return self.root / "beir" / "qrels.parquet"
+
+    @property
+    def golden(self) -> Path:
+        return self.root / "golden.parquet"
 
     @property
     def index_dir(self) -> Path:

@@ -88,3 +88,61 @@ def embeddings_spec(dimension: int) -> TableSpec:
             }
         ),
     )
+
+GOLDEN = TableSpec(
+    "golden",
+    1,
+    pl.Schema(
+        {
+            "entry_id": pl.String,
+            "question": pl.String,
+            "expected_document_ids": pl.List(pl.String),
+            # Graded relevance of each expected document, in the same order (1 when not graded).
+            "relevance": pl.List(pl.Int32),
+            "reference_answer": pl.String,
+            "origin": pl.String,  # manual, imported or generated
+            "created_at": UTC_TIME,
+            # Lineage of generated entries (null otherwise).
+            "seed": pl.Int64,
+            "model": pl.String,
+            "prompt_version": pl.String,
+            "source_chunk_id": pl.String,
+            "source_document_sha256": pl.String,
+        }
+    ),
+)
+
+RUN = TableSpec(
+    "run",
+    1,
+    pl.Schema(
+        {
+            "configuration": pl.String,
+            "query_collection": pl.String,
+            "query_id": pl.String,
+            "collection": pl.String,
+            "doc_id": pl.String,
+            "rank": pl.Int32,
+            "score": pl.Float64,
+        }
+    ),
+)
+
+
+def per_question_spec(metric_columns: list[str]) -> TableSpec:
+    """Per-question retrieval scores: one row per (configuration, question), one column per metric."""
+    return TableSpec(
+        "retrieval_per_question",
+        1,
+        pl.Schema(
+            {
+                "configuration": pl.String,
+                "query_collection": pl.String,
+                "query_id": pl.String,
+                "question": pl.String,
+                "relevant_count": pl.Int32,
+                "retrieved": pl.Int32,
+                **{name: pl.Float64 for name in metric_columns},
+            }
+        ),
+    )
