@@ -14,7 +14,7 @@ from rich.console import Console
 EXIT_OK, EXIT_PARTIAL, EXIT_USAGE = 0, 1, 2
 
 out = Console(soft_wrap=True)
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)
 
 JSON_OPTION = typer.Option(False, "--json", help="Print a machine-readable JSON result on stdout.")
 COLLECTION_OPTION = typer.Option(..., "--collection", "-c", help="Collection name.")

@@ -161,7 +161,7 @@ def runs_list(
             headline = "  ".join(f"{k} {v:.3f}" for k, v in row["metrics"].items() if k in ("recall@5", "ndcg@10", "mrr"))
             out.print(
                 f"{row['started'][:16].replace('T', ' ')}  {row['kind']:<9} batch {row['batch_id']}  "
-                f"{row['configuration'] or '(batch)':<12} {row['run_id']}  [{row['collections']}]  {headline}",
+                f"{row['configuration'] or '(batch)':<12} {row['run_id']}  ({row['collections']})  {headline}",
                 highlight=False,
             )
 
