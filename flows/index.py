@@ -8,24 +8,26 @@ from datetime import datetime, timezone
 from prefect import flow
 
 from ragassay.config import IndexConfig
-from ragassay.workspace import collection_paths, load_chunks, models_dir
+from ragassay.workspace import collection_paths, load_chunks, load_documents, models_dir
 from tasks.dense import resolve_model
 from tasks.index_tasks import (
     IndexReport,
-    build_bm25_index,
+    build_bm25_indexes,
     embed_chunks,
     index_digest,
     publish_index,
     staging_folder,
 )
-from tasks.ingestion import chunks_digest
+from tasks.ingestion import index_input_digest
 from tasks.lexical import STEMMER_LANGUAGE, STOPWORDS
 
 
 @flow(name="index", validate_parameters=True)
 def index_flow(config: IndexConfig) -> IndexReport:
-    """Index one collection: embed chunks the cache lacks, build BM25, swap the new index in."""
+    """Index one collection: embed chunks the cache lacks, build BM25 over chunks and over whole
+    documents, and swap the new index in."""
     paths = collection_paths(config.home, config.collection)
+    documents = load_documents(paths, with_text=True)
     chunks = load_chunks(paths)
     spec = resolve_model(config.embedding_model, models_dir(config.home))
 
@@ -35,18 +37,19 @@ def index_flow(config: IndexConfig) -> IndexReport:
 
     staging = staging_folder(paths)
     started = time.perf_counter()
-    build_bm25_index(chunks, staging / "bm25")
+    build_bm25_indexes(documents, chunks, staging / "bm25", staging / "bm25_documents")
     seconds_bm25 = time.perf_counter() - started
 
-    digest_of_chunks = chunks_digest(chunks)
-    digest = index_digest(digest_of_chunks, spec.model_id)
+    input_digest = index_input_digest(documents, chunks)
+    digest = index_digest(input_digest, spec.model_id)
     publish_index(
         paths,
         staging,
         {
             "built_at": datetime.now(timezone.utc).isoformat(),
             "chunks": chunks.height,
-            "chunks_digest": digest_of_chunks,
+            "documents": documents.height,
+            "input_digest": input_digest,
             "index_digest": digest,
             "embedding_model": config.embedding_model,
             "embedding_model_id": spec.model_id,

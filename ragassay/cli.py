@@ -117,6 +117,7 @@ def search(
     rrf_k: int = typer.Option(60, help="Reciprocal-rank fusion constant."),
     content_type: list[str] = typer.Option([], "--content-type", help="Keep only this type (pdf, .md or text/markdown); repeatable."),
     path_glob: Optional[str] = typer.Option(None, help="Keep only documents whose id or source path matches this glob."),
+    lexical_unit: str = typer.Option("document", help="What BM25 scores: document (whole text) or chunk (best chunk)."),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Search one or more collections; results are documents with their best chunk."""
@@ -125,7 +126,8 @@ def search(
 
     try:
         config = parse_config(
-            SearchConfig, mode=mode, k=k, depth=depth, rrf_k=rrf_k, content_types=tuple(content_type), path_glob=path_glob
+            SearchConfig, mode=mode, k=k, depth=depth, rrf_k=rrf_k, content_types=tuple(content_type),
+            path_glob=path_glob, lexical_unit=lexical_unit,
         )
         started = time.perf_counter()
         hits = run_search(workspace_home(), collection, query, config)

@@ -19,6 +19,8 @@ DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2-int8"
 
 SearchMode = Literal["fulltext", "semantic", "hybrid"]
 SEARCH_MODES: tuple[str, ...] = ("fulltext", "semantic", "hybrid")
+# What BM25 scores: whole documents (default) or chunks (max-passage); see tasks/retrieval.py.
+LexicalUnit = Literal["document", "chunk"]
 
 
 def workspace_home() -> Path:
@@ -99,6 +101,7 @@ class SearchConfig(_Frozen):
     rrf_k: int = Field(60, ge=1)
     content_types: tuple[str, ...] = ()
     path_glob: str | None = None
+    lexical_unit: LexicalUnit = "document"
 
 
 LABEL = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
@@ -120,10 +123,13 @@ class RetrievalConfiguration(_Frozen):
     fusion: FusionConfig = FusionConfig()
     rerank: Literal["off"] = "off"
     depth: int = Field(100, ge=1, le=100_000)
+    lexical_unit: LexicalUnit = "document"
 
     def search_config(self, k: int) -> SearchConfig:
         """The search this configuration runs: exactly what `ragassay search` would run."""
-        return SearchConfig(mode=self.search_type, k=k, depth=max(self.depth, k), rrf_k=self.fusion.k)
+        return SearchConfig(
+            mode=self.search_type, k=k, depth=max(self.depth, k), rrf_k=self.fusion.k, lexical_unit=self.lexical_unit
+        )
 
 
 class RetrievalEvalConfig(_Frozen):

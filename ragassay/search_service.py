@@ -54,4 +54,5 @@ def run_search(home: Path, collections: list[str], query: str, config: SearchCon
         rrf_k=config.rrf_k,
         content_types=normalize_content_types(config.content_types),
         path_glob=config.path_glob,
+        lexical_unit=config.lexical_unit,
     )

@@ -7,7 +7,7 @@ Layout under the workspace root ($RAGASSAY_HOME):
     collections/<name>/embeddings.parquet  embedding cache: (text_sha256, model_id) -> vector
     collections/<name>/beir/               queries.parquet and qrels.parquet of an imported BEIR set
     collections/<name>/golden.parquet      the collection's golden set
-    collections/<name>/index/              manifest.json and the bm25/ folder
+    collections/<name>/index/              manifest.json, bm25/ (chunks) and bm25_documents/
 """
 
 from __future__ import annotations
@@ -23,13 +23,13 @@ import polars as pl
 from ragassay.config import COLLECTION_NAME
 from ragassay.errors import CollectionNotFound, ConfigError, DocumentNotFound, IndexMissing
 from tasks.dense import embed_query, resolve_model
-from tasks.ingestion import chunks_digest, remove_documents
+from tasks.ingestion import index_input_digest, remove_documents
 from tasks.lexical import LexicalIndex
 from tasks.retrieval import SearchableCollection
 from tasks.schemas import CHUNKS, DOCUMENTS, embeddings_spec
 from tasks.tables import read_table, read_table_or_empty, write_table
 
-INDEX_FORMAT_VERSION = 1
+INDEX_FORMAT_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -77,6 +77,10 @@ class CollectionPaths:
     @property
     def bm25_dir(self) -> Path:
         return self.index_dir / "bm25"
+
+    @property
+    def bm25_documents_dir(self) -> Path:
+        return self.index_dir / "bm25_documents"
 
 
 def models_dir(home: Path) -> Path:
@@ -128,11 +132,11 @@ def load_searchable(home: Path, name: str, need_dense: bool) -> SearchableCollec
     if manifest is None or manifest.get("format_version") != INDEX_FORMAT_VERSION:
         raise IndexMissing(f"collection {name!r} is not indexed; run `ragassay index --collection {name}`")
     chunks = load_chunks(paths)
-    if chunks_digest(chunks) != manifest["chunks_digest"]:
+    documents = load_documents(paths)
+    if index_input_digest(documents, chunks) != manifest["input_digest"]:
         raise IndexMissing(
             f"collection {name!r} changed since it was indexed; run `ragassay index --collection {name}`"
         )
-    documents = load_documents(paths)
     doc_position = {doc_id: i for i, doc_id in enumerate(documents["doc_id"].to_list())}
     dense, query_embedder = None, None
     if need_dense:
@@ -152,6 +156,7 @@ def load_searchable(home: Path, name: str, need_dense: bool) -> SearchableCollec
         doc_content_types=documents["content_type"].to_list(),
         doc_source_paths=documents["source_path"].to_list(),
         lexical=LexicalIndex.load(paths.bm25_dir, size=chunks.height),
+        document_lexical=LexicalIndex.load(paths.bm25_documents_dir, size=documents.height),
         dense=dense,
         embed_query=query_embedder,
         embedding_model_id=manifest["embedding_model_id"],

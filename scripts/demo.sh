@@ -15,5 +15,16 @@ for mode in fulltext semantic hybrid; do
 done
 echo "== hybrid search, PDFs only"
 ragassay search --collection sample --content-type pdf --k 2 "which disease makes larvae ropy?"
+
+echo "== golden set: hand-written questions and the documents that answer them"
+golden_size=$(ragassay golden list --collection sample --json | python -c 'import json, sys; print(len(json.load(sys.stdin)))')
+if [ "$golden_size" = 0 ]; then
+    ragassay golden add --collection sample --file data/sample/golden.jsonl
+else
+    echo "already holds $golden_size entries"
+fi
+echo "== retrieval evaluation: fulltext, semantic and hybrid, logged as one MLflow batch"
+ragassay eval retrieval --collection sample --assert "hybrid:recall@5>=0.8" --assert "fulltext:mrr>=0.5"
+
 echo
 echo "Workspace: ${RAGASSAY_HOME:-$HOME/.ragassay}. Try: .venv/bin/ragassay search --collection sample \"your question\""

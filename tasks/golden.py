@@ -120,12 +120,15 @@ def read_candidate_file(path: Path) -> tuple[list[GoldenCandidate], list[GoldenP
     Fields: question, expected_document_ids (a list; in CSV separated by ';'),
     optional reference_answer, id and relevance (list of grades, in CSV ';'-separated).
     """
+    suffix = path.suffix.lower()
+    if suffix not in (".csv", ".jsonl", ".json"):
+        raise ValueError(f"{path}: golden set files must be .jsonl or .csv")
     text = path.read_text(encoding="utf-8")
-    if path.suffix.lower() == ".csv":
-        records = [(line, dict(row)) for line, row in _csv_rows(text)]
-    elif path.suffix.lower() in (".jsonl", ".json"):
+    problems: list[GoldenProblem] = []
+    if suffix == ".csv":
+        records = list(_csv_rows(text))
+    else:
         records = []
-        problems: list[GoldenProblem] = []
         for number, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
                 continue
@@ -133,11 +136,8 @@ def read_candidate_file(path: Path) -> tuple[list[GoldenCandidate], list[GoldenP
                 records.append((number, json.loads(line)))
             except json.JSONDecodeError as error:
                 problems.append(GoldenProblem(f"{path}:{number}", "malformed_row", f"invalid JSON: {error.msg}"))
-        candidates, more = _candidates(path, records)
-        return candidates, problems + more
-    else:
-        raise ValueError(f"{path}: golden set files must be .jsonl or .csv")
-    return _candidates(path, records)
+    candidates, more = _candidates(path, records)
+    return candidates, problems + more
 
 
 def _csv_rows(text: str):

@@ -76,15 +76,16 @@ def _read_cache(paths: CollectionPaths) -> pl.DataFrame | None:
     return read_table(paths.embeddings, embeddings_spec(dimension))
 
 
-@task(name="build-bm25-index", cache_policy=NO_CACHE)
-def build_bm25_index(chunks: pl.DataFrame, folder: Path) -> None:
-    """Build BM25 over the chunk texts in table order and save it to folder."""
-    LexicalIndex.build(chunks["text"].to_list()).save(folder)
+@task(name="build-bm25-indexes", cache_policy=NO_CACHE)
+def build_bm25_indexes(documents: pl.DataFrame, chunks: pl.DataFrame, chunk_folder: Path, document_folder: Path) -> None:
+    """BM25 over the chunk texts and over whole document texts, each in table order."""
+    LexicalIndex.build(chunks["text"].to_list()).save(chunk_folder)
+    LexicalIndex.build(documents["text"].to_list()).save(document_folder)
 
 
-def index_digest(digest_of_chunks: str, model_id: str) -> str:
-    """Identity of an index: its input chunks, embedding model and lexical settings."""
-    key = f"{INDEX_FORMAT_VERSION}|{digest_of_chunks}|{model_id}|bm25s:{STOPWORDS}:{STEMMER_LANGUAGE}"
+def index_digest(input_digest: str, model_id: str) -> str:
+    """Identity of an index: its input documents and chunks, embedding model and lexical settings."""
+    key = f"{INDEX_FORMAT_VERSION}|{input_digest}|{model_id}|bm25s:{STOPWORDS}:{STEMMER_LANGUAGE}"
     return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 

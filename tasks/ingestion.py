@@ -145,9 +145,12 @@ def remove_documents(
     )
 
 
-def chunks_digest(chunks: pl.DataFrame) -> str:
-    """Digest of the ordered (chunk_id, text_sha256) pairs: equal digests mean the same index input."""
+def index_input_digest(documents: pl.DataFrame, chunks: pl.DataFrame) -> str:
+    """Digest of what an index is built from, in order: documents (id, content digest, chunker)
+    and chunks (id, text digest). Equal digests mean the same index input."""
     digest = hashlib.sha256()
+    for doc_id, sha, chunker in documents.select("doc_id", "sha256", "chunker").iter_rows():
+        digest.update(f"d\t{doc_id}\t{sha}\t{chunker}\n".encode())
     for chunk_id, text_sha in chunks.select("chunk_id", "text_sha256").iter_rows():
-        digest.update(f"{chunk_id}\t{text_sha}\n".encode())
+        digest.update(f"c\t{chunk_id}\t{text_sha}\n".encode())
     return digest.hexdigest()

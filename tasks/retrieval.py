@@ -1,9 +1,14 @@
 """Search over one or more indexed collections: fulltext, semantic or hybrid, returning documents.
 
 Rules (what a result means):
-- Chunks are scored (BM25, or cosine similarity of unit vectors), then aggregated to documents:
-  a document's score is its best chunk's score (max-passage), and that chunk is the one shown.
-  Fulltext keeps only chunks sharing at least one query term (score > 0).
+- Semantic: chunks are scored by cosine similarity of unit vectors; a document's score is its best
+  chunk's score (max-passage), and that chunk is the one shown.
+- Fulltext, lexical_unit "document" (the default): a document's score is BM25 over its whole
+  text; the chunk shown is its chunk with the highest chunk-level BM25. With lexical_unit "chunk",
+  BM25 over chunks, aggregated by max-passage like semantic. Either way a document must share at
+  least one query term (score > 0). Whole-document BM25 measured better on BEIR SciFact and
+  NFCorpus (BENCHMARKS.md), as BM25's length normalization is designed for documents; the dense
+  model needs chunks, as it reads at most 256 word pieces.
 - With several collections, documents are merged by score. Cosine scores are comparable across
   collections embedded by the same model; BM25 scores are not strictly so, because each
   collection has its own term statistics.
@@ -28,6 +33,7 @@ from tasks.fusion import reciprocal_rank_fusion
 from tasks.lexical import LexicalIndex
 
 SNIPPET_CHARS = 240
+LEXICAL_UNITS = ("document", "chunk")
 
 
 @dataclass
@@ -46,6 +52,7 @@ class SearchableCollection:
     doc_content_types: list[str]
     doc_source_paths: list[str]
     lexical: LexicalIndex
+    document_lexical: LexicalIndex
     dense: np.ndarray | None
     embed_query: Callable[[str], np.ndarray] | None
     embedding_model_id: str | None
@@ -85,18 +92,21 @@ def search(
     rrf_k: int = 60,
     content_types: tuple[str, ...] = (),
     path_glob: str | None = None,
+    lexical_unit: str = "document",
 ) -> list[SearchHit]:
     """Rank documents of the given collections for the query; the best k come back, best first."""
+    if lexical_unit not in LEXICAL_UNITS:
+        raise ValueError(f"lexical_unit {lexical_unit!r} is not one of {', '.join(LEXICAL_UNITS)}")
     list_length = max(depth, k)
     masks = [_chunk_filter(c, content_types, path_glob) for c in collections]
     if mode == "fulltext":
-        ranked = _ranked_documents(collections, masks, query, "fulltext", list_length)
+        ranked = _ranked_documents(collections, masks, query, lexical_unit, list_length)
         fused = [(entry, entry.score) for entry in ranked]
     elif mode == "semantic":
         ranked = _ranked_documents(collections, masks, query, "semantic", list_length)
         fused = [(entry, entry.score) for entry in ranked]
     elif mode == "hybrid":
-        lexical = _ranked_documents(collections, masks, query, "fulltext", list_length)
+        lexical = _ranked_documents(collections, masks, query, lexical_unit, list_length)
         semantic = _ranked_documents(collections, masks, query, "semantic", list_length)
         fused = _fuse(lexical, semantic, rrf_k)
     else:
@@ -123,27 +133,43 @@ def _ranked_documents(
     retriever: str,
     limit: int,
 ) -> list[_DocScore]:
+    """The best `limit` documents of the collections by one retriever: "document" or "chunk"
+    BM25, or "semantic". Ties are ordered by (collection, doc_id)."""
     entries: list[_DocScore] = []
     for index, (collection, mask) in enumerate(zip(collections, masks)):
-        if retriever == "fulltext":
-            scores = collection.lexical.scores(query)
-            valid = mask & (scores > 0)
-        else:
+        if retriever == "semantic":
             if collection.dense is None or collection.embed_query is None:
                 raise ValueError(f"collection {collection.name!r} has no dense index")
-            scores = collection.dense @ collection.embed_query(query)
-            valid = mask
-        entries.extend(_best_chunk_per_document(collection, index, scores, valid))
+            documents, chunks, scores = _best_chunk_per_document(collection, collection.dense @ collection.embed_query(query), mask)
+        else:
+            chunk_scores = collection.lexical.scores(query)
+            if retriever == "chunk":
+                documents, chunks, scores = _best_chunk_per_document(collection, chunk_scores, mask & (chunk_scores > 0))
+            else:
+                document_scores = collection.document_lexical.scores(query)
+                matching = (document_scores > 0)[collection.chunk_doc]
+                documents, chunks, _ = _best_chunk_per_document(collection, chunk_scores, mask & matching)
+                scores = document_scores[documents].astype(np.float64)
+        # Documents are stored sorted by doc_id, so the document position breaks ties by doc_id.
+        top = np.lexsort((documents, -scores))[:limit]
+        entries.extend(
+            _DocScore(
+                key=(collection.name, collection.doc_ids[documents[i]]),
+                score=float(scores[i]),
+                collection_index=index,
+                chunk_index=int(chunks[i]),
+            )
+            for i in top
+        )
     entries.sort(key=lambda entry: (-entry.score, entry.key))
     return entries[:limit]
 
 
 def _best_chunk_per_document(
-    collection: SearchableCollection, collection_index: int, scores: np.ndarray, valid: np.ndarray
-) -> list[_DocScore]:
-    """Max-passage aggregation: each document's best valid chunk (the earliest one on a tie)."""
-    if not valid.any():
-        return []
+    collection: SearchableCollection, scores: np.ndarray, valid: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Max-passage aggregation over the valid chunks: (document, its best chunk, that chunk's
+    score) for each document with a valid chunk; the earliest chunk wins a tie."""
     chunk_positions = np.nonzero(valid)[0]
     chunk_scores = scores[chunk_positions].astype(np.float64)
     documents = collection.chunk_doc[chunk_positions]
@@ -153,15 +179,7 @@ def _best_chunk_per_document(
     first_of_run = np.ones(len(order), dtype=bool)
     first_of_run[1:] = documents[order][1:] != documents[order][:-1]
     best = order[first_of_run]
-    return [
-        _DocScore(
-            key=(collection.name, collection.doc_ids[documents[i]]),
-            score=float(chunk_scores[i]),
-            collection_index=collection_index,
-            chunk_index=int(chunk_positions[i]),
-        )
-        for i in best
-    ]
+    return documents[best], chunk_positions[best], chunk_scores[best]
 
 
 def _chunk_filter(

@@ -105,7 +105,7 @@ def test_a_failed_gate_exits_1_and_names_the_bound(sample_home, monkeypatch):
 @pytest.mark.parametrize(
     ("file_text", "message"),
     [
-        ("- {label: a, search_type: fulltext, serch_depth: 5}", "unknown key; allowed keys: depth, fusion, label, rerank, search_type"),
+        ("- {label: a, search_type: fulltext, serch_depth: 5}", "unknown key; allowed keys: depth, fusion, label, lexical_unit, rerank, search_type"),
         ("- {label: a, search_type: vector}", "'fulltext', 'semantic' or 'hybrid'"),
         ("- {label: a, search_type: hybrid, rerank: llm}", "rerank: Input should be 'off'"),
         ("- {label: a, search_type: hybrid, fusion: {method: borda}}", "fusion.method"),

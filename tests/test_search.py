@@ -131,3 +131,31 @@ def test_batch_embedding_equals_one_at_a_time(home):
     for row, text in zip(batched, texts):
         assert np.allclose(row, embed_query(spec, text), atol=1e-5)
     assert np.allclose(np.linalg.norm(batched, axis=1), 1.0, atol=1e-5)
+
+
+def test_lexical_unit_scores_whole_documents_or_best_chunks(home, tmp_path):
+    """'alpha' and 'omega' sit in different chunks of spread.txt. Document BM25 scores its whole
+    text (both terms); chunk BM25 gives it its best chunk's score (one term at a time)."""
+    import numpy as np
+
+    from ragassay.workspace import collection_paths, load_chunks, load_documents
+    from tasks.lexical import LexicalIndex
+
+    filler = " ".join(f"filler{n}" for n in range(30))
+    build(home, "units", {"spread.txt": f"alpha {filler}.\n\n{filler} omega.", "focused.txt": "alpha alpha.", "other.txt": "nothing here."}, tmp_path)
+    paths = collection_paths(home, "units")
+    documents, chunks = load_documents(paths, with_text=True), load_chunks(paths)
+    document_bm25 = dict(zip(documents["doc_id"], LexicalIndex.build(documents["text"].to_list()).scores("alpha omega")))
+    chunk_scores = LexicalIndex.build(chunks["text"].to_list()).scores("alpha omega")
+    best_chunk_bm25 = {doc: float(np.max(chunk_scores[(chunks["doc_id"] == doc).to_numpy()])) for doc in documents["doc_id"]}
+
+    by_document = run_search(home, ["units"], "alpha omega", SearchConfig(mode="fulltext", lexical_unit="document"))
+    by_chunk = run_search(home, ["units"], "alpha omega", SearchConfig(mode="fulltext", lexical_unit="chunk"))
+    assert {h.doc_id for h in by_document} == {h.doc_id for h in by_chunk} == {"spread.txt", "focused.txt"}
+    for hit in by_document:
+        assert hit.score == pytest.approx(document_bm25[hit.doc_id], rel=1e-6)
+    for hit in by_chunk:
+        assert hit.score == pytest.approx(best_chunk_bm25[hit.doc_id], rel=1e-6)
+    spread = next(h for h in by_document if h.doc_id == "spread.txt")
+    shown = chunks.filter(chunks["chunk_id"] == spread.chunk_id)["text"].item()
+    assert "alpha" in shown or "omega" in shown, "the chunk shown is one that matches the query"
