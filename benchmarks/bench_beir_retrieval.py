@@ -73,7 +73,7 @@ def run_dataset(home: Path, dataset: str, chunk_size: int, chunk_overlap: int) -
 
     print(f"\n## {dataset} (chunks of {chunk_size} characters, overlap {chunk_overlap})")
     print(f"documents {len(report.ingested) + len(report.unchanged) + len(report.replaced)}, chunks {index_report.chunks}, "
-          f"test queries {eval_report.questions} (golden entries added now: {len(golden.added)}, refused {len(golden.problems)})")
+          f"test queries {eval_report.questions} (golden entries added by this run: {len(golden.added)}; already present: {golden.size - len(golden.added)})")
     print(f"times: import {seconds_import:.1f}s, index {seconds_index:.1f}s (embedded {index_report.embedded}, "
           f"cached {index_report.reused_embeddings}; embedding {index_report.seconds_embedding:.1f}s, BM25 {index_report.seconds_bm25:.1f}s), "
           f"golden import {seconds_golden:.2f}s, evaluation {seconds_eval:.1f}s "

@@ -10,9 +10,10 @@ from ragassay.workspace import collection_paths, load_searchable, read_manifest
 from tasks.extraction import CONTENT_TYPES
 from tasks.retrieval import SearchableCollection, SearchHit, search
 
-# Loaded collections, keyed by (home, name, index digest, dense?): a process that searches many
-# times (an evaluation, a server) loads each index once; a rebuilt index has a new digest.
-_loaded: dict[tuple[Path, str, str, bool], SearchableCollection] = {}
+# Loaded collections, keyed by what they were loaded from (index digest, the tables' sizes and
+# times) and whether dense vectors were loaded: a process that searches many times (an evaluation)
+# loads each index once, and a re-ingested or re-indexed collection is loaded (and checked) again.
+_loaded: dict[tuple, SearchableCollection] = {}
 
 
 def normalize_content_types(values: tuple[str, ...]) -> tuple[str, ...]:
@@ -29,8 +30,10 @@ def normalize_content_types(values: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def open_collection(home: Path, name: str, need_dense: bool) -> SearchableCollection:
-    manifest = read_manifest(collection_paths(home, name)) or {}
-    key = (home, name, str(manifest.get("index_digest")), need_dense)
+    paths = collection_paths(home, name)
+    manifest = read_manifest(paths) or {}
+    tables = tuple((p.stat().st_mtime_ns, p.stat().st_size) if p.exists() else None for p in (paths.documents, paths.chunks))
+    key = (home, name, str(manifest.get("index_digest")), tables, need_dense)
     if key not in _loaded:
         _loaded[key] = load_searchable(home, name, need_dense)
     return _loaded[key]
