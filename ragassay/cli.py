@@ -146,6 +146,58 @@ def search(
     emit(as_json, {"query": query, "config": config.model_dump(), "results": [h.__dict__ for h in hits]}, render)
 
 
+@app.command()
+def answer(
+    question: str = typer.Argument(..., help="The question."),
+    collection: list[str] = typer.Option(..., "--collection", "-c", help="Collection to answer from; repeatable."),
+    mode: str = typer.Option("hybrid", help=f"Retrieval: one of {', '.join(SEARCH_MODES)}."),
+    k: int = typer.Option(5, "--k", help="Documents retrieved; each gives its best chunk as a source."),
+    lexical_unit: str = typer.Option("document", help="What BM25 scores: document or chunk."),
+    groundedness: str = typer.Option("strict", help="strict: every statement must cite a source; off: a plain RAG answer."),
+    model_backend: str = typer.Option("smollm2", help="smollm2 (bundled), gguf (--model-path) or openai (--model-url, --model-name)."),
+    model_path: Optional[Path] = typer.Option(None, help="A GGUF file, for --model-backend gguf."),
+    model_url: Optional[str] = typer.Option(None, help="Base URL of an OpenAI-compatible server, for --model-backend openai."),
+    model_name: Optional[str] = typer.Option(None, help="Model name at that server."),
+    context_size: int = typer.Option(4096, help="Model context in tokens; sources are fitted to it."),
+    threads: Optional[int] = typer.Option(None, help="CPU threads for in-process models."),
+    gpu_layers: int = typer.Option(0, help="Layers offloaded to a GPU for in-process models."),
+    seed: int = typer.Option(0, help="Sampling seed."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Answer a question from the documents, citing them, or decline when they do not support one."""
+    from ragassay.answer_service import answer_payload, answer_question
+    from ragassay.config import AnswerConfig, parse_config
+    from tasks.models import Usage
+
+    try:
+        config = parse_config(
+            AnswerConfig,
+            search=dict(mode=mode, k=k, lexical_unit=lexical_unit),
+            model=dict(backend=model_backend, path=model_path, url=model_url, model=model_name, context_size=context_size,
+                       threads=threads, gpu_layers=gpu_layers),
+            groundedness=groundedness,
+            seed=seed,
+        )
+        usage = Usage()
+        result = answer_question(workspace_home(), collection, question, config, usage)
+        payload = answer_payload(result, config, usage)
+    except RagassayError as error:
+        fail(error)
+
+    def render() -> None:
+        out.print(result.text, highlight=False)
+        if result.outcome == "refused":
+            out.print(f"(declined: {result.reason})", style="dim", highlight=False)
+        for statement in result.statements:
+            for citation in statement.citations:
+                out.print(f"  [{citation.number}] {citation.doc_id} chars {citation.char_start}-{citation.char_end}", style="dim", highlight=False)
+        dropped = f", {result.dropped_citations} invalid citations dropped" if result.dropped_citations else ""
+        out.print(f"{payload['model_id']} ({payload['prompt_version']}): {usage.calls} calls, "
+                  f"{usage.prompt_tokens}+{usage.completion_tokens} tokens, {usage.seconds:.1f}s{dropped}", style="dim", highlight=False)
+
+    emit(as_json, payload, render)
+
+
 @documents_app.command("list")
 def documents_list(collection: str = COLLECTION_OPTION, as_json: bool = JSON_OPTION) -> None:
     """List the documents of a collection."""

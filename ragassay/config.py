@@ -10,7 +10,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ragassay.errors import ConfigError
+from tasks.answering import MIN_RELEVANCE
 from tasks.metrics import MetricName, standard_metrics
+from tasks.models import ChatModelConfig
 from tasks.scoring import parse_assertion
 
 DEFAULT_HOME = Path.home() / ".ragassay"
@@ -104,6 +106,22 @@ class SearchConfig(_Frozen):
     lexical_unit: LexicalUnit = "document"
 
 
+class AnswerConfig(_Frozen):
+    """How `ragassay answer` answers: retrieval, the chat model, and how strict grounding is.
+
+    min_relevance: cosine similarity (question, best retrieved chunk) under which the question is
+    declined without calling the model (see tasks/answering.py for how it was set).
+    """
+
+    search: SearchConfig = SearchConfig(mode="hybrid", k=5)
+    model: ChatModelConfig = ChatModelConfig()
+    groundedness: Literal["strict", "off"] = "strict"
+    max_answer_tokens: int = Field(384, ge=16, le=8192)
+    min_relevance: float = Field(MIN_RELEVANCE, ge=-1.0, le=1.0)
+    temperature: float = Field(0.0, ge=0.0, le=2.0)
+    seed: int = 0
+
+
 LABEL = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 DEFAULT_KS = (1, 3, 5, 10)
 
@@ -180,10 +198,10 @@ class RetrievalEvalConfig(_Frozen):
         return names + [m for m in dict.fromkeys(extra) if m not in names]
 
 
-def parse_config(model: type[BaseModel], **values) -> BaseModel:
+def parse_config(config_class: type[BaseModel], /, **values) -> BaseModel:
     """Build a config, turning pydantic's error into a ConfigError that names each bad field."""
     try:
-        return model(**values)
+        return config_class(**values)
     except ValidationError as error:
         problems = []
         items = error.errors()
@@ -192,10 +210,10 @@ def parse_config(model: type[BaseModel], **values) -> BaseModel:
             # A list whose only item failed also reports itself "too short": noise beside the cause.
             if item["type"] == "too_short" and any(len(loc) > len(item["loc"]) and loc[: len(item["loc"])] == item["loc"] for loc in nested):
                 continue
-            field = ".".join(str(part) for part in item["loc"]) or model.__name__
+            field = ".".join(str(part) for part in item["loc"]) or config_class.__name__
             message = item["msg"]
             if item["type"] == "extra_forbidden":
-                allowed = _allowed_keys(model, item["loc"][:-1])
+                allowed = _allowed_keys(config_class, item["loc"][:-1])
                 message = "unknown key" + (f"; allowed keys: {', '.join(allowed)}" if allowed else "")
             problems.append(f"{field}: {message}")
         raise ConfigError("invalid configuration: " + "; ".join(problems)) from None

@@ -57,6 +57,12 @@ class SearchableCollection:
     embed_query: Callable[[str], np.ndarray] | None
     embedding_model_id: str | None
 
+    def chunk_position(self, chunk_id: str) -> int:
+        """Where a chunk lies in this collection's arrays."""
+        if not hasattr(self, "_positions"):
+            self._positions = {chunk: i for i, chunk in enumerate(self.chunk_ids)}
+        return self._positions[chunk_id]
+
 
 @dataclass(frozen=True)
 class SearchHit:

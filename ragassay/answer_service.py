@@ -1,0 +1,84 @@
+"""The one answer path: retrieval as `ragassay search` does it, then a grounded answer or a refusal.
+Answer evaluation calls answer_question too."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ragassay.config import AnswerConfig
+from ragassay.search_service import open_collection, run_search
+from tasks.answering import (
+    ANSWER_PROMPT_VERSION,
+    AnswerOutput,
+    GroundedAnswer,
+    Source,
+    answer_messages,
+    answer_schema,
+    assemble_sources,
+    declined,
+    resolve_answer,
+)
+from tasks.models import Usage, generate_structured, load_chat_model
+
+# Tokens of the answer prompt around the sources: instruction, two worked examples, question.
+PROMPT_OVERHEAD_TOKENS = 320
+
+
+def answer_question(home: Path, collections: list[str], question: str, config: AnswerConfig, usage: Usage | None = None) -> GroundedAnswer:
+    """Retrieve, check relevance, and (when something relevant was found) ask the model."""
+    hits = run_search(home, collections, question, config.search)
+    if not hits:
+        return declined(question, "retrieval found no documents", [], None)
+    loaded = {name: open_collection(home, name, need_dense=True) for name in dict.fromkeys(collections)}
+    candidates, similarities = [], []
+    query_vector = next(iter(loaded.values())).embed_query(question)
+    for hit in hits:
+        collection = loaded[hit.collection]
+        position = collection.chunk_position(hit.chunk_id)
+        candidates.append(
+            Source(hit.rank, hit.collection, hit.doc_id, hit.chunk_id, hit.char_start, hit.char_end, hit.page, collection.chunk_text[position])
+        )
+        similarities.append(float(collection.dense[position] @ query_vector))
+    relevance = max(similarities)
+    if relevance < config.min_relevance:
+        return declined(question, f"nothing relevant retrieved (best similarity {relevance:.3f} < {config.min_relevance})", candidates, relevance)
+    model = load_chat_model(config.model)
+    budget = model.context_size - config.max_answer_tokens - PROMPT_OVERHEAD_TOKENS - model.count_tokens(question)
+    sources = assemble_sources(candidates, budget, model.count_tokens)
+    result = generate_structured(
+        model,
+        answer_messages(question, sources),
+        AnswerOutput,
+        schema=answer_schema(len(sources)),
+        max_tokens=config.max_answer_tokens,
+        temperature=config.temperature,
+        seed=config.seed,
+        usage=usage,
+    )
+    answer = resolve_answer(question, result.value, sources, config.groundedness, raw=result.raw)
+    answer.relevance = relevance
+    return answer
+
+
+def answer_payload(answer: GroundedAnswer, config: AnswerConfig, usage: Usage) -> dict:
+    """The JSON form of an answer: outcome, text, cited spans, sources, model and cost."""
+    return {
+        "question": answer.question,
+        "outcome": answer.outcome,
+        "reason": answer.reason,
+        "text": answer.text,
+        "statements": [
+            {"text": s.text, "citations": [c.__dict__ for c in s.citations]} for s in answer.statements
+        ],
+        "sources": [s.__dict__ for s in answer.sources],
+        "dropped_citations": answer.dropped_citations,
+        "dropped_statements": answer.dropped_statements,
+        "unparseable": answer.unparseable,
+        "relevance": answer.relevance,
+        "groundedness": config.groundedness,
+        "model_id": load_chat_model(config.model).model_id,
+        "prompt_version": ANSWER_PROMPT_VERSION,
+        "usage": usage.as_metrics(),
+    }
