@@ -28,6 +28,7 @@ class RetrievalEvalReport(BaseModel):
     assertions: list[dict]
     warnings: list[str]
     seconds_searching: dict[str, float]
+    model_costs: dict[str, dict[str, float]]
     tracking_uri: str
     ui_command: str
 
@@ -38,17 +39,17 @@ def eval_retrieval_flow(config: RetrievalEvalConfig) -> RetrievalEvalReport:
     batch_id = uuid.uuid4().hex[:12]
     metrics = config.metrics()
     questions, context = load_golden_questions(config)
-    runs, per_question, seconds = {}, {}, {}
+    runs, per_question, seconds, costs = {}, {}, {}, {}
     for configuration in config.configurations:
         started = time.perf_counter()
-        rankings, runs[configuration.label] = search_golden_questions(
+        rankings, runs[configuration.label], costs[configuration.label] = search_golden_questions(
             config.home, config.collections, questions, configuration, config.depth
         )
         seconds[configuration.label] = round(time.perf_counter() - started, 3)
         per_question[configuration.label] = score_configuration(configuration.label, questions, rankings, metrics, config.depth)
     means = {label: mean_scores(table, metrics) for label, table in per_question.items()}
     comparisons = compare_configurations(per_question, metrics, seed=config.seed)
-    parent_run_id, run_ids = log_retrieval_batch(config, batch_id, context, runs, per_question, means, comparisons)
+    parent_run_id, run_ids = log_retrieval_batch(config, batch_id, context, runs, per_question, means, comparisons, costs)
     return RetrievalEvalReport(
         batch_id=batch_id,
         experiment=tracking.experiment_name(list(config.collections)),
@@ -61,6 +62,7 @@ def eval_retrieval_flow(config: RetrievalEvalConfig) -> RetrievalEvalReport:
         assertions=check_assertions([parse_assertion(a) for a in config.assertions], means),
         warnings=context.warnings,
         seconds_searching=seconds,
+        model_costs=costs,
         tracking_uri=tracking.tracking_uri(config.home),
         ui_command=tracking.ui_command(config.home),
     )

@@ -118,19 +118,23 @@ def search(
     content_type: list[str] = typer.Option([], "--content-type", help="Keep only this type (pdf, .md or text/markdown); repeatable."),
     path_glob: Optional[str] = typer.Option(None, help="Keep only documents whose id or source path matches this glob."),
     lexical_unit: str = typer.Option("document", help="What BM25 scores: document (whole text) or chunk (best chunk)."),
+    rerank: str = typer.Option("off", help="off, or llm: the chat model scores the top 20 passages 0-10."),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Search one or more collections; results are documents with their best chunk."""
     from ragassay.config import SearchConfig, parse_config
     from ragassay.search_service import run_search
+    from tasks.models import Usage
+    from tasks.reranking import RerankStats
 
     try:
         config = parse_config(
             SearchConfig, mode=mode, k=k, depth=depth, rrf_k=rrf_k, content_types=tuple(content_type),
-            path_glob=path_glob, lexical_unit=lexical_unit,
+            path_glob=path_glob, lexical_unit=lexical_unit, rerank=rerank,
         )
+        usage, rerank_stats = Usage(), RerankStats()
         started = time.perf_counter()
-        hits = run_search(workspace_home(), collection, query, config)
+        hits = run_search(workspace_home(), collection, query, config, usage, rerank_stats)
         elapsed = time.perf_counter() - started
     except RagassayError as error:
         fail(error)
@@ -142,8 +146,14 @@ def search(
             page = f", page {hit.page}" if hit.page else ""
             out.print(f"{hit.rank:>3}. {hit.score:.4f}  [bold]{document}[/bold]  ({hit.chunk_id}, chars {hit.char_start}-{hit.char_end}{page})", highlight=False)
             out.print(f"     {hit.snippet}", style="dim", highlight=False)
+        if config.rerank == "llm":
+            state = "fell back to the fused order" if rerank_stats.fallbacks else "reordered by the model's 0-10 scores"
+            out.print(f"rerank: {state}; {usage.calls} model calls, {usage.prompt_tokens}+{usage.completion_tokens} tokens", style="dim")
 
-    emit(as_json, {"query": query, "config": config.model_dump(), "results": [h.__dict__ for h in hits]}, render)
+    payload = {"query": query, "config": config.model_dump(), "results": [h.__dict__ for h in hits]}
+    if config.rerank == "llm":
+        payload["rerank"] = {**rerank_stats.as_metrics(), **usage.as_metrics()}
+    emit(as_json, payload, render)
 
 
 @app.command()

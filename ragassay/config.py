@@ -91,10 +91,11 @@ class IndexConfig(_Frozen):
 
 
 class SearchConfig(_Frozen):
-    """How one search runs: mode, depth, fusion and filters.
+    """How one search runs: mode, depth, fusion, filters and reranking.
 
     depth: how many documents each retriever contributes before fusion (hybrid) and the most a
-    search returns. rrf_k: the constant of reciprocal-rank fusion.
+    search returns. rrf_k: the constant of reciprocal-rank fusion. rerank "llm": the chat model
+    scores the top rerank_candidates results 0-10 and the best k are kept (tasks/reranking.py).
     """
 
     mode: SearchMode = "hybrid"
@@ -104,6 +105,9 @@ class SearchConfig(_Frozen):
     content_types: tuple[str, ...] = ()
     path_glob: str | None = None
     lexical_unit: LexicalUnit = "document"
+    rerank: Literal["off", "llm"] = "off"
+    rerank_candidates: int = Field(20, ge=1, le=200)
+    rerank_model: ChatModelConfig = ChatModelConfig()
 
 
 class AnswerConfig(_Frozen):
@@ -139,14 +143,17 @@ class RetrievalConfiguration(_Frozen):
     label: str = Field(pattern=LABEL)
     search_type: SearchMode
     fusion: FusionConfig = FusionConfig()
-    rerank: Literal["off"] = "off"
+    rerank: Literal["off", "llm"] = "off"
+    rerank_candidates: int = Field(20, ge=1, le=200)
+    rerank_model: ChatModelConfig = ChatModelConfig()
     depth: int = Field(100, ge=1, le=100_000)
     lexical_unit: LexicalUnit = "document"
 
     def search_config(self, k: int) -> SearchConfig:
         """The search this configuration runs: exactly what `ragassay search` would run."""
         return SearchConfig(
-            mode=self.search_type, k=k, depth=max(self.depth, k), rrf_k=self.fusion.k, lexical_unit=self.lexical_unit
+            mode=self.search_type, k=k, depth=max(self.depth, k), rrf_k=self.fusion.k, lexical_unit=self.lexical_unit,
+            rerank=self.rerank, rerank_candidates=self.rerank_candidates, rerank_model=self.rerank_model,
         )
 
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from ragassay.config import SearchConfig
 from ragassay.errors import ConfigError
 from ragassay.workspace import collection_paths, load_searchable, read_manifest
 from tasks.extraction import CONTENT_TYPES
+from tasks.models import Usage, generate_structured, load_chat_model
+from tasks.reranking import RelevanceScore, RerankStats, rerank_messages, rerank_order
 from tasks.retrieval import SearchableCollection, SearchHit, search
 
 # Loaded collections, keyed by what they were loaded from (index digest, the tables' sizes and
@@ -39,8 +42,16 @@ def open_collection(home: Path, name: str, need_dense: bool) -> SearchableCollec
     return _loaded[key]
 
 
-def run_search(home: Path, collections: list[str], query: str, config: SearchConfig) -> list[SearchHit]:
-    """Search the named collections (each at most once) with one configuration."""
+def run_search(
+    home: Path,
+    collections: list[str],
+    query: str,
+    config: SearchConfig,
+    usage: Usage | None = None,
+    rerank_stats: RerankStats | None = None,
+) -> list[SearchHit]:
+    """Search the named collections (each at most once) with one configuration; with rerank
+    "llm", model calls are counted in usage and fallbacks in rerank_stats."""
     if not collections:
         raise ConfigError("at least one --collection is needed")
     need_dense = config.mode in ("semantic", "hybrid")
@@ -48,14 +59,45 @@ def run_search(home: Path, collections: list[str], query: str, config: SearchCon
     model_ids = {c.embedding_model_id for c in loaded}
     if need_dense and len(model_ids) > 1:
         raise ConfigError(f"collections were embedded with different models ({', '.join(sorted(model_ids))}); index them with one model")
-    return search(
+    k = max(config.k, config.rerank_candidates) if config.rerank == "llm" else config.k
+    hits = search(
         loaded,
         query,
         mode=config.mode,
-        k=config.k,
+        k=k,
         depth=config.depth,
         rrf_k=config.rrf_k,
         content_types=normalize_content_types(config.content_types),
         path_glob=config.path_glob,
         lexical_unit=config.lexical_unit,
     )
+    if config.rerank == "llm":
+        hits = rerank_hits(loaded, query, hits[: config.rerank_candidates], config, usage, rerank_stats)
+    return hits[: config.k]
+
+
+def rerank_hits(
+    loaded: list[SearchableCollection],
+    query: str,
+    hits: list[SearchHit],
+    config: SearchConfig,
+    usage: Usage | None,
+    stats: RerankStats | None,
+) -> list[SearchHit]:
+    """Score each hit's chunk 0-10 with the chat model and reorder (see tasks/reranking.py)."""
+    model = load_chat_model(config.rerank_model)
+    by_name = {collection.name: collection for collection in loaded}
+    scores: list[int | None] = []
+    for hit in hits:
+        collection = by_name[hit.collection]
+        passage = collection.chunk_text[collection.chunk_position(hit.chunk_id)]
+        result = generate_structured(model, rerank_messages(query, passage), RelevanceScore, max_tokens=16, usage=usage)
+        scores.append(result.value.score if result.ok else None)
+    order = rerank_order(scores)
+    if stats is not None:
+        stats.queries += 1
+        stats.unreadable_scores += sum(score is None for score in scores)
+        stats.fallbacks += order is None
+    if order is None:
+        return hits
+    return [replace(hits[position], rank=rank, score=float(scores[position])) for rank, position in enumerate(order, start=1)]

@@ -17,7 +17,9 @@ from ragassay.workspace import collection_paths, load_documents, read_manifest
 from tasks import tracking
 from tasks.golden import golden_digest
 from tasks.metrics import MetricName
+from tasks.models import Usage
 from tasks.progress import ProgressReporter
+from tasks.reranking import RerankStats
 from tasks.schemas import RUN
 from tasks.scoring import DocKey, EvalQuestion, per_question_frame, sample_questions, score_rankings
 
@@ -81,14 +83,16 @@ def load_golden_questions(config: RetrievalEvalConfig) -> tuple[list[EvalQuestio
 @task(name="search-golden-questions", cache_policy=NO_CACHE)
 def search_golden_questions(
     home: Path, collections: tuple[str, ...], questions: list[EvalQuestion], configuration: RetrievalConfiguration, depth: int
-) -> tuple[list[list[DocKey]], pl.DataFrame]:
-    """Each question through `ragassay search`'s code path at depth max(ks); the run as a table."""
+) -> tuple[list[list[DocKey]], pl.DataFrame, dict[str, float]]:
+    """Each question through `ragassay search`'s code path at depth max(ks); the run as a table,
+    and the cost of any model calls (reranking) with the reranker's fallbacks."""
     search_config = configuration.search_config(depth)
+    usage, rerank_stats = Usage(), RerankStats()
     rankings: list[list[DocKey]] = []
     rows: list[dict] = []
     with ProgressReporter(f"searching {len(questions)} questions ({configuration.label})") as progress:
         for done, question in enumerate(questions, start=1):
-            hits = run_search(home, list(collections), question.question, search_config)
+            hits = run_search(home, list(collections), question.question, search_config, usage, rerank_stats)
             rankings.append([(hit.collection, hit.doc_id) for hit in hits])
             rows.extend(
                 {
@@ -103,7 +107,8 @@ def search_golden_questions(
                 for hit in hits
             )
             progress(done, len(questions))
-    return rankings, pl.DataFrame(rows, schema=RUN.schema)
+    costs = {**usage.as_metrics(), **rerank_stats.as_metrics()} if configuration.rerank != "off" else {}
+    return rankings, pl.DataFrame(rows, schema=RUN.schema), costs
 
 
 @task(name="score-configuration", cache_policy=NO_CACHE)
@@ -122,6 +127,7 @@ def log_retrieval_batch(
     per_question: dict[str, pl.DataFrame],
     means: dict[str, dict[str, float]],
     comparisons: pl.DataFrame,
+    costs: dict[str, dict[str, float]],
 ) -> tuple[str, dict[str, str]]:
     """One parent run for the batch and one child run per configuration. Returns their ids."""
     collections = list(config.collections)
@@ -153,7 +159,7 @@ def log_retrieval_batch(
             collections,
             label,
             params=tracking.flatten_params({**shared, "config": configuration.model_dump()}),
-            metrics={**means[label], "questions_scored": per_question[label].height},
+            metrics={**means[label], **costs[label], "questions_scored": per_question[label].height},
             artifacts={"per_question": per_question[label], "run": runs[label]},
         )
     warnings = pl.DataFrame({"warning": context.warnings}, schema={"warning": pl.String})

@@ -105,9 +105,9 @@ def test_a_failed_gate_exits_1_and_names_the_bound(sample_home, monkeypatch):
 @pytest.mark.parametrize(
     ("file_text", "message"),
     [
-        ("- {label: a, search_type: fulltext, serch_depth: 5}", "unknown key; allowed keys: depth, fusion, label, lexical_unit, rerank, search_type"),
+        ("- {label: a, search_type: fulltext, serch_depth: 5}", "unknown key; allowed keys: depth, fusion, label, lexical_unit, rerank, rerank_candidates, rerank_model, search_type"),
         ("- {label: a, search_type: vector}", "'fulltext', 'semantic' or 'hybrid'"),
-        ("- {label: a, search_type: hybrid, rerank: llm}", "rerank: Input should be 'off'"),
+        ("- {label: a, search_type: hybrid, rerank: always}", "rerank: Input should be 'off' or 'llm'"),
         ("- {label: a, search_type: hybrid, fusion: {method: borda}}", "fusion.method"),
         ("{configurations: [{label: a, search_type: fulltext}], ks: [0]}", "ks"),
         ("- {label: a, search_type: fulltext}\n- {label: a, search_type: hybrid}", "repeated: a"),
