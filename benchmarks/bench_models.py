@@ -55,12 +55,15 @@ def overhead(rounds: int) -> None:
     direct_seconds, direct_tokens, layer_seconds, layer_tokens = [], 0, [], 0
     for _ in range(rounds):
         for seed, messages in enumerate(prompts):
+            # llama.cpp reuses the cached prefix of the previous prompt; reset so both start cold.
+            llama.reset()
             started = time.perf_counter()
             response = llama.create_chat_completion(
                 messages, response_format={"type": "json_object", "schema": schema}, max_tokens=128, temperature=0.0, seed=seed
             )
             direct_seconds.append(time.perf_counter() - started)
             direct_tokens += response["usage"]["completion_tokens"]
+            llama.reset()
             started = time.perf_counter()
             result = generate_structured(model, messages, AnswerOutput, schema=schema, max_tokens=128, temperature=0.0, seed=seed)
             layer_seconds.append(time.perf_counter() - started)

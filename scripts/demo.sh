@@ -16,6 +16,10 @@ done
 echo "== hybrid search, PDFs only"
 ragassay search --collection sample --content-type pdf --k 2 "which disease makes larvae ropy?"
 
+echo "== grounded answers (SmolLM2, in-process): one the corpus supports, one it does not"
+ragassay answer --collection sample "What temperature does beeswax melt at?"
+ragassay answer --collection sample "What is the capital of Mongolia?"
+
 echo "== golden set: hand-written questions and the documents that answer them"
 golden_size=$(ragassay golden list --collection sample --json | python -c 'import json, sys; print(len(json.load(sys.stdin)))')
 if [ "$golden_size" = 0 ]; then

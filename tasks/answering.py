@@ -31,15 +31,16 @@ MIN_RELEVANCE = 0.25
 
 
 class Statement(BaseModel):
-    text: str = Field(min_length=1)
-    citations: list[int]
+    text: str = Field(min_length=1, max_length=400)
+    citations: list[int] = Field(max_length=4)
 
 
 class AnswerOutput(BaseModel):
     """What the model returns: statements, each with the numbers of the sources it rests on.
-    An empty list means the sources do not answer the question."""
+    An empty list means the sources do not answer the question. The length limits are part of
+    the schema, so a constrained model cannot ramble past max_tokens into unreadable JSON."""
 
-    statements: list[Statement]
+    statements: list[Statement] = Field(max_length=6)
 
 
 @dataclass(frozen=True)
