@@ -92,7 +92,11 @@ def test_unknown_document_delete_exits_2_and_deletes_nothing(home, corpus):
 
 @pytest.mark.parametrize(
     "command",
-    [[], ["ingest"], ["index"], ["search"], ["documents", "list"], ["documents", "delete"], ["collections", "list"], ["collections", "delete"]],
+    [
+        [], ["ingest"], ["index"], ["search"], ["answer"], ["documents", "list"], ["documents", "delete"], ["collections", "list"],
+        ["collections", "delete"], ["golden", "add"], ["golden", "import"], ["golden", "list"], ["golden", "delete"],
+        ["eval", "retrieval"], ["runs", "list"], ["runs", "show"], ["runs", "compare"],
+    ],
 )
 def test_every_subcommand_has_help_and_a_json_flag(command):
     result = invoke(*command, "--help")
