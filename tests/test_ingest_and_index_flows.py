@@ -159,3 +159,22 @@ def test_beir_import_stores_documents_queries_and_qrels(home, tmp_path):
     assert documents.filter(pl.col("doc_id") == "d1")["text"].item() == "Varroa\n\nMites feed on bees."
     assert pl.read_parquet(paths.beir_qrels).to_dicts() == [{"query_id": "q1", "doc_id": "d1", "relevance": 1}]
     assert pl.read_parquet(paths.beir_queries)["query_id"].to_list() == ["q1"]
+
+
+def test_a_local_onnx_folder_can_be_the_embedding_model(home, tmp_path):
+    """Any folder with model.onnx and tokenizer files works; here a copy of the default model."""
+    import shutil
+
+    from ragassay.config import SearchConfig
+    from ragassay.search_service import run_search
+    from ragassay.workspace import models_dir
+    from tasks.dense import DEFAULT_MODEL_NAME, assemble_default_model
+
+    folder = tmp_path / "my-model"
+    shutil.copytree(assemble_default_model(models_dir(home)), folder)
+    ingest(home, make_corpus(tmp_path / "corpus"))
+    report = index_flow(IndexConfig(collection="bees", home=home, embedding_model=str(folder)))
+    assert report.embedding_model_id.startswith(f"onnx:{folder}@") and report.embedded == 6
+    hits = run_search(home, ["bees"], "when does wax melt", SearchConfig(mode="semantic", k=1))
+    assert hits[0].doc_id == "wax.html"
+    assert DEFAULT_MODEL_NAME not in report.embedding_model_id
