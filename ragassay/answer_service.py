@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 
 from ragassay.config import AnswerConfig
 from ragassay.search_service import open_collection, run_search

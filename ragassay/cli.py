@@ -44,7 +44,7 @@ def ingest(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Ingest documents (txt md csv json html docx pdf, or a BEIR dataset) into a collection."""
-    from ragassay.config import ChunkingConfig, IngestConfig, parse_config
+    from ragassay.config import IngestConfig, parse_config
 
     try:
         config = parse_config(
