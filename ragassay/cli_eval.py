@@ -41,7 +41,7 @@ def headline_metrics(ks: list[int]) -> list[str]:
 
 def render_means(title: str, means: dict[str, dict[str, float]], columns: list[str]) -> None:
     table = Table(title=title)
-    table.add_column("configuration")
+    table.add_column("configuration", no_wrap=True)
     for column in columns:
         table.add_column(column, justify="right")
     for label, values in means.items():
