@@ -31,15 +31,16 @@ def answer_question(home: Path, collections: list[str], question: str, config: A
     if not hits:
         return declined(question, "retrieval found no documents", [], None)
     loaded = {name: open_collection(home, name, need_dense=True) for name in dict.fromkeys(collections)}
+    # Each collection embeds the question with its own model (collections may differ in fulltext mode).
+    query_vectors = {name: collection.embed_query(question) for name, collection in loaded.items()}
     candidates, similarities = [], []
-    query_vector = next(iter(loaded.values())).embed_query(question)
     for hit in hits:
         collection = loaded[hit.collection]
         position = collection.chunk_position(hit.chunk_id)
         candidates.append(
             Source(hit.rank, hit.collection, hit.doc_id, hit.chunk_id, hit.char_start, hit.char_end, hit.page, collection.chunk_text[position])
         )
-        similarities.append(float(collection.dense[position] @ query_vector))
+        similarities.append(float(collection.dense[position] @ query_vectors[hit.collection]))
     relevance = max(similarities)
     if relevance < config.min_relevance:
         return declined(question, f"nothing relevant retrieved (best similarity {relevance:.3f} < {config.min_relevance})", candidates, relevance)
