@@ -6,6 +6,7 @@ live beside it in the collection's index manifest.
 
 from __future__ import annotations
 
+import logging
 from functools import lru_cache
 from pathlib import Path
 
@@ -13,6 +14,9 @@ import numpy as np
 
 STEMMER_LANGUAGE = "english"
 STOPWORDS = "en"
+
+# bm25s logs every build at DEBUG, which Prefect's console handler would print among progress lines.
+logging.getLogger("bm25s").setLevel(logging.WARNING)
 
 
 @lru_cache(maxsize=1)
