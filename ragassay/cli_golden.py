@@ -71,26 +71,69 @@ def golden_import(
     _report_change(change, as_json)
 
 
+@golden_app.command("generate")
+def golden_generate(
+    collection: str = COLLECTION_OPTION,
+    count: int = typer.Option(..., "--count", help="Questions wanted (at most 3 pages are tried per question)."),
+    seed: Optional[int] = typer.Option(None, help="Sampling seed; a random one is drawn and printed when omitted."),
+    model_backend: str = typer.Option("smollm2", help="smollm2 (bundled), gguf (--model-path) or openai (--model-url, --model-name)."),
+    model_path: Optional[Path] = typer.Option(None, help="A GGUF file, for --model-backend gguf."),
+    model_url: Optional[str] = typer.Option(None, help="Base URL of an OpenAI-compatible server."),
+    model_name: Optional[str] = typer.Option(None, help="Model name at that server."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Write golden questions from the collection's own pages, through a quality gate."""
+    from ragassay.cli_common import prefect_defaults
+    from ragassay.config import GenerateConfig, parse_config
+
+    try:
+        config = parse_config(
+            GenerateConfig, collection=collection, count=count, seed=seed,
+            model=dict(backend=model_backend, path=model_path, url=model_url, model=model_name),
+        )
+        prefect_defaults()
+        from flows.generate_golden import generate_golden_flow
+
+        report = generate_golden_flow(config)
+    except RagassayError as error:
+        fail(error)
+
+    def render() -> None:
+        out.print(
+            f"generated for [bold]{report.collection}[/bold] with seed {report.seed} ({report.model_id}, {report.prompt_version}): "
+            f"requested {report.requested}, attempted {report.attempted}, accepted {len(report.accepted)} "
+            f"(acceptance rate {report.acceptance_rate:.0%})", highlight=False,
+        )
+        reasons = ", ".join(f"{reason} {n}" for reason, n in report.discarded.items() if n)
+        out.print(f"discarded: {reasons or 'none'}; pages skipped as already used: {report.skipped_pages}", highlight=False)
+        if len(report.accepted) < report.requested:
+            out.print(f"[yellow]only {len(report.accepted)} of {report.requested} questions passed the gate[/yellow]: "
+                      "a fact about this corpus and model, see the discarded candidates in MLflow run " + str(report.run_id))
+        out.print(f"model time {report.seconds_in_model:.1f}s of {report.seconds:.1f}s", style="dim")
+
+    emit(as_json, report.model_dump(), render)
+
+
 @golden_app.command("list")
 def golden_list(collection: str = COLLECTION_OPTION, as_json: bool = JSON_OPTION) -> None:
     """List the golden set of a collection."""
-    from ragassay.golden_service import load_golden
+    from ragassay.golden_service import load_golden_with_staleness
     from ragassay.workspace import collection_paths
 
     try:
-        golden = load_golden(collection_paths(workspace_home(), collection))
+        golden = load_golden_with_staleness(collection_paths(workspace_home(), collection))
     except RagassayError as error:
         fail(error)
 
     def render() -> None:
         table = Table(title=f"{golden.height} golden entries in {collection}")
-        for column in ("entry_id", "question", "expected documents", "origin"):
+        for column in ("entry_id", "question", "expected documents", "origin", "stale"):
             table.add_column(column, overflow="fold")
         for row in golden.iter_rows(named=True):
             expected = ", ".join(
                 doc if grade == 1 else f"{doc} ({grade})" for doc, grade in zip(row["expected_document_ids"], row["relevance"])
             )
-            table.add_row(row["entry_id"], row["question"], expected, row["origin"])
+            table.add_row(row["entry_id"], row["question"], expected, row["origin"], "stale" if row["stale"] else "")
         out.print(table)
 
     emit(as_json, golden.to_dicts(), render)

@@ -126,6 +126,25 @@ class AnswerConfig(_Frozen):
     seed: int = 0
 
 
+class GenerateConfig(_Frozen):
+    """One `ragassay golden generate` run.
+
+    count: questions wanted; at most max_attempts_factor × count pages are tried, so the work
+    stays bounded when the model writes few acceptable questions. seed None: one is drawn and
+    reported.
+    """
+
+    collection: str
+    count: int = Field(ge=1, le=10_000)
+    seed: int | None = None
+    model: ChatModelConfig = ChatModelConfig()
+    max_attempts_factor: int = Field(3, ge=1, le=100)
+    temperature: float = Field(0.3, ge=0.0, le=2.0)
+    home: Path = Field(default_factory=workspace_home)
+
+    _collection = field_validator("collection")(_check_collection)
+
+
 LABEL = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 DEFAULT_KS = (1, 3, 5, 10)
 

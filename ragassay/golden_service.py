@@ -28,6 +28,16 @@ def load_golden(paths: CollectionPaths) -> pl.DataFrame:
     return read_table_or_empty(paths.golden, GOLDEN)
 
 
+def load_golden_with_staleness(paths: CollectionPaths) -> pl.DataFrame:
+    """The golden set with `stale`: true for a generated entry whose source document has changed
+    (or is gone) since the question was written."""
+    documents = load_documents(paths).select("doc_id", pl.col("sha256").alias("current_sha256"))
+    golden = load_golden(paths).with_columns(pl.col("expected_document_ids").list.first().alias("source_doc_id"))
+    joined = golden.join(documents, left_on="source_doc_id", right_on="doc_id", how="left", maintain_order="left")
+    stale = pl.col("source_document_sha256").is_not_null() & (pl.col("current_sha256").is_null() | (pl.col("current_sha256") != pl.col("source_document_sha256")))
+    return joined.with_columns(stale.alias("stale")).drop("source_doc_id", "current_sha256")
+
+
 def add_candidates(home: Path, collection: str, candidates: list[GoldenCandidate], problems: list[GoldenProblem]) -> GoldenChange:
     """Validate candidates against the stored set and the collection, store the good ones."""
     paths = collection_paths(home, collection)

@@ -7,6 +7,7 @@ Layout under the workspace root ($RAGASSAY_HOME):
     collections/<name>/embeddings.parquet  embedding cache: (text_sha256, model_id) -> vector
     collections/<name>/beir/               queries.parquet and qrels.parquet of an imported BEIR set
     collections/<name>/golden.parquet      the collection's golden set
+    collections/<name>/generation/         every generated candidate, accepted or discarded
     collections/<name>/index/              manifest.json, bm25/ (chunks) and bm25_documents/
 """
 
@@ -65,6 +66,10 @@ class CollectionPaths:
     @property
     def golden(self) -> Path:
         return self.root / "golden.parquet"
+
+    @property
+    def generation_log(self) -> Path:
+        return self.root / "generation" / "candidates.parquet"
 
     @property
     def index_dir(self) -> Path:

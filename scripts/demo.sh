@@ -30,5 +30,8 @@ fi
 echo "== retrieval evaluation: fulltext, semantic and hybrid, logged as one MLflow batch"
 ragassay eval retrieval --collection sample --assert "hybrid:recall@5>=0.8" --assert "fulltext:mrr>=0.5"
 
+echo "== golden questions written by the model from the corpus, through the quality gate"
+ragassay golden generate --collection sample --count 3 --seed 7
+
 echo
 echo "Workspace: ${RAGASSAY_HOME:-$HOME/.ragassay}. Try: .venv/bin/ragassay search --collection sample \"your question\""

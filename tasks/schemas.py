@@ -146,3 +146,24 @@ def per_question_spec(metric_columns: list[str]) -> TableSpec:
             }
         ),
     )
+
+GENERATION_CANDIDATES = TableSpec(
+    "generation_candidates",
+    1,
+    pl.Schema(
+        {
+            "seed": pl.Int64,
+            "model": pl.String,
+            "prompt_version": pl.String,
+            "chunk_id": pl.String,
+            "doc_id": pl.String,
+            "question": pl.String,
+            "answer": pl.String,
+            "raw_output": pl.String,
+            "accepted": pl.Boolean,
+            "reason": pl.String,
+            "detail": pl.String,
+            "entry_id": pl.String,
+        }
+    ),
+)

@@ -94,7 +94,7 @@ def test_unknown_document_delete_exits_2_and_deletes_nothing(home, corpus):
     "command",
     [
         [], ["ingest"], ["index"], ["search"], ["answer"], ["documents", "list"], ["documents", "delete"], ["collections", "list"],
-        ["collections", "delete"], ["golden", "add"], ["golden", "import"], ["golden", "list"], ["golden", "delete"],
+        ["collections", "delete"], ["golden", "add"], ["golden", "import"], ["golden", "generate"], ["golden", "list"], ["golden", "delete"],
         ["eval", "retrieval"], ["runs", "list"], ["runs", "show"], ["runs", "compare"],
     ],
 )
