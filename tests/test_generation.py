@@ -127,6 +127,7 @@ def test_generation_is_reproducible_grows_the_set_and_resumes(tmp_path):
     log_a = pl.read_parquet(collection_paths(first_home, "sample").generation_log).select(columns)
     log_b = pl.read_parquet(collection_paths(second_home, "sample").generation_log).select(columns)
     assert log_a.equals(log_b), "same seed, corpus and model give the same candidates"
+    assert again.accepted == first.accepted
     assert first.attempted == log_a.height and sum(first.discarded.values()) + len(first.accepted) == first.attempted
     assert first.acceptance_rate == len(first.accepted) / first.attempted
 
