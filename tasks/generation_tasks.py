@@ -19,6 +19,7 @@ from tasks.dense import DEFAULT_MODEL_NAME, embed_texts, resolve_model
 from tasks.generation import (
     DISCARD_REASONS,
     GENERATION_PROMPT_VERSION,
+    GateDecision,
     GeneratedPair,
     draw_key,
     gate_candidate,
@@ -90,7 +91,7 @@ def generate_questions(paths: CollectionPaths, config: GenerateConfig, seed: int
             if decision.accepted:
                 entry_id = _store_entry(paths, result.value, page, seed, model.model_id, digests[page["doc_id"]])
                 if entry_id is None:
-                    decision = decision.__class__(False, "near_duplicate", "same normalized question as a stored entry")
+                    decision = GateDecision(False, "near_duplicate", "same normalized question as a stored entry")
                 else:
                     accepted.append(entry_id)
                     known_questions.append(result.value.question)
