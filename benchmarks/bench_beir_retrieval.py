@@ -16,8 +16,9 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import time
 from pathlib import Path
+
+from harness import flow_engine, timed
 
 REPO = Path(__file__).resolve().parent.parent
 DATASETS = REPO.parent / "shared" / "datasets"
@@ -32,20 +33,10 @@ def main() -> None:
     parser.add_argument("--chunk-size", type=int, default=1200)
     parser.add_argument("--chunk-overlap", type=int, default=150)
     arguments = parser.parse_args()
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
     home = Path(os.environ.get("RAGASSAY_BENCH_HOME", Path.home() / ".cache" / "ragassay-bench")).resolve()
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness(server_startup_timeout=180):
+    with flow_engine():
         for dataset in arguments.datasets:
             run_dataset(home, dataset, arguments.chunk_size, arguments.chunk_overlap)
-
-
-def timed(function, *args, **kwargs):
-    started = time.perf_counter()
-    result = function(*args, **kwargs)
-    return result, time.perf_counter() - started
 
 
 def run_dataset(home: Path, dataset: str, chunk_size: int, chunk_overlap: int) -> None:

@@ -9,10 +9,9 @@ the time outside the model).
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
-import tempfile
 from pathlib import Path
+
+from harness import scratch_workspace
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -22,26 +21,18 @@ def main() -> None:
     parser.add_argument("--count", type=int, default=10)
     parser.add_argument("--seed", type=int, default=11)
     arguments = parser.parse_args()
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
-    from prefect.testing.utilities import prefect_test_harness
-
     from flows.generate_golden import generate_golden_flow
     from flows.index import index_flow
     from flows.ingest import ingest_flow
     from ragassay.config import GenerateConfig, IndexConfig, IngestConfig
     from tasks.models import ChatModelConfig, load_chat_model
 
-    workdir = Path(tempfile.mkdtemp(prefix="ragassay-bench-generation-"))
-    try:
-        with prefect_test_harness(server_startup_timeout=180):
-            home = workdir / "home"
-            ingest_flow(IngestConfig(collection="sample", paths=(REPO / "data" / "sample" / "corpus",), home=home))
-            index_flow(IndexConfig(collection="sample", home=home))
-            load_chat_model(ChatModelConfig())  # loading the model is not generation time
-            report = generate_golden_flow(GenerateConfig(collection="sample", count=arguments.count, seed=arguments.seed, home=home))
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+    with scratch_workspace("ragassay-bench-generation-") as workdir:
+        home = workdir / "home"
+        ingest_flow(IngestConfig(collection="sample", paths=(REPO / "data" / "sample" / "corpus",), home=home))
+        index_flow(IndexConfig(collection="sample", home=home))
+        load_chat_model(ChatModelConfig())  # loading the model is not generation time
+        report = generate_golden_flow(GenerateConfig(collection="sample", count=arguments.count, seed=arguments.seed, home=home))
     outside = 1 - report.seconds_in_model / report.seconds
     print(f"generation (SmolLM2, seed {report.seed}): {report.attempted} pages in {report.seconds:.1f}s = "
           f"{report.attempted / report.seconds * 60:.1f} pages/minute; accepted {len(report.accepted)} of {report.requested} requested "

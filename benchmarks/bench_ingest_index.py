@@ -13,21 +13,14 @@ Reports:
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import statistics
-import tempfile
-import time
 from pathlib import Path
+
+from harness import scratch_workspace, timed
 
 REPO = Path(__file__).resolve().parent.parent
 DATASETS = REPO.parent / "shared" / "datasets"
-
-
-def timed(function, *args, **kwargs):
-    started = time.perf_counter()
-    result = function(*args, **kwargs)
-    return result, time.perf_counter() - started
 
 
 def main() -> None:
@@ -37,16 +30,8 @@ def main() -> None:
     parser.add_argument("--copies", type=int, default=20, help="copies of the sample corpus for file ingest")
     arguments = parser.parse_args()
 
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
-    from prefect.testing.utilities import prefect_test_harness
-
-    workdir = Path(tempfile.mkdtemp(prefix="ragassay-bench-"))
-    try:
-        with prefect_test_harness(server_startup_timeout=180):
-            run(arguments, workdir)
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+    with scratch_workspace("ragassay-bench-") as workdir:
+        run(arguments, workdir)
 
 
 def run(arguments, workdir: Path) -> None:

@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shutil
 import statistics
-import tempfile
 import time
 from pathlib import Path
+
+from harness import scratch_workspace
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "data" / "sample"
@@ -29,17 +28,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3)
     arguments = parser.parse_args()
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
     overhead(arguments.rounds)
-    workdir = Path(tempfile.mkdtemp(prefix="ragassay-bench-models-"))
-    try:
-        from prefect.testing.utilities import prefect_test_harness
-
-        with prefect_test_harness(server_startup_timeout=180):
-            answers(workdir)
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+    with scratch_workspace("ragassay-bench-models-") as workdir:
+        answers(workdir)
 
 
 def overhead(rounds: int) -> None:
