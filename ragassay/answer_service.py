@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-
 from ragassay.config import AnswerConfig
 from ragassay.search_service import open_collection, run_search
 from tasks.answering import (

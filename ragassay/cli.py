@@ -12,7 +12,22 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from ragassay.cli_common import COLLECTION_OPTION, EXIT_OK, EXIT_PARTIAL, JSON_OPTION, emit, fail, out, prefect_defaults
+from ragassay.cli_cases import cases_app, judge_app
+from ragassay.cli_common import (
+    COLLECTION_OPTION,
+    EXIT_OK,
+    EXIT_PARTIAL,
+    JSON_OPTION,
+    MODEL_BACKEND_OPTION,
+    MODEL_NAME_OPTION,
+    MODEL_PATH_OPTION,
+    MODEL_URL_OPTION,
+    emit,
+    fail,
+    model_settings,
+    out,
+    prefect_defaults,
+)
 from ragassay.cli_eval import eval_app, runs_app
 from ragassay.cli_golden import golden_app
 from ragassay.config import DEFAULT_EMBEDDING_MODEL, SEARCH_MODES, workspace_home
@@ -31,6 +46,8 @@ app.add_typer(collections_app, name="collections")
 app.add_typer(golden_app, name="golden")
 app.add_typer(eval_app, name="eval")
 app.add_typer(runs_app, name="runs")
+app.add_typer(cases_app, name="cases")
+app.add_typer(judge_app, name="judge")
 
 
 @app.command()
@@ -164,10 +181,10 @@ def answer(
     k: int = typer.Option(5, "--k", help="Documents retrieved; each gives its best chunk as a source."),
     lexical_unit: str = typer.Option("document", help="What BM25 scores: document or chunk."),
     groundedness: str = typer.Option("strict", help="strict: every statement must cite a source; off: a plain RAG answer."),
-    model_backend: str = typer.Option("smollm2", help="smollm2 (bundled), gguf (--model-path) or openai (--model-url, --model-name)."),
-    model_path: Optional[Path] = typer.Option(None, help="A GGUF file, for --model-backend gguf."),
-    model_url: Optional[str] = typer.Option(None, help="Base URL of an OpenAI-compatible server, for --model-backend openai."),
-    model_name: Optional[str] = typer.Option(None, help="Model name at that server."),
+    model_backend: str = MODEL_BACKEND_OPTION,
+    model_path: Optional[Path] = MODEL_PATH_OPTION,
+    model_url: Optional[str] = MODEL_URL_OPTION,
+    model_name: Optional[str] = MODEL_NAME_OPTION,
     context_size: int = typer.Option(4096, help="Model context in tokens; sources are fitted to it."),
     threads: Optional[int] = typer.Option(None, help="CPU threads for in-process models."),
     gpu_layers: int = typer.Option(0, help="Layers offloaded to a GPU for in-process models."),
@@ -183,7 +200,7 @@ def answer(
         config = parse_config(
             AnswerConfig,
             search=dict(mode=mode, k=k, lexical_unit=lexical_unit),
-            model=dict(backend=model_backend, path=model_path, url=model_url, model=model_name, context_size=context_size,
+            model=dict(model_settings(model_backend, model_path, model_url, model_name), context_size=context_size,
                        threads=threads, gpu_layers=gpu_layers),
             groundedness=groundedness,
             seed=seed,

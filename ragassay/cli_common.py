@@ -37,3 +37,30 @@ def emit(as_json: bool, payload: Any, render) -> None:
 def fail(error: Exception) -> NoReturn:
     err.print(f"[red]error:[/red] {error}", highlight=False)
     raise typer.Exit(EXIT_USAGE)
+
+
+# The chat model of a command (answers, generation) and the judge model, chosen the same way
+# everywhere: the bundled SmolLM2, a local GGUF file, or an OpenAI-compatible server.
+MODEL_BACKEND_OPTION = typer.Option("smollm2", help="smollm2 (bundled), gguf (--model-path) or openai (--model-url, --model-name).")
+MODEL_PATH_OPTION = typer.Option(None, help="A GGUF file, for --model-backend gguf.")
+MODEL_URL_OPTION = typer.Option(None, help="Base URL of an OpenAI-compatible server, for --model-backend openai.")
+MODEL_NAME_OPTION = typer.Option(None, help="Model name at that server.")
+JUDGE_BACKEND_OPTION = typer.Option(
+    None, "--judge-backend", help="Judge model: smollm2 (bundled, the default), gguf (--judge-path) or openai (--judge-url, --judge-name)."
+)
+JUDGE_PATH_OPTION = typer.Option(None, "--judge-path", help="A GGUF file, for --judge-backend gguf.")
+JUDGE_URL_OPTION = typer.Option(None, "--judge-url", help="Base URL of an OpenAI-compatible server, for --judge-backend openai.")
+JUDGE_NAME_OPTION = typer.Option(None, "--judge-name", help="Judge model name at that server.")
+
+
+def model_settings(backend: str | None, path, url: str | None, name: str | None) -> dict:
+    """A ChatModelConfig's fields from the model options (backend None: the default, smollm2)."""
+    settings = {"backend": backend or "smollm2", "path": path, "url": url, "model": name}
+    return {key: value for key, value in settings.items() if value is not None}
+
+
+def judge_override(backend: str | None, path, url: str | None, name: str | None) -> dict | None:
+    """The judge model the --judge-* options choose, or None when none was given (keep the config's)."""
+    if all(value is None for value in (backend, path, url, name)):
+        return None
+    return model_settings(backend, path, url, name)

@@ -8,7 +8,20 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from ragassay.cli_common import COLLECTION_OPTION, EXIT_OK, EXIT_PARTIAL, JSON_OPTION, emit, fail, out
+from ragassay.cli_common import (
+    COLLECTION_OPTION,
+    EXIT_OK,
+    EXIT_PARTIAL,
+    JSON_OPTION,
+    MODEL_BACKEND_OPTION,
+    MODEL_NAME_OPTION,
+    MODEL_PATH_OPTION,
+    MODEL_URL_OPTION,
+    emit,
+    fail,
+    model_settings,
+    out,
+)
 from ragassay.config import workspace_home
 from ragassay.errors import ConfigError, RagassayError
 
@@ -76,10 +89,10 @@ def golden_generate(
     collection: str = COLLECTION_OPTION,
     count: int = typer.Option(..., "--count", help="Questions wanted (at most 3 pages are tried per question)."),
     seed: Optional[int] = typer.Option(None, help="Sampling seed; a random one is drawn and printed when omitted."),
-    model_backend: str = typer.Option("smollm2", help="smollm2 (bundled), gguf (--model-path) or openai (--model-url, --model-name)."),
-    model_path: Optional[Path] = typer.Option(None, help="A GGUF file, for --model-backend gguf."),
-    model_url: Optional[str] = typer.Option(None, help="Base URL of an OpenAI-compatible server."),
-    model_name: Optional[str] = typer.Option(None, help="Model name at that server."),
+    model_backend: str = MODEL_BACKEND_OPTION,
+    model_path: Optional[Path] = MODEL_PATH_OPTION,
+    model_url: Optional[str] = MODEL_URL_OPTION,
+    model_name: Optional[str] = MODEL_NAME_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Write golden questions from the collection's own pages, through a quality gate."""
@@ -89,7 +102,7 @@ def golden_generate(
     try:
         config = parse_config(
             GenerateConfig, collection=collection, count=count, seed=seed,
-            model=dict(backend=model_backend, path=model_path, url=model_url, model=model_name),
+            model=model_settings(model_backend, model_path, model_url, model_name),
         )
         prefect_defaults()
         from flows.generate_golden import generate_golden_flow

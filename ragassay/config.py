@@ -43,6 +43,10 @@ def _check_collection(name: str) -> str:
     return name
 
 
+def _check_collections(names: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(_check_collection(name) for name in dict.fromkeys(names))
+
+
 class ChunkingConfig(_Frozen):
     """How documents are cut into chunks (characters)."""
 
@@ -187,10 +191,7 @@ class RetrievalEvalConfig(_Frozen):
     assertions: tuple[str, ...] = ()
     home: Path = Field(default_factory=workspace_home)
 
-    @field_validator("collections")
-    @classmethod
-    def _names(cls, names: tuple[str, ...]) -> tuple[str, ...]:
-        return tuple(_check_collection(name) for name in dict.fromkeys(names))
+    _collections = field_validator("collections")(_check_collections)
 
     @field_validator("ks")
     @classmethod
@@ -201,10 +202,7 @@ class RetrievalEvalConfig(_Frozen):
 
     @model_validator(mode="after")
     def _unique_labels(self) -> "RetrievalEvalConfig":
-        labels = [c.label for c in self.configurations]
-        repeated = sorted({label for label in labels if labels.count(label) > 1})
-        if repeated:
-            raise ValueError(f"configuration labels must be unique; repeated: {', '.join(repeated)}")
+        labels = _unique_labels(self.configurations)
         for text in self.assertions:
             assertion = parse_assertion(text)
             if assertion.label not in labels:
@@ -222,6 +220,76 @@ class RetrievalEvalConfig(_Frozen):
         names = standard_metrics(list(self.ks))
         extra = [parse_assertion(text).metric for text in self.assertions]
         return names + [m for m in dict.fromkeys(extra) if m not in names]
+
+
+def _unique_labels(configurations) -> list[str]:
+    labels = [c.label for c in configurations]
+    repeated = sorted({label for label in labels if labels.count(label) > 1})
+    if repeated:
+        raise ValueError(f"configuration labels must be unique; repeated: {', '.join(repeated)}")
+    return labels
+
+
+class AnswerSettings(_Frozen):
+    """How questions are answered: retrieval, answer model and groundedness (see AnswerConfig)."""
+
+    search_type: SearchMode = "hybrid"
+    k: int = Field(5, ge=1, le=100)
+    fusion: FusionConfig = FusionConfig()
+    lexical_unit: LexicalUnit = "document"
+    rerank: Literal["off", "llm"] = "off"
+    rerank_candidates: int = Field(20, ge=1, le=200)
+    groundedness: Literal["strict", "off"] = "strict"
+    model: ChatModelConfig = ChatModelConfig()
+    max_answer_tokens: int = Field(384, ge=16, le=8192)
+    min_relevance: float = Field(MIN_RELEVANCE, ge=-1.0, le=1.0)
+    temperature: float = Field(0.0, ge=0.0, le=2.0)
+    seed: int = 0
+
+    def answer_config(self) -> AnswerConfig:
+        """What `ragassay answer` would run with these settings (the reranker uses the answer model)."""
+        return AnswerConfig(
+            search=SearchConfig(
+                mode=self.search_type, k=self.k, rrf_k=self.fusion.k, lexical_unit=self.lexical_unit,
+                rerank=self.rerank, rerank_candidates=self.rerank_candidates, rerank_model=self.model,
+            ),
+            model=self.model,
+            groundedness=self.groundedness,
+            max_answer_tokens=self.max_answer_tokens,
+            min_relevance=self.min_relevance,
+            temperature=self.temperature,
+            seed=self.seed,
+        )
+
+
+class AnswerConfiguration(AnswerSettings):
+    """One answer configuration under evaluation; its label names it in runs and tables."""
+
+    label: str = Field(pattern=LABEL)
+
+
+class AnswerEvalConfig(_Frozen):
+    """One `ragassay eval answers` call.
+
+    unanswerable: a JSONL/CSV file of questions the corpus cannot answer (id, question), for the
+    refusal metrics. pairwise: compare every pair of configurations answer by answer.
+    """
+
+    collections: tuple[str, ...] = Field(min_length=1)
+    configurations: tuple[AnswerConfiguration, ...] = Field(min_length=1)
+    judge: ChatModelConfig = ChatModelConfig()
+    unanswerable: Path | None = None
+    max_questions: int | None = Field(None, ge=1)
+    seed: int = 0
+    pairwise: bool = True
+    home: Path = Field(default_factory=workspace_home)
+
+    _collections = field_validator("collections")(_check_collections)
+
+    @model_validator(mode="after")
+    def _unique_labels(self) -> "AnswerEvalConfig":
+        _unique_labels(self.configurations)
+        return self
 
 
 def parse_config(config_class: type[BaseModel], /, **values) -> BaseModel:
@@ -258,3 +326,54 @@ def _allowed_keys(model: type[BaseModel], location: tuple) -> list[str]:
         arguments = getattr(annotation, "__args__", ()) or (annotation,)
         current = next((a for a in arguments if isinstance(a, type) and issubclass(a, BaseModel)), None)
     return sorted(f for f in current.model_fields if f != "home") if current is not None else []
+
+
+class CaseJudgeCheck(_Frozen):
+    """A case's judged check: the judge scores the answer 0..1 against the criteria."""
+
+    criteria: str = Field(min_length=1)
+    min_score: float = Field(0.7, ge=0.0, le=1.0)
+
+
+class EvalCase(_Frozen):
+    """One evaluation case: a question and the checks its answer must all pass.
+
+    contains / excludes: case-insensitive substrings of the answer. grounded: every claim of the
+    answer is judged against the passages it was answered from; at least min_supported of them
+    must be supported.
+    """
+
+    id: str = Field(pattern=LABEL)
+    input: str = Field(min_length=1)
+    contains: tuple[str, ...] = ()
+    excludes: tuple[str, ...] = ()
+    judge: CaseJudgeCheck | None = None
+    grounded: bool = False
+    min_supported: float = Field(0.7, ge=0.0, le=1.0)
+
+    @model_validator(mode="after")
+    def _has_a_check(self) -> "EvalCase":
+        if not (self.contains or self.excludes or self.judge or self.grounded):
+            raise ValueError(f"case {self.id!r} has no check: give contains, excludes, judge or grounded")
+        return self
+
+
+class CaseSuite(_Frozen):
+    """A suite of evaluation cases (`ragassay cases run SUITE`), answered from its collections."""
+
+    name: str = Field("cases", pattern=LABEL)
+    collections: tuple[str, ...] = Field(min_length=1)
+    answer: AnswerSettings = AnswerSettings()
+    judge: ChatModelConfig = ChatModelConfig()
+    cases: tuple[EvalCase, ...] = Field(min_length=1)
+    home: Path = Field(default_factory=workspace_home)
+
+    _collections = field_validator("collections")(_check_collections)
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> "CaseSuite":
+        ids = [case.id for case in self.cases]
+        repeated = sorted({i for i in ids if ids.count(i) > 1})
+        if repeated:
+            raise ValueError(f"case ids must be unique; repeated: {', '.join(repeated)}")
+        return self

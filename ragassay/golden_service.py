@@ -10,8 +10,9 @@ from pydantic import BaseModel
 
 from ragassay.errors import ConfigError, RagassayError
 from ragassay.workspace import CollectionPaths, collection_paths, load_documents
-from tasks.golden import GoldenCandidate, GoldenProblem, read_candidate_file, validate_candidates
+from tasks.golden import GoldenCandidate, GoldenProblem, default_entry_id, read_candidate_file, validate_candidates
 from tasks.schemas import GOLDEN, QRELS, QUERIES
+from tasks.scoring import EvalQuestion
 from tasks.tables import read_table, read_table_or_empty, write_table
 
 
@@ -54,13 +55,18 @@ def add_candidates(home: Path, collection: str, candidates: list[GoldenCandidate
     )
 
 
-def add_from_file(home: Path, collection: str, path: Path) -> GoldenChange:
+def _read_question_file(path: Path, what: str) -> tuple[list[GoldenCandidate], list[GoldenProblem]]:
+    """Rows of a .jsonl/.csv question file; a missing or unreadable file is a ConfigError."""
     if not path.is_file():
-        raise ConfigError(f"golden set file {path} does not exist")
+        raise ConfigError(f"{what} file {path} does not exist")
     try:
-        candidates, problems = read_candidate_file(path)
+        return read_candidate_file(path)
     except (ValueError, UnicodeDecodeError) as error:
         raise ConfigError(str(error)) from error
+
+
+def add_from_file(home: Path, collection: str, path: Path) -> GoldenChange:
+    candidates, problems = _read_question_file(path, "golden set")
     return add_candidates(home, collection, candidates, problems)
 
 
@@ -96,3 +102,33 @@ def delete_entries(home: Path, collection: str, entry_ids: list[str]) -> list[st
         raise RagassayError(f"golden set of {collection!r} has no entries {', '.join(unknown)}")
     write_table(stored.filter(~pl.col("entry_id").is_in(entry_ids)), paths.golden, GOLDEN)
     return sorted(set(entry_ids))
+
+
+UNANSWERABLE_COLLECTION = "unanswerable"
+
+
+def read_unanswerable(path: Path) -> list[EvalQuestion]:
+    """Questions the corpus cannot answer, from a .jsonl or .csv file (question, optional id).
+
+    Refused as a whole (ConfigError naming file:line) when any row is malformed, repeats an id,
+    or names expected documents: a wrong refusal set would skew both refusal metrics.
+    """
+    candidates, problems = _read_question_file(path, "unanswerable questions")
+    messages = [f"{p.source}: {p.detail}" for p in problems]
+    seen: set[str] = set()
+    questions = []
+    for candidate in candidates:
+        entry_id = candidate.entry_id or default_entry_id(candidate.question)
+        if candidate.expected_document_ids:
+            messages.append(f"{candidate.source}: an unanswerable question cannot name expected_document_ids")
+        elif not candidate.question.strip():
+            messages.append(f"{candidate.source}: field 'question' is empty")
+        elif entry_id in seen:
+            messages.append(f"{candidate.source}: id {entry_id} repeats an earlier row")
+        seen.add(entry_id)
+        questions.append(EvalQuestion(UNANSWERABLE_COLLECTION, entry_id, candidate.question.strip(), {}))
+    if messages:
+        raise ConfigError(f"{path} has {len(messages)} bad rows: " + "; ".join(messages))
+    if not questions:
+        raise ConfigError(f"{path} holds no questions")
+    return questions

@@ -33,5 +33,10 @@ ragassay eval retrieval --collection sample --assert "hybrid:recall@5>=0.8" --as
 echo "== golden questions written by the model from the corpus, through the quality gate"
 ragassay golden generate --collection sample --count 3 --seed 7
 
+echo "== answer evaluation: fulltext and hybrid retrieval feeding SmolLM2, judged by SmolLM2"
+answer_eval=(--collection sample --configs data/sample/answer_configs.yaml --unanswerable data/sample/unanswerable.jsonl --max-questions 5)
+ragassay eval answers "${answer_eval[@]}" --estimate
+ragassay eval answers "${answer_eval[@]}"
+
 echo
 echo "Workspace: ${RAGASSAY_HOME:-$HOME/.ragassay}. Try: .venv/bin/ragassay search --collection sample \"your question\""

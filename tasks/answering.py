@@ -28,6 +28,7 @@ Groundedness = Literal["strict", "off"]
 # score 0.04-0.12, the least similar answerable question 0.31; questions on the subject that the
 # corpus cannot answer score 0.25-0.48 and are left to the model.
 MIN_RELEVANCE = 0.25
+REFUSAL_TEXT = "The documents do not support an answer to this question."
 
 
 class Statement(BaseModel):
@@ -89,9 +90,16 @@ class GroundedAnswer:
     raw_output: str | None = None
 
     @property
+    def prose(self) -> str:
+        """The answer's words without citation markers (what content checks read)."""
+        if self.outcome == "refused":
+            return REFUSAL_TEXT
+        return " ".join(statement.text for statement in self.statements)
+
+    @property
     def text(self) -> str:
         if self.outcome == "refused":
-            return "The documents do not support an answer to this question."
+            return REFUSAL_TEXT
         return " ".join(
             statement.text + "".join(f" [{c.number}]" for c in statement.citations) for statement in self.statements
         )

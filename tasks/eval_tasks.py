@@ -38,11 +38,18 @@ class GoldenContext(BaseModel):
 @task(name="load-golden-questions", cache_policy=NO_CACHE)
 def load_golden_questions(config: RetrievalEvalConfig) -> tuple[list[EvalQuestion], GoldenContext]:
     """Golden entries of every collection, sampled when max_questions is set; problems become warnings."""
+    return gather_golden_questions(config.home, config.collections, config.max_questions, config.seed)
+
+
+def gather_golden_questions(
+    home: Path, collections: tuple[str, ...], max_questions: int | None, seed: int
+) -> tuple[list[EvalQuestion], GoldenContext]:
+    """The golden questions of an evaluation (seeded sample) and what identifies their data."""
     questions: list[EvalQuestion] = []
     warnings: list[str] = []
     digests, sizes, index_digests, models = {}, {}, {}, {}
-    for name in config.collections:
-        paths = collection_paths(config.home, name)
+    for name in collections:
+        paths = collection_paths(home, name)
         golden = load_golden(paths)
         manifest = read_manifest(paths) or {}
         digests[name], sizes[name] = golden_digest(golden), golden.height
@@ -62,13 +69,14 @@ def load_golden_questions(config: RetrievalEvalConfig) -> tuple[list[EvalQuestio
                     query_id=row["entry_id"],
                     question=row["question"],
                     judgements={(name, doc): grade for doc, grade in zip(row["expected_document_ids"], row["relevance"])},
+                    reference_answer=row["reference_answer"],
                 )
             )
     if not questions:
         raise RagassayError(
-            f"no golden questions in {', '.join(config.collections)}; add some with `ragassay golden add` or `golden import`"
+            f"no golden questions in {', '.join(collections)}; add some with `ragassay golden add` or `golden import`"
         )
-    sampled = sample_questions(questions, config.max_questions, config.seed)
+    sampled = sample_questions(questions, max_questions, seed)
     context = GoldenContext(
         questions=[{"collection": q.query_collection, "id": q.query_id} for q in sampled],
         warnings=warnings,

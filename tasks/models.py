@@ -83,6 +83,14 @@ class Usage:
         self.completion_tokens += completion.completion_tokens
         self.seconds += completion.seconds
 
+    def merge(self, other: "Usage") -> None:
+        """Add another tally to this one."""
+        self.calls += other.calls
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        self.seconds += other.seconds
+        self.unparseable += other.unparseable
+
     def as_metrics(self, prefix: str = "model") -> dict[str, float]:
         return {
             f"{prefix}_calls": self.calls,
@@ -241,6 +249,15 @@ class OpenAICompatibleModel:
         return max(1, len(text) // 4)
 
 
+def model_id_of(config: ChatModelConfig) -> str:
+    """The id a model is recorded under, known without loading it."""
+    if config.backend == "openai":
+        return f"openai:{config.model}@{config.url}"
+    if config.backend == "gguf":
+        return f"gguf:{config.path.name}"
+    return "smollm2:SmolLM2-135M-Instruct.Q4_1"
+
+
 @lru_cache(maxsize=4)
 def load_chat_model(config: ChatModelConfig) -> ChatModel:
     """The model for config, loaded once per process."""
@@ -249,6 +266,5 @@ def load_chat_model(config: ChatModelConfig) -> ChatModel:
         return OpenAICompatibleModel(config.url, config.model, api_key, config.timeout_seconds, config.context_size)
     path = smollm2_path() if config.backend == "smollm2" else config.path
     model = LlamaCppModel(path, config.context_size, config.threads, config.gpu_layers)
-    if config.backend == "smollm2":
-        model.model_id = "smollm2:SmolLM2-135M-Instruct.Q4_1"
+    model.model_id = model_id_of(config)
     return model

@@ -167,3 +167,100 @@ GENERATION_CANDIDATES = TableSpec(
         }
     ),
 )
+
+# Answer evaluation: one row per (configuration, question); metric columns are null when the
+# question was not scored for that metric (the reason is in the batch's warnings or the outcome).
+ANSWERS = TableSpec(
+    "answers",
+    1,
+    pl.Schema(
+        {
+            "configuration": pl.String,
+            "query_collection": pl.String,
+            "query_id": pl.String,
+            "question": pl.String,
+            "answerable": pl.Boolean,
+            "outcome": pl.String,
+            "reason": pl.String,
+            "answer": pl.String,
+            "statements": pl.Int32,
+            "citations": pl.Int32,
+            "sources": pl.Int32,
+            "unparseable": pl.Boolean,
+            "relevance": pl.Float64,
+            "answer_calls": pl.Int32,
+            "answer_prompt_tokens": pl.Int64,
+            "answer_completion_tokens": pl.Int64,
+            "answer_model_seconds": pl.Float64,
+            "answer_seconds": pl.Float64,
+            "implied_question": pl.String,
+            "faithfulness": pl.Float64,
+            "context_recall": pl.Float64,
+            "answer_relevancy": pl.Float64,
+            "citation_precision": pl.Float64,
+        }
+    ),
+)
+
+JUDGMENTS = TableSpec(
+    "judgments",
+    1,
+    pl.Schema(
+        {
+            "configuration": pl.String,
+            "query_collection": pl.String,
+            "query_id": pl.String,
+            "metric": pl.String,
+            "statement_index": pl.Int32,
+            "statement": pl.String,
+            # The cited source (citation precision); null when judged against the whole context.
+            "source_number": pl.Int32,
+            "verdict": pl.String,  # supported, unsupported or unreadable
+            "error": pl.String,
+        }
+    ),
+)
+
+PAIRWISE = TableSpec(
+    "pairwise",
+    1,
+    pl.Schema(
+        {
+            "configuration_a": pl.String,
+            "configuration_b": pl.String,
+            "query_collection": pl.String,
+            "query_id": pl.String,
+            "a_first": pl.String,  # the judge's preference with a shown first (null: unreadable)
+            "b_first": pl.String,
+            "outcome": pl.String,  # a, b, tie, inconsistent or unreadable
+        }
+    ),
+)
+
+WARNINGS = TableSpec(
+    "warnings",
+    1,
+    pl.Schema({"configuration": pl.String, "metric": pl.String, "question": pl.String, "reason": pl.String}),
+)
+
+CASE_RESULTS = TableSpec(
+    "case_results",
+    1,
+    pl.Schema(
+        {
+            "case_id": pl.String,
+            "input": pl.String,
+            "outcome": pl.String,  # answered or refused
+            "answer": pl.String,
+            "passed": pl.Boolean,
+            "checks": pl.String,  # one line per check: "contains FAILED: missing: '2,000'"
+            "failures": pl.String,  # the checks that failed, e.g. "contains; judge"
+            "judge_score": pl.Float64,
+            "judge_reason": pl.String,
+            "judge_error": pl.Boolean,
+            "claims": pl.Int32,
+            "claims_supported": pl.Int32,
+            "passages": pl.Int32,
+        }
+    ),
+)

@@ -30,6 +30,7 @@ class EvalQuestion:
     query_id: str
     question: str
     judgements: dict[DocKey, int]
+    reference_answer: str | None = None
 
 
 def sample_questions(questions: list[EvalQuestion], max_questions: int | None, seed: int) -> list[EvalQuestion]:

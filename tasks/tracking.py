@@ -172,6 +172,8 @@ def _quote(value: str) -> str:
 
 def download_table(home: Path, run_id: str, name: str) -> pl.DataFrame | None:
     """A Parquet artifact of a run, or None when the run has none of that name."""
+    # A progress bar per small Parquet file is noise on the terminal of `ragassay runs`.
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     import mlflow.artifacts
     from mlflow.exceptions import MlflowException
 

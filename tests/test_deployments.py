@@ -26,7 +26,10 @@ def test_deployments_register_and_a_worker_runs_one(home):
     env = {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value(), "RAGASSAY_REPO": str(REPO), "RAGASSAY_HOME": str(home)}
     prefect_cli("work-pool", "create", "ragassay-local", "--type", "process", "--overwrite", env=env)
     deployed = prefect_cli("deploy", "--all", env=env)
-    for name in ("ingest/sample-ingest", "index/sample-index-nightly", "eval-retrieval/sample-eval-retrieval-nightly"):
+    for name in (
+        "ingest/sample-ingest", "index/sample-index-nightly", "eval-retrieval/sample-eval-retrieval-nightly",
+        "eval-answers/sample-eval-answers-weekly", "run-cases/sample-cases",
+    ):
         assert name in deployed.stdout
 
     prefect_cli("deployment", "run", "ingest/sample-ingest", env=env)

@@ -55,7 +55,8 @@ def test_a_damaged_file_is_a_typed_error(tmp_path):
 PURE_MODULES = [
     "tasks.extraction", "tasks.chunking", "tasks.lexical", "tasks.dense", "tasks.fusion", "tasks.retrieval", "tasks.ingestion",
     "tasks.schemas", "tasks.tables", "tasks.golden", "tasks.metrics", "tasks.scoring", "tasks.significance", "tasks.models",
-    "tasks.answering", "tasks.reranking", "tasks.generation",
+    "tasks.answering", "tasks.reranking", "tasks.generation", "tasks.judging", "tasks.answer_metrics", "tasks.answer_scoring",
+    "tasks.cases",
 ]
 
 

@@ -1,0 +1,158 @@
+"""The judge's prompts and output models. Pure: no model is called here (ragassay/judge_service.py
+calls the model; tasks/answer_metrics.py turns verdicts into scores).
+
+Four judgements, each a small prompt with its instruction and worked examples kept together, each
+answered under a JSON schema:
+- support: does this context support this statement? Used for faithfulness (answer statements
+  against the retrieved sources), context recall (reference statements against the retrieved
+  sources), citation precision (a statement against the one source it cites), the `grounded`
+  check of evaluation cases, and judge calibration, which measures exactly this prompt.
+- implied question: the question an answer responds to, for answer relevancy.
+- preference: which of two answers to a question is better, for pairwise comparison.
+- criteria: a 0..1 score with a reason against free-text criteria, for evaluation cases.
+
+The context comes before the statement in the support prompt, so consecutive judgements of one
+answer share a long prompt prefix that llama.cpp evaluates once.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+SUPPORT_PROMPT_VERSION = "support-verdict/1"
+IMPLIED_QUESTION_PROMPT_VERSION = "implied-question/1"
+PREFERENCE_PROMPT_VERSION = "pairwise-preference/1"
+CRITERIA_PROMPT_VERSION = "case-criteria/1"
+
+PROMPT_VERSIONS = {
+    "support": SUPPORT_PROMPT_VERSION,
+    "implied_question": IMPLIED_QUESTION_PROMPT_VERSION,
+    "preference": PREFERENCE_PROMPT_VERSION,
+    "criteria": CRITERIA_PROMPT_VERSION,
+}
+
+# Output budgets: each schema is short, so these only stop a model that never closes the JSON.
+SUPPORT_MAX_TOKENS = 16
+IMPLIED_QUESTION_MAX_TOKENS = 96
+PREFERENCE_MAX_TOKENS = 16
+CRITERIA_MAX_TOKENS = 160
+
+
+class SupportVerdict(BaseModel):
+    """Whether the context states or directly implies the statement."""
+
+    verdict: Literal["supported", "unsupported"]
+
+
+class ImpliedQuestion(BaseModel):
+    """The question an answer responds to; noncommittal when the answer evades or declines."""
+
+    question: str = Field(min_length=3, max_length=300)
+    noncommittal: bool
+
+
+class Preference(BaseModel):
+    """Which of two answers answers the question better."""
+
+    preferred: Literal["first", "second", "tie"]
+
+
+class CriteriaScore(BaseModel):
+    """How well an answer meets the criteria, 0 (not at all) to 1 (fully), and why."""
+
+    score: float = Field(ge=0.0, le=1.0)
+    reason: str = Field(min_length=1, max_length=200)
+
+
+def criteria_schema() -> dict:
+    """CriteriaScore's schema with the score limited to steps of 0.1: a grammar-constrained model
+    cannot write a number outside 0..1 (JSON-schema bounds alone are not enforced by llama.cpp)."""
+    schema = CriteriaScore.model_json_schema()
+    schema["properties"]["score"] = {"enum": [round(step / 10, 1) for step in range(11)]}
+    return schema
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+_SUPPORT_INSTRUCTION = (
+    "You check facts. Given a context and a statement, reply supported if the context states the "
+    "statement or directly implies it, and unsupported if the context does not say it or says "
+    'otherwise. Use only the context. Reply as JSON: {"verdict": "supported"} or {"verdict": "unsupported"}.'
+)
+_SUPPORT_CONTEXT = "Context: Beeswax melts between 62 and 64 degrees Celsius. Bees make wax from glands under the abdomen."
+
+
+def support_messages(context: str, statement: str) -> list[dict]:
+    """The support prompt (version SUPPORT_PROMPT_VERSION)."""
+    return [
+        {"role": "system", "content": _SUPPORT_INSTRUCTION},
+        {"role": "user", "content": f"{_SUPPORT_CONTEXT}\n\nStatement: Beeswax melts at 90 degrees Celsius."},
+        {"role": "assistant", "content": '{"verdict": "unsupported"}'},
+        {"role": "user", "content": f"{_SUPPORT_CONTEXT}\n\nStatement: Bees make wax from glands under the abdomen."},
+        {"role": "assistant", "content": '{"verdict": "supported"}'},
+        {"role": "user", "content": f"{_SUPPORT_CONTEXT}\n\nStatement: Beeswax is used to make candles."},
+        {"role": "assistant", "content": '{"verdict": "unsupported"}'},
+        {"role": "user", "content": f"{_SUPPORT_CONTEXT}\n\nStatement: Beeswax melts at about 63 degrees Celsius."},
+        {"role": "assistant", "content": '{"verdict": "supported"}'},
+        {"role": "user", "content": f"Context: {_flat(context)}\n\nStatement: {_flat(statement)}"},
+    ]
+
+
+def implied_question_messages(answer: str) -> list[dict]:
+    """The implied-question prompt (version IMPLIED_QUESTION_PROMPT_VERSION)."""
+    return [
+        {
+            "role": "system",
+            "content": "Write the question that the given answer responds to. Set noncommittal to true when the "
+            "answer is evasive, vague or says it does not know. Reply as JSON: "
+            '{"question": "...", "noncommittal": false}.',
+        },
+        {"role": "user", "content": "Answer: I am not sure; it depends on many things."},
+        {"role": "assistant", "content": '{"question": "How long do bees live?", "noncommittal": true}'},
+        {"role": "user", "content": "Answer: A queen bee can lay up to 2,000 eggs a day in summer."},
+        {"role": "assistant", "content": '{"question": "How many eggs can a queen bee lay in a day?", "noncommittal": false}'},
+        {"role": "user", "content": f"Answer: {_flat(answer)}"},
+    ]
+
+
+def preference_messages(question: str, reference: str | None, first: str, second: str) -> list[dict]:
+    """The pairwise prompt (version PREFERENCE_PROMPT_VERSION); the caller asks in both orders."""
+    reference_line = f"Reference answer: {_flat(reference)}\n" if reference else ""
+    return [
+        {
+            "role": "system",
+            "content": "Compare two answers to a question. Prefer the answer that is correct (agrees with the "
+            "reference answer when one is given), answers the question, and adds nothing false. Reply tie when "
+            'they are equally good or equally bad. Reply as JSON: {"preferred": "first"}, {"preferred": "second"} '
+            'or {"preferred": "tie"}.',
+        },
+        {
+            "role": "user",
+            "content": "Question: At what temperature does beeswax melt?\nReference answer: Between 62 and 64 degrees Celsius.\n"
+            "First answer: Beeswax is made by worker bees.\nSecond answer: Beeswax melts between 62 and 64 degrees Celsius.",
+        },
+        {"role": "assistant", "content": '{"preferred": "second"}'},
+        {"role": "user", "content": f"Question: {_flat(question)}\n{reference_line}First answer: {_flat(first)}\nSecond answer: {_flat(second)}"},
+    ]
+
+
+def criteria_messages(question: str, answer: str, criteria: str) -> list[dict]:
+    """The case-criteria prompt (version CRITERIA_PROMPT_VERSION)."""
+    return [
+        {
+            "role": "system",
+            "content": "Score how well the answer meets the criteria, from 0.0 (not at all) to 1.0 (fully), and give "
+            'a one-sentence reason. Reply as JSON: {"score": 0.0-1.0, "reason": "..."}.',
+        },
+        {
+            "role": "user",
+            "content": "Criteria: names the melting range in degrees Celsius\nQuestion: When does beeswax melt?\n"
+            "Answer: Beeswax melts between 62 and 64 degrees Celsius.",
+        },
+        {"role": "assistant", "content": '{"score": 1.0, "reason": "It gives the range 62 to 64 degrees Celsius."}'},
+        {"role": "user", "content": f"Criteria: {_flat(criteria)}\nQuestion: {_flat(question)}\nAnswer: {_flat(answer)}"},
+    ]
