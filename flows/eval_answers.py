@@ -11,16 +11,21 @@ from prefect import flow
 from pydantic import BaseModel
 
 from ragassay.config import AnswerEvalConfig
-from ragassay.golden_service import read_unanswerable
 from ragassay.judge_service import Judge
 from tasks import tracking
-from tasks.answer_eval_tasks import answer_questions, compare_answers, configuration_pairs, judge_answers, log_answer_batch
+from tasks.answer_eval_tasks import (
+    answer_questions,
+    compare_answers,
+    configuration_pairs,
+    judge_answers,
+    load_answer_questions,
+    log_answer_batch,
+)
 from tasks.answer_metrics import tally_pairs
 from tasks.answer_scoring import summarize_configuration
 from tasks.answering import ANSWER_PROMPT_VERSION
-from tasks.eval_tasks import gather_golden_questions
 from tasks.judging import PROMPT_VERSIONS
-from tasks.models import load_chat_model
+from tasks.models import model_id_of
 from tasks.schemas import PAIRWISE
 
 
@@ -48,8 +53,7 @@ def eval_answers_flow(config: AnswerEvalConfig) -> AnswerEvalReport:
     """Answer every question under each configuration, judge, compare, and log one batch."""
     started = time.perf_counter()
     batch_id = uuid.uuid4().hex[:12]
-    golden, context = gather_golden_questions(config.home, config.collections, config.max_questions, config.seed)
-    unanswerable = read_unanswerable(config.unanswerable) if config.unanswerable else []
+    golden, unanswerable, context = load_answer_questions(config)
     questions = [(q, True) for q in golden] + [(q, False) for q in unanswerable]
     judge = Judge(config.judge)
     answered, summaries = {}, {}
@@ -69,10 +73,10 @@ def eval_answers_flow(config: AnswerEvalConfig) -> AnswerEvalReport:
     warnings += [
         {"configuration": "", "metric": "golden", "question": "", "reason": text} for text in context.warnings
     ]
-    answer_model_ids = {c.label: load_chat_model(c.model).model_id for c in config.configurations}
+    answer_model_ids = {c.label: model_id_of(c.model) for c in config.configurations}
     all_pairs = pl.concat(pair_tables) if pair_tables else PAIRWISE.empty()
     parent_run_id, run_ids = log_answer_batch(
-        config, batch_id, context, len(unanswerable), judge.model_id, answer_model_ids, summaries, all_pairs, warnings
+        config, batch_id, context, len(unanswerable), judge.model_id, answer_model_ids, summaries, all_pairs, pairwise, warnings
     )
     return AnswerEvalReport(
         batch_id=batch_id,

@@ -13,13 +13,14 @@ from prefect.cache_policies import NO_CACHE
 
 from ragassay.answer_service import answer_question
 from ragassay.config import AnswerConfiguration, AnswerEvalConfig
+from ragassay.golden_service import read_unanswerable
 from ragassay.judge_service import Judge, judge_answer
 from ragassay.search_service import open_collection
 from tasks import tracking
 from tasks.answer_metrics import AnswerJudgement, pair_outcome
 from tasks.answer_scoring import AnsweredQuestion, ConfigurationSummary, warnings_frame
 from tasks.answering import ANSWER_PROMPT_VERSION
-from tasks.eval_tasks import GoldenContext
+from tasks.eval_tasks import GoldenContext, gather_golden_questions
 from tasks.judging import PROMPT_VERSIONS
 from tasks.models import Usage
 from tasks.progress import ProgressReporter
@@ -28,6 +29,15 @@ from tasks.scoring import EvalQuestion
 
 # Written in both order columns when two answers are the same text: a tie, no judge call needed.
 IDENTICAL = "identical"
+
+
+@task(name="load-answer-questions", cache_policy=NO_CACHE)
+def load_answer_questions(config: AnswerEvalConfig) -> tuple[list[EvalQuestion], list[EvalQuestion], GoldenContext]:
+    """The golden questions (seeded sample) and the unanswerable ones; a bad file fails here,
+    before any model call."""
+    golden, context = gather_golden_questions(config.home, config.collections, config.max_questions, config.seed)
+    unanswerable = read_unanswerable(config.unanswerable) if config.unanswerable else []
+    return golden, unanswerable, context
 
 
 @task(name="answer-questions", cache_policy=NO_CACHE)
@@ -78,8 +88,9 @@ def compare_answers(
                 outcome = "tie"
             else:
                 reference = a.question.reference_answer
-                first = judge.preference(a.question.question, reference, a.answer.text, b.answer.text)
-                second = judge.preference(a.question.question, reference, b.answer.text, a.answer.text)
+                # The judge reads the answers' words; citation markers would only add noise.
+                first = judge.preference(a.question.question, reference, a.answer.prose, b.answer.prose)
+                second = judge.preference(a.question.question, reference, b.answer.prose, a.answer.prose)
                 a_first = first.value.preferred if first.value else None
                 b_first = second.value.preferred if second.value else None
                 outcome = pair_outcome(a_first, b_first)
@@ -105,9 +116,11 @@ def log_answer_batch(
     answer_model_ids: dict[str, str],
     summaries: dict[str, ConfigurationSummary],
     pairwise: pl.DataFrame,
+    pairwise_tallies: list[dict],
     warnings: list[dict],
 ) -> tuple[str, dict[str, str]]:
-    """One parent run for the batch, one child run per configuration. Returns their ids."""
+    """One parent run for the batch (pairwise tallies and their cost as `pairwise/A/B/...`
+    metrics, the pairwise and warnings tables), one child run per configuration. Returns their ids."""
     collections = list(config.collections)
     mlflow_client = tracking.client(config.home)
     experiment_id = tracking.ensure_experiment(mlflow_client, config.home, collections)
@@ -142,6 +155,13 @@ def log_answer_batch(
             metrics=summary.metrics,
             artifacts={"answers": summary.answers, "judgments": summary.judgments},
         )
+    tallies = {
+        f"pairwise/{t['configuration_a']}/{t['configuration_b']}/{key}": value
+        for t in pairwise_tallies
+        for key, value in t.items()
+        if key not in ("configuration_a", "configuration_b")
+    }
+    tracking.log_values(mlflow_client, parent, {}, tallies)
     tracking.log_tables(mlflow_client, parent, {"pairwise": pairwise, "warnings": warnings_frame(warnings)})
     tracking.finish(mlflow_client, parent)
     return parent, child_ids

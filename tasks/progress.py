@@ -1,5 +1,7 @@
-"""Progress of long steps: a bar on an interactive terminal, and a log line every 10% of the work
-(only the last one for steps of fewer than LOG_STEPS_FROM items, where ten lines would be noise)."""
+"""Progress of long steps: a bar on an interactive terminal, and a log line every 10% of the work.
+A step of fewer than LOG_STEPS_FROM items logs only its last line, where ten lines would be noise,
+unless its items are slow (model calls): then a 10% line comes once SLOW_SECONDS have passed since
+the last one, so a long evaluation never sits silent in a log."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import sys
 import time
 
 LOG_STEPS_FROM = 100
+SLOW_SECONDS = 10.0
 
 
 def _logger() -> logging.Logger | logging.LoggerAdapter:
@@ -28,7 +31,7 @@ class ProgressReporter:
         self._next_log_percent = 10
         self._bar = None
         self._task_id = None
-        self._started = time.perf_counter()
+        self._started = self._last_log = time.perf_counter()
 
     def __enter__(self) -> "ProgressReporter":
         if sys.stderr.isatty():
@@ -47,7 +50,9 @@ class ProgressReporter:
         if self._bar is not None:
             self._bar.update(self._task_id, completed=done, total=total)
         percent = 100 * done // total if total else 100
-        if done == total or (total >= LOG_STEPS_FROM and percent >= self._next_log_percent):
-            elapsed = time.perf_counter() - self._started
-            _logger().info("%s: %d/%d (%d%%) after %.1fs", self.description, done, total, percent, elapsed)
+        now = time.perf_counter()
+        step_due = percent >= self._next_log_percent and (total >= LOG_STEPS_FROM or now - self._last_log >= SLOW_SECONDS)
+        if done == total or step_due:
+            _logger().info("%s: %d/%d (%d%%) after %.1fs", self.description, done, total, percent, now - self._started)
             self._next_log_percent = (percent // 10 + 1) * 10
+            self._last_log = now

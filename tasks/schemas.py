@@ -230,7 +230,9 @@ PAIRWISE = TableSpec(
             "configuration_b": pl.String,
             "query_collection": pl.String,
             "query_id": pl.String,
-            "a_first": pl.String,  # the judge's preference with a shown first (null: unreadable)
+            # The judge's preference with a shown first: first, second or tie; "identical" when
+            # both answers are the same text (a tie, not asked); null when unreadable.
+            "a_first": pl.String,
             "b_first": pl.String,
             "outcome": pl.String,  # a, b, tie, inconsistent or unreadable
         }

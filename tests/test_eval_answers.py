@@ -130,6 +130,9 @@ def test_pairwise_comparison_asks_both_orders_and_tallies_every_question(evaluat
     assert {key: tally[key] for key in expected} == expected
     judged = (pairwise["a_first"] != "identical").sum()
     assert 2 * judged <= tally["judge_calls"] <= 4 * judged  # both orders, at most one retry each
+    parent = tracking.client(sample_home).get_run(report.parent_run_id).data.metrics
+    for key in ("wins_a", "ties", "wins_b", "inconsistent", "judge_calls"):
+        assert parent[f"pairwise/fulltext/hybrid/{key}"] == tally[key]
 
 
 def test_runs_list_shows_retrieval_and_answer_runs_together(evaluated, sample_home, monkeypatch):
