@@ -292,42 +292,6 @@ class AnswerEvalConfig(_Frozen):
         return self
 
 
-def parse_config(config_class: type[BaseModel], /, **values) -> BaseModel:
-    """Build a config, turning pydantic's error into a ConfigError that names each bad field."""
-    try:
-        return config_class(**values)
-    except ValidationError as error:
-        problems = []
-        items = error.errors()
-        nested = [item["loc"] for item in items]
-        for item in items:
-            # A list whose only item failed also reports itself "too short": noise beside the cause.
-            if item["type"] == "too_short" and any(len(loc) > len(item["loc"]) and loc[: len(item["loc"])] == item["loc"] for loc in nested):
-                continue
-            field = ".".join(str(part) for part in item["loc"]) or config_class.__name__
-            message = item["msg"]
-            if item["type"] == "extra_forbidden":
-                allowed = _allowed_keys(config_class, item["loc"][:-1])
-                message = "unknown key" + (f"; allowed keys: {', '.join(allowed)}" if allowed else "")
-            problems.append(f"{field}: {message}")
-        raise ConfigError("invalid configuration: " + "; ".join(problems)) from None
-
-
-def _allowed_keys(model: type[BaseModel], location: tuple) -> list[str]:
-    """The field names of the (nested) model found at location, for an 'unknown key' message."""
-    current: type | None = model
-    for part in location:
-        if isinstance(part, int) or current is None:
-            continue
-        field = current.model_fields.get(part)
-        if field is None:
-            return []
-        annotation = field.annotation
-        arguments = getattr(annotation, "__args__", ()) or (annotation,)
-        current = next((a for a in arguments if isinstance(a, type) and issubclass(a, BaseModel)), None)
-    return sorted(f for f in current.model_fields if f != "home") if current is not None else []
-
-
 class CaseJudgeCheck(_Frozen):
     """A case's judged check: the judge scores the answer 0..1 against the criteria."""
 
@@ -377,3 +341,39 @@ class CaseSuite(_Frozen):
         if repeated:
             raise ValueError(f"case ids must be unique; repeated: {', '.join(repeated)}")
         return self
+
+
+def parse_config(config_class: type[BaseModel], /, **values) -> BaseModel:
+    """Build a config, turning pydantic's error into a ConfigError that names each bad field."""
+    try:
+        return config_class(**values)
+    except ValidationError as error:
+        problems = []
+        items = error.errors()
+        nested = [item["loc"] for item in items]
+        for item in items:
+            # A list whose only item failed also reports itself "too short": noise beside the cause.
+            if item["type"] == "too_short" and any(len(loc) > len(item["loc"]) and loc[: len(item["loc"])] == item["loc"] for loc in nested):
+                continue
+            field = ".".join(str(part) for part in item["loc"]) or config_class.__name__
+            message = item["msg"]
+            if item["type"] == "extra_forbidden":
+                allowed = _allowed_keys(config_class, item["loc"][:-1])
+                message = "unknown key" + (f"; allowed keys: {', '.join(allowed)}" if allowed else "")
+            problems.append(f"{field}: {message}")
+        raise ConfigError("invalid configuration: " + "; ".join(problems)) from None
+
+
+def _allowed_keys(model: type[BaseModel], location: tuple) -> list[str]:
+    """The field names of the (nested) model found at location, for an 'unknown key' message."""
+    current: type | None = model
+    for part in location:
+        if isinstance(part, int) or current is None:
+            continue
+        field = current.model_fields.get(part)
+        if field is None:
+            return []
+        annotation = field.annotation
+        arguments = getattr(annotation, "__args__", ()) or (annotation,)
+        current = next((a for a in arguments if isinstance(a, type) and issubclass(a, BaseModel)), None)
+    return sorted(f for f in current.model_fields if f != "home") if current is not None else []
