@@ -143,8 +143,8 @@ def _warnings(label: str, answered: list[AnsweredQuestion], judgements: dict[str
     missing = [a.key for a in answered if a.answerable and not a.question.reference_answer]
     if missing:
         warnings.append(
-            {"configuration": label, "metric": "context_recall", "question": f"{len(missing)} questions",
-             "reason": "no reference answer, so context recall cannot be scored: " + ", ".join(missing[:5]) + (" …" if len(missing) > 5 else "")}
+            {"configuration": label, "metric": "context_recall", "question": ", ".join(missing[:5]) + (" …" if len(missing) > 5 else ""),
+             "reason": f"{len(missing)} questions have no reference answer, so context recall cannot score them"}
         )
     return warnings
 
