@@ -40,7 +40,7 @@ from tasks.judging import (
     preference_messages,
     support_messages,
 )
-from tasks.models import ChatModelConfig, Structured, Usage, generate_structured, load_chat_model
+from tasks.models import ChatModelConfig, Structured, Usage, generate_structured, load_chat_model, one_line
 from tasks.progress import ProgressReporter
 
 # Tokens the chat template adds around each message (role markers); used to check a prompt fits.
@@ -93,7 +93,7 @@ def verdict_of(result: Structured[SupportVerdict]) -> Verdict:
 
 def context_text(sources: list[Source]) -> str:
     """The retrieved context as the answer model saw it: numbered sources."""
-    return "\n".join(f"[{source.number}] {' '.join(source.text.split())}" for source in sources)
+    return "\n".join(f"[{source.number}] {one_line(source.text)}" for source in sources)
 
 
 REFUSED = "refused"

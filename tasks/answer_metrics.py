@@ -20,6 +20,8 @@ from typing import Literal, Sequence
 
 import numpy as np
 
+from tasks.models import one_line
+
 Verdict = bool | None
 
 # Exclusion reasons (what a warning says about a question left out of a metric).
@@ -137,7 +139,7 @@ def split_statements(text: str | None) -> list[str]:
     """
     if not text or not text.strip():
         return []
-    return [part.strip() for part in _SENTENCE_END.split(" ".join(text.split())) if part.strip()]
+    return [part.strip() for part in _SENTENCE_END.split(one_line(text)) if part.strip()]
 
 
 PairOutcome = Literal["a", "b", "tie", "inconsistent", "unreadable"]

@@ -20,6 +20,8 @@ from typing import Callable, Literal
 
 from pydantic import BaseModel, Field
 
+from tasks.models import few_shot_messages, one_line
+
 ANSWER_PROMPT_VERSION = "grounded-answer/1"
 Groundedness = Literal["strict", "off"]
 
@@ -134,15 +136,12 @@ _EXAMPLE_REFUSAL = '{"statements": []}'
 
 def answer_messages(question: str, sources: list[Source]) -> list[dict]:
     """The chat messages of the grounded-answer prompt (version ANSWER_PROMPT_VERSION)."""
-    listing = "\n".join(f"[{s.number}] (doc {s.doc_id}) {' '.join(s.text.split())}" for s in sources)
-    return [
-        {"role": "system", "content": _INSTRUCTION},
-        {"role": "user", "content": _EXAMPLE_USER},
-        {"role": "assistant", "content": _EXAMPLE_ANSWER},
-        {"role": "user", "content": _EXAMPLE_REFUSAL_USER},
-        {"role": "assistant", "content": _EXAMPLE_REFUSAL},
-        {"role": "user", "content": f"Sources:\n{listing}\n\nQuestion: {question}"},
-    ]
+    listing = "\n".join(f"[{s.number}] (doc {s.doc_id}) {one_line(s.text)}" for s in sources)
+    return few_shot_messages(
+        _INSTRUCTION,
+        [(_EXAMPLE_USER, _EXAMPLE_ANSWER), (_EXAMPLE_REFUSAL_USER, _EXAMPLE_REFUSAL)],
+        f"Sources:\n{listing}\n\nQuestion: {question}",
+    )
 
 
 def answer_schema(source_count: int) -> dict:

@@ -33,6 +33,7 @@ from pydantic import BaseModel, Field
 
 from tasks.golden import normalize_question
 from tasks.lexical import tokenize
+from tasks.models import few_shot_messages, one_line
 
 GENERATION_PROMPT_VERSION = "golden-question/1"
 
@@ -82,12 +83,7 @@ _EXAMPLE_PAIR = '{"question": "At what temperature does beeswax melt?", "answer"
 
 def generation_messages(passage: str) -> list[dict]:
     """The prompt (version GENERATION_PROMPT_VERSION) that writes one question for a page."""
-    return [
-        {"role": "system", "content": _GENERATION_INSTRUCTION},
-        {"role": "user", "content": f"Passage: {_EXAMPLE_PASSAGE}"},
-        {"role": "assistant", "content": _EXAMPLE_PAIR},
-        {"role": "user", "content": f"Passage: {' '.join(passage.split())}"},
-    ]
+    return few_shot_messages(_GENERATION_INSTRUCTION, [(f"Passage: {_EXAMPLE_PASSAGE}", _EXAMPLE_PAIR)], f"Passage: {one_line(passage)}")
 
 
 _PASSAGE_REFERENCE = re.compile(

@@ -21,6 +21,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from tasks.models import few_shot_messages, one_line
+
 SUPPORT_PROMPT_VERSION = "support-verdict/1"
 IMPLIED_QUESTION_PROMPT_VERSION = "implied-question/1"
 PREFERENCE_PROMPT_VERSION = "pairwise-preference/1"
@@ -74,10 +76,6 @@ def criteria_schema() -> dict:
     return schema
 
 
-def _flat(text: str) -> str:
-    return " ".join(text.split())
-
-
 _SUPPORT_INSTRUCTION = (
     "You check facts. Given a context and a statement, reply supported if the context states the "
     "statement or directly implies it, and unsupported if the context does not say it or says "
@@ -88,71 +86,66 @@ _SUPPORT_CONTEXT = "Context: Beeswax melts between 62 and 64 degrees Celsius. Be
 
 def support_messages(context: str, statement: str) -> list[dict]:
     """The support prompt (version SUPPORT_PROMPT_VERSION)."""
-    return [
-        {"role": "system", "content": _SUPPORT_INSTRUCTION},
-        {"role": "user", "content": f"{_SUPPORT_CONTEXT}\n\nStatement: Beeswax melts at 90 degrees Celsius."},
-        {"role": "assistant", "content": '{"verdict": "unsupported"}'},
-        {"role": "user", "content": f"{_SUPPORT_CONTEXT}\n\nStatement: Bees make wax from glands under the abdomen."},
-        {"role": "assistant", "content": '{"verdict": "supported"}'},
-        {"role": "user", "content": f"{_SUPPORT_CONTEXT}\n\nStatement: Beeswax is used to make candles."},
-        {"role": "assistant", "content": '{"verdict": "unsupported"}'},
-        {"role": "user", "content": f"{_SUPPORT_CONTEXT}\n\nStatement: Beeswax melts at about 63 degrees Celsius."},
-        {"role": "assistant", "content": '{"verdict": "supported"}'},
-        {"role": "user", "content": f"Context: {_flat(context)}\n\nStatement: {_flat(statement)}"},
+    examples = [
+        ("Beeswax melts at 90 degrees Celsius.", "unsupported"),
+        ("Bees make wax from glands under the abdomen.", "supported"),
+        ("Beeswax is used to make candles.", "unsupported"),
+        ("Beeswax melts at about 63 degrees Celsius.", "supported"),
     ]
+    return few_shot_messages(
+        _SUPPORT_INSTRUCTION,
+        [(f"{_SUPPORT_CONTEXT}\n\nStatement: {example}", f'{{"verdict": "{verdict}"}}') for example, verdict in examples],
+        f"Context: {one_line(context)}\n\nStatement: {one_line(statement)}",
+    )
 
 
 def implied_question_messages(answer: str) -> list[dict]:
     """The implied-question prompt (version IMPLIED_QUESTION_PROMPT_VERSION)."""
-    return [
-        {
-            "role": "system",
-            "content": "Write the question that the given answer responds to. Set noncommittal to true when the "
-            "answer is evasive, vague or says it does not know. Reply as JSON: "
-            '{"question": "...", "noncommittal": false}.',
-        },
-        {"role": "user", "content": "Answer: I am not sure; it depends on many things."},
-        {"role": "assistant", "content": '{"question": "How long do bees live?", "noncommittal": true}'},
-        {"role": "user", "content": "Answer: A queen bee can lay up to 2,000 eggs a day in summer."},
-        {"role": "assistant", "content": '{"question": "How many eggs can a queen bee lay in a day?", "noncommittal": false}'},
-        {"role": "user", "content": f"Answer: {_flat(answer)}"},
-    ]
+    return few_shot_messages(
+        "Write the question that the given answer responds to. Set noncommittal to true when the "
+        "answer is evasive, vague or says it does not know. Reply as JSON: "
+        '{"question": "...", "noncommittal": false}.',
+        [
+            ("Answer: I am not sure; it depends on many things.", '{"question": "How long do bees live?", "noncommittal": true}'),
+            (
+                "Answer: A queen bee can lay up to 2,000 eggs a day in summer.",
+                '{"question": "How many eggs can a queen bee lay in a day?", "noncommittal": false}',
+            ),
+        ],
+        f"Answer: {one_line(answer)}",
+    )
 
 
 def preference_messages(question: str, reference: str | None, first: str, second: str) -> list[dict]:
     """The pairwise prompt (version PREFERENCE_PROMPT_VERSION); the caller asks in both orders."""
-    reference_line = f"Reference answer: {_flat(reference)}\n" if reference else ""
-    return [
-        {
-            "role": "system",
-            "content": "Compare two answers to a question. Prefer the answer that is correct (agrees with the "
-            "reference answer when one is given), answers the question, and adds nothing false. Reply tie when "
-            'they are equally good or equally bad. Reply as JSON: {"preferred": "first"}, {"preferred": "second"} '
-            'or {"preferred": "tie"}.',
-        },
-        {
-            "role": "user",
-            "content": "Question: At what temperature does beeswax melt?\nReference answer: Between 62 and 64 degrees Celsius.\n"
-            "First answer: Beeswax is made by worker bees.\nSecond answer: Beeswax melts between 62 and 64 degrees Celsius.",
-        },
-        {"role": "assistant", "content": '{"preferred": "second"}'},
-        {"role": "user", "content": f"Question: {_flat(question)}\n{reference_line}First answer: {_flat(first)}\nSecond answer: {_flat(second)}"},
-    ]
+    reference_line = f"Reference answer: {one_line(reference)}\n" if reference else ""
+    return few_shot_messages(
+        "Compare two answers to a question. Prefer the answer that is correct (agrees with the "
+        "reference answer when one is given), answers the question, and adds nothing false. Reply tie when "
+        'they are equally good or equally bad. Reply as JSON: {"preferred": "first"}, {"preferred": "second"} '
+        'or {"preferred": "tie"}.',
+        [
+            (
+                "Question: At what temperature does beeswax melt?\nReference answer: Between 62 and 64 degrees Celsius.\n"
+                "First answer: Beeswax is made by worker bees.\nSecond answer: Beeswax melts between 62 and 64 degrees Celsius.",
+                '{"preferred": "second"}',
+            )
+        ],
+        f"Question: {one_line(question)}\n{reference_line}First answer: {one_line(first)}\nSecond answer: {one_line(second)}",
+    )
 
 
 def criteria_messages(question: str, answer: str, criteria: str) -> list[dict]:
     """The case-criteria prompt (version CRITERIA_PROMPT_VERSION)."""
-    return [
-        {
-            "role": "system",
-            "content": "Score how well the answer meets the criteria, from 0.0 (not at all) to 1.0 (fully), and give "
-            'a one-sentence reason. Reply as JSON: {"score": 0.0-1.0, "reason": "..."}.',
-        },
-        {
-            "role": "user",
-            "content": "Criteria: names the melting range in degrees Celsius\nQuestion: When does beeswax melt?\n"
-            "Answer: Beeswax melts between 62 and 64 degrees Celsius.",
-        },
-        {"role": "assistant", "content": '{"score": 1.0, "reason": "It gives the range 62 to 64 degrees Celsius."}'},
-        {"role": "user", "content": f"Criteria: {_flat(criteria)}\nQuestion: {_flat(question)}\nAnswer: {_flat(answer)}"},
-    ]
+    return few_shot_messages(
+        "Score how well the answer meets the criteria, from 0.0 (not at all) to 1.0 (fully), and give "
+        'a one-sentence reason. Reply as JSON: {"score": 0.0-1.0, "reason": "..."}.',
+        [
+            (
+                "Criteria: names the melting range in degrees Celsius\nQuestion: When does beeswax melt?\n"
+                "Answer: Beeswax melts between 62 and 64 degrees Celsius.",
+                '{"score": 1.0, "reason": "It gives the range 62 to 64 degrees Celsius."}',
+            )
+        ],
+        f"Criteria: {one_line(criteria)}\nQuestion: {one_line(question)}\nAnswer: {one_line(answer)}",
+    )

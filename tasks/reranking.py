@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
 
+from tasks.models import few_shot_messages, one_line
+
 RERANK_PROMPT_VERSION = "rerank-0-10/1"
 
 
@@ -34,18 +36,15 @@ class RerankStats:
 
 def rerank_messages(query: str, passage: str) -> list[dict]:
     """The prompt (version RERANK_PROMPT_VERSION) that scores one passage for one query."""
-    return [
-        {
-            "role": "system",
-            "content": "Rate how well the passage answers the query, from 0 (unrelated) to 10 (answers it fully). "
-            'Reply as JSON: {"score": <0-10>}.',
-        },
-        {"role": "user", "content": "Query: At what temperature does beeswax melt?\nPassage: Beeswax melts between 62 and 64 degrees."},
-        {"role": "assistant", "content": '{"score": 10}'},
-        {"role": "user", "content": "Query: At what temperature does beeswax melt?\nPassage: Smoke calms guard bees."},
-        {"role": "assistant", "content": '{"score": 0}'},
-        {"role": "user", "content": f"Query: {query}\nPassage: {' '.join(passage.split())}"},
-    ]
+    return few_shot_messages(
+        "Rate how well the passage answers the query, from 0 (unrelated) to 10 (answers it fully). "
+        'Reply as JSON: {"score": <0-10>}.',
+        [
+            ("Query: At what temperature does beeswax melt?\nPassage: Beeswax melts between 62 and 64 degrees.", '{"score": 10}'),
+            ("Query: At what temperature does beeswax melt?\nPassage: Smoke calms guard bees.", '{"score": 0}'),
+        ],
+        f"Query: {query}\nPassage: {one_line(passage)}",
+    )
 
 
 def rerank_order(scores: list[int | None]) -> list[int] | None:
