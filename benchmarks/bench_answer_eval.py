@@ -26,11 +26,12 @@ def main() -> None:
     from flows.eval_answers import eval_answers_flow
     from flows.index import index_flow
     from flows.ingest import ingest_flow
-    from ragassay.answer_estimate import estimate_answer_eval
+    from ragassay import tracking
     from ragassay.config import AnswerEvalConfig, IndexConfig, IngestConfig, parse_config
-    from ragassay.golden_service import add_from_file
-    from tasks import tracking
-    from tasks.models import ChatModelConfig, load_chat_model
+    from ragassay.evaluation.estimate import estimate_answer_eval
+    from ragassay.golden.store import add_from_file
+    from ragassay.llm.models import ChatModelConfig
+    from tasks.resources import worker_resources
 
     with scratch_workspace("ragassay-bench-answers-") as workdir:
         home = workdir / "home"
@@ -43,7 +44,7 @@ def main() -> None:
             configurations=[{"label": "fulltext", "search_type": "fulltext"}, {"label": "hybrid", "search_type": "hybrid"}],
         )
         estimate = estimate_answer_eval(config)
-        load_chat_model(ChatModelConfig())  # loading the model is not evaluation time
+        worker_resources().chat_models.get(ChatModelConfig())  # loading the model is not evaluation time
         report = eval_answers_flow(config)
         answers = {label: tracking.download_table(home, run_id, "answers") for label, run_id in report.run_ids.items()}
     questions = report.questions + report.unanswerable

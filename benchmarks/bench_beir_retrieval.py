@@ -43,9 +43,9 @@ def run_dataset(home: Path, dataset: str, chunk_size: int, chunk_overlap: int) -
     from flows.eval_retrieval import eval_retrieval_flow
     from flows.index import index_flow
     from flows.ingest import ingest_flow
+    from ragassay import tracking
     from ragassay.config import IndexConfig, IngestConfig, RetrievalEvalConfig, parse_config
-    from ragassay.golden_service import import_beir
-    from tasks import tracking
+    from ragassay.golden.store import import_beir
 
     collection = f"{dataset}-{chunk_size}"
     chunking = {"chunk_size": chunk_size, "chunk_overlap": chunk_overlap}
@@ -92,8 +92,8 @@ def trec_inputs(home: Path, collection: str, per_question, run, depth: int | Non
 
     With depth set, the run for MRR is cut at that depth (trec_eval's recip_rank has no cut-off).
     """
-    from ragassay.golden_service import load_golden
-    from ragassay.workspace import collection_paths
+    from ragassay.golden.store import load_golden
+    from ragassay.store.workspace import collection_paths
 
     golden = {
         row["entry_id"]: dict(zip(row["expected_document_ids"], row["relevance"]))
@@ -121,8 +121,9 @@ def time_metric_computation(home: Path, collection: str, eval_report) -> None:
     import pytrec_eval
     from ranx import Qrels, Run, evaluate
 
-    from tasks import tracking
-    from tasks.metrics import judge_run, parse_metric
+    from ragassay import tracking
+    from ragassay.metrics.names import parse_metric
+    from ragassay.metrics.retrieval import judge_run
 
     per_question = tracking.download_table(home, eval_report.run_ids["hybrid"], "per_question")
     run = tracking.download_table(home, eval_report.run_ids["hybrid"], "run")

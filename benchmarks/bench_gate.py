@@ -19,18 +19,18 @@ MALFORMED_REASONS = {"unparseable", "not_a_question", "too_short", "too_long", "
 
 
 def main() -> None:
-    from tasks.dense import DEFAULT_MODEL_NAME, embed_texts, resolve_model
-    from tasks.generation import GeneratedPair, gate_candidate
+    from ragassay.golden.gate import GeneratedPair, gate_candidate
+    from ragassay.search.dense import DEFAULT_MODEL_NAME, Embedder, resolve_model
 
     fixture = json.loads((REPO / "data" / "gate" / "labelled_candidates.json").read_text())
-    spec = resolve_model(DEFAULT_MODEL_NAME, Path(tempfile.mkdtemp()) / "models")
+    embedder = Embedder(resolve_model(DEFAULT_MODEL_NAME, Path(tempfile.mkdtemp()) / "models"))
     confusion: collections.Counter = collections.Counter()
     discarded_bad = discarded_good = 0
     bad_total = 0
     per_label: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0])
     for candidate in fixture["candidates"]:
         known = candidate.get("known", [])
-        vectors = embed_texts(spec, [candidate["question"], *known])
+        vectors = embedder.embed([candidate["question"], *known])
         decision = gate_candidate(
             GeneratedPair(question=candidate["question"], answer=candidate["answer"]),
             fixture["passages"][candidate["passage"]],

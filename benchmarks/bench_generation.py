@@ -25,13 +25,14 @@ def main() -> None:
     from flows.index import index_flow
     from flows.ingest import ingest_flow
     from ragassay.config import GenerateConfig, IndexConfig, IngestConfig
-    from tasks.models import ChatModelConfig, load_chat_model
+    from ragassay.llm.models import ChatModelConfig
+    from tasks.resources import worker_resources
 
     with scratch_workspace("ragassay-bench-generation-") as workdir:
         home = workdir / "home"
         ingest_flow(IngestConfig(collection="sample", paths=(REPO / "data" / "sample" / "corpus",), home=home))
         index_flow(IndexConfig(collection="sample", home=home))
-        load_chat_model(ChatModelConfig())  # loading the model is not generation time
+        worker_resources().chat_models.get(ChatModelConfig())  # loading the model is not generation time
         report = generate_golden_flow(GenerateConfig(collection="sample", count=arguments.count, seed=arguments.seed, home=home))
     outside = 1 - report.seconds_in_model / report.seconds
     print(f"generation (SmolLM2, seed {report.seed}): {report.attempted} pages in {report.seconds:.1f}s = "

@@ -40,8 +40,8 @@ def run(arguments, workdir: Path) -> None:
     from flows.index import index_flow
     from flows.ingest import ingest_flow
     from ragassay.config import IndexConfig, IngestConfig
-    from ragassay.workspace import collection_paths, load_chunks, models_dir
-    from tasks.dense import embed_texts, load_model, resolve_model
+    from ragassay.search.dense import Embedder, load_model, resolve_model
+    from ragassay.store.workspace import collection_paths, load_chunks, models_dir
 
     home = workdir / "home"
 
@@ -68,14 +68,15 @@ def run(arguments, workdir: Path) -> None:
     print(f"index build: {seconds:.1f}s total, embedding {index_report.seconds_embedding:.1f}s "
           f"({index_report.embedded / index_report.seconds_embedding:.0f} chunks/s), BM25 {index_report.seconds_bm25:.2f}s")
 
-    # Embedding ratio: the index path's embed_texts versus fastembed called directly.
+    # Embedding ratio: the index path's Embedder.embed versus fastembed called directly.
     spec = resolve_model("all-MiniLM-L6-v2-int8", models_dir(home))
     texts = chunks["text"].head(arguments.embed_limit).to_list()
     model = load_model(spec)
+    embedder = Embedder(spec)
     model_direct_seconds, ours_seconds = [], []
     for _ in range(2):
         _, direct = timed(lambda: list(model.embed(texts, batch_size=64)))
-        _, ours = timed(embed_texts, spec, texts, 64, lambda done, total: None)
+        _, ours = timed(embedder.embed, texts, 64, lambda done, total: None)
         model_direct_seconds.append(direct)
         ours_seconds.append(ours)
     direct, ours = statistics.median(model_direct_seconds), statistics.median(ours_seconds)

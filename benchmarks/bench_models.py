@@ -34,8 +34,9 @@ def main() -> None:
 
 
 def overhead(rounds: int) -> None:
-    from tasks.answering import AnswerOutput, Source, answer_messages, answer_schema
-    from tasks.models import ChatModelConfig, generate_structured, load_chat_model
+    from ragassay.answer.grounding import AnswerOutput, Source, answer_messages, answer_schema
+    from ragassay.llm.models import ChatModelConfig, load_chat_model
+    from ragassay.llm.structured import generate_structured
 
     model = load_chat_model(ChatModelConfig())
     llama = model._llama  # the same loaded weights, called directly
@@ -69,21 +70,24 @@ def overhead(rounds: int) -> None:
 def answers(workdir: Path) -> None:
     from flows.index import index_flow
     from flows.ingest import ingest_flow
-    from ragassay.answer_service import answer_question
-    from ragassay.config import AnswerConfig, IndexConfig, IngestConfig
-    from tasks.models import Usage
+    from ragassay.answer.answering import answer_question
+    from ragassay.config import AnswerSettings, IndexConfig, IngestConfig
+    from ragassay.llm.structured import Usage
+    from ragassay.resources import Resources
 
     home = workdir / "home"
     ingest_flow(IngestConfig(collection="sample", paths=(SAMPLE / "corpus",), home=home))
     index_flow(IndexConfig(collection="sample", home=home))
     questions = [json.loads(line)["question"] for name in ("golden.jsonl", "unanswerable.jsonl") for line in (SAMPLE / name).read_text().splitlines() if line.strip()]
-    config = AnswerConfig()
-    answer_question(home, ["sample"], questions[0], config, Usage())  # load models once before timing
+    config = AnswerSettings()
+    resources = Resources()
+    answer_question(resources, home, ["sample"], questions[0], config)  # load models once before timing
     outcomes: dict[str, int] = {}
     usage = Usage()
     started = time.perf_counter()
     for question in questions:
-        answer = answer_question(home, ["sample"], question, config, usage)
+        answer = answer_question(resources, home, ["sample"], question, config)
+        usage = usage + answer.usage
         kind = answer.outcome if answer.outcome == "answered" else ("declined before the model" if answer.reason.startswith("nothing relevant") else "refused")
         outcomes[kind] = outcomes.get(kind, 0) + 1
     seconds = time.perf_counter() - started

@@ -3,26 +3,21 @@
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from ragassay.answer.grounding import MIN_RELEVANCE
 from ragassay.errors import ConfigError
-from tasks.answering import MIN_RELEVANCE
-from tasks.metrics import MetricName, standard_metrics
-from tasks.models import ChatModelConfig
-from tasks.scoring import parse_assertion
+from ragassay.gates.assertions import parse_assertion
+from ragassay.llm.models import ChatModelConfig
+from ragassay.metrics.names import MetricName, standard_metrics
+from ragassay.search.settings import SearchSettings, SearchType
+from ragassay.store.workspace import COLLECTION_NAME
 
 DEFAULT_HOME = Path.home() / ".ragassay"
-COLLECTION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2-int8"
-
-SearchMode = Literal["fulltext", "semantic", "hybrid"]
-SEARCH_MODES: tuple[str, ...] = ("fulltext", "semantic", "hybrid")
-# What BM25 scores: whole documents (default) or chunks (max-passage); see tasks/retrieval.py.
-LexicalUnit = Literal["document", "chunk"]
 
 
 def workspace_home() -> Path:
@@ -94,42 +89,6 @@ class IndexConfig(_Frozen):
     _collection = field_validator("collection")(_check_collection)
 
 
-class SearchConfig(_Frozen):
-    """How one search runs: mode, depth, fusion, filters and reranking.
-
-    depth: how many documents each retriever contributes before fusion (hybrid) and the most a
-    search returns. rrf_k: the constant of reciprocal-rank fusion. rerank "llm": the chat model
-    scores the top rerank_candidates results 0-10 and the best k are kept (tasks/reranking.py).
-    """
-
-    mode: SearchMode = "hybrid"
-    k: int = Field(10, ge=1, le=10_000)
-    depth: int = Field(100, ge=1, le=100_000)
-    rrf_k: int = Field(60, ge=1)
-    content_types: tuple[str, ...] = ()
-    path_glob: str | None = None
-    lexical_unit: LexicalUnit = "document"
-    rerank: Literal["off", "llm"] = "off"
-    rerank_candidates: int = Field(20, ge=1, le=200)
-    rerank_model: ChatModelConfig = ChatModelConfig()
-
-
-class AnswerConfig(_Frozen):
-    """How `ragassay answer` answers: retrieval, the chat model, and how strict grounding is.
-
-    min_relevance: cosine similarity (question, best retrieved chunk) under which the question is
-    declined without calling the model (see tasks/answering.py for how it was set).
-    """
-
-    search: SearchConfig = SearchConfig(mode="hybrid", k=5)
-    model: ChatModelConfig = ChatModelConfig()
-    groundedness: Literal["strict", "off"] = "strict"
-    max_answer_tokens: int = Field(384, ge=16, le=8192)
-    min_relevance: float = Field(MIN_RELEVANCE, ge=-1.0, le=1.0)
-    temperature: float = Field(0.0, ge=0.0, le=2.0)
-    seed: int = 0
-
-
 class GenerateConfig(_Frozen):
     """One `ragassay golden generate` run.
 
@@ -153,31 +112,13 @@ LABEL = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 DEFAULT_KS = (1, 3, 5, 10)
 
 
-class FusionConfig(_Frozen):
-    """How hybrid search fuses the lexical and dense lists: reciprocal-rank fusion and its k."""
-
-    method: Literal["rrf"] = "rrf"
-    k: int = Field(60, ge=1)
-
-
-class RetrievalConfiguration(_Frozen):
-    """One retrieval configuration under evaluation; its label names it in runs and assertions."""
+class RetrievalConfiguration(SearchSettings):
+    """One retrieval configuration under evaluation: search settings under a label that names it
+    in runs and assertions. Its search is exactly what `ragassay search` runs with these settings."""
 
     label: str = Field(pattern=LABEL)
-    search_type: SearchMode
-    fusion: FusionConfig = FusionConfig()
-    rerank: Literal["off", "llm"] = "off"
-    rerank_candidates: int = Field(20, ge=1, le=200)
+    search_type: SearchType
     rerank_model: ChatModelConfig = ChatModelConfig()
-    depth: int = Field(100, ge=1, le=100_000)
-    lexical_unit: LexicalUnit = "document"
-
-    def search_config(self, k: int) -> SearchConfig:
-        """The search this configuration runs: exactly what `ragassay search` would run."""
-        return SearchConfig(
-            mode=self.search_type, k=k, depth=max(self.depth, k), rrf_k=self.fusion.k, lexical_unit=self.lexical_unit,
-            rerank=self.rerank, rerank_candidates=self.rerank_candidates, rerank_model=self.rerank_model,
-        )
 
 
 class RetrievalEvalConfig(_Frozen):
@@ -230,15 +171,16 @@ def _unique_labels(configurations) -> list[str]:
     return labels
 
 
-class AnswerSettings(_Frozen):
-    """How questions are answered: retrieval, answer model and groundedness (see AnswerConfig)."""
+class AnswerSettings(SearchSettings):
+    """How questions are answered (`ragassay answer`, answer evaluation, cases): retrieval settings,
+    how many sources (k), the answer model, and how strict grounding is.
 
-    search_type: SearchMode = "hybrid"
+    min_relevance: cosine similarity (question, best retrieved chunk) under which the question is
+    declined without calling the model (see answer/grounding.py for how it was set). The reranker,
+    when on and rerank_model is not given, is the answer model.
+    """
+
     k: int = Field(5, ge=1, le=100)
-    fusion: FusionConfig = FusionConfig()
-    lexical_unit: LexicalUnit = "document"
-    rerank: Literal["off", "llm"] = "off"
-    rerank_candidates: int = Field(20, ge=1, le=200)
     groundedness: Literal["strict", "off"] = "strict"
     model: ChatModelConfig = ChatModelConfig()
     max_answer_tokens: int = Field(384, ge=16, le=8192)
@@ -246,20 +188,9 @@ class AnswerSettings(_Frozen):
     temperature: float = Field(0.0, ge=0.0, le=2.0)
     seed: int = 0
 
-    def answer_config(self) -> AnswerConfig:
-        """What `ragassay answer` would run with these settings (the reranker uses the answer model)."""
-        return AnswerConfig(
-            search=SearchConfig(
-                mode=self.search_type, k=self.k, rrf_k=self.fusion.k, lexical_unit=self.lexical_unit,
-                rerank=self.rerank, rerank_candidates=self.rerank_candidates, rerank_model=self.model,
-            ),
-            model=self.model,
-            groundedness=self.groundedness,
-            max_answer_tokens=self.max_answer_tokens,
-            min_relevance=self.min_relevance,
-            temperature=self.temperature,
-            seed=self.seed,
-        )
+    def search_settings(self) -> SearchSettings:
+        """The search of these settings, its reranker defaulting to the answer model."""
+        return super().search_settings().model_copy(update={"rerank_model": self.rerank_model or self.model})
 
 
 class AnswerConfiguration(AnswerSettings):

@@ -21,7 +21,7 @@ def prefect_cli(*args: str, env: dict[str, str], timeout: int = 300) -> subproce
 def test_deployments_register_and_a_worker_runs_one(home):
     from prefect.settings import PREFECT_API_URL
 
-    from ragassay.workspace import collection_paths, load_documents
+    from ragassay.store.workspace import collection_paths, load_documents
 
     env = {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value(), "RAGASSAY_REPO": str(REPO), "RAGASSAY_HOME": str(home)}
     prefect_cli("work-pool", "create", "ragassay-local", "--type", "process", "--overwrite", env=env)

@@ -6,8 +6,8 @@ import logging
 
 import pytest
 
-from tasks import progress
-from tasks.progress import ProgressReporter
+from ragassay import progress
+from ragassay.progress import ProgressReporter
 
 
 @pytest.mark.parametrize(("slow_seconds", "lines"), [(3600.0, 1), (0.0, 5)])

@@ -18,9 +18,9 @@ import pytrec_eval
 from flows.eval_retrieval import eval_retrieval_flow
 from flows.index import index_flow
 from flows.ingest import ingest_flow
+from ragassay import tracking
 from ragassay.config import IndexConfig, IngestConfig, RetrievalEvalConfig, parse_config
-from ragassay.golden_service import add_from_file, import_beir
-from tasks import tracking
+from ragassay.golden.store import add_from_file, import_beir
 from tests.conftest import REPO, SAMPLE
 
 NFCORPUS = REPO.parent / "shared" / "datasets" / "nfcorpus"
@@ -56,8 +56,8 @@ def assert_parity(home: Path, report, ks: list[int]) -> int:
         run = tracking.download_table(home, run_id, "run")
         golden_rows = {}
         for collection in {c for c in per_question["query_collection"]}:
-            from ragassay.golden_service import load_golden
-            from ragassay.workspace import collection_paths
+            from ragassay.golden.store import load_golden
+            from ragassay.store.workspace import collection_paths
 
             for row in load_golden(collection_paths(home, collection)).iter_rows(named=True):
                 golden_rows[row["entry_id"]] = {f"{collection}/{d}": g for d, g in zip(row["expected_document_ids"], row["relevance"])}

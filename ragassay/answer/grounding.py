@@ -1,0 +1,187 @@
+"""Grounded answers: numbered sources, the answer prompt, and turning model output into either a
+cited answer or a refusal. Pure: no model is called here.
+
+Exactly two outcomes:
+- answered: statements, each citing [n] sources that were provided (with doc id, chunk id, span
+  and the quoted span text);
+- refused: the corpus does not support an answer. This is the outcome when retrieval found
+  nothing relevant (the model is not called), when the model gives no statement, when its output
+  cannot be read, or (strict groundedness) when no statement keeps a valid citation.
+
+Citations to sources that were not provided are dropped and counted. With groundedness "strict"
+a statement left without a valid citation is dropped too (and counted); with "off" (a plain RAG
+baseline) statements stand without citations.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Callable, Literal
+
+from pydantic import BaseModel, Field
+
+from ragassay.llm.prompts import few_shot_messages, one_line
+from ragassay.llm.structured import Usage
+
+ANSWER_PROMPT_VERSION = "grounded-answer/1"
+Groundedness = Literal["strict", "off"]
+
+# Cosine similarity (query, best provided chunk) under which a question is declined without
+# calling the model. Measured on the sample corpus with all-MiniLM-L6-v2: off-topic questions
+# score 0.04-0.12, the least similar answerable question 0.31; questions on the subject that the
+# corpus cannot answer score 0.25-0.48 and are left to the model.
+MIN_RELEVANCE = 0.25
+REFUSAL_TEXT = "The documents do not support an answer to this question."
+
+
+class Statement(BaseModel):
+    text: str = Field(min_length=1, max_length=400)
+    citations: list[int] = Field(max_length=4)
+
+
+class AnswerOutput(BaseModel):
+    """What the model returns: statements, each with the numbers of the sources it rests on.
+    An empty list means the sources do not answer the question. The length limits are part of
+    the schema, so a constrained model cannot ramble past max_tokens into unreadable JSON."""
+
+    statements: list[Statement] = Field(max_length=6)
+
+
+@dataclass(frozen=True)
+class Source:
+    """A numbered source given to the model: one chunk and where it lies."""
+
+    number: int
+    collection: str
+    doc_id: str
+    chunk_id: str
+    char_start: int
+    char_end: int
+    page: int | None
+    text: str
+
+
+@dataclass
+class Citation:
+    number: int
+    doc_id: str
+    chunk_id: str
+    char_start: int
+    char_end: int
+    quote: str
+
+
+@dataclass
+class AnsweredStatement:
+    text: str
+    citations: list[Citation]
+
+
+@dataclass
+class GroundedAnswer:
+    """The outcome of one question, with everything needed to check it."""
+
+    question: str
+    outcome: Literal["answered", "refused"]
+    reason: str
+    statements: list[AnsweredStatement] = field(default_factory=list)
+    sources: list[Source] = field(default_factory=list)
+    dropped_citations: int = 0
+    dropped_statements: int = 0
+    unparseable: bool = False
+    relevance: float | None = None
+    raw_output: str | None = None
+    usage: Usage = Usage()
+
+    @property
+    def prose(self) -> str:
+        """The answer's words without citation markers (what content checks read)."""
+        if self.outcome == "refused":
+            return REFUSAL_TEXT
+        return " ".join(statement.text for statement in self.statements)
+
+    @property
+    def text(self) -> str:
+        if self.outcome == "refused":
+            return REFUSAL_TEXT
+        return " ".join(
+            statement.text + "".join(f" [{c.number}]" for c in statement.citations) for statement in self.statements
+        )
+
+
+def assemble_sources(candidates: list[Source], budget_tokens: int, count_tokens: Callable[[str], int]) -> list[Source]:
+    """Sources in rank order while they fit the token budget (a source never is cut in half)."""
+    chosen: list[Source] = []
+    used = 0
+    for candidate in candidates:
+        cost = count_tokens(candidate.text) + 8  # the "[n] doc id" header line
+        if chosen and used + cost > budget_tokens:
+            break
+        chosen.append(replace(candidate, number=len(chosen) + 1))
+        used += cost
+    return chosen
+
+
+_INSTRUCTION = (
+    "You answer questions using only the numbered sources. Write short statements. After each "
+    "statement list the numbers of the sources that support it. If the sources do not answer the "
+    "question, return an empty list of statements. Never use knowledge that is not in the sources."
+)
+_EXAMPLE_USER = (
+    "Sources:\n[1] (doc guide.md) The hive tool is a flat steel lever used to pry boxes apart.\n"
+    "[2] (doc wax.md) Beeswax melts between 62 and 64 degrees Celsius.\n\nQuestion: At what temperature does beeswax melt?"
+)
+_EXAMPLE_ANSWER = '{"statements": [{"text": "Beeswax melts between 62 and 64 degrees Celsius.", "citations": [2]}]}'
+_EXAMPLE_REFUSAL_USER = "Sources:\n[1] (doc guide.md) The hive tool is a flat steel lever.\n\nQuestion: Who invented the hive tool?"
+_EXAMPLE_REFUSAL = '{"statements": []}'
+
+
+def answer_messages(question: str, sources: list[Source]) -> list[dict]:
+    """The chat messages of the grounded-answer prompt (version ANSWER_PROMPT_VERSION)."""
+    listing = "\n".join(f"[{s.number}] (doc {s.doc_id}) {one_line(s.text)}" for s in sources)
+    return few_shot_messages(
+        _INSTRUCTION,
+        [(_EXAMPLE_USER, _EXAMPLE_ANSWER), (_EXAMPLE_REFUSAL_USER, _EXAMPLE_REFUSAL)],
+        f"Sources:\n{listing}\n\nQuestion: {question}",
+    )
+
+
+def answer_schema(source_count: int) -> dict:
+    """AnswerOutput's schema with citations limited to the provided source numbers, so a
+    grammar-constrained model cannot cite a source it was not given."""
+    schema = AnswerOutput.model_json_schema()
+    statement = schema["$defs"]["Statement"]
+    statement["properties"]["citations"]["items"] = {"type": "integer", "enum": list(range(1, source_count + 1)) or [1]}
+    return schema
+
+
+def resolve_answer(
+    question: str, output: AnswerOutput | None, sources: list[Source], groundedness: Groundedness, raw: str | None = None
+) -> GroundedAnswer:
+    """Map the model's statements onto the provided sources and decide the outcome."""
+    if output is None:
+        return GroundedAnswer(question, "refused", "the model's output could not be read", sources=sources, unparseable=True, raw_output=raw)
+    by_number = {source.number: source for source in sources}
+    kept: list[AnsweredStatement] = []
+    dropped_citations = dropped_statements = 0
+    for statement in output.statements:
+        valid = list(dict.fromkeys(n for n in statement.citations if n in by_number))
+        dropped_citations += len(statement.citations) - len([n for n in statement.citations if n in by_number])
+        if groundedness == "strict" and not valid:
+            dropped_statements += 1
+            continue
+        kept.append(AnsweredStatement(statement.text.strip(), [_citation(by_number[n]) for n in valid]))
+    if not kept:
+        reason = "no statement cites a provided source" if output.statements else "the model found no answer in the sources"
+        return GroundedAnswer(question, "refused", reason, sources=sources, dropped_citations=dropped_citations,
+                              dropped_statements=dropped_statements, raw_output=raw)
+    return GroundedAnswer(question, "answered", "", kept, sources, dropped_citations, dropped_statements, raw_output=raw)
+
+
+def _citation(source: Source) -> Citation:
+    return Citation(source.number, source.doc_id, source.chunk_id, source.char_start, source.char_end, source.text)
+
+
+def declined(question: str, reason: str, sources: list[Source], relevance: float | None, usage: Usage = Usage()) -> GroundedAnswer:
+    """A refusal decided before the answer model was called (usage: what retrieval's reranker cost)."""
+    return GroundedAnswer(question, "refused", reason, sources=sources, relevance=relevance, usage=usage)

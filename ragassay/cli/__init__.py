@@ -1,0 +1,14 @@
+"""The `ragassay` command (typer): parsing, rendering, exit codes. Batch work runs Prefect flows;
+look-ups call the library directly.
+
+- main: the app, and ingest, index, search and answer.
+- documents: `ragassay documents list|delete`.
+- collections: `ragassay collections list|delete`.
+- golden: `ragassay golden add|import|generate|list|delete`.
+- eval: `ragassay eval retrieval|answers`.
+- runs: `ragassay runs list|show|compare`.
+- cases: `ragassay cases run`.
+- judge: `ragassay judge calibrate`.
+- render: the tables and lines evaluation commands print.
+- common: exit codes, consoles, --json output, shared options, config files.
+"""

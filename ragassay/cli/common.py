@@ -1,0 +1,86 @@
+"""What every `ragassay` subcommand shares: exit codes, consoles, --json output, error handling."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+import typer
+from rich.console import Console
+
+from ragassay.errors import ConfigError
+
+# 1 also covers "the job ran but some of it failed" (rejected files or rows, failed assertions).
+EXIT_OK, EXIT_PARTIAL, EXIT_USAGE = 0, 1, 2
+
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
+
+JSON_OPTION = typer.Option(False, "--json", help="Print a machine-readable JSON result on stdout.")
+COLLECTION_OPTION = typer.Option(..., "--collection", "-c", help="Collection name.")
+
+
+def prefect_defaults() -> None:
+    """Quiet, offline-friendly Prefect settings unless the user chose otherwise."""
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+
+
+def emit(as_json: bool, payload: Any, render) -> None:
+    """Print payload as JSON on stdout with --json, else call render() for the human view."""
+    if as_json:
+        sys.stdout.write(json.dumps(payload, indent=2, default=str) + "\n")
+    else:
+        render()
+
+
+def fail(error: Exception) -> NoReturn:
+    err.print(f"[red]error:[/red] {error}", highlight=False)
+    raise typer.Exit(EXIT_USAGE)
+
+
+# The chat model of a command (answers, generation) and the judge model, chosen the same way
+# everywhere: the bundled SmolLM2, a local GGUF file, or an OpenAI-compatible server.
+MODEL_BACKEND_OPTION = typer.Option("smollm2", help="smollm2 (bundled), gguf (--model-path) or openai (--model-url, --model-name).")
+MODEL_PATH_OPTION = typer.Option(None, help="A GGUF file, for --model-backend gguf.")
+MODEL_URL_OPTION = typer.Option(None, help="Base URL of an OpenAI-compatible server, for --model-backend openai.")
+MODEL_NAME_OPTION = typer.Option(None, help="Model name at that server.")
+JUDGE_BACKEND_OPTION = typer.Option(
+    None, "--judge-backend", help="Judge model: smollm2 (bundled, the default), gguf (--judge-path) or openai (--judge-url, --judge-name)."
+)
+JUDGE_PATH_OPTION = typer.Option(None, "--judge-path", help="A GGUF file, for --judge-backend gguf.")
+JUDGE_URL_OPTION = typer.Option(None, "--judge-url", help="Base URL of an OpenAI-compatible server, for --judge-backend openai.")
+JUDGE_NAME_OPTION = typer.Option(None, "--judge-name", help="Judge model name at that server.")
+
+
+def model_settings(backend: str | None, path, url: str | None, name: str | None) -> dict:
+    """A ChatModelConfig's fields from the model options (backend None: the default, smollm2)."""
+    settings = {"backend": backend or "smollm2", "path": path, "url": url, "model": name}
+    return {key: value for key, value in settings.items() if value is not None}
+
+
+def judge_override(backend: str | None, path, url: str | None, name: str | None) -> dict | None:
+    """The judge model the --judge-* options choose, or None when none was given (keep the config's)."""
+    if all(value is None for value in (backend, path, url, name)):
+        return None
+    return model_settings(backend, path, url, name)
+
+
+def load_config_file(path: Path) -> dict:
+    """A YAML or JSON file holding a list of configurations, or a mapping of evaluation settings."""
+    import yaml
+
+    if not path.is_file():
+        raise ConfigError(f"configuration file {path} does not exist")
+    try:
+        loaded = json.loads(path.read_text()) if path.suffix == ".json" else yaml.safe_load(path.read_text())
+    except (json.JSONDecodeError, yaml.YAMLError) as error:
+        raise ConfigError(f"{path} is not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {error}") from error
+    if isinstance(loaded, list):
+        return {"configurations": loaded}
+    if not isinstance(loaded, dict):
+        raise ConfigError(f"{path} must hold a list of configurations or a mapping with 'configurations'")
+    return loaded

@@ -1,0 +1,173 @@
+"""`ragassay eval retrieval` and `ragassay eval answers`: evaluate configurations on golden sets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ragassay.cli.common import (
+    EXIT_OK,
+    EXIT_PARTIAL,
+    JSON_OPTION,
+    JUDGE_BACKEND_OPTION,
+    JUDGE_NAME_OPTION,
+    JUDGE_PATH_OPTION,
+    JUDGE_URL_OPTION,
+    emit,
+    err,
+    fail,
+    judge_override,
+    load_config_file,
+    out,
+    prefect_defaults,
+)
+from ragassay.cli.render import (
+    headline_metrics,
+    render_answer_costs,
+    render_answer_metrics,
+    render_answer_warnings,
+    render_comparisons,
+    render_estimate,
+    render_means,
+    render_pairwise,
+)
+from ragassay.errors import ConfigError, RagassayError
+from ragassay.search.settings import SEARCH_TYPES
+
+eval_app = typer.Typer(help="Evaluate retrieval and answers on golden sets.", no_args_is_help=True)
+
+
+@eval_app.command("retrieval")
+def eval_retrieval(
+    collection: list[str] = typer.Option([], "--collection", "-c", help="Collection whose golden set is evaluated; repeatable."),
+    configs: Optional[Path] = typer.Option(None, "--configs", help="YAML/JSON: a list of configurations, or a mapping of these settings."),
+    mode: list[str] = typer.Option([], "--mode", help=f"Add a configuration of this search type ({', '.join(SEARCH_TYPES)}); repeatable."),
+    ks: Optional[str] = typer.Option(None, "--ks", help="Cut-offs, comma-separated (default 1,3,5,10)."),
+    max_questions: Optional[int] = typer.Option(None, help="Evaluate a seeded sample of at most this many questions."),
+    seed: Optional[int] = typer.Option(None, help="Seed of the question sample and the significance tests (default 0)."),
+    assertion: list[str] = typer.Option([], "--assert", help="Quality gate such as 'hybrid:recall@5>=0.8'; repeatable."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Run every golden question through search under each configuration; log one MLflow batch.
+
+    Without --configs or --mode, three configurations run: fulltext, semantic and hybrid.
+    Exit code 1 when an --assert bound fails.
+    """
+    from ragassay.config import RetrievalEvalConfig, parse_config
+
+    try:
+        settings = load_config_file(configs) if configs else {}
+        if collection:
+            settings["collections"] = collection
+        if mode:
+            settings["configurations"] = [{"label": m, "search_type": m} for m in mode]
+        settings.setdefault("configurations", [{"label": m, "search_type": m} for m in SEARCH_TYPES])
+        if ks:
+            try:
+                settings["ks"] = [int(k) for k in ks.split(",")]
+            except ValueError:
+                raise ConfigError(f"--ks {ks!r} must be comma-separated integers") from None
+        if max_questions is not None:
+            settings["max_questions"] = max_questions
+        if seed is not None:
+            settings["seed"] = seed
+        settings["assertions"] = [*settings.get("assertions", []), *assertion]
+        if not settings.get("collections"):
+            raise ConfigError("give at least one --collection (or 'collections' in --configs)")
+        config = parse_config(RetrievalEvalConfig, **settings)
+        prefect_defaults()
+        from flows.eval_retrieval import eval_retrieval_flow
+
+        report = eval_retrieval_flow(config)
+    except RagassayError as error:
+        fail(error)
+
+    def render() -> None:
+        render_means(f"batch {report.batch_id}: {report.questions} questions", report.means, headline_metrics(list(config.ks)))
+        render_comparisons(report.comparisons, [f"ndcg@{max(config.ks)}", "mrr"])
+        for warning in report.warnings:
+            out.print(f"[yellow]warning[/yellow] {warning}", highlight=False)
+        for result in report.assertions:
+            status = "[green]passed[/green]" if result["passed"] else "[red]FAILED[/red]"
+            out.print(f"assert {result['assertion']}: {status} (measured {result['value']:.4f})", highlight=False)
+        out.print(f"MLflow experiment {report.experiment!r}; open it with:\n  {report.ui_command}", highlight=False)
+
+    emit(as_json, report.model_dump(), render)
+    failed = [r for r in report.assertions if not r["passed"]]
+    if failed:
+        err.print("quality gate failed: " + "; ".join(f"{r['assertion']} (measured {r['value']:.4f})" for r in failed), highlight=False)
+        raise typer.Exit(EXIT_PARTIAL)
+    raise typer.Exit(EXIT_OK)
+
+
+@eval_app.command("answers")
+def eval_answers(
+    collection: list[str] = typer.Option([], "--collection", "-c", help="Collection whose golden set is answered; repeatable."),
+    configs: Optional[Path] = typer.Option(None, "--configs", help="YAML/JSON: a list of answer configurations, or a mapping of these settings."),
+    mode: list[str] = typer.Option([], "--mode", help=f"Add a configuration of this search type ({', '.join(SEARCH_TYPES)}); repeatable."),
+    groundedness: str = typer.Option("strict", help="Groundedness of the --mode configurations: strict or off."),
+    unanswerable: Optional[Path] = typer.Option(None, help="JSONL/CSV of questions the corpus cannot answer (id, question)."),
+    max_questions: Optional[int] = typer.Option(None, help="Answer a seeded sample of at most this many golden questions."),
+    seed: Optional[int] = typer.Option(None, help="Seed of the question sample (default 0)."),
+    no_pairwise: bool = typer.Option(False, "--no-pairwise", help="Skip the pairwise comparison of configurations."),
+    estimate: bool = typer.Option(False, "--estimate", help="Print model calls, tokens and time, and run nothing."),
+    judge_backend: Optional[str] = JUDGE_BACKEND_OPTION,
+    judge_path: Optional[Path] = JUDGE_PATH_OPTION,
+    judge_url: Optional[str] = JUDGE_URL_OPTION,
+    judge_name: Optional[str] = JUDGE_NAME_OPTION,
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Answer golden (and unanswerable) questions under each configuration, judge the answers,
+    compare configurations pairwise, and log one MLflow batch.
+
+    Without --configs or --mode, one configuration runs: hybrid retrieval, strict groundedness.
+    """
+    from ragassay.config import AnswerEvalConfig, parse_config
+
+    try:
+        settings = load_config_file(configs) if configs else {}
+        if collection:
+            settings["collections"] = collection
+        if mode:
+            settings["configurations"] = [{"label": m, "search_type": m, "groundedness": groundedness} for m in mode]
+        settings.setdefault("configurations", [{"label": "hybrid", "search_type": "hybrid", "groundedness": groundedness}])
+        for key, value in (("unanswerable", unanswerable), ("max_questions", max_questions), ("seed", seed)):
+            if value is not None:
+                settings[key] = value
+        if no_pairwise:
+            settings["pairwise"] = False
+        judge = judge_override(judge_backend, judge_path, judge_url, judge_name)
+        if judge is not None:
+            settings["judge"] = judge
+        if not settings.get("collections"):
+            raise ConfigError("give at least one --collection (or 'collections' in --configs)")
+        config = parse_config(AnswerEvalConfig, **settings)
+        if estimate:
+            from ragassay.evaluation.estimate import estimate_answer_eval
+
+            figures = estimate_answer_eval(config)
+        else:
+            prefect_defaults()
+            from flows.eval_answers import eval_answers_flow
+
+            report = eval_answers_flow(config)
+    except RagassayError as error:
+        fail(error)
+    if estimate:
+        emit(as_json, figures, lambda: render_estimate(figures))
+        raise typer.Exit(EXIT_OK)
+
+    def render() -> None:
+        render_answer_metrics(
+            f"batch {report.batch_id}: {report.questions} answerable + {report.unanswerable} unanswerable questions, judge {report.judge_model}",
+            report.metrics,
+        )
+        render_answer_costs(report.metrics)
+        render_pairwise(report.pairwise)
+        render_answer_warnings(report.warnings)
+        out.print(f"{report.seconds:.0f}s. MLflow experiment {report.experiment!r}; open it with:\n  {report.ui_command}", highlight=False)
+
+    emit(as_json, report.model_dump(), render)
+    raise typer.Exit(EXIT_OK)

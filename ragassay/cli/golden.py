@@ -1,0 +1,168 @@
+"""`ragassay golden`: add, import, list and delete golden-set entries of a collection."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.table import Table
+
+from ragassay.cli.common import (
+    COLLECTION_OPTION,
+    EXIT_OK,
+    EXIT_PARTIAL,
+    JSON_OPTION,
+    MODEL_BACKEND_OPTION,
+    MODEL_NAME_OPTION,
+    MODEL_PATH_OPTION,
+    MODEL_URL_OPTION,
+    emit,
+    fail,
+    model_settings,
+    out,
+)
+from ragassay.config import workspace_home
+from ragassay.errors import ConfigError, RagassayError
+
+golden_app = typer.Typer(help="Golden sets: questions with the documents that answer them.", no_args_is_help=True)
+
+
+def _report_change(change, as_json: bool) -> None:
+    def render() -> None:
+        out.print(f"golden set of [bold]{change.collection}[/bold]: {len(change.added)} added, "
+                  f"{len(change.problems)} refused, {change.size} entries in all")
+        for problem in change.problems:
+            out.print(f"[red]refused[/red] {problem['source']}: {problem['reason']} ({problem['detail']})", highlight=False)
+
+    emit(as_json, change.model_dump(), render)
+    raise typer.Exit(EXIT_PARTIAL if change.problems else EXIT_OK)
+
+
+@golden_app.command("add")
+def golden_add(
+    collection: str = COLLECTION_OPTION,
+    file: Optional[Path] = typer.Option(None, "--file", "-f", help="JSONL or CSV of entries (question, expected_document_ids, reference_answer, id)."),
+    question: Optional[str] = typer.Option(None, help="The question of one entry."),
+    expected_doc: list[str] = typer.Option([], "--expected-doc", help="A document id that answers it; repeatable."),
+    reference_answer: Optional[str] = typer.Option(None, help="The expected answer."),
+    entry_id: Optional[str] = typer.Option(None, "--id", help="Entry id (default: derived from the question)."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Add entries from flags or from a file; bad rows are refused and listed, good ones stored."""
+    from ragassay.golden.entries import GoldenCandidate
+    from ragassay.golden.store import add_candidates, add_from_file
+
+    try:
+        if (file is None) == (question is None):
+            raise ConfigError("give either --file or --question (with --expected-doc)")
+        if file is not None:
+            change = add_from_file(workspace_home(), collection, file)
+        else:
+            candidate = GoldenCandidate(question, tuple(expected_doc), "--question", reference_answer=reference_answer, entry_id=entry_id)
+            change = add_candidates(workspace_home(), collection, [candidate], [])
+    except RagassayError as error:
+        fail(error)
+    _report_change(change, as_json)
+
+
+@golden_app.command("import")
+def golden_import(
+    collection: str = COLLECTION_OPTION,
+    format: str = typer.Option("beir", "--format", help="beir: the test queries and graded qrels of an ingested BEIR dataset."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Import golden entries from data that came with the collection."""
+    from ragassay.golden.store import import_beir
+
+    try:
+        if format != "beir":
+            raise ConfigError(f"--format {format!r} is not one of: beir")
+        change = import_beir(workspace_home(), collection)
+    except RagassayError as error:
+        fail(error)
+    _report_change(change, as_json)
+
+
+@golden_app.command("generate")
+def golden_generate(
+    collection: str = COLLECTION_OPTION,
+    count: int = typer.Option(..., "--count", help="Questions wanted (at most 3 pages are tried per question)."),
+    seed: Optional[int] = typer.Option(None, help="Sampling seed; a random one is drawn and printed when omitted."),
+    model_backend: str = MODEL_BACKEND_OPTION,
+    model_path: Optional[Path] = MODEL_PATH_OPTION,
+    model_url: Optional[str] = MODEL_URL_OPTION,
+    model_name: Optional[str] = MODEL_NAME_OPTION,
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Write golden questions from the collection's own pages, through a quality gate."""
+    from ragassay.cli.common import prefect_defaults
+    from ragassay.config import GenerateConfig, parse_config
+
+    try:
+        config = parse_config(
+            GenerateConfig, collection=collection, count=count, seed=seed,
+            model=model_settings(model_backend, model_path, model_url, model_name),
+        )
+        prefect_defaults()
+        from flows.generate_golden import generate_golden_flow
+
+        report = generate_golden_flow(config)
+    except RagassayError as error:
+        fail(error)
+
+    def render() -> None:
+        out.print(
+            f"generated for [bold]{report.collection}[/bold] with seed {report.seed} ({report.model_id}, {report.prompt_version}): "
+            f"requested {report.requested}, attempted {report.attempted}, accepted {len(report.accepted)} "
+            f"(acceptance rate {report.acceptance_rate:.0%})", highlight=False,
+        )
+        reasons = ", ".join(f"{reason} {n}" for reason, n in report.discarded.items() if n)
+        out.print(f"discarded: {reasons or 'none'}; pages skipped as already used: {report.skipped_pages}", highlight=False)
+        if len(report.accepted) < report.requested:
+            out.print(f"[yellow]only {len(report.accepted)} of {report.requested} questions passed the gate[/yellow]: "
+                      "a fact about this corpus and model, see the discarded candidates in MLflow run " + str(report.run_id))
+        out.print(f"model time {report.seconds_in_model:.1f}s of {report.seconds:.1f}s", style="dim")
+
+    emit(as_json, report.model_dump(), render)
+
+
+@golden_app.command("list")
+def golden_list(collection: str = COLLECTION_OPTION, as_json: bool = JSON_OPTION) -> None:
+    """List the golden set of a collection."""
+    from ragassay.golden.store import load_golden_with_staleness
+    from ragassay.store.workspace import collection_paths
+
+    try:
+        golden = load_golden_with_staleness(collection_paths(workspace_home(), collection))
+    except RagassayError as error:
+        fail(error)
+
+    def render() -> None:
+        table = Table(title=f"{golden.height} golden entries in {collection}")
+        for column in ("entry_id", "question", "expected documents", "origin", "stale"):
+            table.add_column(column, overflow="fold")
+        for row in golden.iter_rows(named=True):
+            expected = ", ".join(
+                doc if grade == 1 else f"{doc} ({grade})" for doc, grade in zip(row["expected_document_ids"], row["relevance"])
+            )
+            table.add_row(row["entry_id"], row["question"], expected, row["origin"], "stale" if row["stale"] else "")
+        out.print(table)
+
+    emit(as_json, golden.to_dicts(), render)
+
+
+@golden_app.command("delete")
+def golden_delete(
+    entry_ids: list[str] = typer.Argument(..., help="Entry ids to delete."),
+    collection: str = COLLECTION_OPTION,
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Delete golden entries (nothing is deleted when any id is unknown)."""
+    from ragassay.golden.store import delete_entries
+
+    try:
+        deleted = delete_entries(workspace_home(), collection, entry_ids)
+    except RagassayError as error:
+        fail(error)
+    emit(as_json, {"collection": collection, "deleted": deleted}, lambda: out.print(f"deleted {len(deleted)} golden entries"))

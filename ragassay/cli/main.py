@@ -1,0 +1,241 @@
+"""The `ragassay` command. Batch work runs Prefect flows; look-ups call the same code directly.
+
+Exit codes: 0 success, 1 partial failure (some inputs rejected), 2 usage or configuration error.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ragassay.cli.cases import cases_app
+from ragassay.cli.collections import collections_app
+from ragassay.cli.common import (
+    COLLECTION_OPTION,
+    EXIT_OK,
+    EXIT_PARTIAL,
+    JSON_OPTION,
+    MODEL_BACKEND_OPTION,
+    MODEL_NAME_OPTION,
+    MODEL_PATH_OPTION,
+    MODEL_URL_OPTION,
+    emit,
+    fail,
+    model_settings,
+    out,
+    prefect_defaults,
+)
+from ragassay.cli.documents import documents_app
+from ragassay.cli.eval import eval_app
+from ragassay.cli.golden import golden_app
+from ragassay.cli.judge import judge_app
+from ragassay.cli.runs import runs_app
+from ragassay.config import DEFAULT_EMBEDDING_MODEL, workspace_home
+from ragassay.errors import ConfigError, RagassayError
+from ragassay.search.settings import SEARCH_TYPES
+
+app = typer.Typer(
+    help="Measure how well a retrieval-augmented generation setup works on your own documents.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(documents_app, name="documents")
+app.add_typer(collections_app, name="collections")
+app.add_typer(golden_app, name="golden")
+app.add_typer(eval_app, name="eval")
+app.add_typer(runs_app, name="runs")
+app.add_typer(cases_app, name="cases")
+app.add_typer(judge_app, name="judge")
+
+
+@app.command()
+def ingest(
+    paths: list[Path] = typer.Argument(..., help="Files or folders (searched recursively); for --format beir, the dataset folder."),
+    collection: str = COLLECTION_OPTION,
+    format: str = typer.Option("files", "--format", help="files, or beir (corpus.jsonl, queries.jsonl, qrels/test.tsv)."),
+    chunk_size: int = typer.Option(1200, help="Most characters in one chunk."),
+    chunk_overlap: int = typer.Option(150, help="Characters a chunk repeats from the previous one."),
+    doc_id: Optional[str] = typer.Option(None, help="Document id for a single file (default: its path relative to the ingest root)."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Ingest documents (txt md csv json html docx pdf, or a BEIR dataset) into a collection."""
+    from ragassay.config import IngestConfig, parse_config
+
+    try:
+        config = parse_config(
+            IngestConfig,
+            collection=collection,
+            paths=tuple(paths),
+            format=format,
+            chunking=dict(chunk_size=chunk_size, chunk_overlap=chunk_overlap),
+            doc_id=doc_id,
+        )
+        prefect_defaults()
+        from flows.ingest import ingest_flow
+
+        report = ingest_flow(config)
+    except RagassayError as error:
+        fail(error)
+
+    def render() -> None:
+        counts = report.counts()
+        out.print(f"collection [bold]{report.collection}[/bold]: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+        if report.queries:
+            out.print(f"BEIR: {report.queries} test queries and {report.qrels} judgements stored")
+        for doc_id_truncated in report.truncated:
+            out.print(f"[yellow]truncated[/yellow] {doc_id_truncated} (text capped)")
+        for rejection in report.rejected:
+            out.print(f"[red]rejected[/red] {rejection.path}: {rejection.reason} ({rejection.detail})", highlight=False)
+        if counts["ingested"] or counts["replaced"]:
+            out.print(f"next: ragassay index --collection {report.collection}")
+
+    emit(as_json, {**report.model_dump(), "counts": report.counts()}, render)
+    raise typer.Exit(EXIT_PARTIAL if report.rejected else EXIT_OK)
+
+
+@app.command()
+def index(
+    collection: str = COLLECTION_OPTION,
+    embedding_model: str = typer.Option(DEFAULT_EMBEDDING_MODEL, help="fastembed model name, or a folder with model.onnx and tokenizer files."),
+    batch_size: int = typer.Option(64, help="Chunks embedded per batch."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Build the lexical (BM25) and dense (embedding) index of a collection."""
+    from ragassay.config import IndexConfig, parse_config
+
+    try:
+        config = parse_config(IndexConfig, collection=collection, embedding_model=embedding_model, batch_size=batch_size)
+        prefect_defaults()
+        from flows.index import index_flow
+
+        report = index_flow(config)
+    except RagassayError as error:
+        fail(error)
+
+    def render() -> None:
+        out.print(
+            f"indexed [bold]{report.collection}[/bold]: {report.chunks} chunks, {report.embedded} embedded, "
+            f"{report.reused_embeddings} from cache ({report.embedding_model_id}); "
+            f"embedding {report.seconds_embedding:.2f}s, bm25 {report.seconds_bm25:.2f}s; index {report.index_digest}"
+        )
+
+    emit(as_json, report.model_dump(), render)
+
+
+def check_search_type(mode: str) -> None:
+    """--mode names the option the user typed (the setting itself is `search_type`)."""
+    if mode not in SEARCH_TYPES:
+        raise ConfigError(f"--mode {mode!r} is not one of {', '.join(SEARCH_TYPES)}")
+
+
+@app.command()
+def search(
+    query: str = typer.Argument(..., help="The query text."),
+    collection: list[str] = typer.Option(..., "--collection", "-c", help="Collection to search; repeat for several."),
+    mode: str = typer.Option("hybrid", help=f"One of {', '.join(SEARCH_TYPES)}."),
+    k: int = typer.Option(10, "--k", help="Documents to return."),
+    depth: int = typer.Option(100, help="Documents each retriever contributes to hybrid fusion."),
+    rrf_k: int = typer.Option(60, help="Reciprocal-rank fusion constant."),
+    content_type: list[str] = typer.Option([], "--content-type", help="Keep only this type (pdf, .md or text/markdown); repeatable."),
+    path_glob: Optional[str] = typer.Option(None, help="Keep only documents whose id or source path matches this glob."),
+    lexical_unit: str = typer.Option("document", help="What BM25 scores: document (whole text) or chunk (best chunk)."),
+    rerank: str = typer.Option("off", help="off, or llm: the chat model scores the top 20 passages 0-10."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Search one or more collections; results are documents with their best chunk."""
+    from ragassay.config import parse_config
+    from ragassay.resources import Resources
+    from ragassay.search.run import run_search
+    from ragassay.search.settings import SearchSettings
+
+    try:
+        check_search_type(mode)
+        config = parse_config(
+            SearchSettings, search_type=mode, depth=depth, fusion=dict(k=rrf_k), content_types=tuple(content_type),
+            path_glob=path_glob, lexical_unit=lexical_unit, rerank=rerank,
+        )
+        started = time.perf_counter()
+        result = run_search(Resources(), workspace_home(), collection, query, config, k)
+        elapsed = time.perf_counter() - started
+        hits, usage, rerank_stats = result.hits, result.usage, result.rerank
+    except RagassayError as error:
+        fail(error)
+
+    def render() -> None:
+        out.print(f"[bold]{config.search_type}[/bold] search for {query!r}: {len(hits)} results in {elapsed * 1000:.0f} ms")
+        for hit in hits:
+            document = hit.doc_id if len(collection) == 1 else f"{hit.collection}/{hit.doc_id}"
+            page = f", page {hit.page}" if hit.page else ""
+            out.print(f"{hit.rank:>3}. {hit.score:.4f}  [bold]{document}[/bold]  ({hit.chunk_id}, chars {hit.char_start}-{hit.char_end}{page})", highlight=False)
+            out.print(f"     {hit.snippet}", style="dim", highlight=False)
+        if config.rerank == "llm":
+            state = "fell back to the fused order" if rerank_stats.fallbacks else "reordered by the model's 0-10 scores"
+            out.print(f"rerank: {state}; {usage.calls} model calls, {usage.prompt_tokens}+{usage.completion_tokens} tokens", style="dim")
+
+    payload = {"query": query, "config": {**config.model_dump(), "k": k}, "results": [h.__dict__ for h in hits]}
+    if config.rerank == "llm":
+        payload["rerank"] = {**rerank_stats.as_metrics(), **usage.as_metrics()}
+    emit(as_json, payload, render)
+
+
+@app.command()
+def answer(
+    question: str = typer.Argument(..., help="The question."),
+    collection: list[str] = typer.Option(..., "--collection", "-c", help="Collection to answer from; repeatable."),
+    mode: str = typer.Option("hybrid", help=f"Retrieval: one of {', '.join(SEARCH_TYPES)}."),
+    k: int = typer.Option(5, "--k", help="Documents retrieved; each gives its best chunk as a source."),
+    lexical_unit: str = typer.Option("document", help="What BM25 scores: document or chunk."),
+    groundedness: str = typer.Option("strict", help="strict: every statement must cite a source; off: a plain RAG answer."),
+    model_backend: str = MODEL_BACKEND_OPTION,
+    model_path: Optional[Path] = MODEL_PATH_OPTION,
+    model_url: Optional[str] = MODEL_URL_OPTION,
+    model_name: Optional[str] = MODEL_NAME_OPTION,
+    context_size: int = typer.Option(4096, help="Model context in tokens; sources are fitted to it."),
+    threads: Optional[int] = typer.Option(None, help="CPU threads for in-process models."),
+    gpu_layers: int = typer.Option(0, help="Layers offloaded to a GPU for in-process models."),
+    seed: int = typer.Option(0, help="Sampling seed."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Answer a question from the documents, citing them, or decline when they do not support one."""
+    from ragassay.answer.answering import answer_payload, answer_question
+    from ragassay.config import AnswerSettings, parse_config
+    from ragassay.resources import Resources
+
+    try:
+        check_search_type(mode)
+        config = parse_config(
+            AnswerSettings,
+            search_type=mode,
+            k=k,
+            lexical_unit=lexical_unit,
+            model=dict(model_settings(model_backend, model_path, model_url, model_name), context_size=context_size,
+                       threads=threads, gpu_layers=gpu_layers),
+            groundedness=groundedness,
+            seed=seed,
+        )
+        result = answer_question(Resources(), workspace_home(), collection, question, config)
+        payload = answer_payload(result, config)
+    except RagassayError as error:
+        fail(error)
+
+    def render() -> None:
+        out.print(result.text, highlight=False)
+        if result.outcome == "refused":
+            out.print(f"(declined: {result.reason})", style="dim", highlight=False)
+        for statement in result.statements:
+            for citation in statement.citations:
+                out.print(f"  [{citation.number}] {citation.doc_id} chars {citation.char_start}-{citation.char_end}", style="dim", highlight=False)
+        dropped = f", {result.dropped_citations} invalid citations dropped" if result.dropped_citations else ""
+        usage = result.usage
+        out.print(f"{payload['model_id']} ({payload['prompt_version']}): {usage.calls} calls, "
+                  f"{usage.prompt_tokens}+{usage.completion_tokens} tokens, {usage.seconds:.1f}s{dropped}", style="dim", highlight=False)
+
+    emit(as_json, payload, render)
+
+
+def main() -> None:
+    app()

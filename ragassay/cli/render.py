@@ -1,0 +1,130 @@
+"""What evaluation commands print: tables of means, comparisons, answer metrics, costs, pairwise
+tallies, warnings and estimates (rendering only; the numbers come from the flows)."""
+
+from __future__ import annotations
+
+from rich.table import Table
+
+from ragassay.cli.common import out
+
+
+def headline_metrics(ks: list[int]) -> list[str]:
+    return [f"recall@{k}" for k in ks] + [f"ndcg@{max(ks)}", "mrr"]
+
+
+def render_means(title: str, means: dict[str, dict[str, float]], columns: list[str]) -> None:
+    table = Table(title=title)
+    table.add_column("configuration", no_wrap=True)
+    for column in columns:
+        table.add_column(column, justify="right")
+    for label, values in means.items():
+        table.add_row(label, *(f"{values[c]:.4f}" if c in values else "-" for c in columns))
+    out.print(table)
+
+
+def render_comparisons(comparisons: list[dict], metrics: list[str]) -> None:
+    shown = [c for c in comparisons if c["metric"] in metrics]
+    if not shown:
+        return
+    table = Table(title="paired differences (b - a): mean, bootstrap 95% CI, randomization p")
+    for column in ("a", "b", "metric", "difference", "95% CI", "p"):
+        table.add_column(column, justify="right" if column in ("difference", "p") else "left")
+    for c in shown:
+        table.add_row(
+            c["configuration_a"], c["configuration_b"], c["metric"], f"{c['mean_difference']:+.4f}",
+            f"[{c['ci_low']:+.4f}, {c['ci_high']:+.4f}]", f"{c['p_value']:.4f}",
+        )
+    out.print(table)
+
+
+def render_answer_metrics(title: str, metrics: dict[str, dict[str, float]]) -> None:
+    """Each answer metric with the number of questions behind it; '-' where none could be scored.
+    Metrics are rows and configurations columns, so long metric names fit a narrow terminal."""
+    table = Table(title=title, caption="value (questions scored)")
+    table.add_column("metric", no_wrap=True)
+    for label in metrics:
+        table.add_column(label, justify="right", no_wrap=True)
+    for title_, (name, count) in ANSWER_COLUMNS.items():
+        cells = []
+        for values in metrics.values():
+            scored = int(values.get(count, 0))
+            cells.append(f"{values[name]:.3f} ({scored})" if name in values else f"- ({scored})")
+        table.add_row(title_, *cells)
+    out.print(table)
+
+
+def render_answer_costs(metrics: dict[str, dict[str, float]]) -> None:
+    table = Table(title="model calls and time")
+    table.add_column("cost", no_wrap=True)
+    for label in metrics:
+        table.add_column(label, justify="right", no_wrap=True)
+    for name, cell in COST_ROWS.items():
+        table.add_row(name, *(cell(values) for values in metrics.values()))
+    out.print(table)
+
+
+def render_pairwise(pairwise: list[dict]) -> None:
+    """One line per pair: the judge's preference, asked in both orders."""
+    for p in pairwise:
+        a, b = p["configuration_a"], p["configuration_b"]
+        out.print(
+            f"pairwise {a} vs {b} on {p['questions']} questions: {a} wins {p['wins_a']}, ties {p['ties']}, {b} wins {p['wins_b']}, "
+            f"inconsistent {p['inconsistent']} (share {p['inconsistent_share']:.2f}), unreadable {p['unreadable']}",
+            highlight=False,
+        )
+
+
+def render_answer_warnings(warnings: list[dict]) -> None:
+    out.print(f"{len(warnings)} warnings" + (":" if warnings else ""), highlight=False)
+    for w in warnings:
+        where = " ".join(part for part in (w["configuration"], w["metric"], w["question"]) if part)
+        out.print(f"[yellow]warning[/yellow] {where}: {w['reason']}", highlight=False)
+
+
+def render_estimate(estimate: dict) -> None:
+    out.print(
+        f"{estimate['questions']} answerable and {estimate['unanswerable']} unanswerable questions "
+        f"({estimate['reference_sentences']} reference-answer sentences)", highlight=False,
+    )
+    table = Table(title="estimate before running: expected model calls (at most), tokens, seconds")
+    for column in ("configuration", "answer calls", "judge calls", "tokens", "seconds"):
+        table.add_column(column, justify="left" if column == "configuration" else "right")
+
+    def number(value) -> str:
+        return "unknown" if value is None else f"{value:,}"
+
+    for row in estimate["configurations"]:
+        answer, judge = row["answer"], row["judge"]
+        tokens = None if None in (answer["tokens"], judge["tokens"]) else answer["tokens"] + judge["tokens"]
+        seconds = None if None in (answer["seconds"], judge["seconds"]) else round(answer["seconds"] + judge["seconds"], 1)
+        table.add_row(row["configuration"], f"{answer['calls']} ({answer['at_most']})", f"{judge['calls']} ({judge['at_most']})", number(tokens), number(seconds))
+    pairwise = estimate["pairwise"]
+    if pairwise["calls"]:
+        table.add_row("pairwise", "", f"{pairwise['calls']} ({pairwise['at_most']})", number(pairwise["tokens"]), number(pairwise["seconds"]))
+    out.print(table)
+    for row in estimate["configurations"]:
+        out.print(f"answer model rates ({row['configuration']}): {row['answer_rate_basis']}", style="dim", highlight=False)
+    out.print(f"judge rates: {estimate['judge_rate_basis']}", style="dim", highlight=False)
+    total = estimate["total_seconds"]
+    out.print(f"total: {estimate['total_calls']:,} model calls, about {'an unknown time' if total is None else f'{total / 60:.1f} minutes'}", highlight=False)
+
+
+ANSWER_COLUMNS = {
+    "faithfulness": ("faithfulness", "faithfulness_scored"),
+    "context recall": ("context_recall", "context_recall_scored"),
+    "answer relevancy": ("answer_relevancy", "answer_relevancy_scored"),
+    "citation precision": ("citation_precision", "citation_precision_scored"),
+    "refusal recall": ("refusal_recall", "unanswerable_questions"),
+    "false refusals": ("false_refusal_rate", "answerable_questions"),
+}
+
+
+COST_ROWS = {
+    "answer model calls": lambda v: f"{v['answer_model_calls']:.0f}",
+    "answer model tokens": lambda v: f"{v['answer_model_prompt_tokens'] + v['answer_model_completion_tokens']:,.0f}",
+    "answer model seconds": lambda v: f"{v['answer_model_seconds']:.1f}",
+    "judge calls": lambda v: f"{v['judge_calls']:.0f}",
+    "judge tokens": lambda v: f"{v['judge_prompt_tokens'] + v['judge_completion_tokens']:,.0f}",
+    "judge seconds": lambda v: f"{v['judge_seconds']:.1f}",
+    "verdicts reused": lambda v: f"{v.get('judge_reused_verdicts', 0):.0f}",
+}

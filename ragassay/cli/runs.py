@@ -1,0 +1,138 @@
+"""`ragassay runs`: find, show and compare evaluation runs stored in MLflow."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ragassay.cli.common import JSON_OPTION, emit, fail, out
+from ragassay.cli.render import (
+    render_answer_costs,
+    render_answer_metrics,
+    render_comparisons,
+    render_means,
+    render_pairwise,
+)
+from ragassay.config import workspace_home
+from ragassay.errors import RagassayError
+from ragassay.metrics.names import display_name, parse_metric_or_none
+
+runs_app = typer.Typer(help="Find, show and compare evaluation runs stored in MLflow.", no_args_is_help=True)
+
+
+def _run_row(run) -> dict:
+    from ragassay import tracking
+
+    tags = run.data.tags
+    return {
+        "run_id": run.info.run_id,
+        "started": datetime.fromtimestamp(run.info.start_time / 1000, timezone.utc).isoformat(timespec="seconds"),
+        "kind": tags.get(tracking.TAG_KIND),
+        "batch_id": tags.get(tracking.TAG_BATCH),
+        "role": tags.get(tracking.TAG_ROLE),
+        "configuration": tags.get(tracking.TAG_LABEL),
+        "collections": tags.get(tracking.TAG_COLLECTIONS),
+        "status": run.info.status,
+        "metrics": {display_name(k): v for k, v in run.data.metrics.items()},
+    }
+
+
+@runs_app.command("list")
+def runs_list(
+    batch: Optional[str] = typer.Option(None, help="Only runs of this batch id."),
+    collection: Optional[str] = typer.Option(None, "--collection", "-c", help="Only runs over this collection."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """List evaluation runs, newest first (batches and their configurations)."""
+    from ragassay import tracking
+
+    rows = [_run_row(run) for run in tracking.find_runs(workspace_home(), batch_id=batch, collection=collection)]
+
+    def render() -> None:
+        out.print(f"{len(rows)} runs, newest first")
+        for row in rows:
+            headline = "  ".join(f"{k} {v:.3f}" if k not in COUNTS else f"{k} {v:.0f}" for k, v in row["metrics"].items() if k in HEADLINE_METRICS)
+            out.print(
+                f"{row['started'][:16].replace('T', ' ')}  {row['kind']:<9} batch {row['batch_id']}  "
+                f"{row['configuration'] or '(batch)':<12} {row['run_id']}  ({row['collections']})  {headline}",
+                highlight=False,
+            )
+
+    emit(as_json, rows, render)
+
+
+@runs_app.command("show")
+def runs_show(run_id: str = typer.Argument(..., help="MLflow run id."), as_json: bool = JSON_OPTION) -> None:
+    """Show one run: tags, params and metrics."""
+    from mlflow.exceptions import MlflowException
+
+    from ragassay import tracking
+
+    try:
+        run = tracking.client(workspace_home()).get_run(run_id)
+    except MlflowException:
+        fail(RagassayError(f"no run {run_id!r} in {tracking.tracking_uri(workspace_home())}"))
+    payload = {**_run_row(run), "params": dict(run.data.params), "tags": dict(run.data.tags)}
+
+    def render() -> None:
+        out.print(f"run {run_id} ({payload['kind']}, batch {payload['batch_id']}, {payload['configuration'] or 'batch parent'})")
+        for name, value in sorted(payload["params"].items()):
+            out.print(f"  param {name} = {value}", highlight=False)
+        for name, value in payload["metrics"].items():
+            out.print(f"  metric {name} = {value:.6f}", highlight=False)
+
+    emit(as_json, payload, render)
+
+
+@runs_app.command("compare")
+def runs_compare(batch_id: str = typer.Argument(..., help="Batch id printed by `eval`."), as_json: bool = JSON_OPTION) -> None:
+    """Configurations × metrics of one batch, with the pairwise differences logged beside them."""
+    from ragassay import tracking
+
+    home = workspace_home()
+    runs = tracking.find_runs(home, batch_id=batch_id)
+    children = [r for r in runs if r.data.tags.get(tracking.TAG_ROLE) == "configuration"]
+    parents = [r for r in runs if r.data.tags.get(tracking.TAG_ROLE) == "batch"]
+    if not children:
+        fail(RagassayError(f"no runs of batch {batch_id!r}; `ragassay runs list` shows the batches"))
+    means = {r.data.tags[tracking.TAG_LABEL]: {display_name(k): v for k, v in r.data.metrics.items()} for r in reversed(children)}
+    if children[0].data.tags.get(tracking.TAG_KIND) == "answers":
+        _compare_answer_batch(home, batch_id, parents[0].info.run_id if parents else None, means, as_json)
+        return
+    comparisons_table = tracking.download_table(home, parents[0].info.run_id, "comparisons") if parents else None
+    comparisons = comparisons_table.to_dicts() if comparisons_table is not None else []
+    metric_names = [m for m in next(iter(means.values())) if m != "questions_scored"]
+
+    def render() -> None:
+        render_means(f"batch {batch_id}", means, metric_names)
+        ks = sorted(name.k for name in map(parse_metric_or_none, metric_names) if name and name.family == "ndcg")
+        render_comparisons(comparisons, [f"ndcg@{max(ks)}", "mrr"] if ks else ["mrr"])
+
+    emit(as_json, {"batch_id": batch_id, "means": means, "comparisons": comparisons}, render)
+
+
+def _compare_answer_batch(home: Path, batch_id: str, parent_run_id: str | None, metrics: dict[str, dict[str, float]], as_json: bool) -> None:
+    """An answer batch: metrics with their scored counts, costs, and the pairwise tallies."""
+    from ragassay import tracking
+    from ragassay.metrics.answers import tally_pairs
+
+    pairwise_table = tracking.download_table(home, parent_run_id, "pairwise") if parent_run_id else None
+    pairwise = []
+    if pairwise_table is not None:
+        for (a, b), rows in pairwise_table.group_by(["configuration_a", "configuration_b"], maintain_order=True):
+            pairwise.append({"configuration_a": a, "configuration_b": b, **tally_pairs(rows["outcome"].to_list())})
+
+    def render() -> None:
+        render_answer_metrics(f"batch {batch_id}", metrics)
+        render_answer_costs(metrics)
+        render_pairwise(pairwise)
+
+    emit(as_json, {"batch_id": batch_id, "kind": "answers", "metrics": metrics, "pairwise": pairwise}, render)
+
+
+# What `runs list` shows of each kind of run: retrieval, answers and cases share one list.
+COUNTS = ("cases_passed", "cases_failed")
+HEADLINE_METRICS = ("recall@5", "ndcg@10", "mrr", "faithfulness", "context_recall", "refusal_recall", "false_refusal_rate", *COUNTS)

@@ -1,0 +1,146 @@
+"""Answer evaluation of one configuration as tables and run metrics. Pure: answers and verdicts in,
+Parquet-ready frames, MLflow-ready numbers and warnings out. Averaging happens in
+metrics/averaging.py only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+from ragassay.answer.grounding import GroundedAnswer
+from ragassay.evaluation.questions import EvalQuestion
+from ragassay.llm.structured import Usage
+from ragassay.metrics.answers import UNREADABLE, AnswerJudgement, false_refusal_rate, refusal_recall
+from ragassay.metrics.averaging import mean_scored
+from ragassay.metrics.names import ANSWER_METRICS
+from ragassay.store.schemas import ANSWERS, JUDGMENTS, WARNINGS
+
+
+@dataclass
+class AnsweredQuestion:
+    """One question through the answer path under one configuration, with its cost."""
+
+    question: EvalQuestion
+    answerable: bool
+    answer: GroundedAnswer
+    usage: Usage
+    seconds: float
+
+    @property
+    def key(self) -> str:
+        return f"{self.question.query_collection}/{self.question.query_id}"
+
+
+@dataclass
+class ConfigurationSummary:
+    """What one configuration's answer evaluation logs: run metrics, tables and warnings."""
+
+    metrics: dict[str, float]
+    answers: pl.DataFrame
+    judgments: pl.DataFrame
+    warnings: list[dict]
+
+
+def summarize_configuration(
+    label: str, answered: list[AnsweredQuestion], judgements: dict[str, AnswerJudgement], judge_usage: Usage, judge_reused: int = 0
+) -> ConfigurationSummary:
+    """Run metrics (each answer metric with the number of questions it scored; refusal in both
+    directions; cost), the answers and judgments tables, and a warning per unreadable output."""
+    answerable = [a for a in answered if a.answerable]
+    unanswerable = [a for a in answered if not a.answerable]
+    metrics: dict[str, float] = {}
+    for name in ANSWER_METRICS:
+        mean, scored = mean_scored([getattr(judgements[a.key], name) for a in answerable if a.key in judgements])
+        if mean is not None:
+            metrics[name] = mean
+        metrics[f"{name}_scored"] = scored
+    refused = [a.answer.outcome == "refused" for a in unanswerable]
+    declined = [a.answer.outcome == "refused" for a in answerable]
+    for name, value, count in (
+        ("refusal_recall", refusal_recall(refused), len(unanswerable)),
+        ("false_refusal_rate", false_refusal_rate(declined), len(answerable)),
+    ):
+        if value is not None:
+            metrics[name] = value
+    metrics["unanswerable_questions"] = len(unanswerable)
+    metrics["answerable_questions"] = len(answerable)
+    answer_usage = Usage.total(a.usage for a in answered)
+    metrics.update(answer_usage.as_metrics("answer_model"))
+    metrics.update(judge_usage.as_metrics("judge"))
+    metrics["judge_reused_verdicts"] = judge_reused
+    metrics["answer_seconds"] = round(sum(a.seconds for a in answered), 3)
+    return ConfigurationSummary(
+        metrics=metrics,
+        answers=_answers_frame(label, answered, judgements),
+        judgments=_judgments_frame(label, answerable, judgements),
+        warnings=_warnings(label, answered, judgements),
+    )
+
+
+def _answers_frame(label: str, answered: list[AnsweredQuestion], judgements: dict[str, AnswerJudgement]) -> pl.DataFrame:
+    rows = []
+    for a in answered:
+        judgement = judgements.get(a.key)
+        scores = judgement.scores() if judgement else {}
+        rows.append(
+            {
+                "configuration": label,
+                "query_collection": a.question.query_collection,
+                "query_id": a.question.query_id,
+                "question": a.question.question,
+                "answerable": a.answerable,
+                "outcome": a.answer.outcome,
+                "reason": a.answer.reason,
+                "answer": a.answer.text,
+                "statements": len(a.answer.statements),
+                "citations": sum(len(s.citations) for s in a.answer.statements),
+                "sources": len(a.answer.sources),
+                "unparseable": a.answer.unparseable,
+                "relevance": a.answer.relevance,
+                "answer_calls": a.usage.calls,
+                "answer_prompt_tokens": a.usage.prompt_tokens,
+                "answer_completion_tokens": a.usage.completion_tokens,
+                "answer_model_seconds": a.usage.seconds,
+                "answer_seconds": a.seconds,
+                "implied_question": judgement.implied_question if judgement else None,
+                **{name: scores[name].value if name in scores else None for name in ANSWER_METRICS},
+            }
+        )
+    return pl.DataFrame(rows, schema=ANSWERS.schema)
+
+
+def _judgments_frame(label: str, answerable: list[AnsweredQuestion], judgements: dict[str, AnswerJudgement]) -> pl.DataFrame:
+    rows = [
+        {"configuration": label, "query_collection": a.question.query_collection, "query_id": a.question.query_id, **verdict}
+        for a in answerable
+        if a.key in judgements
+        for verdict in judgements[a.key].verdicts
+    ]
+    return pl.DataFrame(rows, schema=JUDGMENTS.schema)
+
+
+def _warnings(label: str, answered: list[AnsweredQuestion], judgements: dict[str, AnswerJudgement]) -> list[dict]:
+    warnings = []
+    for a in answered:
+        if a.answer.unparseable:
+            warnings.append(
+                {"configuration": label, "metric": "answer", "question": a.key,
+                 "reason": "the answer model's output could not be read; the user saw a refusal, and it counts as one"}
+            )
+        judgement = judgements.get(a.key)
+        for name, scored in (judgement.scores() if judgement else {}).items():
+            if scored.excluded and scored.excluded.startswith(UNREADABLE):
+                warnings.append({"configuration": label, "metric": name, "question": a.key, "reason": scored.excluded})
+    missing = [a.key for a in answered if a.answerable and not a.question.reference_answer]
+    if missing:
+        warnings.append(
+            {"configuration": label, "metric": "context_recall", "question": ", ".join(missing[:5]) + (" …" if len(missing) > 5 else ""),
+             "reason": f"{len(missing)} questions have no reference answer, so context recall cannot score them"}
+        )
+    return warnings
+
+
+def warnings_frame(warnings: list[dict]) -> pl.DataFrame:
+    return pl.DataFrame(warnings, schema=WARNINGS.schema)

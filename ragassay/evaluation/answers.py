@@ -1,0 +1,125 @@
+"""Answer evaluation at work: every question through the real answer path under one
+configuration, each answer judged for every answer metric, and configurations compared pairwise.
+Each step returns its results with what its model calls cost."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from ragassay.answer.answering import answer_question
+from ragassay.config import AnswerConfiguration
+from ragassay.evaluation.answer_summary import AnsweredQuestion
+from ragassay.evaluation.questions import EvalQuestion, GoldenContext
+from ragassay.judge.judge import Judge, judge_answer, judging_cost
+from ragassay.llm.structured import Usage
+from ragassay.metrics.answers import AnswerJudgement, pair_outcome, tally_pairs
+from ragassay.progress import ProgressReporter
+from ragassay.resources import Resources
+from ragassay.store.schemas import PAIRWISE
+
+# Written in both order columns when two answers are the same text: a tie, no judge call needed.
+IDENTICAL = "identical"
+
+
+def answer_questions(
+    resources: Resources, home: Path, collections: tuple[str, ...], questions: list[tuple[EvalQuestion, bool]], configuration: AnswerConfiguration
+) -> list[AnsweredQuestion]:
+    """Each (question, answerable) through exactly `ragassay answer`'s code path."""
+    answered = []
+    with ProgressReporter(f"answering {len(questions)} questions ({configuration.label})") as progress:
+        for done, (question, answerable) in enumerate(questions, start=1):
+            started = time.perf_counter()
+            answer = answer_question(resources, home, list(collections), question.question, configuration)
+            answered.append(AnsweredQuestion(question, answerable, answer, answer.usage, time.perf_counter() - started))
+            progress(done, len(questions))
+    return answered
+
+
+@dataclass(frozen=True)
+class JudgedConfiguration:
+    """Every answer metric of each answerable question of one configuration (keyed by
+    `collection/query id`), what the judge cost for it, and how many judgements it took from
+    earlier configurations' identical ones."""
+
+    judgements: dict[str, AnswerJudgement]
+    usage: Usage
+    reused: int
+
+
+def judge_answers(resources: Resources, home: Path, judge: Judge, answered: list[AnsweredQuestion], label: str) -> JudgedConfiguration:
+    """Judge each answerable question's answer; answer relevancy embeds with the question
+    collection's own model."""
+    answerable = [a for a in answered if a.answerable]
+    judged = {}
+    with ProgressReporter(f"judging {len(answerable)} answers ({label})") as progress:
+        for done, item in enumerate(answerable, start=1):
+            collection = resources.collections.open(home, item.question.query_collection, need_dense=True)
+            judged[item.key] = judge_answer(judge, item.answer, item.question.reference_answer, collection.embed_query)
+            progress(done, len(answerable))
+    return JudgedConfiguration(
+        {key: result.judgement for key, result in judged.items()},
+        Usage.total(result.usage for result in judged.values()),
+        sum(result.reused for result in judged.values()),
+    )
+
+
+def configuration_pairs(labels: list[str]) -> list[tuple[str, str]]:
+    return list(itertools.combinations(labels, 2))
+
+
+@dataclass(frozen=True)
+class PairComparison:
+    """One pair of configurations compared question by question, and what the judge cost."""
+
+    label_a: str
+    label_b: str
+    table: pl.DataFrame
+    usage: Usage
+
+    def tally(self) -> dict:
+        """Wins, ties, inconsistent verdicts and the judge's cost, as one row of the pairwise summary."""
+        return {
+            "configuration_a": self.label_a,
+            "configuration_b": self.label_b,
+            **tally_pairs(self.table["outcome"].to_list()),
+            **self.usage.as_metrics("judge"),
+        }
+
+
+def compare_answers(
+    judge: Judge, label_a: str, answered_a: list[AnsweredQuestion], label_b: str, answered_b: list[AnsweredQuestion]
+) -> PairComparison:
+    """The judge's preference per answerable question, asked with a first and with b first."""
+    pairs = [(a, b) for a, b in zip(answered_a, answered_b, strict=True) if a.answerable]
+    rows, asked = [], []
+    with ProgressReporter(f"comparing {label_a} with {label_b} on {len(pairs)} questions") as progress:
+        for done, (a, b) in enumerate(pairs, start=1):
+            if a.answer.text == b.answer.text:
+                a_first = b_first = IDENTICAL
+                outcome = "tie"
+            else:
+                reference = a.question.reference_answer
+                # The judge reads the answers' words; citation markers would only add noise.
+                first = judge.preference(a.question.question, reference, a.answer.prose, b.answer.prose)
+                second = judge.preference(a.question.question, reference, b.answer.prose, a.answer.prose)
+                asked += [first, second]
+                a_first = first.value.preferred if first.value else None
+                b_first = second.value.preferred if second.value else None
+                outcome = pair_outcome(a_first, b_first)
+            rows.append(
+                {"configuration_a": label_a, "configuration_b": label_b, "query_collection": a.question.query_collection,
+                 "query_id": a.question.query_id, "a_first": a_first, "b_first": b_first, "outcome": outcome}
+            )
+            progress(done, len(pairs))
+    return PairComparison(label_a, label_b, pl.DataFrame(rows, schema=PAIRWISE.schema), judging_cost(asked)[0])
+
+
+def batch_warnings(configuration_warnings: list[list[dict]], context: GoldenContext) -> list[dict]:
+    """Every configuration's warnings, then the golden set's (which belong to no configuration)."""
+    warnings = [warning for warnings in configuration_warnings for warning in warnings]
+    return warnings + [{"configuration": "", "metric": "golden", "question": "", "reason": text} for text in context.warnings]

@@ -1,0 +1,119 @@
+"""`ragassay eval answers --estimate`: model calls, tokens and time of an answer evaluation, before
+anything runs. Reads the golden sets and the unanswerable file; loads no model.
+
+Calls are counted from the evaluation's shape, with the work each question causes:
+- answering: one call per question (a question declined before the model costs none; a retry
+  after unreadable output costs one more), plus rerank_candidates calls per question when the
+  configuration reranks with the model;
+- judging, per answerable question: one call per reference-answer sentence (context recall,
+  counted exactly), and for an answered question one per statement (faithfulness), one per
+  citation (citation precision) and one for the implied question (answer relevancy);
+- pairwise: two calls per answerable question and pair of configurations.
+"expected" assumes every answerable question is answered, with the statements and citations an
+answer typically has; "at most" uses the limits of the answer schema (6 statements, 4 citations
+each) and one retry for every call.
+
+Seconds and tokens per call come from the newest answer evaluation in this workspace that used
+the same model, else from the SmolLM2 figures measured on the 2-core reference machine
+(BENCHMARKS.md), else they are unknown and only calls are estimated.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+from ragassay import tracking
+from ragassay.config import AnswerEvalConfig
+from ragassay.evaluation.questions import gather_golden_questions, read_unanswerable
+from ragassay.llm.models import ChatModelConfig, model_id_of
+from ragassay.metrics.answers import split_statements
+
+# Statements and citations of an answered question, measured on the sample corpus with SmolLM2
+# (benchmarks/bench_answer_eval.py, BENCHMARKS.md). The expected count assumes every answerable
+# question is answered; refusals make the real count smaller.
+TYPICAL_STATEMENTS = 1.0
+TYPICAL_CITATIONS = 1.0
+MAX_STATEMENTS, MAX_CITATIONS_PER_STATEMENT = 6, 4
+
+
+@dataclass(frozen=True)
+class CallRate:
+    """Seconds and tokens (prompt + completion) of one call, and where the figures come from."""
+
+    seconds: float
+    tokens: float
+    basis: str
+
+
+# SmolLM2 on the 2-core reference machine (BENCHMARKS.md): an answer call reads ~1,500 prompt
+# tokens and writes ~90; a judge call reads ~1,000 (part of it a prefix cached from the previous
+# call on the same answer) and writes ~10.
+SMOLLM2_ANSWER_RATE = CallRate(4.5, 1570, "SmolLM2 figures measured on the 2-core reference machine")
+SMOLLM2_JUDGE_RATE = CallRate(1.7, 1030, "SmolLM2 figures measured on the 2-core reference machine")
+
+
+def _history_rate(config: AnswerEvalConfig, model_id: str, role: str) -> CallRate | None:
+    """Seconds and tokens per call of the model in the newest answer run that used it."""
+    param, prefix = ("answer_model_id", "answer_model") if role == "answer" else ("judge_model_id", "judge")
+    for run in tracking.find_runs(config.home, role="configuration"):
+        if run.data.tags.get(tracking.TAG_KIND) != "answers" or run.data.params.get(param) != model_id:
+            continue
+        metrics = run.data.metrics
+        calls = metrics.get(f"{prefix}_calls", 0)
+        if calls:
+            tokens = metrics.get(f"{prefix}_prompt_tokens", 0) + metrics.get(f"{prefix}_completion_tokens", 0)
+            batch = run.data.tags.get(tracking.TAG_BATCH)
+            return CallRate(metrics[f"{prefix}_seconds"] / calls, tokens / calls, f"measured in batch {batch}")
+    return None
+
+
+def _rate(config: AnswerEvalConfig, model: ChatModelConfig, role: str) -> CallRate | None:
+    measured = _history_rate(config, model_id_of(model), role)
+    if measured is not None or model.backend != "smollm2":
+        return measured
+    return SMOLLM2_ANSWER_RATE if role == "answer" else SMOLLM2_JUDGE_RATE
+
+
+def _cost(calls: float, rate: CallRate | None) -> dict:
+    return {
+        "calls": round(calls),
+        "tokens": round(calls * rate.tokens) if rate else None,
+        "seconds": round(calls * rate.seconds, 1) if rate else None,
+    }
+
+
+def estimate_answer_eval(config: AnswerEvalConfig) -> dict:
+    """Expected and largest number of model calls per configuration, with tokens and seconds."""
+    golden, _ = gather_golden_questions(config.home, config.collections, config.max_questions, config.seed)
+    unanswerable = read_unanswerable(config.unanswerable) if config.unanswerable else []
+    answerable, total = len(golden), len(golden) + len(unanswerable)
+    reference_sentences = sum(len(split_statements(q.reference_answer)) for q in golden)
+    judge_rate = _rate(config, config.judge, "judge")
+    rows = []
+    for configuration in config.configurations:
+        answer_rate = _rate(config, configuration.model, "answer")
+        rerank = configuration.rerank_candidates * total if configuration.rerank == "llm" else 0
+        judge_expected = answerable * (TYPICAL_STATEMENTS + TYPICAL_CITATIONS + 1) + reference_sentences
+        judge_most = 2 * (answerable * (MAX_STATEMENTS * (1 + MAX_CITATIONS_PER_STATEMENT) + 1) + reference_sentences)
+        rows.append(
+            {
+                "configuration": configuration.label,
+                "answer": {**_cost(total + rerank, answer_rate), "at_most": 2 * (total + rerank)},
+                "judge": {**_cost(judge_expected, judge_rate), "at_most": judge_most},
+                "answer_rate_basis": answer_rate.basis if answer_rate else "no measurement for this model",
+            }
+        )
+    pairs = len(list(itertools.combinations(config.configurations, 2))) if config.pairwise else 0
+    pairwise = {**_cost(2 * answerable * pairs, judge_rate), "at_most": 4 * answerable * pairs}
+    known = [part["seconds"] for row in rows for part in (row["answer"], row["judge"])] + [pairwise["seconds"]]
+    return {
+        "questions": answerable,
+        "unanswerable": len(unanswerable),
+        "reference_sentences": reference_sentences,
+        "configurations": rows,
+        "pairwise": pairwise,
+        "judge_rate_basis": judge_rate.basis if judge_rate else "no measurement for this model",
+        "total_calls": sum(row["answer"]["calls"] + row["judge"]["calls"] for row in rows) + pairwise["calls"],
+        "total_seconds": round(sum(known), 1) if None not in known else None,
+    }

@@ -1,0 +1,135 @@
+"""Retrieval evaluation: golden questions searched under one configuration, scored per question,
+and configurations compared pairwise. Averaging is metrics/averaging.py's; questions without
+expected documents never reach this module.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from ragassay.config import RetrievalConfiguration
+from ragassay.evaluation.questions import DocKey, EvalQuestion
+from ragassay.llm.structured import Usage
+from ragassay.metrics.names import MetricName
+from ragassay.metrics.retrieval import judge_run
+from ragassay.metrics.significance import compare_paired
+from ragassay.progress import ProgressReporter
+from ragassay.resources import Resources
+from ragassay.search.rerank import RerankStats
+from ragassay.search.run import run_search
+from ragassay.store.schemas import RUN, per_question_spec
+
+
+@dataclass(frozen=True)
+class SearchedConfiguration:
+    """Every question's ranking under one configuration, the run as a table, what reranking cost
+    (empty without reranking) and the seconds searching took."""
+
+    rankings: list[list[DocKey]]
+    run: pl.DataFrame
+    costs: dict[str, float]
+    seconds: float
+
+
+def search_questions(
+    resources: Resources, home: Path, collections: tuple[str, ...], questions: list[EvalQuestion], configuration: RetrievalConfiguration, depth: int
+) -> SearchedConfiguration:
+    """Each question through `ragassay search`'s code path with the configuration's settings, at
+    depth max(ks)."""
+    started = time.perf_counter()
+    usage, rerank = Usage(), RerankStats()
+    rankings: list[list[DocKey]] = []
+    rows: list[dict] = []
+    with ProgressReporter(f"searching {len(questions)} questions ({configuration.label})") as progress:
+        for done, question in enumerate(questions, start=1):
+            result = run_search(resources, home, list(collections), question.question, configuration, depth)
+            usage, rerank = usage + result.usage, rerank + result.rerank
+            rankings.append([(hit.collection, hit.doc_id) for hit in result.hits])
+            rows.extend(
+                {
+                    "configuration": configuration.label,
+                    "query_collection": question.query_collection,
+                    "query_id": question.query_id,
+                    "collection": hit.collection,
+                    "doc_id": hit.doc_id,
+                    "rank": hit.rank,
+                    "score": hit.score,
+                }
+                for hit in result.hits
+            )
+            progress(done, len(questions))
+    costs = {**usage.as_metrics(), **rerank.as_metrics()} if configuration.rerank != "off" else {}
+    return SearchedConfiguration(rankings, pl.DataFrame(rows, schema=RUN.schema), costs, round(time.perf_counter() - started, 3))
+
+
+def score_rankings(
+    questions: list[EvalQuestion], rankings: list[list[DocKey]], metrics: list[MetricName], depth: int
+) -> dict[str, np.ndarray]:
+    """Per-question values of each metric, keyed by metric name (`ndcg@10`)."""
+    judged = judge_run(rankings, [q.judgements for q in questions], depth)
+    return {str(metric): metric.compute(judged) for metric in metrics}
+
+
+def per_question_frame(
+    label: str, questions: list[EvalQuestion], rankings: list[list[DocKey]], scores: dict[str, np.ndarray]
+) -> pl.DataFrame:
+    """One row per question of one configuration, one column per metric."""
+    spec = per_question_spec(list(scores))
+    return pl.DataFrame(
+        {
+            "configuration": [label] * len(questions),
+            "query_collection": [q.query_collection for q in questions],
+            "query_id": [q.query_id for q in questions],
+            "question": [q.question for q in questions],
+            "relevant_count": [sum(1 for g in q.judgements.values() if g > 0) for q in questions],
+            "retrieved": [len(r) for r in rankings],
+            **{name: values for name, values in scores.items()},
+        },
+        schema=spec.schema,
+    )
+
+
+def compare_configurations(
+    per_question: dict[str, pl.DataFrame], metrics: list[MetricName], seed: int
+) -> pl.DataFrame:
+    """Every pair (a, b) of configurations: mean of b - a per metric, bootstrap 95% CI, p-value."""
+    rows = []
+    for label_a, label_b in itertools.combinations(per_question, 2):
+        a, b = per_question[label_a], per_question[label_b]
+        aligned = a.join(b, on=["query_collection", "query_id"], suffix="__b", maintain_order="left")
+        for metric in metrics:
+            name = str(metric)
+            result = compare_paired(aligned[name].to_numpy(), aligned[f"{name}__b"].to_numpy(), seed=seed)
+            rows.append(
+                {
+                    "configuration_a": label_a,
+                    "configuration_b": label_b,
+                    "metric": name,
+                    "questions": result.questions,
+                    "mean_difference": result.mean_difference,
+                    "ci_low": result.ci_low,
+                    "ci_high": result.ci_high,
+                    "p_value": result.p_value,
+                }
+            )
+    return pl.DataFrame(rows, schema=COMPARISON_SCHEMA)
+
+
+COMPARISON_SCHEMA = pl.Schema(
+    {
+        "configuration_a": pl.String,
+        "configuration_b": pl.String,
+        "metric": pl.String,
+        "questions": pl.Int64,
+        "mean_difference": pl.Float64,
+        "ci_low": pl.Float64,
+        "ci_high": pl.Float64,
+        "p_value": pl.Float64,
+    }
+)

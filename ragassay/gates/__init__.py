@@ -1,0 +1,6 @@
+"""Quality gates that fail a CI run.
+
+- assertions: `--assert LABEL:METRIC>=BOUND` parsed and checked against run means.
+- cases: the checks of one evaluation case (contains, excludes, judged criteria, grounded).
+- case_runs: running a suite of cases through the real answer path.
+"""

@@ -1,0 +1,117 @@
+"""Running a suite of evaluation cases: each case's input answered through the real answer path and
+its checks (gates/cases.py) run on the answer, with what the answer model and judge cost."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import polars as pl
+
+from ragassay.answer.answering import answer_question
+from ragassay.config import CaseSuite, EvalCase
+from ragassay.gates.cases import (
+    CheckResult,
+    case_passed,
+    check_contains,
+    check_excludes,
+    check_grounded,
+    check_judge_score,
+)
+from ragassay.judge.judge import Judge, context_text, judging_cost, verdict_of
+from ragassay.llm.structured import Usage
+from ragassay.progress import ProgressReporter
+from ragassay.resources import Resources
+from ragassay.store.schemas import CASE_RESULTS
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    """One case's row of cases.parquet, and what answering and judging it cost."""
+
+    row: dict
+    answer_usage: Usage
+    judge_usage: Usage
+
+
+def run_case(resources: Resources, suite: CaseSuite, case: EvalCase, judge: Judge) -> CaseResult:
+    """Answer the case's input through `ragassay answer`'s code path and run each of its checks."""
+    answer = answer_question(resources, suite.home, list(suite.collections), case.input, suite.answer)
+    checks: list[CheckResult] = []
+    asked = []
+    if case.contains:
+        checks.append(check_contains(answer.prose, case.contains))
+    if case.excludes:
+        checks.append(check_excludes(answer.prose, case.excludes))
+    score = None
+    if case.judge is not None:
+        result = judge.criteria(case.input, answer.prose, case.judge.criteria)
+        asked.append(result)
+        score = result.value
+        checks.append(check_judge_score(score, result.error, case.judge.min_score))
+    verdicts = []
+    if case.grounded:
+        context = context_text(answer.sources)
+        supports = [judge.support(context, statement.text) for statement in answer.statements]
+        asked += supports
+        verdicts = [verdict_of(result) for result in supports]
+        checks.append(check_grounded(verdicts, len(answer.sources), case.min_supported))
+    row = {
+        "case_id": case.id,
+        "input": case.input,
+        "outcome": answer.outcome,
+        "answer": answer.text,
+        "passed": case_passed(checks),
+        "checks": "\n".join(f"{c.check} {'ok' if c.passed else 'FAILED'}: {c.detail}" for c in checks),
+        "failures": "; ".join(c.check for c in checks if not c.passed),
+        "judge_score": score.score if score else None,
+        "judge_reason": score.reason if score else next((c.detail for c in checks if c.check == "judge"), None),
+        "judge_error": any(c.judge_error for c in checks),
+        "claims": len(verdicts) if case.grounded else None,
+        "claims_supported": sum(1 for v in verdicts if v) if case.grounded else None,
+        "passages": len(answer.sources),
+    }
+    return CaseResult(row, answer.usage, judging_cost(asked)[0])
+
+
+@dataclass(frozen=True)
+class SuiteResult:
+    """Every case's row, the run metrics (counts and cost), and the rows as a table."""
+
+    rows: list[dict]
+    results: pl.DataFrame
+    metrics: dict[str, float]
+
+    @property
+    def passed(self) -> int:
+        return int(self.metrics["cases_passed"])
+
+    @property
+    def judge_errors(self) -> int:
+        return int(self.metrics["judge_errors"])
+
+
+def run_suite(resources: Resources, suite: CaseSuite, judge: Judge) -> SuiteResult:
+    """Answer and check each case; a case passes only when all its checks pass."""
+    outcomes = []
+    with ProgressReporter(f"running {len(suite.cases)} cases of {suite.name}") as progress:
+        for done, case in enumerate(suite.cases, start=1):
+            outcomes.append(run_case(resources, suite, case, judge))
+            progress(done, len(suite.cases))
+    rows = [outcome.row for outcome in outcomes]
+    results = pl.DataFrame(rows, schema=CASE_RESULTS.schema)
+    passed = int(results["passed"].sum())
+    metrics = {
+        "cases": results.height,
+        "cases_passed": passed,
+        "cases_failed": results.height - passed,
+        "judge_errors": int(results["judge_error"].sum()),
+        **Usage.total(o.answer_usage for o in outcomes).as_metrics("answer_model"),
+        **Usage.total(o.judge_usage for o in outcomes).as_metrics("judge"),
+    }
+    return SuiteResult(rows, results, metrics)
+
+
+def suite_digest(suite: CaseSuite) -> str:
+    """Identity of a suite's settings and cases (its workspace left out)."""
+    return hashlib.sha256(suite.model_dump_json(exclude={"home"}).encode()).hexdigest()[:16]

@@ -1,0 +1,141 @@
+"""The quality gate of golden-set generation: one pure function (`gate_candidate`) that keeps a
+model-written (question, answer) or discards it with a reason. Pure.
+
+The gate deliberately does NOT check whether retrieval finds the source document: keeping only
+questions the engine already answers would make every later measurement self-fulfilling.
+
+Discard reasons, checked in this order (the first that applies is recorded):
+- `unparseable`: the model's output could not be read as {question, answer};
+- `not_a_question`: no question mark at the end;
+- `too_short` / `too_long`: fewer than MIN_QUESTION_WORDS words or MIN_QUESTION_CHARS characters,
+  or more than MAX_QUESTION_CHARS characters; an answer over MAX_ANSWER_CHARS is `too_long` too
+  (a reference answer is a sentence or two; longer ones are rambling or repeating themselves);
+- `empty_answer`: the reference answer is blank;
+- `passage_dependent`: it only makes sense beside the passage ("according to the text", "in this
+  section", "what does the document say", or a pronoun/demonstrative with no content word before
+  it in the question to refer back to: "What does it eat?", "Why are these cells capped?");
+- `copies_passage`: the question is a passage sentence with a question mark (rapidfuzz
+  partial_ratio >= COPY_SIMILARITY against the passage);
+- `answer_not_in_page`: under ANSWER_SUPPORT of the answer's content tokens (stemmed, stopwords
+  removed) occur in the passage;
+- `near_duplicate`: rapidfuzz token_sort_ratio >= FUZZY_DUPLICATE with a stored or earlier new
+  question (normalized text), or embedding cosine >= EMBEDDING_DUPLICATE with one.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from ragassay.golden.entries import normalize_question
+from ragassay.search.lexical import tokenize
+
+MIN_QUESTION_WORDS = 4
+MIN_QUESTION_CHARS = 15
+MAX_QUESTION_CHARS = 250
+MAX_ANSWER_CHARS = 300
+COPY_SIMILARITY = 95
+ANSWER_SUPPORT = 0.5
+FUZZY_DUPLICATE = 90
+EMBEDDING_DUPLICATE = 0.92
+
+DISCARD_REASONS = (
+    "unparseable", "not_a_question", "too_short", "too_long", "empty_answer", "passage_dependent",
+    "copies_passage", "answer_not_in_page", "near_duplicate",
+)
+
+
+class GeneratedPair(BaseModel):
+    """What the model writes for one page."""
+
+    question: str = Field(max_length=400)
+    answer: str = Field(max_length=600)
+
+
+_PASSAGE_REFERENCE = re.compile(
+    r"\b(according to|based on|in|from|within|per|under)\s+(the|this|that|these)\s+"
+    r"(passage|text|document|article|section|excerpt|paragraph|author|table|figure|page|source)s?\b"
+    r"|\bwhat\s+(does|do|did)\s+(the|this)\s+(passage|text|document|article|section|excerpt|author|paragraph)\b"
+    r"|\b(this|the)\s+(passage|excerpt|paragraph)\b",
+    re.IGNORECASE,
+)
+
+
+_REFERRING_WORDS = {"it", "its", "they", "them", "their", "he", "she", "his", "her", "this", "these", "those"}
+
+
+# Words that cannot be an antecedent: question words and auxiliaries.
+_FUNCTION_WORDS = {
+    "what", "which", "who", "whom", "whose", "why", "how", "when", "where", "does", "do", "did", "is", "are",
+    "was", "were", "has", "have", "had", "can", "could", "will", "would", "should", "may", "might", "must",
+    "shall", "the", "a", "an", "of", "to", "in", "on", "for", "and", "or", "long", "many", "much",
+}
+
+
+def is_passage_dependent(question: str) -> bool:
+    """True when the question refers to the passage, or uses a pronoun or demonstrative with no
+    content word before it in the question that it could refer back to."""
+    if _PASSAGE_REFERENCE.search(question):
+        return True
+    words = [re.sub(r"n't$|'s$|'t$", "", word.lower()) for word in re.findall(r"[A-Za-z']+", question)]
+    for position, word in enumerate(words):
+        if word in _REFERRING_WORDS:
+            return not any(w not in _FUNCTION_WORDS and w not in _REFERRING_WORDS and len(w) >= 3 for w in words[:position])
+    return False
+
+
+@dataclass(frozen=True)
+class GateDecision:
+    accepted: bool
+    reason: str | None = None
+    detail: str = ""
+
+
+def gate_candidate(
+    pair: GeneratedPair | None,
+    passage: str,
+    known_questions: list[str],
+    question_vector: np.ndarray | None = None,
+    known_vectors: np.ndarray | None = None,
+) -> GateDecision:
+    """Accept a generated pair or name the first discard reason that applies (module docstring)."""
+    from rapidfuzz import fuzz, process
+
+    if pair is None:
+        return GateDecision(False, "unparseable")
+    question, answer = pair.question.strip(), pair.answer.strip()
+    if not question.endswith("?"):
+        return GateDecision(False, "not_a_question")
+    if len(question.split()) < MIN_QUESTION_WORDS or len(question) < MIN_QUESTION_CHARS:
+        return GateDecision(False, "too_short", f"{len(question.split())} words")
+    if len(question) > MAX_QUESTION_CHARS:
+        return GateDecision(False, "too_long", f"{len(question)} characters")
+    if not answer:
+        return GateDecision(False, "empty_answer")
+    if len(answer) > MAX_ANSWER_CHARS:
+        return GateDecision(False, "too_long", f"answer of {len(answer)} characters")
+    if is_passage_dependent(question):
+        return GateDecision(False, "passage_dependent")
+    similarity = fuzz.partial_ratio(normalize_question(question), normalize_question(passage))
+    if similarity >= COPY_SIMILARITY and len(question.split()) >= 6:
+        return GateDecision(False, "copies_passage", f"partial_ratio {similarity:.0f}")
+    answer_tokens = set(tokenize([answer])[0])
+    if answer_tokens:
+        support = len(answer_tokens & set(tokenize([passage])[0])) / len(answer_tokens)
+        if support < ANSWER_SUPPORT:
+            return GateDecision(False, "answer_not_in_page", f"{support:.0%} of the answer's words are in the page")
+    if known_questions:
+        match = process.extractOne(
+            normalize_question(question), [normalize_question(q) for q in known_questions], scorer=fuzz.token_sort_ratio
+        )
+        if match is not None and match[1] >= FUZZY_DUPLICATE:
+            return GateDecision(False, "near_duplicate", f"like {known_questions[match[2]]!r} (token_sort_ratio {match[1]:.0f})")
+    if question_vector is not None and known_vectors is not None and len(known_vectors):
+        cosines = known_vectors @ question_vector
+        best = int(np.argmax(cosines))
+        if cosines[best] >= EMBEDDING_DUPLICATE:
+            return GateDecision(False, "near_duplicate", f"like {known_questions[best]!r} (cosine {cosines[best]:.3f})")
+    return GateDecision(True)

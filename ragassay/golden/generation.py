@@ -1,0 +1,173 @@
+"""Golden-set generation: seeded page sampling, the question prompt, and the generation loop that
+asks the model for one question per page, passes it through the quality gate (golden/gate.py)
+and stores what passes.
+
+Pages are drawn at most one per document, in the order of a seeded hash of (seed, chunk id).
+Every candidate is logged to the collection's generation log as it comes, and every accepted
+entry is written to the golden set as it comes, so a repeated call or a rerun after a crash
+skips every page already tried and never stores a question twice."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime, timezone
+
+import numpy as np
+import polars as pl
+from pydantic import BaseModel
+
+from ragassay.config import GenerateConfig
+from ragassay.golden.entries import GoldenCandidate, validate_candidates
+from ragassay.golden.gate import DISCARD_REASONS, GateDecision, GeneratedPair, gate_candidate
+from ragassay.golden.store import load_golden
+from ragassay.llm.prompts import few_shot_messages, one_line
+from ragassay.llm.structured import Usage, generate_structured
+from ragassay.progress import ProgressReporter
+from ragassay.resources import Resources
+from ragassay.search.dense import DEFAULT_MODEL_NAME, resolve_model
+from ragassay.store.schemas import GENERATION_CANDIDATES, GOLDEN
+from ragassay.store.tables import read_table_or_empty, write_table
+from ragassay.store.workspace import CollectionPaths, load_chunks, load_documents, models_dir, read_manifest
+
+GENERATION_PROMPT_VERSION = "golden-question/1"
+
+
+def draw_key(seed: int, chunk_id: str) -> str:
+    return hashlib.sha256(f"{seed}:{chunk_id}".encode()).hexdigest()
+
+
+def sample_pages(chunks: pl.DataFrame, seed: int, skip_chunk_ids: set[str]) -> pl.DataFrame:
+    """At most one page per document, in the order of a seeded hash of (seed, chunk id); pages
+    that already produced an entry are skipped (the document's next page by hash is drawn)."""
+    keyed = chunks.filter(~pl.col("chunk_id").is_in(list(skip_chunk_ids))).with_columns(
+        pl.col("chunk_id").map_elements(lambda chunk_id: draw_key(seed, chunk_id), return_dtype=pl.String).alias("draw_key")
+    )
+    return keyed.sort("draw_key").unique("doc_id", keep="first", maintain_order=True)
+
+
+_GENERATION_INSTRUCTION = (
+    "Write one question that this passage answers, and its answer taken from the passage. The "
+    "question must make sense to someone who has never seen the passage: name the subject, never "
+    'say "the passage", "the text" or "this". Reply as JSON {"question": ..., "answer": ...}.'
+)
+_EXAMPLE_PASSAGE = "Beeswax melts between 62 and 64 degrees Celsius, so it must never be heated over an open flame."
+_EXAMPLE_PAIR = '{"question": "At what temperature does beeswax melt?", "answer": "Between 62 and 64 degrees Celsius."}'
+
+
+def generation_messages(passage: str) -> list[dict]:
+    """The prompt (version GENERATION_PROMPT_VERSION) that writes one question for a page."""
+    return few_shot_messages(_GENERATION_INSTRUCTION, [(f"Passage: {_EXAMPLE_PASSAGE}", _EXAMPLE_PAIR)], f"Passage: {one_line(passage)}")
+
+
+MAX_GENERATION_TOKENS = 200
+
+
+class GenerationReport(BaseModel):
+    """What one generation call asked for, tried, kept and threw away (by reason)."""
+
+    collection: str
+    seed: int
+    model_id: str
+    prompt_version: str
+    requested: int
+    attempted: int
+    accepted: list[str]
+    discarded: dict[str, int]
+    skipped_pages: int
+    pages_available: int
+    acceptance_rate: float
+    usage: dict[str, float]
+    seconds: float
+    seconds_in_model: float
+    run_id: str | None = None
+
+
+def generate_questions(resources: Resources, paths: CollectionPaths, config: GenerateConfig, seed: int) -> tuple[GenerationReport, pl.DataFrame]:
+    """Draw pages, ask the model for a question on each, gate it, store it; stop at count accepted
+    or max_attempts_factor × count pages. Returns the report and this call's candidates."""
+    started = datetime.now(timezone.utc)
+    model = resources.chat_models.get(config.model)
+    documents = load_documents(paths)
+    chunks = load_chunks(paths)
+    log = read_table_or_empty(paths.generation_log, GENERATION_CANDIDATES)
+    same_run = log.filter(
+        (pl.col("seed") == seed) & (pl.col("model") == model.model_id) & (pl.col("prompt_version") == GENERATION_PROMPT_VERSION)
+    )
+    golden = load_golden(paths)
+    done_pages = set(golden["source_chunk_id"].drop_nulls().to_list()) | set(same_run["chunk_id"].to_list())
+    pages = sample_pages(chunks, seed, done_pages)
+    embedder = resources.embedders.get(
+        resolve_model((read_manifest(paths) or {}).get("embedding_model", DEFAULT_MODEL_NAME), models_dir(config.home))
+    )
+    known_questions = golden["question"].to_list()
+    known_vectors = embedder.embed(known_questions) if known_questions else np.zeros((0, embedder.spec.dimension or 384), np.float32)
+    digests = dict(zip(documents["doc_id"], documents["sha256"]))
+    usage = Usage()
+    rows: list[dict] = []
+    accepted: list[str] = []
+    limit = min(pages.height, config.count * config.max_attempts_factor)
+    with ProgressReporter(f"generating questions from {limit} pages") as progress:
+        for attempt, page in enumerate(pages.head(limit).iter_rows(named=True), start=1):
+            page_seed = int(draw_key(seed, page["chunk_id"])[:8], 16)
+            result = generate_structured(
+                model, generation_messages(page["text"]), GeneratedPair,
+                max_tokens=MAX_GENERATION_TOKENS, temperature=config.temperature, seed=page_seed,
+            )
+            usage = usage + result.usage
+            vector = embedder.embed_query(result.value.question) if result.ok else None
+            decision = gate_candidate(result.value, page["text"], known_questions, vector, known_vectors)
+            entry_id = None
+            if decision.accepted:
+                entry_id = _store_entry(paths, result.value, page, seed, model.model_id, digests[page["doc_id"]])
+                if entry_id is None:
+                    decision = GateDecision(False, "near_duplicate", "same normalized question as a stored entry")
+                else:
+                    accepted.append(entry_id)
+                    known_questions.append(result.value.question)
+                    known_vectors = np.vstack([known_vectors, vector[None, :]])
+            row = {
+                "seed": seed, "model": model.model_id, "prompt_version": GENERATION_PROMPT_VERSION,
+                "chunk_id": page["chunk_id"], "doc_id": page["doc_id"],
+                "question": result.value.question if result.ok else None, "answer": result.value.answer if result.ok else None,
+                "raw_output": result.raw, "accepted": decision.accepted, "reason": decision.reason, "detail": decision.detail,
+                "entry_id": entry_id,
+            }
+            rows.append(row)
+            # Logged after every page, after the golden set: a rerun skips this page either way.
+            log = pl.concat([log, pl.DataFrame([row], schema=GENERATION_CANDIDATES.schema)])
+            write_table(log, paths.generation_log, GENERATION_CANDIDATES)
+            progress(attempt, limit)
+            if len(accepted) >= config.count:
+                break
+    candidates = pl.DataFrame(rows, schema=GENERATION_CANDIDATES.schema)
+    discarded = {reason: int((candidates["reason"] == reason).sum()) for reason in DISCARD_REASONS}
+    seconds = (datetime.now(timezone.utc) - started).total_seconds()
+    report = GenerationReport(
+        collection=paths.name, seed=seed, model_id=model.model_id, prompt_version=GENERATION_PROMPT_VERSION,
+        requested=config.count, attempted=candidates.height, accepted=accepted, discarded=discarded,
+        skipped_pages=len(done_pages), pages_available=pages.height,
+        acceptance_rate=len(accepted) / candidates.height if candidates.height else 0.0,
+        usage=usage.as_metrics(), seconds=round(seconds, 3), seconds_in_model=round(usage.seconds, 3),
+    )
+    return report, candidates
+
+
+def _store_entry(paths: CollectionPaths, pair: GeneratedPair, page: dict, seed: int, model_id: str, document_sha: str) -> str | None:
+    """Append one accepted question to the golden set (atomically); None if it is a duplicate."""
+    candidate = GoldenCandidate(
+        question=pair.question.strip(),
+        expected_document_ids=(page["doc_id"],),
+        source=page["chunk_id"],
+        reference_answer=pair.answer.strip(),
+        origin="generated",
+        lineage={
+            "seed": seed, "model": model_id, "prompt_version": GENERATION_PROMPT_VERSION,
+            "source_chunk_id": page["chunk_id"], "source_document_sha256": document_sha,
+        },
+    )
+    stored = load_golden(paths)
+    rows, problems = validate_candidates([candidate], stored, {page["doc_id"]}, datetime.now(timezone.utc))
+    if problems:
+        return None
+    write_table(pl.concat([stored, rows]), paths.golden, GOLDEN)
+    return rows["entry_id"].item()

@@ -1,0 +1,103 @@
+"""Golden-set operations on the workspace: add, import, list, delete (quick, no flow needed)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+
+import polars as pl
+from pydantic import BaseModel
+
+from ragassay.errors import ConfigError, RagassayError
+from ragassay.golden.entries import GoldenCandidate, GoldenProblem, read_candidate_file, validate_candidates
+from ragassay.store.schemas import GOLDEN, QRELS, QUERIES
+from ragassay.store.tables import read_table, read_table_or_empty, write_table
+from ragassay.store.workspace import CollectionPaths, collection_paths, load_documents
+
+
+class GoldenChange(BaseModel):
+    """What an add or import stored and refused."""
+
+    collection: str
+    added: list[str] = []
+    problems: list[dict] = []
+    size: int = 0
+
+
+def load_golden(paths: CollectionPaths) -> pl.DataFrame:
+    return read_table_or_empty(paths.golden, GOLDEN)
+
+
+def load_golden_with_staleness(paths: CollectionPaths) -> pl.DataFrame:
+    """The golden set with `stale`: true for a generated entry whose source document has changed
+    (or is gone) since the question was written."""
+    documents = load_documents(paths).select("doc_id", pl.col("sha256").alias("current_sha256"))
+    golden = load_golden(paths).with_columns(pl.col("expected_document_ids").list.first().alias("source_doc_id"))
+    joined = golden.join(documents, left_on="source_doc_id", right_on="doc_id", how="left", maintain_order="left")
+    stale = pl.col("source_document_sha256").is_not_null() & (pl.col("current_sha256").is_null() | (pl.col("current_sha256") != pl.col("source_document_sha256")))
+    return joined.with_columns(stale.alias("stale")).drop("source_doc_id", "current_sha256")
+
+
+def add_candidates(home: Path, collection: str, candidates: list[GoldenCandidate], problems: list[GoldenProblem]) -> GoldenChange:
+    """Validate candidates against the stored set and the collection, store the good ones."""
+    paths = collection_paths(home, collection)
+    stored = load_golden(paths)
+    known = set(load_documents(paths)["doc_id"].to_list())
+    accepted, refused = validate_candidates(candidates, stored, known, datetime.now(timezone.utc))
+    if accepted.height:
+        write_table(pl.concat([stored, accepted]), paths.golden, GOLDEN)
+    return GoldenChange(
+        collection=collection,
+        added=accepted["entry_id"].to_list(),
+        problems=[p.__dict__ for p in problems + refused],
+        size=stored.height + accepted.height,
+    )
+
+
+def read_question_file(path: Path, what: str) -> tuple[list[GoldenCandidate], list[GoldenProblem]]:
+    """Rows of a .jsonl/.csv question file; a missing or unreadable file is a ConfigError."""
+    if not path.is_file():
+        raise ConfigError(f"{what} file {path} does not exist")
+    try:
+        return read_candidate_file(path)
+    except (ValueError, UnicodeDecodeError) as error:
+        raise ConfigError(str(error)) from error
+
+
+def add_from_file(home: Path, collection: str, path: Path) -> GoldenChange:
+    candidates, problems = read_question_file(path, "golden set")
+    return add_candidates(home, collection, candidates, problems)
+
+
+def import_beir(home: Path, collection: str) -> GoldenChange:
+    """Golden entries from the collection's imported BEIR test queries and graded qrels."""
+    paths = collection_paths(home, collection)
+    if not paths.beir_qrels.exists():
+        raise RagassayError(f"collection {collection!r} has no BEIR queries; ingest it with --format beir first")
+    queries = read_table(paths.beir_queries, QUERIES)
+    qrels = read_table(paths.beir_qrels, QRELS).filter(pl.col("relevance") > 0)
+    grouped = qrels.group_by("query_id", maintain_order=True).agg("doc_id", "relevance")
+    joined = queries.join(grouped, on="query_id", how="inner", maintain_order="left")
+    candidates = [
+        GoldenCandidate(
+            question=row["text"],
+            expected_document_ids=tuple(row["doc_id"]),
+            relevance=tuple(row["relevance"]),
+            source=f"{paths.beir_queries}#{row['query_id']}",
+            entry_id=row["query_id"],
+            origin="imported",
+        )
+        for row in joined.iter_rows(named=True)
+    ]
+    return add_candidates(home, collection, candidates, [])
+
+
+def delete_entries(home: Path, collection: str, entry_ids: list[str]) -> list[str]:
+    """Remove entries; nothing is removed when any id is unknown."""
+    paths = collection_paths(home, collection)
+    stored = load_golden(paths)
+    unknown = sorted(set(entry_ids) - set(stored["entry_id"].to_list()))
+    if unknown:
+        raise RagassayError(f"golden set of {collection!r} has no entries {', '.join(unknown)}")
+    write_table(stored.filter(~pl.col("entry_id").is_in(entry_ids)), paths.golden, GOLDEN)
+    return sorted(set(entry_ids))

@@ -1,0 +1,8 @@
+"""Ingest: files (or a BEIR dataset) into a collection's documents and chunks.
+
+- files: finding files, extracting each one (or rejecting it with a reason), the ingest report.
+- extraction: one reader per format (txt md csv json html docx pdf) with size and safety limits.
+- chunking: cutting a text into chunks that are exact spans of it.
+- documents: document and chunk rows, merging them into a collection, removing them.
+- beir: reading a BEIR dataset folder (corpus, test queries, qrels).
+"""

@@ -1,0 +1,103 @@
+"""Ingesting files: finding them under the given paths, extracting each one's text (a file that
+fails becomes a typed rejection and the others go on), and the report of what an ingest did."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from ragassay.errors import ConfigError
+from ragassay.ingest.documents import IncomingDocument, sha256_hex
+from ragassay.ingest.extraction import ExtractionError, read_and_extract
+from ragassay.progress import ProgressReporter
+
+
+class Rejection(BaseModel):
+    path: str
+    reason: str
+    detail: str
+
+
+class IngestReport(BaseModel):
+    """What one ingest did: counts by outcome, the documents touched, and every rejection."""
+
+    collection: str
+    ingested: list[str] = []
+    replaced: list[str] = []
+    unchanged: list[str] = []
+    rejected: list[Rejection] = []
+    truncated: list[str] = []
+    queries: int = 0
+    qrels: int = 0
+
+    def counts(self) -> dict[str, int]:
+        return {
+            "ingested": len(self.ingested),
+            "replaced": len(self.replaced),
+            "unchanged": len(self.unchanged),
+            "rejected": len(self.rejected),
+        }
+
+
+def _is_hidden(path: Path, root: Path) -> bool:
+    return any(part.startswith(".") for part in path.relative_to(root).parts)
+
+
+def discover_files(paths: tuple[Path, ...]) -> list[tuple[Path, Path]]:
+    """(root, file) pairs: every file under each folder (hidden ones skipped), or the file itself."""
+    found: list[tuple[Path, Path]] = []
+    for given in paths:
+        path = given.expanduser().resolve()
+        if path.is_dir():
+            found.extend(
+                (path, file)
+                for file in sorted(path.rglob("*"))
+                if file.is_file() and not _is_hidden(file, path)
+            )
+        elif path.is_file():
+            found.append((path.parent, path))
+        else:
+            raise ConfigError(f"ingest path {given} does not exist")
+    return found
+
+
+def extract_documents(
+    files: list[tuple[Path, Path]], doc_id: str | None
+) -> tuple[list[IncomingDocument], list[Rejection]]:
+    """Extract every file's text; a file that fails becomes a rejection and the others go on."""
+    incoming: list[IncomingDocument] = []
+    rejections: list[Rejection] = []
+    seen: dict[str, Path] = {}
+    with ProgressReporter("extracting files") as progress:
+        for done, (root, file) in enumerate(files, start=1):
+            identifier = doc_id or file.relative_to(root).as_posix()
+            try:
+                if identifier in seen:
+                    raise ExtractionError("duplicate_id", f"doc_id {identifier!r} is also {seen[identifier]}")
+                raw, extracted = read_and_extract(file)
+            except ExtractionError as error:
+                rejections.append(Rejection(path=str(file), reason=error.reason, detail=error.detail))
+            else:
+                seen[identifier] = file
+                incoming.append(
+                    IncomingDocument(identifier, str(file), len(raw), sha256_hex(raw), extracted)
+                )
+            progress(done, len(files))
+    return incoming, rejections
+
+
+def report_from(
+    collection: str,
+    outcomes: dict[str, str],
+    incoming: list[IncomingDocument],
+    rejections: list[Rejection],
+    queries: int = 0,
+    qrels: int = 0,
+) -> IngestReport:
+    """The report of one ingest: documents by outcome, truncated texts, rejections, BEIR counts."""
+    report = IngestReport(collection=collection, rejected=rejections, queries=queries, qrels=qrels)
+    for doc_id, outcome in sorted(outcomes.items()):
+        getattr(report, outcome).append(doc_id)
+    report.truncated = sorted(d.doc_id for d in incoming if d.extracted.truncated)
+    return report

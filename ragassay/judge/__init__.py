@@ -1,0 +1,6 @@
+"""The judge model: prompts, verdicts, and how far to trust them.
+
+- prompts: each judgement's instruction, examples, output schema and version, kept together.
+- judge: the Judge (asks, remembers identical judgements) and judging one answer for every metric.
+- calibration: the judge's support verdicts against human labels (accuracy, Cohen's kappa).
+"""

@@ -1,0 +1,9 @@
+"""Metrics: small pure functions with their formula in the docstring, per-question values out.
+
+- retrieval: recall@k, precision@k, hit rate@k, nDCG@k, reciprocal rank (pytrec_eval parity).
+- answers: faithfulness, context recall, answer relevancy, citation precision, refusal both ways,
+  pairwise outcomes.
+- names: metric names parsed in one place, and their MLflow-safe form.
+- averaging: per-question values into run values, one rule for every metric.
+- significance: paired bootstrap confidence interval and randomization p-value.
+"""

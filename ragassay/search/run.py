@@ -1,0 +1,64 @@
+"""The one search path: `ragassay search`, retrieval evaluation and answering all call run_search."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ragassay.errors import ConfigError
+from ragassay.ingest.extraction import CONTENT_TYPES
+from ragassay.llm.models import ChatModelConfig
+from ragassay.llm.structured import Usage
+from ragassay.resources import Resources
+from ragassay.search.rerank import RerankStats, rerank_hits
+from ragassay.search.retrieval import SearchHit, search
+from ragassay.search.settings import SearchSettings
+
+
+def normalize_content_types(values: tuple[str, ...]) -> tuple[str, ...]:
+    """Accept 'pdf', '.pdf' or 'application/pdf'; anything else is a ConfigError listing the choices."""
+    known = set(CONTENT_TYPES.values())
+    normalized = []
+    for value in values:
+        candidate = value if value in known else CONTENT_TYPES.get("." + value.lower().lstrip("."))
+        if candidate is None:
+            allowed = ", ".join(sorted(known | {s.lstrip(".") for s in CONTENT_TYPES}))
+            raise ConfigError(f"content type {value!r} is not one of: {allowed}")
+        normalized.append(candidate)
+    return tuple(normalized)
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """The hits of one search, and what reranking cost (zero without reranking)."""
+
+    hits: list[SearchHit]
+    usage: Usage = Usage()
+    rerank: RerankStats = RerankStats()
+
+
+def run_search(
+    resources: Resources,
+    home: Path,
+    collections: list[str],
+    query: str,
+    settings: SearchSettings,
+    k: int = 10,
+) -> SearchResult:
+    """Search the named collections (each at most once) with one set of search settings and
+    return the best k documents; with rerank "llm", the reranker's calls and fallbacks come back
+    with the hits."""
+    if not collections:
+        raise ConfigError("at least one --collection is needed")
+    need_dense = settings.search_type in ("semantic", "hybrid")
+    loaded = [resources.collections.open(home, name, need_dense) for name in dict.fromkeys(collections)]
+    model_ids = {c.embedding_model_id for c in loaded}
+    if need_dense and len(model_ids) > 1:
+        raise ConfigError(f"collections were embedded with different models ({', '.join(sorted(model_ids))}); index them with one model")
+    settings = settings.search_settings().model_copy(update={"content_types": normalize_content_types(settings.content_types)})
+    if settings.rerank != "llm":
+        return SearchResult(search(loaded, query, settings, k))
+    hits = search(loaded, query, settings, max(k, settings.rerank_candidates))
+    model = resources.chat_models.get(settings.rerank_model or ChatModelConfig())
+    reranked = rerank_hits(model, loaded, query, hits[: settings.rerank_candidates])
+    return SearchResult(reranked.hits[:k], reranked.usage, reranked.stats)

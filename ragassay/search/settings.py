@@ -1,0 +1,56 @@
+"""How a search runs: the one settings type of `ragassay search`, retrieval evaluation and answering.
+
+Retrieval configurations (ragassay.config.RetrievalConfiguration) and answer settings
+(ragassay.config.AnswerSettings) are SearchSettings with more fields, so a search is described by
+the same names wherever it is configured: `search_type`, `depth`, `fusion.k`, `lexical_unit`,
+filters and reranking. How many results come back (k) is not a search setting: a search call
+asks for it, retrieval evaluation takes max(ks), answering its own `k`.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ragassay.llm.models import ChatModelConfig
+
+SearchType = Literal["fulltext", "semantic", "hybrid"]
+SEARCH_TYPES: tuple[str, ...] = ("fulltext", "semantic", "hybrid")
+# What BM25 scores: whole documents (default) or chunks (max-passage); see search/retrieval.py.
+LexicalUnit = Literal["document", "chunk"]
+
+
+class FusionSettings(BaseModel):
+    """How hybrid search fuses the lexical and dense lists: reciprocal-rank fusion and its k."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    method: Literal["rrf"] = "rrf"
+    k: int = Field(60, ge=1)
+
+
+class SearchSettings(BaseModel):
+    """How one search runs: type, depth, fusion, filters and reranking.
+
+    depth: how many documents each retriever contributes before fusion (hybrid); a search that
+    asks for more than depth results reads max(depth, k). rerank "llm": the chat model
+    (rerank_model; None: the default chat model, or the answer model when answering) scores the
+    top rerank_candidates results 0-10 and the best k are kept (search/rerank.py).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    search_type: SearchType = "hybrid"
+    depth: int = Field(100, ge=1, le=100_000)
+    fusion: FusionSettings = FusionSettings()
+    lexical_unit: LexicalUnit = "document"
+    content_types: tuple[str, ...] = ()
+    path_glob: str | None = None
+    rerank: Literal["off", "llm"] = "off"
+    rerank_candidates: int = Field(20, ge=1, le=200)
+    rerank_model: ChatModelConfig | None = None
+
+    def search_settings(self) -> "SearchSettings":
+        """Only the search part of a subclass (a retrieval or answer configuration)."""
+        return SearchSettings(**{name: getattr(self, name) for name in SearchSettings.model_fields})

@@ -1,0 +1,6 @@
+"""The workspace on disk and its tables.
+
+- workspace: where each collection's files live; listing, loading and deleting collections.
+- schemas: every canonical table's explicit Polars schema, with its name and version.
+- tables: reading tables validated against their schema, writing them atomically.
+"""

@@ -1,0 +1,76 @@
+"""Reading and writing canonical tables as Parquet: validated on load, written atomically."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import polars as pl
+import pyarrow.parquet as pq
+
+from ragassay.errors import TableSchemaError
+from ragassay.store.schemas import TableSpec
+
+_METADATA_KEY = b"ragassay"
+
+
+def write_table(frame: pl.DataFrame, path: Path, spec: TableSpec) -> Path:
+    """Write frame as spec's table: columns cast and ordered by the schema, then an atomic rename."""
+    missing = [name for name in spec.schema if name not in frame.columns]
+    if missing:
+        raise TableSchemaError(f"{spec.name} table for {path} lacks columns {missing}")
+    arrow = frame.select([pl.col(name).cast(dtype) for name, dtype in spec.schema.items()]).to_arrow()
+    marker = json.dumps({"table": spec.name, "version": spec.version}).encode()
+    arrow = arrow.replace_schema_metadata({**(arrow.schema.metadata or {}), _METADATA_KEY: marker})
+    atomic_write(path, lambda handle: pq.write_table(arrow, handle, compression="zstd"))
+    return path
+
+
+def read_table(path: Path, spec: TableSpec, columns: list[str] | None = None) -> pl.DataFrame:
+    """Read spec's table from path, refusing a file of another table, version or schema."""
+    try:
+        metadata = pq.read_schema(path).metadata or {}
+    except FileNotFoundError:
+        raise
+    except Exception as error:  # pyarrow raises several unrelated types for a damaged file
+        raise TableSchemaError(f"{path} is not a readable Parquet file: {error}") from error
+    marker = json.loads(metadata.get(_METADATA_KEY, b"{}"))
+    if marker.get("table") != spec.name or marker.get("version") != spec.version:
+        raise TableSchemaError(
+            f"{path} holds table {marker.get('table')!r} version {marker.get('version')!r}; "
+            f"expected {spec.name!r} version {spec.version}"
+        )
+    frame = pl.read_parquet(path, columns=columns)
+    expected = {name: spec.schema[name] for name in (columns or list(spec.schema))}
+    if dict(frame.schema) != expected:
+        raise TableSchemaError(f"{path} has columns {dict(frame.schema)}; expected {expected}")
+    return frame
+
+
+def read_table_or_empty(path: Path, spec: TableSpec) -> pl.DataFrame:
+    """The table at path, or an empty one with spec's schema when the file does not exist yet."""
+    return read_table(path, spec) if path.exists() else spec.empty()
+
+
+def write_json(path: Path, value: object) -> Path:
+    """Write a small JSON document atomically."""
+    payload = json.dumps(value, indent=2, sort_keys=True).encode()
+    atomic_write(path, lambda handle: handle.write(payload))
+    return path
+
+
+def atomic_write(path: Path, write) -> None:
+    """Call write(binary handle) on a temporary file beside path, then rename it over path."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", delete=False)
+    try:
+        with handle:
+            write(handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(handle.name, path)
+    except BaseException:
+        Path(handle.name).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,126 @@
+"""The workspace on disk: where each collection's tables and indexes live, and loading them.
+
+Layout under the workspace root ($RAGASSAY_HOME):
+    models/<name>/                         embedding models assembled from installed packages
+    collections/<name>/documents.parquet   one row per document (text included)
+    collections/<name>/chunks.parquet      one row per chunk, spans into the document text
+    collections/<name>/embeddings.parquet  embedding cache: (text_sha256, model_id) -> vector
+    collections/<name>/beir/               queries.parquet and qrels.parquet of an imported BEIR set
+    collections/<name>/golden.parquet      the collection's golden set
+    collections/<name>/generation/         every generated candidate, accepted or discarded
+    collections/<name>/index/              manifest.json, bm25/ (chunks) and bm25_documents/
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from ragassay.errors import CollectionNotFound, ConfigError
+from ragassay.store.schemas import CHUNKS, DOCUMENTS
+from ragassay.store.tables import read_table, read_table_or_empty
+
+INDEX_FORMAT_VERSION = 2
+COLLECTION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+@dataclass(frozen=True)
+class CollectionPaths:
+    """Every file of one collection."""
+
+    root: Path
+
+    @property
+    def name(self) -> str:
+        return self.root.name
+
+    @property
+    def documents(self) -> Path:
+        return self.root / "documents.parquet"
+
+    @property
+    def chunks(self) -> Path:
+        return self.root / "chunks.parquet"
+
+    @property
+    def embeddings(self) -> Path:
+        return self.root / "embeddings.parquet"
+
+    @property
+    def beir_queries(self) -> Path:
+        return self.root / "beir" / "queries.parquet"
+
+    @property
+    def beir_qrels(self) -> Path:
+        return self.root / "beir" / "qrels.parquet"
+
+    @property
+    def golden(self) -> Path:
+        return self.root / "golden.parquet"
+
+    @property
+    def generation_log(self) -> Path:
+        return self.root / "generation" / "candidates.parquet"
+
+    @property
+    def index_dir(self) -> Path:
+        return self.root / "index"
+
+    @property
+    def index_manifest(self) -> Path:
+        return self.index_dir / "manifest.json"
+
+    @property
+    def bm25_dir(self) -> Path:
+        return self.index_dir / "bm25"
+
+    @property
+    def bm25_documents_dir(self) -> Path:
+        return self.index_dir / "bm25_documents"
+
+
+def models_dir(home: Path) -> Path:
+    return home / "models"
+
+
+def collection_paths(home: Path, name: str, must_exist: bool = True) -> CollectionPaths:
+    """The paths of a collection; CollectionNotFound (listing those that exist) when it is missing."""
+    if not COLLECTION_NAME.match(name):
+        raise ConfigError(f"collection name {name!r} must be 1-64 letters, digits, '_', '.' or '-'")
+    paths = CollectionPaths(home / "collections" / name)
+    if must_exist and not paths.documents.exists():
+        known = ", ".join(list_collections(home)) or "none"
+        raise CollectionNotFound(f"no collection {name!r} in {home} (collections: {known})")
+    return paths
+
+
+def list_collections(home: Path) -> list[str]:
+    root = home / "collections"
+    if not root.exists():
+        return []
+    return sorted(p.name for p in root.iterdir() if (p / "documents.parquet").exists())
+
+
+def delete_collection(home: Path, name: str) -> None:
+    """Remove a collection and everything in it."""
+    shutil.rmtree(collection_paths(home, name).root)
+
+
+def load_documents(paths: CollectionPaths, with_text: bool = False) -> pl.DataFrame:
+    columns = [c for c in DOCUMENTS.schema if with_text or c != "text"]
+    return read_table(paths.documents, DOCUMENTS, columns=columns) if paths.documents.exists() else DOCUMENTS.empty().select(columns)
+
+
+def load_chunks(paths: CollectionPaths) -> pl.DataFrame:
+    return read_table_or_empty(paths.chunks, CHUNKS)
+
+
+def read_manifest(paths: CollectionPaths) -> dict | None:
+    if not paths.index_manifest.exists():
+        return None
+    return json.loads(paths.index_manifest.read_text())

@@ -1,0 +1,105 @@
+"""The `ragassay` command: exit codes, --json output, and help, on real files and flows."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from ragassay.cli.main import app
+
+runner = CliRunner()
+
+
+def invoke(*args: str):
+    return runner.invoke(app, list(args), catch_exceptions=False)
+
+
+def json_of(result) -> dict:
+    return json.loads(result.stdout)
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "smoke.txt").write_text("Smoke masks the alarm pheromone of guard bees.", encoding="utf-8")
+    (root / "wax.md").write_text("# Wax\n\nBeeswax melts at 63 degrees.", encoding="utf-8")
+    return root
+
+
+def test_ingest_index_search_and_list_round_trip(home, corpus):
+    ingested = invoke("ingest", "--collection", "bees", str(corpus), "--json")
+    assert ingested.exit_code == 0, ingested.output
+    assert json_of(ingested)["counts"] == {"ingested": 2, "replaced": 0, "unchanged": 0, "rejected": 0}
+
+    indexed = invoke("index", "--collection", "bees", "--json")
+    assert indexed.exit_code == 0 and json_of(indexed)["chunks"] == 2
+
+    found = invoke("search", "--collection", "bees", "--mode", "fulltext", "--json", "when does wax melt")
+    assert found.exit_code == 0
+    results = json_of(found)["results"]
+    assert results[0]["doc_id"] == "wax.md" and results[0]["rank"] == 1
+
+    human = invoke("search", "--collection", "bees", "wax melting point")
+    assert human.exit_code == 0 and "wax.md" in human.stdout
+
+    listed = invoke("documents", "list", "--collection", "bees", "--json")
+    assert sorted(d["doc_id"] for d in json_of(listed)) == ["smoke.txt", "wax.md"]
+
+    deleted = invoke("documents", "delete", "--collection", "bees", "smoke.txt", "--json")
+    assert deleted.exit_code == 0 and json_of(deleted) == {"collection": "bees", "deleted": ["smoke.txt"], "reindexed": True}
+    after = invoke("search", "--collection", "bees", "--mode", "fulltext", "--json", "smoke alarm pheromone")
+    assert json_of(after)["results"] == []
+
+    collections = invoke("collections", "list", "--json")
+    assert [c["collection"] for c in json_of(collections)["collections"]] == ["bees"]
+    assert invoke("collections", "delete", "bees").exit_code == 0
+    assert json_of(invoke("collections", "list", "--json"))["collections"] == []
+
+
+def test_rejected_files_give_exit_code_1_and_are_listed(home, corpus):
+    (corpus / "bad.pdf").write_bytes(b"%PDF-1.4 garbage")
+    result = invoke("ingest", "--collection", "bees", str(corpus))
+    assert result.exit_code == 1
+    assert "bad.pdf" in result.stdout and "unreadable" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["search", "--collection", "nowhere", "query"], "no collection 'nowhere'"),
+        (["search", "--collection", "x", "--mode", "vector", "query"], "mode"),
+        (["ingest", "--collection", "bad name!", "."], "collection name"),
+        (["ingest", "--collection", "c", "--chunk-size", "200", "--chunk-overlap", "300", "."], "chunk_overlap"),
+        (["ingest", "--collection", "c", "/does/not/exist"], "does not exist"),
+        (["documents", "delete", "--collection", "nowhere", "doc"], "no collection"),
+    ],
+)
+def test_usage_and_configuration_errors_exit_2_with_a_message(home, args, message):
+    result = invoke(*args)
+    assert result.exit_code == 2
+    assert message in result.output
+
+
+def test_unknown_document_delete_exits_2_and_deletes_nothing(home, corpus):
+    invoke("ingest", "--collection", "bees", str(corpus))
+    result = invoke("documents", "delete", "--collection", "bees", "smoke.txt", "ghost.txt")
+    assert result.exit_code == 2 and "ghost.txt" in result.output
+    assert len(json_of(invoke("documents", "list", "--collection", "bees", "--json"))) == 2
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        [], ["ingest"], ["index"], ["search"], ["answer"], ["documents", "list"], ["documents", "delete"], ["collections", "list"],
+        ["collections", "delete"], ["golden", "add"], ["golden", "import"], ["golden", "generate"], ["golden", "list"], ["golden", "delete"],
+        ["eval", "retrieval"], ["runs", "list"], ["runs", "show"], ["runs", "compare"],
+    ],
+)
+def test_every_subcommand_has_help_and_a_json_flag(command):
+    result = invoke(*command, "--help")
+    assert result.exit_code == 0
+    if command:
+        assert "--json" in result.output

@@ -1,0 +1,202 @@
+"""Answer evaluation end to end with the real SmolLM2 (answers and judge) on the sample corpus and
+its unanswerable questions: the flow, its MLflow batch, the tables behind every number, the CLI."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from flows.eval_answers import eval_answers_flow
+from flows.eval_retrieval import eval_retrieval_flow
+from ragassay import tracking
+from ragassay.answer.answering import answer_question
+from ragassay.cli.main import app
+from ragassay.config import AnswerEvalConfig, RetrievalEvalConfig, parse_config
+from ragassay.evaluation.questions import gather_golden_questions
+from ragassay.golden.store import add_from_file
+from ragassay.metrics.answers import split_statements, tally_pairs
+from ragassay.metrics.names import ANSWER_METRICS
+from ragassay.resources import Resources
+from tests.conftest import SAMPLE
+
+runner = CliRunner()
+CONFIGURATIONS = [{"label": "fulltext", "search_type": "fulltext"}, {"label": "hybrid", "search_type": "hybrid"}]
+UNANSWERABLE = SAMPLE / "unanswerable.jsonl"
+
+
+@pytest.fixture(scope="module")
+def evaluated(sample_home):
+    """Three golden and five unanswerable questions under two configurations, judged once."""
+    add_from_file(sample_home, "sample", SAMPLE / "golden.jsonl")
+    config = parse_config(
+        AnswerEvalConfig, collections=["sample"], configurations=CONFIGURATIONS, unanswerable=UNANSWERABLE, max_questions=3, home=sample_home
+    )
+    return config, eval_answers_flow(config)
+
+
+def _child_tables(home, run_id):
+    return tracking.download_table(home, run_id, "answers"), tracking.download_table(home, run_id, "judgments")
+
+
+def test_every_metric_reports_how_many_questions_it_scored(evaluated):
+    _, report = evaluated
+    assert (report.questions, report.unanswerable) == (3, 5)
+    assert set(report.metrics) == {"fulltext", "hybrid"}
+    for metrics in report.metrics.values():
+        assert metrics["answerable_questions"] == 3 and metrics["unanswerable_questions"] == 5
+        assert 0.0 <= metrics["refusal_recall"] <= 1.0 and 0.0 <= metrics["false_refusal_rate"] <= 1.0
+        for name in ANSWER_METRICS:
+            assert 0 <= metrics[f"{name}_scored"] <= 3
+            assert (name in metrics) == (metrics[f"{name}_scored"] > 0)
+            assert name not in metrics or 0.0 <= metrics[name] <= 1.0
+        assert metrics["answer_model_calls"] >= 1 and metrics["answer_seconds"] > 0
+
+
+def test_numbers_agree_with_the_logged_answers_and_judgments(evaluated, sample_home):
+    _, report = evaluated
+    for label, run_id in report.run_ids.items():
+        answers, judgments = _child_tables(sample_home, run_id)
+        metrics = report.metrics[label]
+        assert answers.height == 8 and answers["answerable"].sum() == 3
+        for name in ANSWER_METRICS:
+            scored = answers[name].drop_nulls()
+            assert scored.len() == metrics[f"{name}_scored"] and not answers[name].is_nan().any()
+            if scored.len():
+                assert metrics[name] == pytest.approx(scored.mean())
+        refused = answers.filter(~pl.col("answerable"))["outcome"] == "refused"
+        assert metrics["refusal_recall"] == pytest.approx(refused.sum() / 5)
+        declined = answers.filter(pl.col("answerable"))["outcome"] == "refused"
+        assert metrics["false_refusal_rate"] == pytest.approx(declined.sum() / 3)
+        assert set(judgments["verdict"]) <= {"supported", "unsupported", "unreadable"}
+        for row in answers.filter(pl.col("answerable")).iter_rows(named=True):
+            mine = judgments.filter(query_id=row["query_id"])
+            faithful = mine.filter(metric="faithfulness")
+            if row["outcome"] == "answered":
+                # One verdict per statement, and the score is supported / statements.
+                assert faithful.height == row["statements"]
+                assert mine.filter(metric="citation_precision").height == row["citations"]
+                if row["faithfulness"] is not None:
+                    assert row["faithfulness"] == pytest.approx((faithful["verdict"] == "supported").mean())
+            else:
+                assert faithful.height == 0 and row["faithfulness"] is None and row["citation_precision"] is None
+
+
+def test_context_recall_judges_each_reference_sentence(evaluated, sample_home):
+    config, report = evaluated
+    golden, _ = gather_golden_questions(sample_home, ("sample",), 3, config.seed)
+    answers, judgments = _child_tables(sample_home, report.run_ids["hybrid"])
+    for question in golden:
+        sentences = split_statements(question.reference_answer)
+        recall = judgments.filter(query_id=question.query_id, metric="context_recall")
+        assert recall["statement"].to_list() == sentences
+        value = answers.filter(query_id=question.query_id)["context_recall"].item()
+        assert value == pytest.approx((recall["verdict"] == "supported").mean())
+
+
+def test_each_question_goes_through_the_answer_command_path(evaluated, sample_home):
+    config, report = evaluated
+    answers, _ = _child_tables(sample_home, report.run_ids["hybrid"])
+    row = answers.filter(pl.col("answerable")).row(0, named=True)
+    direct = answer_question(Resources(), sample_home, ["sample"], row["question"], config.configurations[1])
+    assert (direct.outcome, direct.text) == (row["outcome"], row["answer"])
+
+
+def test_batch_is_logged_with_judge_and_prompt_versions(evaluated, sample_home):
+    _, report = evaluated
+    runs = tracking.find_runs(sample_home, batch_id=report.batch_id)
+    assert {r.data.tags[tracking.TAG_KIND] for r in runs} == {"answers"}
+    children = {r.data.tags[tracking.TAG_LABEL]: r for r in runs if r.data.tags[tracking.TAG_ROLE] == "configuration"}
+    assert set(children) == {"fulltext", "hybrid"}
+    params = children["hybrid"].data.params
+    assert params["judge_model_id"] == report.judge_model == "smollm2:SmolLM2-135M-Instruct.Q4_1"
+    assert params["prompt_version.support"] == "support-verdict/1" and params["prompt_version.answer"] == "grounded-answer/1"
+    assert params["answer_model_id"] == "smollm2:SmolLM2-135M-Instruct.Q4_1" and params["config.search_type"] == "hybrid"
+    logged = children["hybrid"].data.metrics
+    for name, value in report.metrics["hybrid"].items():
+        assert logged[name] == pytest.approx(value)
+
+
+def test_pairwise_comparison_asks_both_orders_and_tallies_every_question(evaluated, sample_home):
+    _, report = evaluated
+    pairwise = tracking.download_table(sample_home, report.parent_run_id, "pairwise")
+    assert pairwise.height == 3 and set(pairwise["outcome"]) <= {"a", "b", "tie", "inconsistent", "unreadable"}
+    for row in pairwise.iter_rows(named=True):
+        if row["a_first"] != "identical":
+            assert row["a_first"] in ("first", "second", "tie", None) and row["b_first"] in ("first", "second", "tie", None)
+    [tally] = report.pairwise
+    expected = {"configuration_a": "fulltext", "configuration_b": "hybrid", **tally_pairs(pairwise["outcome"].to_list())}
+    assert {key: tally[key] for key in expected} == expected
+    judged = (pairwise["a_first"] != "identical").sum()
+    assert 2 * judged <= tally["judge_calls"] <= 4 * judged  # both orders, at most one retry each
+    parent = tracking.client(sample_home).get_run(report.parent_run_id).data.metrics
+    for key in ("wins_a", "ties", "wins_b", "inconsistent", "judge_calls"):
+        assert parent[f"pairwise/fulltext/hybrid/{key}"] == tally[key]
+
+
+def test_runs_list_shows_retrieval_and_answer_runs_together(evaluated, sample_home, monkeypatch):
+    retrieval = parse_config(
+        RetrievalEvalConfig, collections=["sample"], configurations=[{"label": "fulltext", "search_type": "fulltext"}], home=sample_home
+    )
+    eval_retrieval_flow(retrieval)
+    monkeypatch.setenv("RAGASSAY_HOME", str(sample_home))
+    result = runner.invoke(app, ["runs", "list", "--json"])
+    assert result.exit_code == 0
+    kinds = {row["kind"] for row in json.loads(result.stdout)}
+    assert {"retrieval", "answers"} <= kinds
+    compared = runner.invoke(app, ["runs", "compare", evaluated[1].batch_id, "--json"])
+    assert compared.exit_code == 0
+    [from_runs], [from_report] = json.loads(compared.stdout)["pairwise"], evaluated[1].pairwise
+    assert from_runs == {key: from_report[key] for key in from_runs}
+
+
+def test_unreadable_judgements_are_excluded_and_warned_never_scored(sample_home):
+    """A judge whose context cannot hold the prompt reads nothing: every judged metric is left out
+    with a warning naming metric and question; none becomes 0 or NaN."""
+    config = parse_config(
+        AnswerEvalConfig, collections=["sample"], configurations=[{"label": "hybrid"}], max_questions=2, pairwise=False,
+        judge={"context_size": 256}, home=sample_home,
+    )
+    report = eval_answers_flow(config)
+    metrics = report.metrics["hybrid"]
+    for name in ("faithfulness", "context_recall", "citation_precision"):
+        assert name not in metrics and metrics[f"{name}_scored"] == 0
+    unreadable = [w for w in report.warnings if "does not fit" in w["reason"] or "unreadable" in w["reason"]]
+    assert {w["metric"] for w in unreadable} >= {"context_recall"}
+    assert all(w["question"].startswith("sample/") and w["configuration"] == "hybrid" for w in unreadable)
+    answers = tracking.download_table(sample_home, report.run_ids["hybrid"], "answers")
+    assert answers["context_recall"].null_count() == 2
+
+
+def test_estimate_counts_calls_before_running(evaluated, sample_home, monkeypatch):
+    monkeypatch.setenv("RAGASSAY_HOME", str(sample_home))
+    configs = sample_home / "answer-configs.json"
+    configs.write_text(json.dumps(CONFIGURATIONS))
+    result = runner.invoke(
+        app, ["eval", "answers", "-c", "sample", "--configs", str(configs), "--unanswerable", str(UNANSWERABLE), "--max-questions", "3", "--estimate", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    estimate = json.loads(result.stdout)
+    golden, _ = gather_golden_questions(sample_home, ("sample",), 3, 0)
+    assert estimate["reference_sentences"] == sum(len(split_statements(q.reference_answer)) for q in golden)
+    for row in estimate["configurations"]:
+        assert row["answer"]["calls"] == 8 and row["answer"]["at_most"] == 16
+        assert row["judge"]["calls"] <= row["judge"]["at_most"] and row["judge"]["seconds"] > 0
+        # The batch above measured this model, so its rates are used.
+        assert row["answer_rate_basis"].startswith("measured in batch")
+    assert estimate["pairwise"]["calls"] == 6
+
+
+def test_bad_inputs_are_refused_before_any_work(sample_home, monkeypatch, tmp_path):
+    monkeypatch.setenv("RAGASSAY_HOME", str(sample_home))
+    bad = tmp_path / "unanswerable.jsonl"
+    bad.write_text('{"id": "u1", "question": "Who won?"}\n{"question": 3}\n{"id": "u3", "question": "Q", "expected_document_ids": ["guides/overview.md"]}\n')
+    result = runner.invoke(app, ["eval", "answers", "-c", "sample", "--unanswerable", str(bad)])
+    assert result.exit_code == 2
+    assert f"{bad}:2" in result.output and f"{bad}:3" in result.output
+    configs = tmp_path / "configs.yaml"
+    configs.write_text("- label: x\n  search_type: hybrid\n  temperature_c: 3\n")
+    result = runner.invoke(app, ["eval", "answers", "-c", "sample", "--configs", str(configs)])
+    assert result.exit_code == 2 and "temperature_c: unknown key" in result.output and "groundedness" in result.output

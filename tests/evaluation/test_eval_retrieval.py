@@ -1,0 +1,159 @@
+"""Retrieval evaluation end to end: the flow, its MLflow batch, the runs commands, the CI gate."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from flows.eval_retrieval import eval_retrieval_flow
+from ragassay import tracking
+from ragassay.cli.main import app
+from ragassay.config import RetrievalEvalConfig, parse_config
+from ragassay.errors import ConfigError
+from ragassay.golden.store import add_from_file
+from ragassay.store.schemas import GOLDEN
+from ragassay.store.tables import write_table
+from ragassay.store.workspace import collection_paths
+from tests.conftest import SAMPLE
+
+runner = CliRunner()
+CONFIGURATIONS = [
+    {"label": "fulltext", "search_type": "fulltext"},
+    {"label": "semantic", "search_type": "semantic"},
+    {"label": "hybrid", "search_type": "hybrid", "fusion": {"k": 60}},
+]
+
+
+@pytest.fixture(scope="module")
+def evaluated(sample_home):
+    """The sample golden set evaluated once under three configurations."""
+    add_from_file(sample_home, "sample", SAMPLE / "golden.jsonl")
+    config = parse_config(
+        RetrievalEvalConfig, collections=["sample"], configurations=CONFIGURATIONS, home=sample_home, assertions=["hybrid:recall@5>=0.8"]
+    )
+    return config, eval_retrieval_flow(config)
+
+
+def test_report_has_means_for_every_configuration_and_metric(evaluated):
+    config, report = evaluated
+    assert report.questions == 30 and not report.warnings
+    assert set(report.means) == {"fulltext", "semantic", "hybrid"}
+    for means in report.means.values():
+        assert set(means) == {str(m) for m in config.metrics()}
+        assert all(0.0 <= value <= 1.0 for value in means.values())
+    assert report.assertions == [{"assertion": "hybrid:recall@5>=0.8", "value": report.means["hybrid"]["recall@5"], "passed": True}]
+    pairs = {(c["configuration_a"], c["configuration_b"]) for c in report.comparisons}
+    assert pairs == {("fulltext", "semantic"), ("fulltext", "hybrid"), ("semantic", "hybrid")}
+
+
+def test_batch_is_one_parent_and_one_child_per_configuration_in_mlflow(evaluated, sample_home):
+    config, report = evaluated
+    runs = tracking.find_runs(sample_home, batch_id=report.batch_id)
+    parents = [r for r in runs if r.data.tags[tracking.TAG_ROLE] == "batch"]
+    children = [r for r in runs if r.data.tags[tracking.TAG_ROLE] == "configuration"]
+    assert [p.info.run_id for p in parents] == [report.parent_run_id]
+    assert {c.data.tags[tracking.TAG_LABEL] for c in children} == {"fulltext", "semantic", "hybrid"}
+    hybrid = next(c for c in children if c.data.tags[tracking.TAG_LABEL] == "hybrid")
+    assert hybrid.data.tags["mlflow.parentRunId"] == report.parent_run_id
+    params = hybrid.data.params
+    assert params["config.search_type"] == "hybrid" and params["config.fusion.k"] == "60" and params["config.rerank"] == "off"
+    assert params["golden_size.sample"] == "30" and len(params["golden_digest.sample"]) == 16
+    assert params["index_digest.sample"] and params["embedding_model.sample"].startswith("all-MiniLM-L6-v2-int8@")
+    assert hybrid.data.metrics["recall_at_5"] == pytest.approx(report.means["hybrid"]["recall@5"])
+    assert hybrid.data.metrics["ndcg_at_10"] == pytest.approx(report.means["hybrid"]["ndcg@10"])
+    per_question = tracking.download_table(sample_home, hybrid.info.run_id, "per_question")
+    assert per_question.height == 30 and per_question["recall@5"].mean() == pytest.approx(report.means["hybrid"]["recall@5"])
+    run = tracking.download_table(sample_home, hybrid.info.run_id, "run")
+    assert run.group_by("query_id").agg(pl.len())["len"].max() <= 10
+    assert tracking.download_table(sample_home, report.parent_run_id, "comparisons").height == len(report.comparisons)
+
+
+def test_runs_commands_list_show_and_compare_the_batch(evaluated, sample_home, monkeypatch):
+    _, report = evaluated
+    monkeypatch.setenv("RAGASSAY_HOME", str(sample_home))
+    listed = json.loads(runner.invoke(app, ["runs", "list", "--batch", report.batch_id, "--json"]).stdout)
+    assert len(listed) == 4 and {r["kind"] for r in listed} == {"retrieval"}
+    by_collection = json.loads(runner.invoke(app, ["runs", "list", "-c", "sample", "--json"]).stdout)
+    assert {r["run_id"] for r in listed} <= {r["run_id"] for r in by_collection}
+    shown = json.loads(runner.invoke(app, ["runs", "show", report.run_ids["semantic"], "--json"]).stdout)
+    assert shown["configuration"] == "semantic" and shown["params"]["config.search_type"] == "semantic"
+    compared = runner.invoke(app, ["runs", "compare", report.batch_id, "--json"])
+    assert compared.exit_code == 0
+    payload = json.loads(compared.stdout)
+    assert payload["means"]["fulltext"]["mrr"] == pytest.approx(report.means["fulltext"]["mrr"])
+    assert len(payload["comparisons"]) == len(report.comparisons)
+    human = runner.invoke(app, ["runs", "compare", report.batch_id])
+    assert "paired differences" in human.stdout and "hybrid" in human.stdout
+    assert runner.invoke(app, ["runs", "show", "0" * 32]).exit_code == 2
+
+
+def test_a_failed_gate_exits_1_and_names_the_bound(sample_home, monkeypatch):
+    monkeypatch.setenv("RAGASSAY_HOME", str(sample_home))
+    result = runner.invoke(
+        app, ["eval", "retrieval", "-c", "sample", "--mode", "fulltext", "--max-questions", "5", "--assert", "fulltext:recall@1>=1.01", "--assert", "fulltext:mrr>=0"]
+    )
+    assert result.exit_code == 1
+    assert "quality gate failed: fulltext:recall@1>=1.01" in result.stderr
+    assert "fulltext:mrr>=0" not in result.stderr
+    assert "batch" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("file_text", "message"),
+    [
+        ("- {label: a, search_type: fulltext, serch_depth: 5}", "unknown key; allowed keys: content_types, depth, fusion, label, lexical_unit, path_glob, rerank, rerank_candidates, rerank_model, search_type"),
+        ("- {label: a, search_type: vector}", "'fulltext', 'semantic' or 'hybrid'"),
+        ("- {label: a, search_type: hybrid, rerank: always}", "rerank: Input should be 'off' or 'llm'"),
+        ("- {label: a, search_type: hybrid, fusion: {method: borda}}", "fusion.method"),
+        ("{configurations: [{label: a, search_type: fulltext}], ks: [0]}", "ks"),
+        ("- {label: a, search_type: fulltext}\n- {label: a, search_type: hybrid}", "repeated: a"),
+    ],
+)
+def test_bad_configurations_fail_before_any_work_naming_the_key(sample_home, monkeypatch, tmp_path, file_text, message):
+    monkeypatch.setenv("RAGASSAY_HOME", str(sample_home))
+    before = len(tracking.find_runs(sample_home))
+    path = tmp_path / "configs.yaml"
+    path.write_text(file_text, encoding="utf-8")
+    result = runner.invoke(app, ["eval", "retrieval", "-c", "sample", "--configs", str(path)])
+    assert result.exit_code == 2
+    assert message in result.output
+    assert len(tracking.find_runs(sample_home)) == before
+
+
+def test_an_assertion_on_an_unknown_label_or_deep_cutoff_is_a_config_error(sample_home):
+    with pytest.raises(ConfigError, match="labels: a"):
+        parse_config(RetrievalEvalConfig, collections=["sample"], configurations=[{"label": "a", "search_type": "fulltext"}], assertions=["b:mrr>=1"])
+    with pytest.raises(ConfigError, match="max\\(ks\\) = 10"):
+        parse_config(RetrievalEvalConfig, collections=["sample"], configurations=[{"label": "a", "search_type": "fulltext"}], assertions=["a:recall@20>=1"])
+
+
+def test_questions_without_expected_documents_are_excluded_with_a_warning(home, tmp_path):
+    from flows.index import index_flow
+    from flows.ingest import ingest_flow
+    from ragassay.config import IndexConfig, IngestConfig
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "wax.md").write_text("Beeswax melts at 63 degrees.", encoding="utf-8")
+    ingest_flow(IngestConfig(collection="bees", paths=(docs,), home=home))
+    index_flow(IndexConfig(collection="bees", home=home))
+    rows = pl.DataFrame(
+        {
+            "entry_id": ["ok", "empty", "gone"],
+            "question": ["When does wax melt?", "Orphan question?", "Where is the smoker?"],
+            "expected_document_ids": [["wax.md"], [], ["smoker.md"]],
+            "relevance": [[1], [], [1]],
+            "origin": ["manual"] * 3,
+        }
+    )
+    golden = rows.with_columns([pl.lit(None, dtype=dtype).alias(name) for name, dtype in GOLDEN.schema.items() if name not in rows.columns])
+    write_table(golden, collection_paths(home, "bees").golden, GOLDEN)
+    config = parse_config(RetrievalEvalConfig, collections=["bees"], configurations=[{"label": "lex", "search_type": "fulltext"}], home=home)
+    report = eval_retrieval_flow(config)
+    assert report.questions == 2
+    assert any("bees/empty: no expected documents" in w for w in report.warnings)
+    assert any("bees/gone: expected documents no longer in the collection: smoker.md" in w for w in report.warnings)
+    assert report.means["lex"]["recall@1"] == 0.5, "the question whose document is gone still counts, at 0"

@@ -1,0 +1,179 @@
+"""The ingest and index flows on real files, run by Prefect's engine against a real API."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from flows.index import index_flow
+from flows.ingest import ingest_flow
+from ragassay.config import IndexConfig, IngestConfig
+from ragassay.errors import IndexMissing
+from ragassay.ingest.documents import delete_documents
+from ragassay.store.schemas import embeddings_spec
+from ragassay.store.tables import read_table
+from ragassay.store.workspace import collection_paths, load_chunks, load_documents, read_manifest
+from tests.helpers import search_hits
+from tests.ingest.test_extraction import write_docx, write_pdf
+
+
+def make_corpus(root: Path) -> Path:
+    (root / "guides").mkdir(parents=True)
+    (root / "guides" / "smoke.md").write_text("# Smoke\n\nCool smoke masks the alarm pheromone.\n", encoding="utf-8")
+    (root / "guides" / "feeding.txt").write_text("Feeding\n\nAutumn syrup is two parts sugar to one of water.\n", encoding="utf-8")
+    (root / "wax.html").write_text("<title>Wax</title><p>Beeswax melts at 63 degrees.</p>", encoding="utf-8")
+    write_docx(root / "queens.docx", ["Queens emerge after 16 days."])
+    write_pdf(root / "diseases.pdf", ["Foulbrood is notifiable.", "Chalkbrood is a fungus."])
+    (root / "broken.txt").write_bytes(b"\xff\xfe\xfa broken")
+    (root / "picture.png").write_bytes(b"\x89PNG")
+    (root / ".hidden").mkdir()
+    (root / ".hidden" / "secret.txt").write_text("never ingested", encoding="utf-8")
+    return root
+
+
+def ingest(home: Path, *paths: Path, **options):
+    return ingest_flow(IngestConfig(collection="bees", paths=paths, home=home, **options))
+
+
+def test_ingest_stores_documents_and_reports_rejections(home, tmp_path):
+    corpus = make_corpus(tmp_path / "corpus")
+    report = ingest(home, corpus)
+    assert report.counts() == {"ingested": 5, "replaced": 0, "unchanged": 0, "rejected": 2}
+    assert {(Path(r.path).name, r.reason) for r in report.rejected} == {
+        ("broken.txt", "unreadable"),
+        ("picture.png", "unsupported_type"),
+    }
+    paths = collection_paths(home, "bees")
+    documents = load_documents(paths, with_text=True)
+    assert sorted(documents["doc_id"]) == ["diseases.pdf", "guides/feeding.txt", "guides/smoke.md", "queens.docx", "wax.html"]
+    chunks = load_chunks(paths)
+    for document in documents.iter_rows(named=True):
+        own = chunks.filter(pl.col("doc_id") == document["doc_id"])
+        assert own.height == document["chunk_count"] > 0
+        for chunk in own.iter_rows(named=True):
+            assert document["text"][chunk["char_start"] : chunk["char_end"]] == chunk["text"]
+    pdf_pages = chunks.filter(pl.col("doc_id") == "diseases.pdf")["page"].to_list()
+    assert pdf_pages == [1, 2]
+    smoke = documents.filter(pl.col("doc_id") == "guides/smoke.md").row(0, named=True)
+    assert smoke["title"] == "Smoke" and smoke["content_type"] == "text/markdown"
+    assert len(smoke["sha256"]) == 64 and smoke["bytes"] == (corpus / "guides" / "smoke.md").stat().st_size
+
+
+def test_reingest_is_a_no_op_and_a_changed_file_replaces_its_chunks(home, tmp_path):
+    corpus = make_corpus(tmp_path / "corpus")
+    ingest(home, corpus)
+    paths = collection_paths(home, "bees")
+    before = load_documents(paths)
+
+    again = ingest(home, corpus)
+    assert again.counts()["unchanged"] == 5 and not again.ingested and not again.replaced
+    assert load_documents(paths).equals(before)
+
+    long_text = "# Smoke\n\n" + "\n\n".join(f"Paragraph {n} about smoke and bees." for n in range(200))
+    (corpus / "guides" / "smoke.md").write_text(long_text, encoding="utf-8")
+    changed = ingest(home, corpus)
+    assert changed.replaced == ["guides/smoke.md"] and len(changed.unchanged) == 4
+    chunks = load_chunks(paths)
+    smoke_chunks = chunks.filter(pl.col("doc_id") == "guides/smoke.md")
+    assert smoke_chunks.height > 1
+    assert smoke_chunks["chunk_id"].to_list() == [f"guides/smoke.md#{n}" for n in range(smoke_chunks.height)]
+    assert chunks["chunk_id"].is_unique().all(), "no orphan or duplicate chunks survive a replace"
+    assert set(chunks["doc_id"]) == set(load_documents(paths)["doc_id"])
+
+
+def test_a_file_that_turns_bad_keeps_its_stored_version(home, tmp_path):
+    corpus = make_corpus(tmp_path / "corpus")
+    ingest(home, corpus)
+    (corpus / "guides" / "feeding.txt").write_bytes(b"\xff broken now")
+    report = ingest(home, corpus)
+    assert [Path(r.path).name for r in report.rejected if r.reason == "unreadable"] == ["broken.txt", "feeding.txt"]
+    assert "guides/feeding.txt" in load_documents(collection_paths(home, "bees"))["doc_id"].to_list()
+
+
+def test_a_single_file_can_be_given_its_doc_id(home, tmp_path):
+    path = tmp_path / "notes.txt"
+    path.write_text("Notes about propolis.", encoding="utf-8")
+    report = ingest(home, path, doc_id="handbook/propolis")
+    assert report.ingested == ["handbook/propolis"]
+
+
+def test_index_caches_embeddings_and_reembeds_only_changed_chunks(home, tmp_path):
+    corpus = make_corpus(tmp_path / "corpus")
+    ingest(home, corpus)
+    first = index_flow(IndexConfig(collection="bees", home=home))
+    assert first.embedded == first.chunks == 6 and first.reused_embeddings == 0
+
+    unchanged = index_flow(IndexConfig(collection="bees", home=home))
+    assert unchanged.embedded == 0 and unchanged.reused_embeddings == 6
+    assert unchanged.index_digest == first.index_digest
+
+    (corpus / "wax.html").write_text("<title>Wax</title><p>Beeswax melts between 62 and 64 degrees.</p>", encoding="utf-8")
+    ingest(home, corpus)
+    with pytest.raises(IndexMissing, match="changed since it was indexed"):
+        from ragassay.search.collections import load_searchable
+        from ragassay.search.dense import Embedders
+
+        load_searchable(home, "bees", need_dense=False, embedders=Embedders())
+    after_change = index_flow(IndexConfig(collection="bees", home=home))
+    assert after_change.embedded == 1 and after_change.reused_embeddings == 5
+    assert after_change.index_digest != first.index_digest
+
+    paths = collection_paths(home, "bees")
+    cache = read_table(paths.embeddings, embeddings_spec(384))
+    assert cache.height == 6, "the cache keeps current texts only"
+    manifest = read_manifest(paths)
+    assert manifest["chunks"] == 6 and manifest["dimension"] == 384
+
+
+def test_deleting_a_document_removes_its_chunks_and_index_entries(home, tmp_path):
+    
+    corpus = make_corpus(tmp_path / "corpus")
+    ingest(home, corpus)
+    index_flow(IndexConfig(collection="bees", home=home))
+    paths = collection_paths(home, "bees")
+    assert delete_documents(paths, ["wax.html"]) == ["wax.html"]
+    index_flow(IndexConfig(collection="bees", home=home))
+    assert "wax.html" not in load_chunks(paths)["doc_id"].to_list()
+    hits = search_hits(home, ["bees"], "beeswax melts", search_type="fulltext")
+    assert all(hit.doc_id != "wax.html" for hit in hits)
+    assert read_table(paths.embeddings, embeddings_spec(384)).height == 5
+
+
+def test_beir_import_stores_documents_queries_and_qrels(home, tmp_path):
+    dataset = tmp_path / "tiny-beir"
+    (dataset / "qrels").mkdir(parents=True)
+    corpus = [
+        {"_id": "d1", "title": "Varroa", "text": "Mites feed on bees."},
+        {"_id": "d2", "title": "", "text": "Wax melts at 63 degrees."},
+    ]
+    (dataset / "corpus.jsonl").write_text("\n".join(json.dumps(r) for r in corpus) + "\n", encoding="utf-8")
+    queries = [{"_id": "q1", "text": "what feeds on bees"}, {"_id": "q2", "text": "train split query"}]
+    (dataset / "queries.jsonl").write_text("\n".join(json.dumps(r) for r in queries) + "\n", encoding="utf-8")
+    (dataset / "qrels" / "test.tsv").write_bytes(b"query-id\tcorpus-id\tscore\r\nq1\td1\t1\r\n")
+    report = ingest_flow(IngestConfig(collection="tiny", paths=(dataset,), format="beir", home=home))
+    assert report.ingested == ["d1", "d2"] and report.queries == 1 and report.qrels == 1
+    paths = collection_paths(home, "tiny")
+    documents = load_documents(paths, with_text=True)
+    assert documents.filter(pl.col("doc_id") == "d1")["text"].item() == "Varroa\n\nMites feed on bees."
+    assert pl.read_parquet(paths.beir_qrels).to_dicts() == [{"query_id": "q1", "doc_id": "d1", "relevance": 1}]
+    assert pl.read_parquet(paths.beir_queries)["query_id"].to_list() == ["q1"]
+
+
+def test_a_local_onnx_folder_can_be_the_embedding_model(home, tmp_path):
+    """Any folder with model.onnx and tokenizer files works; here a copy of the default model."""
+    import shutil
+
+    from ragassay.search.dense import DEFAULT_MODEL_NAME, assemble_default_model
+    from ragassay.store.workspace import models_dir
+
+    folder = tmp_path / "my-model"
+    shutil.copytree(assemble_default_model(models_dir(home)), folder)
+    ingest(home, make_corpus(tmp_path / "corpus"))
+    report = index_flow(IndexConfig(collection="bees", home=home, embedding_model=str(folder)))
+    assert report.embedding_model_id.startswith(f"onnx:{folder}@") and report.embedded == 6
+    hits = search_hits(home, ["bees"], "when does wax melt", search_type="semantic", k=1)
+    assert hits[0].doc_id == "wax.html"
+    assert DEFAULT_MODEL_NAME not in report.embedding_model_id

@@ -1,0 +1,119 @@
+"""The model layer with real models: SmolLM2 in-process, and the same file behind a real
+OpenAI-compatible server (llama-cpp-python's) on loopback."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+
+import httpx
+import pytest
+from pydantic import BaseModel
+
+from ragassay.llm.models import ChatModelConfig, ChatModels, ModelError, load_chat_model, smollm2_path
+from ragassay.llm.structured import generate_structured
+
+
+class Colour(BaseModel):
+    colour: str
+    confident: bool
+
+
+@pytest.fixture(scope="module")
+def models():
+    """One loaded SmolLM2 for the module's tests, released when they are done."""
+    loaded = ChatModels()
+    yield loaded
+    loaded.close()
+
+
+MESSAGES = [{"role": "user", "content": 'What colour is the sky on a clear day? Reply as JSON {"colour": ..., "confident": ...}.'}]
+
+
+def test_structured_output_is_validated_and_its_cost_counted(models):
+    model = models.get(ChatModelConfig())
+    result = generate_structured(model, MESSAGES, Colour, max_tokens=64)
+    usage = result.usage
+    assert result.ok and isinstance(result.value, Colour) and result.attempts == 1
+    assert usage.calls == 1 and usage.prompt_tokens > 0 and usage.completion_tokens > 0 and usage.seconds > 0
+    assert models.get(ChatModelConfig()) is model, "a ChatModels loads each model once"
+
+
+def test_the_same_seed_gives_the_same_output(models):
+    model = models.get(ChatModelConfig())
+    first = generate_structured(model, MESSAGES, Colour, max_tokens=64, temperature=0.8, seed=11)
+    second = generate_structured(model, MESSAGES, Colour, max_tokens=64, temperature=0.8, seed=11)
+    assert first.raw == second.raw
+
+
+def test_output_that_cannot_be_read_after_a_retry_is_returned_as_unparseable(models):
+    model = models.get(ChatModelConfig())
+    result = generate_structured(model, MESSAGES, Colour, max_tokens=3)  # too short for valid JSON
+    usage = result.usage
+    assert not result.ok and result.value is None and result.attempts == 2
+    assert result.raw and result.error
+    assert usage.calls == 2 and usage.unparseable == 1
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [({"backend": "gguf"}, "needs path"), ({"backend": "openai", "url": "http://127.0.0.1:1"}, "needs url and model")],
+)
+def test_backends_say_what_they_need(settings, message):
+    with pytest.raises(ValueError, match=message):
+        ChatModelConfig(**settings)
+
+
+def test_a_missing_gguf_file_is_a_model_error(tmp_path):
+    with pytest.raises(ModelError, match="does not exist"):
+        load_chat_model(ChatModelConfig(backend="gguf", path=tmp_path / "absent.gguf"))
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def chat_server():
+    """llama-cpp-python's OpenAI-compatible server with SmolLM2, on loopback, stopped after."""
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "llama_cpp.server", "--model", str(smollm2_path()), "--host", "127.0.0.1", "--port", str(port),
+         "--n_ctx", "2048", "--model_alias", "smollm2"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{url}/v1/models", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.5)
+        else:
+            pytest.fail("the llama.cpp server did not start within 120 s")
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def test_openai_compatible_endpoint_gives_validated_structured_output(chat_server):
+    model = load_chat_model(ChatModelConfig(backend="openai", url=chat_server, model="smollm2", context_size=2048))
+    result = generate_structured(model, MESSAGES, Colour, max_tokens=64)
+    usage = result.usage
+    assert result.ok and isinstance(result.value, Colour)
+    assert model.model_id == f"openai:smollm2@{chat_server}"
+    assert usage.calls == 1 and usage.completion_tokens > 0
+
+
+def test_an_unreachable_endpoint_is_a_model_error():
+    model = load_chat_model(ChatModelConfig(backend="openai", url=f"http://127.0.0.1:{free_port()}", model="none", timeout_seconds=5))
+    with pytest.raises(ModelError, match="failed"):
+        model.complete(MESSAGES, None, 8, 0.0, 0)
