@@ -10,6 +10,11 @@ from ragassay.search.run import run_search
 from ragassay.search.settings import SearchSettings
 
 
+# One embedding model and the opened collections for the whole session, as a worker process keeps
+# them; a collection changed on disk is opened again (OpenCollections keys on the files).
+SESSION_RESOURCES = Resources()
+
+
 def search_hits(home: Path, collections: list[str], query: str, k: int = 10, **settings) -> list[SearchHit]:
-    """The hits `ragassay search` returns with these settings (loaded afresh for each call)."""
-    return run_search(Resources(), home, collections, query, SearchSettings(**settings), k).hits
+    """The hits `ragassay search` returns with these settings."""
+    return run_search(SESSION_RESOURCES, home, collections, query, SearchSettings(**settings), k).hits
