@@ -2,27 +2,28 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from ragassay.answer.grounding import MIN_RELEVANCE
 from ragassay.errors import ConfigError
 from ragassay.gates.assertions import parse_assertion
-from ragassay.llm.models import ChatModelConfig
+from ragassay.llm.models import DEFAULT_JUDGE_BACKEND, ChatModelConfig
 from ragassay.metrics.names import MetricName, standard_metrics
 from ragassay.search.settings import SearchSettings, SearchType
-from ragassay.store.workspace import COLLECTION_NAME
+from ragassay.store.workspace import COLLECTION_NAME, workspace_home  # noqa: F401 (callers import it from here)
 
-DEFAULT_HOME = Path.home() / ".ragassay"
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2-int8"
-
-
-def workspace_home() -> Path:
-    """The workspace root: $RAGASSAY_HOME, or ~/.ragassay when it is unset."""
-    return Path(os.environ.get("RAGASSAY_HOME") or DEFAULT_HOME).expanduser().resolve()
+DEFAULT_JUDGE = ChatModelConfig(backend=DEFAULT_JUDGE_BACKEND)
 
 
 class _Frozen(BaseModel):
@@ -101,6 +102,8 @@ class GenerateConfig(_Frozen):
     count: int = Field(ge=1, le=10_000)
     seed: int | None = None
     model: ChatModelConfig = ChatModelConfig()
+    # Checks that each accepted answer is supported by its page (the gate's judged check).
+    judge: ChatModelConfig = DEFAULT_JUDGE
     max_attempts_factor: int = Field(3, ge=1, le=100)
     temperature: float = Field(0.3, ge=0.0, le=2.0)
     home: Path = Field(default_factory=workspace_home)
@@ -208,7 +211,7 @@ class AnswerEvalConfig(_Frozen):
 
     collections: tuple[str, ...] = Field(min_length=1)
     configurations: tuple[AnswerConfiguration, ...] = Field(min_length=1)
-    judge: ChatModelConfig = ChatModelConfig()
+    judge: ChatModelConfig = DEFAULT_JUDGE
     unanswerable: Path | None = None
     max_questions: int | None = Field(None, ge=1)
     seed: int = 0
@@ -259,7 +262,7 @@ class CaseSuite(_Frozen):
     name: str = Field("cases", pattern=LABEL)
     collections: tuple[str, ...] = Field(min_length=1)
     answer: AnswerSettings = AnswerSettings()
-    judge: ChatModelConfig = ChatModelConfig()
+    judge: ChatModelConfig = DEFAULT_JUDGE
     cases: tuple[EvalCase, ...] = Field(min_length=1)
     home: Path = Field(default_factory=workspace_home)
 

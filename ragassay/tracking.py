@@ -50,7 +50,10 @@ def experiment_name(collections: list[str]) -> str:
 
 
 def ensure_experiment(mlflow_client, home: Path, collections: list[str]) -> str:
-    name = experiment_name(collections)
+    return ensure_named_experiment(mlflow_client, home, experiment_name(collections))
+
+
+def ensure_named_experiment(mlflow_client, home: Path, name: str) -> str:
     experiment = mlflow_client.get_experiment_by_name(name)
     if experiment is not None:
         return experiment.experiment_id
@@ -178,3 +181,43 @@ def download_table(home: Path, run_id: str, name: str) -> pl.DataFrame | None:
         except (MlflowException, OSError):
             return None
         return pl.read_parquet(path)
+
+
+CALIBRATION_EXPERIMENT = "ragassay/judge-calibration"
+
+
+def log_calibration(home: Path, kind: str, params: dict[str, str], metrics: dict[str, float], rows: pl.DataFrame, confusion: dict[str, int] | None) -> str:
+    """One run in the judge-calibration experiment: the judge and labels as params, the agreement
+    figures as metrics, every row as a Parquet artifact, and (for support verdicts) a
+    confusion-matrix picture."""
+    mlflow_client = client(home)
+    experiment_id = ensure_named_experiment(mlflow_client, home, CALIBRATION_EXPERIMENT)
+    run = mlflow_client.create_run(experiment_id, run_name=f"{kind}-{params.get('judge_model', '')}", tags={TAG_KIND: kind, TAG_ROLE: "calibration"})
+    run_id = run.info.run_id
+    log_values(mlflow_client, run_id, params, {k: v for k, v in metrics.items() if v is not None})
+    log_tables(mlflow_client, run_id, {"rows": rows})
+    if confusion is not None:
+        mlflow_client.log_figure(run_id, _confusion_figure(confusion, params.get("judge_model", "")), "confusion_matrix.png")
+    mlflow_client.set_terminated(run_id, "FINISHED")
+    return run_id
+
+
+def _confusion_figure(confusion: dict[str, int], title: str):
+    import matplotlib
+
+    matplotlib.use("Agg")  # no display: the picture only goes to a file
+    from matplotlib.figure import Figure
+
+    classes = ("supported", "unsupported")
+    counts = [[confusion[f"{label}_judged_{verdict}"] for verdict in classes] for label in classes]
+    figure = Figure(figsize=(4.2, 3.6))
+    axes = figure.subplots()
+    axes.imshow(counts, cmap="Blues")
+    for row, line in enumerate(counts):
+        for column, count in enumerate(line):
+            axes.text(column, row, str(count), ha="center", va="center", fontsize=14)
+    axes.set_xticks([0, 1], [f"judged {c}" for c in classes])
+    axes.set_yticks([0, 1], [f"labelled {c}" for c in classes])
+    axes.set_title(title, fontsize=9)
+    figure.tight_layout()
+    return figure

@@ -30,10 +30,13 @@ fi
 echo "== retrieval evaluation: fulltext, semantic and hybrid, logged as one MLflow batch"
 ragassay eval retrieval --collection sample --assert "hybrid:recall@5>=0.8" --assert "fulltext:mrr>=0.5"
 
-echo "== golden questions written by the model from the corpus, through the quality gate"
+echo "== how far to trust the judge: its verdicts against 52 statements labelled by the team (MEMERAG-EXT figures: BENCHMARKS.md)"
+ragassay judge calibrate --labels data/judge/labelled_statements.jsonl
+
+echo "== golden questions written by SmolLM2 from the corpus, through the quality gate (rules, then Qwen2.5 1.5B checks each answer against its page)"
 ragassay golden generate --collection sample --count 3 --seed 7
 
-echo "== answer evaluation: fulltext and hybrid retrieval feeding SmolLM2, judged by SmolLM2"
+echo "== answer evaluation: fulltext and hybrid retrieval feeding SmolLM2, judged by Qwen2.5 1.5B (the default judge)"
 answer_eval=(--collection sample --configs data/sample/answer_configs.yaml --unanswerable data/sample/unanswerable.jsonl --max-questions 5)
 ragassay eval answers "${answer_eval[@]}" --estimate
 ragassay eval answers "${answer_eval[@]}"

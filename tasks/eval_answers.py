@@ -25,7 +25,7 @@ from ragassay.evaluation.answer_summary import (
 )
 from ragassay.evaluation.answers import PairComparison, batch_warnings
 from ragassay.evaluation.questions import EvalQuestion, GoldenContext, gather_golden_questions, read_unanswerable
-from ragassay.judge.judge import Judge
+from ragassay.judge.judge import Judge, support_threshold_for
 from ragassay.judge.prompts import PROMPT_VERSIONS
 from ragassay.llm.models import ChatModelConfig, model_id_of
 from ragassay.store.schemas import PAIRWISE
@@ -133,6 +133,7 @@ def log_answer_batch(
         "unanswerable_file": str(config.unanswerable) if config.unanswerable else None,
         "judge": config.judge.model_dump(),
         "judge_model_id": judge_model_id,
+        "judge_support_threshold": support_threshold_for(judge_model_id),
         "prompt_version": {"answer": ANSWER_PROMPT_VERSION, **PROMPT_VERSIONS},
         "index_digest": context.index_digests,
         "golden_digest": context.golden_digests,

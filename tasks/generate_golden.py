@@ -49,9 +49,10 @@ def log_generation_run(config: GenerateConfig, report: GenerationReport, candida
         mlflow_client,
         run_id,
         {"seed": str(report.seed), "model": report.model_id, "prompt_version": report.prompt_version, "count": str(report.requested),
+         "judge_model": report.judge_model_id, "support_threshold": str(report.support_threshold),
          "collection": config.collection, "temperature": str(config.temperature)},
         {"acceptance_rate": report.acceptance_rate, "attempted": report.attempted, "accepted": len(report.accepted),
-         **{f"discarded_{reason}": count for reason, count in report.discarded.items()}, **report.usage},
+         **{f"discarded_{reason}": count for reason, count in report.discarded.items()}, **report.usage, **report.judge_usage},
     )
     tracking.log_tables(mlflow_client, run_id, {"candidates": candidates, "discarded": candidates.filter(~pl.col("accepted"))})
     tracking.finish(mlflow_client, run_id)

@@ -14,6 +14,28 @@ SAMPLE = REPO / "data" / "sample"
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 
 
+def _outer_models_dir() -> Path:
+    """The models folder of the environment the suite was started from, where the set-up command
+    assembled Qwen2.5 1.5B (tests run in their own workspaces, which share these 1 GB)."""
+    from ragassay.store.workspace import models_dir, workspace_home
+
+    return models_dir(workspace_home())
+
+
+OUTER_MODELS_DIR = _outer_models_dir()
+
+
+@pytest.fixture(autouse=True)
+def shared_models(monkeypatch):
+    """Every test's workspace finds the assembled models of the outer environment."""
+    monkeypatch.setenv("RAGASSAY_MODELS", str(OUTER_MODELS_DIR))
+
+
+@pytest.fixture
+def outer_models_dir() -> Path:
+    return OUTER_MODELS_DIR
+
+
 @pytest.fixture(scope="session", autouse=True)
 def prefect_harness():
     """Every flow in the suite runs on a real, temporary Prefect API and database."""

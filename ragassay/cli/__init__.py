@@ -8,7 +8,8 @@ look-ups call the library directly.
 - eval: `ragassay eval retrieval|answers`.
 - runs: `ragassay runs list|show|compare`.
 - cases: `ragassay cases run`.
-- judge: `ragassay judge calibrate`.
+- judge: `ragassay judge calibrate` (support verdicts against labels, or pairwise position bias).
+- models: `ragassay models fetch|list` (named chat models, assembled and verified).
 - render: the tables and lines evaluation commands print.
 - common: exit codes, consoles, --json output, shared options, config files.
 """

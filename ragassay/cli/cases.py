@@ -13,6 +13,7 @@ from ragassay.cli.common import (
     EXIT_PARTIAL,
     JSON_OPTION,
     JUDGE_BACKEND_OPTION,
+    JUDGE_MODEL_OPTION,
     JUDGE_NAME_OPTION,
     JUDGE_PATH_OPTION,
     JUDGE_URL_OPTION,
@@ -31,6 +32,7 @@ cases_app = typer.Typer(help="Run suites of evaluation cases (a CI gate for answ
 @cases_app.command("run")
 def cases_run(
     suite_file: Path = typer.Argument(..., help="Suite file (YAML or JSON): collections, optional answer and judge settings, cases."),
+    judge_model: Optional[str] = JUDGE_MODEL_OPTION,
     judge_backend: Optional[str] = JUDGE_BACKEND_OPTION,
     judge_path: Optional[Path] = JUDGE_PATH_OPTION,
     judge_url: Optional[str] = JUDGE_URL_OPTION,
@@ -49,7 +51,7 @@ def cases_run(
         settings = load_config_file(suite_file)
         if "configurations" in settings:
             raise ConfigError(f"{suite_file} must be a mapping with 'collections' and 'cases', not a list")
-        judge = judge_override(judge_backend, judge_path, judge_url, judge_name)
+        judge = judge_override(judge_model, judge_backend, judge_path, judge_url, judge_name)
         if judge is not None:
             settings["judge"] = judge
         suite = parse_config(CaseSuite, **settings)

@@ -43,30 +43,50 @@ def fail(error: Exception) -> NoReturn:
 
 
 # The chat model of a command (answers, generation) and the judge model, chosen the same way
-# everywhere: the bundled SmolLM2, a local GGUF file, or an OpenAI-compatible server.
-MODEL_BACKEND_OPTION = typer.Option("smollm2", help="smollm2 (bundled), gguf (--model-path) or openai (--model-url, --model-name).")
+# everywhere: by name (smollm2, qwen2.5-1.5b), a local GGUF file, or an OpenAI-compatible server.
+MODEL_OPTION = typer.Option(
+    None, "--model", help="Chat model: smollm2 (bundled: fast, weak), qwen2.5-1.5b (assembled at set-up) or a .gguf file. Default: the config's."
+)
+MODEL_BACKEND_OPTION = typer.Option(None, help="smollm2, qwen2.5-1.5b, gguf (--model-path) or openai (--model-url, --model-name).")
 MODEL_PATH_OPTION = typer.Option(None, help="A GGUF file, for --model-backend gguf.")
 MODEL_URL_OPTION = typer.Option(None, help="Base URL of an OpenAI-compatible server, for --model-backend openai.")
 MODEL_NAME_OPTION = typer.Option(None, help="Model name at that server.")
+JUDGE_MODEL_OPTION = typer.Option(
+    None, "--judge-model", help="Judge model: qwen2.5-1.5b (the default), smollm2 (fast smoke tests: its verdicts do not agree with people) or a .gguf file."
+)
 JUDGE_BACKEND_OPTION = typer.Option(
-    None, "--judge-backend", help="Judge model: smollm2 (bundled, the default), gguf (--judge-path) or openai (--judge-url, --judge-name)."
+    None, "--judge-backend", help="Judge model: qwen2.5-1.5b (the default), smollm2, gguf (--judge-path) or openai (--judge-url, --judge-name)."
 )
 JUDGE_PATH_OPTION = typer.Option(None, "--judge-path", help="A GGUF file, for --judge-backend gguf.")
 JUDGE_URL_OPTION = typer.Option(None, "--judge-url", help="Base URL of an OpenAI-compatible server, for --judge-backend openai.")
 JUDGE_NAME_OPTION = typer.Option(None, "--judge-name", help="Judge model name at that server.")
 
 
-def model_settings(backend: str | None, path, url: str | None, name: str | None) -> dict:
-    """A ChatModelConfig's fields from the model options (backend None: the default, smollm2)."""
-    settings = {"backend": backend or "smollm2", "path": path, "url": url, "model": name}
+def model_settings(choice: str | None, backend: str | None, path, url: str | None, name: str | None, option: str = "--model") -> dict:
+    """A ChatModelConfig's fields from the model options; {} when none was given (the config's
+    default model). `choice` is the --model/--judge-model shorthand: a model name or a .gguf file."""
+    from ragassay.llm.models import NAMED_BACKENDS
+
+    if choice is not None:
+        if backend is not None:
+            raise ConfigError(f"give {option} or a backend option, not both")
+        if choice in NAMED_BACKENDS:
+            backend = choice
+        elif choice.endswith(".gguf") or Path(choice).expanduser().is_file():
+            backend, path = "gguf", Path(choice).expanduser()
+        else:
+            raise ConfigError(f"{option} {choice!r} is neither a model name ({', '.join(NAMED_BACKENDS)}) nor a .gguf file")
+    if backend is None and url is not None:
+        backend = "openai"
+    if backend is None and path is not None:
+        backend = "gguf"
+    settings = {"backend": backend, "path": path, "url": url, "model": name}
     return {key: value for key, value in settings.items() if value is not None}
 
 
-def judge_override(backend: str | None, path, url: str | None, name: str | None) -> dict | None:
+def judge_override(choice: str | None, backend: str | None, path, url: str | None, name: str | None) -> dict | None:
     """The judge model the --judge-* options choose, or None when none was given (keep the config's)."""
-    if all(value is None for value in (backend, path, url, name)):
-        return None
-    return model_settings(backend, path, url, name)
+    return model_settings(choice, backend, path, url, name, option="--judge-model") or None
 
 
 def load_config_file(path: Path) -> dict:

@@ -12,6 +12,7 @@ from ragassay.cli.common import (
     EXIT_PARTIAL,
     JSON_OPTION,
     JUDGE_BACKEND_OPTION,
+    JUDGE_MODEL_OPTION,
     JUDGE_NAME_OPTION,
     JUDGE_PATH_OPTION,
     JUDGE_URL_OPTION,
@@ -113,6 +114,7 @@ def eval_answers(
     seed: Optional[int] = typer.Option(None, help="Seed of the question sample (default 0)."),
     no_pairwise: bool = typer.Option(False, "--no-pairwise", help="Skip the pairwise comparison of configurations."),
     estimate: bool = typer.Option(False, "--estimate", help="Print model calls, tokens and time, and run nothing."),
+    judge_model: Optional[str] = JUDGE_MODEL_OPTION,
     judge_backend: Optional[str] = JUDGE_BACKEND_OPTION,
     judge_path: Optional[Path] = JUDGE_PATH_OPTION,
     judge_url: Optional[str] = JUDGE_URL_OPTION,
@@ -138,7 +140,7 @@ def eval_answers(
                 settings[key] = value
         if no_pairwise:
             settings["pairwise"] = False
-        judge = judge_override(judge_backend, judge_path, judge_url, judge_name)
+        judge = judge_override(judge_model, judge_backend, judge_path, judge_url, judge_name)
         if judge is not None:
             settings["judge"] = judge
         if not settings.get("collections"):

@@ -13,12 +13,19 @@ from ragassay.cli.common import (
     EXIT_OK,
     EXIT_PARTIAL,
     JSON_OPTION,
+    JUDGE_BACKEND_OPTION,
+    JUDGE_MODEL_OPTION,
+    JUDGE_NAME_OPTION,
+    JUDGE_PATH_OPTION,
+    JUDGE_URL_OPTION,
     MODEL_BACKEND_OPTION,
     MODEL_NAME_OPTION,
+    MODEL_OPTION,
     MODEL_PATH_OPTION,
     MODEL_URL_OPTION,
     emit,
     fail,
+    judge_override,
     model_settings,
     out,
 )
@@ -89,20 +96,28 @@ def golden_generate(
     collection: str = COLLECTION_OPTION,
     count: int = typer.Option(..., "--count", help="Questions wanted (at most 3 pages are tried per question)."),
     seed: Optional[int] = typer.Option(None, help="Sampling seed; a random one is drawn and printed when omitted."),
-    model_backend: str = MODEL_BACKEND_OPTION,
+    model: Optional[str] = MODEL_OPTION,
+    model_backend: Optional[str] = MODEL_BACKEND_OPTION,
     model_path: Optional[Path] = MODEL_PATH_OPTION,
     model_url: Optional[str] = MODEL_URL_OPTION,
     model_name: Optional[str] = MODEL_NAME_OPTION,
+    judge_model: Optional[str] = JUDGE_MODEL_OPTION,
+    judge_backend: Optional[str] = JUDGE_BACKEND_OPTION,
+    judge_path: Optional[Path] = JUDGE_PATH_OPTION,
+    judge_url: Optional[str] = JUDGE_URL_OPTION,
+    judge_name: Optional[str] = JUDGE_NAME_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
-    """Write golden questions from the collection's own pages, through a quality gate."""
+    """Write golden questions from the collection's own pages, through a quality gate: rules, then
+    the judge's verdict that the page supports the answer."""
     from ragassay.cli.common import prefect_defaults
     from ragassay.config import GenerateConfig, parse_config
 
     try:
+        judge = judge_override(judge_model, judge_backend, judge_path, judge_url, judge_name)
         config = parse_config(
             GenerateConfig, collection=collection, count=count, seed=seed,
-            model=model_settings(model_backend, model_path, model_url, model_name),
+            model=model_settings(model, model_backend, model_path, model_url, model_name), **({"judge": judge} if judge else {}),
         )
         prefect_defaults()
         from flows.generate_golden import generate_golden_flow
@@ -113,7 +128,8 @@ def golden_generate(
 
     def render() -> None:
         out.print(
-            f"generated for [bold]{report.collection}[/bold] with seed {report.seed} ({report.model_id}, {report.prompt_version}): "
+            f"generated for [bold]{report.collection}[/bold] with seed {report.seed} ({report.model_id}, {report.prompt_version}; "
+            f"answers checked by {report.judge_model_id}): "
             f"requested {report.requested}, attempted {report.attempted}, accepted {len(report.accepted)} "
             f"(acceptance rate {report.acceptance_rate:.0%})", highlight=False,
         )

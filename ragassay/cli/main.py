@@ -20,6 +20,7 @@ from ragassay.cli.common import (
     JSON_OPTION,
     MODEL_BACKEND_OPTION,
     MODEL_NAME_OPTION,
+    MODEL_OPTION,
     MODEL_PATH_OPTION,
     MODEL_URL_OPTION,
     emit,
@@ -32,6 +33,7 @@ from ragassay.cli.documents import documents_app
 from ragassay.cli.eval import eval_app
 from ragassay.cli.golden import golden_app
 from ragassay.cli.judge import judge_app
+from ragassay.cli.models import models_app
 from ragassay.cli.runs import runs_app
 from ragassay.config import DEFAULT_EMBEDDING_MODEL, workspace_home
 from ragassay.errors import ConfigError, RagassayError
@@ -50,6 +52,7 @@ app.add_typer(eval_app, name="eval")
 app.add_typer(runs_app, name="runs")
 app.add_typer(cases_app, name="cases")
 app.add_typer(judge_app, name="judge")
+app.add_typer(models_app, name="models")
 
 
 @app.command()
@@ -190,7 +193,8 @@ def answer(
     k: int = typer.Option(5, "--k", help="Documents retrieved; each gives its best chunk as a source."),
     lexical_unit: str = typer.Option("document", help="What BM25 scores: document or chunk."),
     groundedness: str = typer.Option("strict", help="strict: every statement must cite a source; off: a plain RAG answer."),
-    model_backend: str = MODEL_BACKEND_OPTION,
+    model: Optional[str] = MODEL_OPTION,
+    model_backend: Optional[str] = MODEL_BACKEND_OPTION,
     model_path: Optional[Path] = MODEL_PATH_OPTION,
     model_url: Optional[str] = MODEL_URL_OPTION,
     model_name: Optional[str] = MODEL_NAME_OPTION,
@@ -212,7 +216,7 @@ def answer(
             search_type=mode,
             k=k,
             lexical_unit=lexical_unit,
-            model=dict(model_settings(model_backend, model_path, model_url, model_name), context_size=context_size,
+            model=dict(model_settings(model, model_backend, model_path, model_url, model_name), context_size=context_size,
                        threads=threads, gpu_layers=gpu_layers),
             groundedness=groundedness,
             seed=seed,

@@ -14,8 +14,8 @@ answer typically has; "at most" uses the limits of the answer schema (6 statemen
 each) and one retry for every call.
 
 Seconds and tokens per call come from the newest answer evaluation in this workspace that used
-the same model, else from the SmolLM2 figures measured on the 2-core reference machine
-(BENCHMARKS.md), else they are unknown and only calls are estimated.
+the same model, else from the figures of the named models (SmolLM2, Qwen2.5 1.5B) measured on the
+2-core reference machine (BENCHMARKS.md), else they are unknown and only calls are estimated.
 """
 
 from __future__ import annotations
@@ -46,11 +46,16 @@ class CallRate:
     basis: str
 
 
-# SmolLM2 on the 2-core reference machine (BENCHMARKS.md): an answer call reads ~1,500 prompt
-# tokens and writes ~90; a judge call reads ~1,000 (part of it a prefix cached from the previous
-# call on the same answer) and writes ~10.
-SMOLLM2_ANSWER_RATE = CallRate(4.5, 1570, "SmolLM2 figures measured on the 2-core reference machine")
-SMOLLM2_JUDGE_RATE = CallRate(1.7, 1030, "SmolLM2 figures measured on the 2-core reference machine")
+# Named models on the 2-core reference machine (BENCHMARKS.md). SmolLM2: an answer call reads
+# ~1,500 prompt tokens and writes ~90; a judge call reads ~1,000 (part of it a prefix cached from
+# the previous call on the same answer) and writes ~10. Qwen2.5 1.5B: prompts at ~90 tokens/s and
+# generation at ~30 tokens/s on 2 idle threads; a support verdict reads one token of output, and
+# the statements after the first of an answer reuse its evaluated context.
+_REFERENCE = "figures measured on the 2-core reference machine"
+REFERENCE_RATES = {
+    "smollm2": {"answer": CallRate(4.5, 1570, f"SmolLM2 {_REFERENCE}"), "judge": CallRate(1.7, 1030, f"SmolLM2 {_REFERENCE}")},
+    "qwen2.5-1.5b": {"answer": CallRate(21.0, 1660, f"Qwen2.5 1.5B {_REFERENCE}"), "judge": CallRate(6.0, 1000, f"Qwen2.5 1.5B {_REFERENCE}")},
+}
 
 
 def _history_rate(config: AnswerEvalConfig, model_id: str, role: str) -> CallRate | None:
@@ -70,9 +75,9 @@ def _history_rate(config: AnswerEvalConfig, model_id: str, role: str) -> CallRat
 
 def _rate(config: AnswerEvalConfig, model: ChatModelConfig, role: str) -> CallRate | None:
     measured = _history_rate(config, model_id_of(model), role)
-    if measured is not None or model.backend != "smollm2":
+    if measured is not None or model.backend not in REFERENCE_RATES:
         return measured
-    return SMOLLM2_ANSWER_RATE if role == "answer" else SMOLLM2_JUDGE_RATE
+    return REFERENCE_RATES[model.backend][role]
 
 
 def _cost(calls: float, rate: CallRate | None) -> dict:

@@ -1,5 +1,7 @@
-"""The quality gate of golden-set generation: one pure function (`gate_candidate`) that keeps a
-model-written (question, answer) or discards it with a reason. Pure.
+"""The quality gate of golden-set generation: pure functions that keep a model-written
+(question, answer) or discard it with a reason: `gate_candidate` applies the rules, then
+`gate_judged_support` reads the judge's support verdict of the answer against its page (the judge
+is asked only when the rules pass, as it costs a model call).
 
 The gate deliberately does NOT check whether retrieval finds the source document: keeping only
 questions the engine already answers would make every later measurement self-fulfilling.
@@ -19,7 +21,10 @@ Discard reasons, checked in this order (the first that applies is recorded):
 - `answer_not_in_page`: under ANSWER_SUPPORT of the answer's content tokens (stemmed, stopwords
   removed) occur in the passage;
 - `near_duplicate`: rapidfuzz token_sort_ratio >= FUZZY_DUPLICATE with a stored or earlier new
-  question (normalized text), or embedding cosine >= EMBEDDING_DUPLICATE with one.
+  question (normalized text), or embedding cosine >= EMBEDDING_DUPLICATE with one;
+- `answer_unsupported`: the judge's support verdict says the page does not support the answer
+  to the question (the answer names the wrong person, number or thing, which word overlap misses);
+- `judge_unreadable`: the judge gave no readable verdict, so the answer is not known to be right.
 """
 
 from __future__ import annotations
@@ -44,7 +49,7 @@ EMBEDDING_DUPLICATE = 0.92
 
 DISCARD_REASONS = (
     "unparseable", "not_a_question", "too_short", "too_long", "empty_answer", "passage_dependent",
-    "copies_passage", "answer_not_in_page", "near_duplicate",
+    "copies_passage", "answer_not_in_page", "near_duplicate", "answer_unsupported", "judge_unreadable",
 )
 
 
@@ -138,4 +143,20 @@ def gate_candidate(
         best = int(np.argmax(cosines))
         if cosines[best] >= EMBEDDING_DUPLICATE:
             return GateDecision(False, "near_duplicate", f"like {known_questions[best]!r} (cosine {cosines[best]:.3f})")
+    return GateDecision(True)
+
+
+def answer_claim(pair: GeneratedPair) -> str:
+    """The reference answer as one statement the judge can check against the page: an answer
+    alone ("In 1852.") says nothing without its question."""
+    return f"The answer to the question \"{pair.question.strip()}\" is: {pair.answer.strip()}"
+
+
+def gate_judged_support(verdict: str | None, p_supported: float | None, threshold: float, error: str | None = None) -> GateDecision:
+    """Keep a pair whose answer the judge found supported by its page (verdict from
+    Judge.support on `answer_claim`); verdict None means the judge's output was unreadable."""
+    if verdict is None:
+        return GateDecision(False, "judge_unreadable", error or "")
+    if verdict != "supported":
+        return GateDecision(False, "answer_unsupported", f"P(supported) {p_supported:.2f} < {threshold:.2f}")
     return GateDecision(True)

@@ -1,6 +1,7 @@
 """Golden-set generation: seeded page sampling, the question prompt, and the generation loop that
-asks the model for one question per page, passes it through the quality gate (golden/gate.py)
-and stores what passes.
+asks the model for one question per page, passes it through the quality gate (golden/gate.py:
+its rules, then the judge's support verdict of the answer against the page) and stores what
+passes.
 
 Pages are drawn at most one per document, in the order of a seeded hash of (seed, chunk id).
 Every candidate is logged to the collection's generation log as it comes, and every accepted
@@ -18,8 +19,16 @@ from pydantic import BaseModel
 
 from ragassay.config import GenerateConfig
 from ragassay.golden.entries import GoldenCandidate, validate_candidates
-from ragassay.golden.gate import DISCARD_REASONS, GateDecision, GeneratedPair, gate_candidate
+from ragassay.golden.gate import (
+    DISCARD_REASONS,
+    GateDecision,
+    GeneratedPair,
+    answer_claim,
+    gate_candidate,
+    gate_judged_support,
+)
 from ragassay.golden.store import load_golden
+from ragassay.judge.judge import Judge
 from ragassay.llm.prompts import few_shot_messages, one_line
 from ragassay.llm.structured import Usage, generate_structured
 from ragassay.progress import ProgressReporter
@@ -27,7 +36,13 @@ from ragassay.resources import Resources
 from ragassay.search.dense import DEFAULT_MODEL_NAME, resolve_model
 from ragassay.store.schemas import GENERATION_CANDIDATES, GOLDEN
 from ragassay.store.tables import read_table_or_empty, write_table
-from ragassay.store.workspace import CollectionPaths, load_chunks, load_documents, models_dir, read_manifest
+from ragassay.store.workspace import (
+    CollectionPaths,
+    load_chunks,
+    load_documents,
+    models_dir,
+    read_manifest,
+)
 
 GENERATION_PROMPT_VERSION = "golden-question/1"
 
@@ -69,6 +84,8 @@ class GenerationReport(BaseModel):
     seed: int
     model_id: str
     prompt_version: str
+    judge_model_id: str
+    support_threshold: float
     requested: int
     attempted: int
     accepted: list[str]
@@ -77,6 +94,7 @@ class GenerationReport(BaseModel):
     pages_available: int
     acceptance_rate: float
     usage: dict[str, float]
+    judge_usage: dict[str, float]
     seconds: float
     seconds_in_model: float
     run_id: str | None = None
@@ -87,6 +105,7 @@ def generate_questions(resources: Resources, paths: CollectionPaths, config: Gen
     or max_attempts_factor × count pages. Returns the report and this call's candidates."""
     started = datetime.now(timezone.utc)
     model = resources.chat_models.get(config.model)
+    judge = Judge(resources.chat_models.get(config.judge))
     documents = load_documents(paths)
     chunks = load_chunks(paths)
     log = read_table_or_empty(paths.generation_log, GENERATION_CANDIDATES)
@@ -102,7 +121,7 @@ def generate_questions(resources: Resources, paths: CollectionPaths, config: Gen
     known_questions = golden["question"].to_list()
     known_vectors = embedder.embed(known_questions) if known_questions else np.zeros((0, embedder.spec.dimension or 384), np.float32)
     digests = dict(zip(documents["doc_id"], documents["sha256"]))
-    usage = Usage()
+    usage = judge_usage = Usage()
     rows: list[dict] = []
     accepted: list[str] = []
     limit = min(pages.height, config.count * config.max_attempts_factor)
@@ -116,6 +135,13 @@ def generate_questions(resources: Resources, paths: CollectionPaths, config: Gen
             usage = usage + result.usage
             vector = embedder.embed_query(result.value.question) if result.ok else None
             decision = gate_candidate(result.value, page["text"], known_questions, vector, known_vectors)
+            if decision.accepted:
+                support = judge.support(page["text"], answer_claim(result.value))
+                judge_usage = judge_usage + support.usage
+                decision = gate_judged_support(
+                    support.value.verdict if support.value else None, support.value.p_supported if support.value else None,
+                    judge.support_threshold, support.error,
+                )
             entry_id = None
             if decision.accepted:
                 entry_id = _store_entry(paths, result.value, page, seed, model.model_id, digests[page["doc_id"]])
@@ -144,10 +170,12 @@ def generate_questions(resources: Resources, paths: CollectionPaths, config: Gen
     seconds = (datetime.now(timezone.utc) - started).total_seconds()
     report = GenerationReport(
         collection=paths.name, seed=seed, model_id=model.model_id, prompt_version=GENERATION_PROMPT_VERSION,
+        judge_model_id=judge.model_id, support_threshold=judge.support_threshold,
         requested=config.count, attempted=candidates.height, accepted=accepted, discarded=discarded,
         skipped_pages=len(done_pages), pages_available=pages.height,
         acceptance_rate=len(accepted) / candidates.height if candidates.height else 0.0,
-        usage=usage.as_metrics(), seconds=round(seconds, 3), seconds_in_model=round(usage.seconds, 3),
+        usage=usage.as_metrics(), judge_usage=judge_usage.as_metrics("judge"), seconds=round(seconds, 3),
+        seconds_in_model=round(usage.seconds + judge_usage.seconds, 3),
     )
     return report, candidates
 

@@ -1,59 +1,21 @@
-"""Judge calibration: the judge's support verdicts against statements people labelled, as
-accuracy, Cohen's kappa and a confusion matrix (`ragassay judge calibrate`)."""
+"""Judge calibration (`ragassay judge calibrate`): the judge's support verdicts against
+statements people labelled (metrics/agreement.py), and the position bias of its pairwise
+verdicts (how often the verdict flips when the two answers swap places)."""
 
 from __future__ import annotations
 
 import json
+import random
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Sequence
 
 from ragassay.errors import ConfigError
 from ragassay.judge.judge import Judge, judging_cost, verdict_of
-from ragassay.judge.prompts import SUPPORT_PROMPT_VERSION
+from ragassay.judge.prompts import PREFERENCE_PROMPT_VERSION, SUPPORT_PROMPT_VERSION
 from ragassay.llm.models import ChatModelConfig, ChatModels
-from ragassay.metrics.answers import Verdict
+from ragassay.metrics.agreement import agreement
+from ragassay.metrics.answers import pair_outcome, tally_pairs
 from ragassay.progress import ProgressReporter
-
-
-@dataclass(frozen=True)
-class Agreement:
-    """A judge against human labels (positive class: supported)."""
-
-    labelled: int
-    readable: int
-    accuracy: float | None
-    kappa: float | None
-    confusion: dict[str, int]
-    unreadable_rate: float
-
-
-def agreement(labels: Sequence[bool], verdicts: Sequence[Verdict]) -> Agreement:
-    """Accuracy, Cohen's kappa and the confusion matrix over readable verdicts, and the unreadable rate.
-
-    accuracy = (tp + tn) / n;  kappa = (p_o - p_e) / (1 - p_e), with p_o the accuracy and
-    p_e = P(label+)P(verdict+) + P(label-)P(verdict-) the agreement expected by chance.
-    When p_e = 1 (every label and every verdict the same class) kappa is set to 0: the agreement
-    then says nothing beyond chance.
-    """
-    pairs = [(label, verdict) for label, verdict in zip(labels, verdicts, strict=True) if verdict is not None]
-    n = len(pairs)
-    confusion = {
-        "supported_judged_supported": sum(1 for lab, v in pairs if lab and v),
-        "supported_judged_unsupported": sum(1 for lab, v in pairs if lab and not v),
-        "unsupported_judged_supported": sum(1 for lab, v in pairs if not lab and v),
-        "unsupported_judged_unsupported": sum(1 for lab, v in pairs if not lab and not v),
-    }
-    unreadable_rate = (len(labels) - n) / len(labels) if labels else 0.0
-    if n == 0:
-        return Agreement(len(labels), 0, None, None, confusion, unreadable_rate)
-    observed = (confusion["supported_judged_supported"] + confusion["unsupported_judged_unsupported"]) / n
-    label_positive = sum(1 for lab, _ in pairs if lab) / n
-    verdict_positive = sum(1 for _, v in pairs if v) / n
-    expected = label_positive * verdict_positive + (1 - label_positive) * (1 - verdict_positive)
-    # Rounded so that float noise does not print as -0.000 when agreement equals chance.
-    kappa = 0.0 if expected == 1 else round((observed - expected) / (1 - expected), 12) + 0.0
-    return Agreement(len(labels), n, observed, kappa, confusion, unreadable_rate)
 
 
 @dataclass(frozen=True)
@@ -101,29 +63,126 @@ def read_labelled_statements(path: Path) -> list[LabelledStatement]:
     return rows
 
 
-def calibrate_judge(chat_models: ChatModels, config: ChatModelConfig, path: Path) -> dict:
-    """The judge's support verdicts against people's labels: accuracy, Cohen's kappa, confusion
-    matrix, unreadable rate, and every row with its verdict. The labels are read (and a bad file
-    refused) before the judge is loaded."""
-    labelled = read_labelled_statements(path)
+def sample_labelled(labelled: list[LabelledStatement], max_items: int | None, seed: int) -> list[LabelledStatement]:
+    """A seeded sample of at most max_items rows (all of them when max_items is None), in file order."""
+    if max_items is None or max_items >= len(labelled):
+        return labelled
+    chosen = set(random.Random(seed).sample(range(len(labelled)), max_items))
+    return [item for index, item in enumerate(labelled) if index in chosen]
+
+
+def context_order(labelled: list[LabelledStatement]) -> list[LabelledStatement]:
+    """Rows regrouped so that rows sharing a context are judged back to back (llama.cpp then
+    reuses the evaluated context), groups in order of first appearance."""
+    groups: dict[str, list[LabelledStatement]] = {}
+    for item in labelled:
+        groups.setdefault(item.context, []).append(item)
+    return [item for group in groups.values() for item in group]
+
+
+def calibrate_judge(chat_models: ChatModels, config: ChatModelConfig, path: Path, max_items: int | None = None, seed: int = 0) -> dict:
+    """The judge's support verdicts against people's labels: accuracy, balanced accuracy, Cohen's
+    kappa with a bootstrap 95% interval, per-class precision and recall, confusion matrix,
+    unreadable rate, seconds per verdict, and every row with its verdict and P(supported).
+
+    A row whose prompt does not fit the judge's context is never cut: it is counted as `too_long`
+    and left out of the agreement figures. The labels are read (and a bad file refused) before the
+    judge is loaded."""
+    labelled = context_order(sample_labelled(read_labelled_statements(path), max_items, seed))
     judge = Judge(chat_models.get(config))
-    verdicts, rows, results = [], [], []
+    fitting, verdicts, rows, results = [], [], [], []
     with ProgressReporter(f"judging {len(labelled)} labelled statements") as progress:
         for done, item in enumerate(labelled, start=1):
             result = judge.support(item.context, item.statement)
             results.append(result)
             verdict = verdict_of(result)
-            verdicts.append(verdict)
+            if not result.too_long:
+                fitting.append(item)
+                verdicts.append(verdict)
             rows.append(
                 {"source": item.source, "statement": item.statement, "label": "supported" if item.supported else "unsupported",
-                 "verdict": "unreadable" if verdict is None else ("supported" if verdict else "unsupported"), "error": result.error}
+                 "verdict": "too_long" if result.too_long else ("unreadable" if verdict is None else ("supported" if verdict else "unsupported")),
+                 "p_supported": result.value.p_supported if result.value else None, "error": result.error}
             )
             progress(done, len(labelled))
+    usage = judging_cost(results)[0]
     return {
         "labels_file": str(path),
         "judge_model": judge.model_id,
         "prompt_version": SUPPORT_PROMPT_VERSION,
-        **asdict(agreement([item.supported for item in labelled], verdicts)),
-        "usage": judging_cost(results)[0].as_metrics("judge"),
+        "support_threshold": judge.support_threshold,
+        "max_items": max_items,
+        "seed": seed,
+        "too_long": len(labelled) - len(fitting),
+        **asdict(agreement([item.supported for item in fitting], verdicts, seed)),
+        "seconds_per_verdict": usage.seconds / usage.calls if usage.calls else None,
+        "usage": usage.as_metrics("judge"),
+        "rows": rows,
+    }
+
+
+def preference_pairs(golden_path: Path) -> list[dict]:
+    """Pairs with a known better answer, built from a golden file's questions and reference answers:
+    for each question, its reference answer against (a) the next question's reference answer (fluent
+    but off the question) and (b) a refusal. A judge without position bias names the reference
+    answer better whichever place it is shown in."""
+    entries = []
+    for line in golden_path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            record = json.loads(line)
+            if record.get("reference_answer"):
+                entries.append(record)
+    if len(entries) < 2:
+        raise ConfigError(f"{golden_path} needs at least two rows with a question and a reference_answer to build answer pairs")
+    pairs = []
+    for index, entry in enumerate(entries):
+        other = entries[(index + 1) % len(entries)]
+        for kind, worse in (("off_question", other["reference_answer"]), ("refusal", REFUSAL_TEXT)):
+            pairs.append({"question": entry["question"], "better": entry["reference_answer"], "worse": worse, "kind": kind})
+    return pairs
+
+
+REFUSAL_TEXT = "I cannot answer this from the documents."
+
+
+def calibrate_pairwise(chat_models: ChatModels, config: ChatModelConfig, golden_path: Path, max_items: int | None = None, seed: int = 0) -> dict:
+    """Position bias of the judge's pairwise verdicts: every pair asked with the better answer
+    first and with it second (no reference answer shown).
+
+    flip rate = pairs whose verdict names a different answer (or tie) in the two orders / readable
+    pairs; accuracy = pairs that name the better answer in both orders / readable pairs."""
+    pairs = preference_pairs(golden_path)
+    if max_items is not None and max_items < len(pairs):
+        chosen = set(random.Random(seed).sample(range(len(pairs)), max_items))
+        pairs = [pair for index, pair in enumerate(pairs) if index in chosen]
+    judge = Judge(chat_models.get(config))
+    rows, results = [], []
+    with ProgressReporter(f"judging {len(pairs)} answer pairs in both orders") as progress:
+        for done, pair in enumerate(pairs, start=1):
+            better_first = judge.preference(pair["question"], None, pair["better"], pair["worse"])
+            better_second = judge.preference(pair["question"], None, pair["worse"], pair["better"])
+            results += [better_first, better_second]
+            outcome = pair_outcome(
+                better_first.value.preferred if better_first.value else None,
+                better_second.value.preferred if better_second.value else None,
+            )
+            rows.append({**pair, "better_first": better_first.value.preferred if better_first.value else None,
+                         "better_second": better_second.value.preferred if better_second.value else None, "outcome": outcome})
+            progress(done, len(pairs))
+    tally = tally_pairs([row["outcome"] for row in rows])
+    readable = tally["questions"] - tally["unreadable"]
+    usage = judging_cost(results)[0]
+    return {
+        "golden_file": str(golden_path),
+        "judge_model": judge.model_id,
+        "prompt_version": PREFERENCE_PROMPT_VERSION,
+        "pairs": len(rows),
+        "readable": readable,
+        "flip_rate": tally["inconsistent_share"] if readable else None,
+        "accuracy": tally["wins_a"] / readable if readable else None,
+        "ties": tally["ties"],
+        "unreadable_rate": tally["unreadable"] / len(rows) if rows else 0.0,
+        "seconds_per_verdict": usage.seconds / usage.calls if usage.calls else None,
+        "usage": usage.as_metrics("judge"),
         "rows": rows,
     }

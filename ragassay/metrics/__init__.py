@@ -3,6 +3,8 @@
 - retrieval: recall@k, precision@k, hit rate@k, nDCG@k, reciprocal rank (pytrec_eval parity).
 - answers: faithfulness, context recall, answer relevancy, citation precision, refusal both ways,
   pairwise outcomes.
+- agreement: a judge against human labels: accuracy, balanced accuracy, Cohen's kappa with a
+  bootstrap interval, per-class precision and recall.
 - names: metric names parsed in one place, and their MLflow-safe form.
 - averaging: per-question values into run values, one rule for every metric.
 - significance: paired bootstrap confidence interval and randomization p-value.

@@ -1,7 +1,9 @@
 """The workspace on disk: where each collection's tables and indexes live, and loading them.
 
 Layout under the workspace root ($RAGASSAY_HOME):
-    models/<name>/                         embedding models assembled from installed packages
+    models/<name>/                         embedding models assembled from installed packages, and
+                                           chat models assembled from pinned downloads
+                                           ($RAGASSAY_MODELS, when set, moves this folder)
     collections/<name>/documents.parquet   one row per document (text included)
     collections/<name>/chunks.parquet      one row per chunk, spans into the document text
     collections/<name>/embeddings.parquet  embedding cache: (text_sha256, model_id) -> vector
@@ -14,6 +16,7 @@ Layout under the workspace root ($RAGASSAY_HOME):
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from dataclasses import dataclass
@@ -25,8 +28,14 @@ from ragassay.errors import CollectionNotFound, ConfigError
 from ragassay.store.schemas import CHUNKS, DOCUMENTS
 from ragassay.store.tables import read_table, read_table_or_empty
 
+DEFAULT_HOME = Path.home() / ".ragassay"
 INDEX_FORMAT_VERSION = 2
 COLLECTION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+def workspace_home() -> Path:
+    """The workspace root: $RAGASSAY_HOME, or ~/.ragassay when it is unset."""
+    return Path(os.environ.get("RAGASSAY_HOME") or DEFAULT_HOME).expanduser().resolve()
 
 
 @dataclass(frozen=True)
@@ -85,7 +94,9 @@ class CollectionPaths:
 
 
 def models_dir(home: Path) -> Path:
-    return home / "models"
+    """Where assembled models live: $RAGASSAY_MODELS when set (one folder shared by several
+    workspaces, so a 1 GB model is assembled once), else the workspace's models/."""
+    return Path(os.environ["RAGASSAY_MODELS"]).expanduser().resolve() if os.environ.get("RAGASSAY_MODELS") else home / "models"
 
 
 def collection_paths(home: Path, name: str, must_exist: bool = True) -> CollectionPaths:

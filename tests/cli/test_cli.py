@@ -103,3 +103,23 @@ def test_every_subcommand_has_help_and_a_json_flag(command):
     assert result.exit_code == 0
     if command:
         assert "--json" in result.output
+
+
+def test_models_are_chosen_by_name_file_or_server(tmp_path):
+    from ragassay.cli.common import judge_override, model_settings
+    from ragassay.errors import ConfigError
+
+    assert model_settings("qwen2.5-1.5b", None, None, None, None) == {"backend": "qwen2.5-1.5b"}
+    assert model_settings("smollm2", None, None, None, None) == {"backend": "smollm2"}
+    assert model_settings(str(tmp_path / "judge.gguf"), None, None, None, None) == {"backend": "gguf", "path": tmp_path / "judge.gguf"}
+    assert model_settings(None, None, None, "http://gpu:8080", "qwen") == {"backend": "openai", "url": "http://gpu:8080", "model": "qwen"}
+    assert model_settings(None, None, None, None, None) == {} and judge_override(None, None, None, None, None) is None
+    with pytest.raises(ConfigError, match="neither a model name .*qwen2.5-1.5b.* nor a .gguf file"):
+        model_settings("gpt-7", None, None, None, None)
+    with pytest.raises(ConfigError, match="--judge-model or a backend option"):
+        judge_override("smollm2", "gguf", None, None, None)
+
+
+def test_an_unknown_model_name_is_a_usage_error(home):
+    result = CliRunner().invoke(app, ["answer", "-c", "sample", "--model", "gpt-7", "What melts wax?"])
+    assert result.exit_code == 2 and "gpt-7" in result.output and "smollm2" in result.output

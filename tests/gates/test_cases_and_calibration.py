@@ -50,7 +50,7 @@ def test_a_failing_check_or_a_judge_error_fails_the_case_and_the_exit_code(works
         {"id": "judged", "input": "How should a smoker be lit?", "judge": {"criteria": "Explains how to light a smoker.", "min_score": 0.1},
          "grounded": True},
     ]
-    suite = _suite(tmp_path, cases, judge={"context_size": 256})
+    suite = _suite(tmp_path, cases, judge={"backend": "smollm2", "context_size": 256})
     result = runner.invoke(app, ["cases", "run", suite, "--json"])
     assert result.exit_code == 1
     report = json.loads(result.stdout)
@@ -75,18 +75,73 @@ def test_malformed_suites_are_refused_with_the_field_named(workspace, tmp_path, 
     assert result.exit_code == 2 and message in result.output
 
 
-def test_calibration_reports_agreement_with_the_shipped_labels(workspace):
-    result = runner.invoke(app, ["judge", "calibrate", "--labels", str(LABELS), "--json"])
+def test_calibration_reports_agreement_with_the_shipped_labels_and_logs_a_run(workspace):
+    result = runner.invoke(app, ["judge", "calibrate", "--labels", str(LABELS), "--judge-model", "smollm2", "--json"])
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     rows = [json.loads(line) for line in LABELS.read_text().splitlines()]
-    assert report["labelled"] == len(rows) == 40 and {r["label"] for r in rows} == {"supported", "unsupported"}
+    assert report["labelled"] == len(rows) == 52 and {r["label"] for r in rows} == {"supported", "unsupported"}
+    assert report["judge_model"].startswith("smollm2:") and report["too_long"] == 0
     confusion = report["confusion"]
     assert sum(confusion.values()) == report["readable"]
     agreed = confusion["supported_judged_supported"] + confusion["unsupported_judged_unsupported"]
-    assert report["accuracy"] == pytest.approx(agreed / report["readable"])
-    assert -1.0 <= report["kappa"] <= 1.0 and report["unreadable_rate"] == pytest.approx(1 - report["readable"] / 40)
-    assert [row["label"] for row in report["rows"]] == [r["label"] for r in rows]
+    if report["readable"]:
+        assert report["accuracy"] == pytest.approx(agreed / report["readable"])
+    assert report["unreadable_rate"] == pytest.approx(1 - report["readable"] / len(rows))
+    # Rows come back grouped by context (judged back to back), each naming its file line.
+    assert sorted(row["source"] for row in report["rows"]) == sorted(f"{LABELS}:{n}" for n in range(1, len(rows) + 1))
+    run = tracking.client(workspace).get_run(report["mlflow_run_id"])
+    assert run.data.params["judge_model"] == report["judge_model"] and run.data.metrics["labelled"] == len(rows)
+    artifacts = {a.path for a in tracking.client(workspace).list_artifacts(report["mlflow_run_id"])}
+    assert {"confusion_matrix.png", "rows.parquet"} <= artifacts
+    assert tracking.download_table(workspace, report["mlflow_run_id"], "rows").height == len(rows)
+
+
+def test_calibration_with_the_default_judge_on_a_seeded_sample(workspace):
+    """The default judge (Qwen2.5 1.5B) on 6 of the team's labels, drawn with a seed."""
+    arguments = ["judge", "calibrate", "--labels", str(LABELS), "--max-items", "6", "--seed", "4", "--json"]
+    first = json.loads(runner.invoke(app, arguments).stdout)
+    assert first["judge_model"].startswith("qwen2.5-1.5b:") and first["labelled"] == 6 and first["unreadable_rate"] == 0.0
+    assert all(0.0 <= row["p_supported"] <= 1.0 for row in first["rows"]) and first["seconds_per_verdict"] > 0
+    again = json.loads(runner.invoke(app, arguments).stdout)
+    assert [row["source"] for row in again["rows"]] == [row["source"] for row in first["rows"]], "the sample is seeded"
+    assert [row["verdict"] for row in again["rows"]] == [row["verdict"] for row in first["rows"]]
+
+
+def test_a_context_too_long_for_the_judge_is_counted_not_cut(tmp_path):
+    from ragassay.judge.calibration import calibrate_judge
+    from ragassay.llm.models import ChatModelConfig, ChatModels
+
+    labels = tmp_path / "labels.jsonl"
+    rows = [
+        {"context": "Wax melts at 63 C. " * 200, "statement": "Wax melts at 63 C.", "label": "supported"},
+        {"context": "Wax melts at 63 C.", "statement": "Wax melts at 63 C.", "label": "supported"},
+        {"context": "Wax melts at 63 C.", "statement": "Wax boils at 63 C.", "label": "unsupported"},
+    ]
+    labels.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    models = ChatModels()
+    report = calibrate_judge(models, ChatModelConfig(backend="smollm2", context_size=512), labels)
+    models.close()
+    assert report["too_long"] == 1 and report["labelled"] == 2
+    assert [row["verdict"] for row in report["rows"]][0] == "too_long"
+
+
+def test_pairwise_calibration_measures_how_often_verdicts_flip(workspace):
+    result = runner.invoke(app, ["judge", "calibrate", "--pairwise", str(REPO / "data" / "sample" / "golden.jsonl"),
+                                 "--judge-model", "smollm2", "--max-items", "4", "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["pairs"] == 4 and len(report["rows"]) == 4
+    flips = sum(1 for row in report["rows"] if row["outcome"] == "inconsistent")
+    if report["readable"]:
+        assert report["flip_rate"] == pytest.approx(flips / report["readable"])
+    assert {row["kind"] for row in report["rows"]} <= {"off_question", "refusal"}
+    assert "confusion_matrix.png" not in {a.path for a in tracking.client(workspace).list_artifacts(report["mlflow_run_id"])}
+
+
+def test_calibration_needs_labels_or_pairs(workspace):
+    result = runner.invoke(app, ["judge", "calibrate"])
+    assert result.exit_code == 2 and "--labels" in result.output and "--pairwise" in result.output
 
 
 def test_calibration_refuses_a_bad_labels_file_naming_the_line(workspace, tmp_path):

@@ -83,7 +83,7 @@ def chat_server():
     port = free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "llama_cpp.server", "--model", str(smollm2_path()), "--host", "127.0.0.1", "--port", str(port),
-         "--n_ctx", "2048", "--model_alias", "smollm2"],
+         "--n_ctx", "2048", "--model_alias", "smollm2", "--logits_all", "true"],  # logits_all: top log-probabilities
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

@@ -17,7 +17,7 @@ from ragassay.gates.cases import (
     check_grounded,
     check_judge_score,
 )
-from ragassay.judge.calibration import agreement
+from ragassay.metrics.agreement import agreement
 from ragassay.judge.prompts import CriteriaScore, criteria_schema
 from ragassay.llm.structured import Usage
 from ragassay.metrics.answers import (
@@ -129,6 +129,28 @@ def test_agreement_against_labels_by_hand():
         "unsupported_judged_unsupported": 2,
     }
     assert result.accuracy == pytest.approx(4 / 6) and result.kappa == pytest.approx(1 / 3)
+    # Recall supported 2/3, recall unsupported 2/3; precision supported 2/3, unsupported 2/3.
+    assert result.balanced_accuracy == pytest.approx(2 / 3)
+    assert (result.recall_supported, result.recall_unsupported) == (pytest.approx(2 / 3), pytest.approx(2 / 3))
+    assert (result.precision_supported, result.precision_unsupported) == (pytest.approx(2 / 3), pytest.approx(2 / 3))
+    assert result.kappa_ci_low <= result.kappa <= result.kappa_ci_high
+
+
+def test_balanced_accuracy_does_not_reward_saying_supported_to_everything():
+    labels = [True] * 9 + [False]
+    result = agreement(labels, [True] * 10)
+    assert result.accuracy == 0.9 and result.balanced_accuracy == 0.5 and result.kappa == 0.0
+    assert result.recall_unsupported == 0.0 and result.precision_unsupported is None
+
+
+def test_the_kappa_interval_is_seeded_and_narrows_with_more_labels():
+    labels = [True, False, True, True, False, True, False, True] * 4
+    verdicts = [True, False, False, True, False, True, True, True] * 4
+    first, again = agreement(labels, verdicts, seed=3), agreement(labels, verdicts, seed=3)
+    assert (first.kappa_ci_low, first.kappa_ci_high) == (again.kappa_ci_low, again.kappa_ci_high)
+    wide = agreement(labels[:8], verdicts[:8], seed=3)
+    assert first.kappa == pytest.approx(wide.kappa)
+    assert first.kappa_ci_high - first.kappa_ci_low < wide.kappa_ci_high - wide.kappa_ci_low
 
 
 def test_a_judge_that_always_says_one_thing_has_kappa_zero():
