@@ -33,7 +33,7 @@ ragassay eval retrieval --collection sample --assert "hybrid:recall@5>=0.8" --as
 echo "== how far to trust the judge: its verdicts against 52 statements labelled by the team (MEMERAG-EXT figures: BENCHMARKS.md)"
 ragassay judge calibrate --labels data/judge/labelled_statements.jsonl
 
-echo "== golden questions written by SmolLM2 from the corpus, through the quality gate (rules, then Qwen2.5 1.5B checks each answer against its page)"
+echo "== golden questions written by Qwen2.5 1.5B from the corpus, through the quality gate (rules, then the judge checks each answer against its page)"
 ragassay golden generate --collection sample --count 3 --seed 7
 
 echo "== answer evaluation: fulltext and hybrid retrieval feeding SmolLM2, judged by Qwen2.5 1.5B (the default judge)"

@@ -48,13 +48,15 @@ class CallRate:
 
 # Named models on the 2-core reference machine (BENCHMARKS.md). SmolLM2: an answer call reads
 # ~1,500 prompt tokens and writes ~90; a judge call reads ~1,000 (part of it a prefix cached from
-# the previous call on the same answer) and writes ~10. Qwen2.5 1.5B: prompts at ~90 tokens/s and
-# generation at ~30 tokens/s on 2 idle threads; a support verdict reads one token of output, and
-# the statements after the first of an answer reuse its evaluated context.
+# the previous call on the same answer) and writes ~10. Qwen2.5 1.5B (benchmarks/bench_judge_speed.py):
+# prompts at 101 tokens/s and generation at 31 tokens/s on 2 idle threads, so an answer (1,570 +
+# 90 tokens) takes ~18.4 s; a support verdict generates nothing, costs 10.7 s for the first
+# statement of a ~1,000-token context and 0.5 s for each later one, and with the citation and
+# implied-question calls of an answer a judge call averages ~3.5 s.
 _REFERENCE = "figures measured on the 2-core reference machine"
 REFERENCE_RATES = {
     "smollm2": {"answer": CallRate(4.5, 1570, f"SmolLM2 {_REFERENCE}"), "judge": CallRate(1.7, 1030, f"SmolLM2 {_REFERENCE}")},
-    "qwen2.5-1.5b": {"answer": CallRate(21.0, 1660, f"Qwen2.5 1.5B {_REFERENCE}"), "judge": CallRate(6.0, 1000, f"Qwen2.5 1.5B {_REFERENCE}")},
+    "qwen2.5-1.5b": {"answer": CallRate(18.4, 1660, f"Qwen2.5 1.5B {_REFERENCE}"), "judge": CallRate(3.5, 900, f"Qwen2.5 1.5B {_REFERENCE}")},
 }
 
 

@@ -121,6 +121,10 @@ def calibrate_judge(chat_models: ChatModels, config: ChatModelConfig, path: Path
     }
 
 
+# The worse answer of a "refusal" pair: what a pipeline that declines an answerable question says.
+REFUSAL_TEXT = "I cannot answer this from the documents."
+
+
 def preference_pairs(golden_path: Path) -> list[dict]:
     """Pairs with a known better answer, built from a golden file's questions and reference answers:
     for each question, its reference answer against (a) the next question's reference answer (fluent
@@ -140,9 +144,6 @@ def preference_pairs(golden_path: Path) -> list[dict]:
         for kind, worse in (("off_question", other["reference_answer"]), ("refusal", REFUSAL_TEXT)):
             pairs.append({"question": entry["question"], "better": entry["reference_answer"], "worse": worse, "kind": kind})
     return pairs
-
-
-REFUSAL_TEXT = "I cannot answer this from the documents."
 
 
 def calibrate_pairwise(chat_models: ChatModels, config: ChatModelConfig, golden_path: Path, max_items: int | None = None, seed: int = 0) -> dict:

@@ -3,6 +3,7 @@ OpenAI-compatible server (llama-cpp-python's) on loopback."""
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -117,3 +118,17 @@ def test_an_unreachable_endpoint_is_a_model_error():
     model = load_chat_model(ChatModelConfig(backend="openai", url=f"http://127.0.0.1:{free_port()}", model="none", timeout_seconds=5))
     with pytest.raises(ModelError, match="failed"):
         model.complete(MESSAGES, None, 8, 0.0, 0)
+
+
+def test_the_default_thread_count_leaves_a_busy_core_alone():
+    from ragassay.llm.models import default_threads
+
+    cores = len(os.sched_getaffinity(0))
+    assert 1 <= default_threads() <= cores
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.5)  # until the spinning process is runnable
+        assert default_threads() <= max(1, cores - 1)
+    finally:
+        busy.kill()
+        busy.wait()
