@@ -115,9 +115,11 @@ def golden_generate(
 
     try:
         judge = judge_override(judge_model, judge_backend, judge_path, judge_url, judge_name)
+        writer = model_settings(model, model_backend, model_path, model_url, model_name)
+        # Options not given keep the config's defaults (Qwen2.5 1.5B writes, and judges).
         config = parse_config(
             GenerateConfig, collection=collection, count=count, seed=seed,
-            model=model_settings(model, model_backend, model_path, model_url, model_name), **({"judge": judge} if judge else {}),
+            **({"model": writer} if writer else {}), **({"judge": judge} if judge else {}),
         )
         prefect_defaults()
         from flows.generate_golden import generate_golden_flow

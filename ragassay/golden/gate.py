@@ -36,6 +36,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from ragassay.golden.entries import normalize_question
+from ragassay.judge.prompts import question_answer_claim
 from ragassay.search.lexical import tokenize
 
 MIN_QUESTION_WORDS = 4
@@ -147,9 +148,8 @@ def gate_candidate(
 
 
 def answer_claim(pair: GeneratedPair) -> str:
-    """The reference answer as one statement the judge can check against the page: an answer
-    alone ("In 1852.") says nothing without its question."""
-    return f"The answer to the question \"{pair.question.strip()}\" is: {pair.answer.strip()}"
+    """The reference answer as one statement the judge can check against the page."""
+    return question_answer_claim(pair.question, pair.answer)
 
 
 def gate_judged_support(verdict: str | None, p_supported: float | None, threshold: float, error: str | None = None) -> GateDecision:

@@ -105,6 +105,12 @@ _SUPPORT_GUIDELINES = (
 )
 
 
+def question_answer_claim(question: str, answer: str) -> str:
+    """An answer to a question as one statement the judge can check: an answer alone ("About six
+    weeks.") says nothing without its question."""
+    return f"The answer to the question \"{one_line(question)}\" is: {one_line(answer)}"
+
+
 def support_messages(context: str, statement: str) -> list[dict]:
     """The support prompt (version SUPPORT_PROMPT_VERSION): guidelines, passages, sentence."""
     return [

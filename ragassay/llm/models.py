@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import logging
 import os
 import time
 from dataclasses import dataclass
@@ -76,18 +77,24 @@ class ChatModel(Protocol):
 
 
 def default_threads() -> int:
-    """Cores free for a model now: the usable cores less the other runnable processes.
+    """Cores free for a model now: the usable cores less the processes that keep running.
 
     llama.cpp slows down sharply when it runs more threads than free cores (measured on 2 cores:
-    with one other busy process, 2 threads generated 2x slower than 1; idle, 2 threads were 1.75x
-    faster than 1: BENCHMARKS.md, "Threads")."""
+    with one other busy process, 2 threads generated 2.2x slower than 1; idle, 2 threads were 1.5-2x
+    faster than 1: BENCHMARKS.md, "Judge speed"). Other processes are counted as the fewest
+    runnable in five looks 20 ms apart: a process busy for a moment (Prefect's server answering
+    this run's own calls) is not one that will compete for the whole evaluation."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    try:
-        # /proc/loadavg's 4th field is "runnable/total" right now, this process included.
-        others = int(Path("/proc/loadavg").read_text().split()[3].split("/")[0]) - 1
-    except (OSError, ValueError, IndexError):
-        others = 0
-    return max(1, min(cores, cores - others))
+    others = []
+    for look in range(5):
+        try:
+            # /proc/loadavg's 4th field is "runnable/total" right now, this process included.
+            others.append(int(Path("/proc/loadavg").read_text().split()[3].split("/")[0]) - 1)
+        except (OSError, ValueError, IndexError):
+            return cores
+        if look < 4:
+            time.sleep(0.02)
+    return max(1, min(cores, cores - min(others)))
 
 
 def option_spellings(word: str) -> tuple[str, ...]:
@@ -140,6 +147,7 @@ class LlamaCppModel:
             )
         except (ValueError, RuntimeError) as error:
             raise ModelError(f"cannot load GGUF model {path}: {error}") from error
+        logging.getLogger("ragassay").info("loaded %s on %d threads", path.name, self.threads)
         self.model_id = f"gguf:{path.name}"
         self.context_size = context_size
 
