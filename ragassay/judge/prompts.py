@@ -1,12 +1,11 @@
 """The judge's prompts and output models. Pure: no model is called here (judge/judge.py calls the
 model; metrics/answers.py turns verdicts into scores).
 
-Four judgements, each a small prompt with its instruction and worked examples kept together:
+Four judgements, each a small prompt with its instruction (and any worked examples) kept together:
 - support: does this context support this statement? Answered as one word, read as the
   probability of "supported" against "unsupported", with annotation-style guidelines naming the
   kinds of unsupported sentence people mark (added information, contradiction, wrong entity, wrong
-  reasoning). Used for faithfulness (answer statements
-  against the retrieved sources), context recall (reference statements against the retrieved
+  reasoning). Used for faithfulness (answer statements against the retrieved sources), context recall (reference statements against the retrieved
   sources), citation precision (a statement against the one source it cites), the `grounded`
   check of evaluation cases, and judge calibration, which measures exactly this prompt.
 - implied question: the question an answer responds to, for answer relevancy.
@@ -39,7 +38,8 @@ PROMPT_VERSIONS = {
     "criteria": CRITERIA_PROMPT_VERSION,
 }
 
-# Output budgets: each schema is short, so these only stop a model that never closes the JSON.
+# Output budgets: a one-word answer is one token; the JSON schemas are short, so their budgets
+# only stop a model that never closes the JSON. Also used to check that a prompt fits.
 SUPPORT_MAX_TOKENS = 1  # one word, read as probabilities
 IMPLIED_QUESTION_MAX_TOKENS = 96
 CORRECTNESS_MAX_TOKENS = 1  # one word, read as probabilities
