@@ -209,6 +209,7 @@ def judge_answer(judge: Judge, answer: GroundedAnswer, reference_answer: str | N
                 "statement": statement,
                 "source_number": source,
                 "verdict": "unreadable" if verdict is None else ("supported" if verdict else "unsupported"),
+                "p_supported": result.value.p_supported if result.value else None,
                 "error": result.error,
             }
         )

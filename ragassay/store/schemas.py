@@ -204,7 +204,7 @@ ANSWERS = TableSpec(
 
 JUDGMENTS = TableSpec(
     "judgments",
-    1,
+    2,
     pl.Schema(
         {
             "configuration": pl.String,
@@ -216,6 +216,9 @@ JUDGMENTS = TableSpec(
             # The cited source (citation precision); null when judged against the whole context.
             "source_number": pl.Int32,
             "verdict": pl.String,  # supported, unsupported or unreadable
+            # The judge's probability that the statement is supported (the verdict applies the
+            # judge's threshold to it); null when unreadable.
+            "p_supported": pl.Float64,
             "error": pl.String,
         }
     ),

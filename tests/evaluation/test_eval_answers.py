@@ -76,6 +76,10 @@ def test_numbers_agree_with_the_logged_answers_and_judgments(evaluated, sample_h
         declined = answers.filter(pl.col("answerable"))["outcome"] == "refused"
         assert metrics["false_refusal_rate"] == pytest.approx(declined.sum() / 3)
         assert set(judgments["verdict"]) <= {"supported", "unsupported", "unreadable"}
+        # Every readable verdict keeps the probability it was read from; unreadable ones have none.
+        assert judgments.filter(pl.col("verdict") == "unreadable")["p_supported"].null_count() == judgments.filter(pl.col("verdict") == "unreadable").height
+        readable = judgments.filter(pl.col("verdict") != "unreadable")
+        assert ((readable["p_supported"] >= 0.5) == (readable["verdict"] == "supported")).all()  # SmolLM2's threshold is 0.5
         for row in answers.filter(pl.col("answerable")).iter_rows(named=True):
             mine = judgments.filter(query_id=row["query_id"])
             faithful = mine.filter(metric="faithfulness")
