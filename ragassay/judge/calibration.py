@@ -63,12 +63,12 @@ def read_labelled_statements(path: Path) -> list[LabelledStatement]:
     return rows
 
 
-def sample_labelled(labelled: list[LabelledStatement], max_items: int | None, seed: int) -> list[LabelledStatement]:
-    """A seeded sample of at most max_items rows (all of them when max_items is None), in file order."""
-    if max_items is None or max_items >= len(labelled):
-        return labelled
-    chosen = set(random.Random(seed).sample(range(len(labelled)), max_items))
-    return [item for index, item in enumerate(labelled) if index in chosen]
+def seeded_sample(items: list, max_items: int | None, seed: int) -> list:
+    """A seeded sample of at most max_items items (all of them when max_items is None), in their order."""
+    if max_items is None or max_items >= len(items):
+        return items
+    chosen = set(random.Random(seed).sample(range(len(items)), max_items))
+    return [item for index, item in enumerate(items) if index in chosen]
 
 
 def context_order(labelled: list[LabelledStatement]) -> list[LabelledStatement]:
@@ -88,7 +88,7 @@ def calibrate_judge(chat_models: ChatModels, config: ChatModelConfig, path: Path
     A row whose prompt does not fit the judge's context is never cut: it is counted as `too_long`
     and left out of the agreement figures. The labels are read (and a bad file refused) before the
     judge is loaded."""
-    labelled = context_order(sample_labelled(read_labelled_statements(path), max_items, seed))
+    labelled = context_order(seeded_sample(read_labelled_statements(path), max_items, seed))
     judge = Judge(chat_models.get(config))
     fitting, verdicts, rows, results = [], [], [], []
     with ProgressReporter(f"judging {len(labelled)} labelled statements") as progress:
@@ -152,10 +152,7 @@ def calibrate_pairwise(chat_models: ChatModels, config: ChatModelConfig, golden_
 
     flip rate = pairs whose verdict names a different answer (or tie) in the two orders / readable
     pairs; accuracy = pairs that name the better answer in both orders / readable pairs."""
-    pairs = preference_pairs(golden_path)
-    if max_items is not None and max_items < len(pairs):
-        chosen = set(random.Random(seed).sample(range(len(pairs)), max_items))
-        pairs = [pair for index, pair in enumerate(pairs) if index in chosen]
+    pairs = seeded_sample(preference_pairs(golden_path), max_items, seed)
     judge = Judge(chat_models.get(config))
     rows, results = [], []
     with ProgressReporter(f"judging {len(pairs)} answer pairs in both orders") as progress:

@@ -104,17 +104,7 @@ class Judge:
         """Supported when P(supported) >= the judge's threshold; unreadable when the model put less
         than MIN_OPTION_COVERAGE of its probability on either word."""
         messages = support_messages(context, statement)
-
-        def ask() -> Structured[SupportVerdict]:
-            answer = self._option_answer(messages, SUPPORT_OPTIONS)
-            if isinstance(answer, Structured):
-                return answer
-            probabilities, completion = answer
-            p_supported = probabilities["supported"]
-            verdict = SupportVerdict(verdict="supported" if p_supported >= self.support_threshold else "unsupported", p_supported=round(p_supported, 6))
-            return Structured(verdict, completion.text, None, 1, [completion], Usage.of([completion]))
-
-        return self._remember(["support", self.support_threshold, messages], SUPPORT_MAX_TOKENS, messages, ask)
+        return self._probability_verdict(["support", self.support_threshold, messages], messages, SUPPORT_OPTIONS, "supported", SUPPORT_MAX_TOKENS)
 
     def implied_question(self, answer: str) -> Structured[ImpliedQuestion]:
         return self._ask(implied_question_messages(answer), ImpliedQuestion, IMPLIED_QUESTION_MAX_TOKENS)
@@ -123,17 +113,7 @@ class Judge:
         """P(correct) of one answer to a question (stored as p_supported of a SupportVerdict whose
         verdict applies the support threshold)."""
         messages = correctness_messages(question, reference, answer)
-
-        def ask() -> Structured[SupportVerdict]:
-            answered = self._option_answer(messages, CORRECTNESS_OPTIONS)
-            if isinstance(answered, Structured):
-                return answered
-            probabilities, completion = answered
-            p_correct = probabilities["correct"]
-            verdict = SupportVerdict(verdict="supported" if p_correct >= self.support_threshold else "unsupported", p_supported=round(p_correct, 6))
-            return Structured(verdict, completion.text, None, 1, [completion], Usage.of([completion]))
-
-        return self._remember(["correctness", messages], CORRECTNESS_MAX_TOKENS, messages, ask)
+        return self._probability_verdict(["correctness", messages], messages, CORRECTNESS_OPTIONS, "correct", CORRECTNESS_MAX_TOKENS)
 
     def preference(self, question: str, reference: str | None, first: str, second: str) -> Structured[Preference]:
         """The answer with the higher P(correct), each graded alone; a tie when they differ by less
@@ -149,15 +129,23 @@ class Judge:
         value = Preference(preferred=preferred, p_correct_first=p_first, p_correct_second=p_second)
         return Structured(value, "", None, 1, [c for result in graded for c in result.completions], usage, reused=all(r.reused for r in graded))
 
-    def _option_answer(self, messages: list[dict], options: dict[str, tuple[str, ...]]):
-        """The model's probabilities of one-word options, or an unreadable result when the options
-        held less than MIN_OPTION_COVERAGE of its probability."""
-        spelled = {option: tuple(s for word in words for s in option_spellings(word)) for option, words in options.items()}
-        answer = self.model.option_probabilities(messages, spelled)
-        if answer.coverage < MIN_OPTION_COVERAGE:
-            error = f"the judge put only {answer.coverage:.2f} of its probability on {' or '.join(repr(o) for o in options)}"
-            return Structured(None, answer.completion.text, error, 1, [answer.completion], Usage.of([answer.completion], unparseable=1))
-        return answer.probabilities, answer.completion
+    def _probability_verdict(self, key_parts: list, messages: list[dict], options: dict[str, tuple[str, ...]], positive: str, max_tokens: int) -> Structured[SupportVerdict]:
+        """A one-word judgement read as P(positive option): "supported" when it reaches the judge's
+        threshold; unreadable when the options held less than MIN_OPTION_COVERAGE of the model's
+        probability. Remembered under key_parts."""
+
+        def ask() -> Structured[SupportVerdict]:
+            spelled = {option: tuple(s for word in words for s in option_spellings(word)) for option, words in options.items()}
+            answer = self.model.option_probabilities(messages, spelled)
+            completion = answer.completion
+            if answer.coverage < MIN_OPTION_COVERAGE:
+                error = f"the judge put only {answer.coverage:.2f} of its probability on {' or '.join(repr(o) for o in options)}"
+                return Structured(None, completion.text, error, 1, [completion], Usage.of([completion], unparseable=1))
+            probability = answer.probabilities[positive]
+            verdict = SupportVerdict(verdict="supported" if probability >= self.support_threshold else "unsupported", p_supported=round(probability, 6))
+            return Structured(verdict, completion.text, None, 1, [completion], Usage.of([completion]))
+
+        return self._remember(key_parts, max_tokens, messages, ask)
 
     def criteria(self, question: str, answer: str, criteria: str) -> Structured[CriteriaScore]:
         return self._ask(criteria_messages(question, answer, criteria), CriteriaScore, CRITERIA_MAX_TOKENS, criteria_schema())

@@ -129,12 +129,8 @@ def check_gguf_header(path: Path) -> None:
         raise ModelError(f"{path} has an unexpected GGUF header (version {version}, {tensors} tensors, {keys} metadata keys)")
 
 
-def _sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as file:
-        while block := file.read(1 << 22):
-            digest.update(block)
-    return digest.hexdigest()
+def _stamp_path(path: Path) -> Path:
+    return path.with_name(path.name + _VERIFIED_SUFFIX)
 
 
 def _stamp_of(path: Path) -> dict:
@@ -145,13 +141,14 @@ def _stamp_of(path: Path) -> dict:
 def verify_model_file(model: CatalogModel, path: Path) -> None:
     """Refuse a file that is not exactly the model recorded in the catalog (size, sha256, header)."""
     check_gguf_header(path)
-    stamp_path = path.with_name(path.name + _VERIFIED_SUFFIX)
+    stamp_path = _stamp_path(path)
     stamp = {**_stamp_of(path), "sha256": model.sha256}
     if stamp_path.exists() and json.loads(stamp_path.read_text()) == stamp:
         return
     if path.stat().st_size != model.size:
         raise ModelError(f"{path} is {path.stat().st_size:,} bytes, not the {model.size:,} of {model.name}; run `ragassay models fetch {model.name}` again")
-    actual = _sha256_of(path)
+    with path.open("rb") as file:
+        actual = hashlib.file_digest(file, "sha256").hexdigest()
     if actual != model.sha256:
         raise ModelError(f"{path} has sha256 {actual}, not {model.sha256} as recorded for {model.name}; refusing to load it. Delete it and run `ragassay models fetch {model.name}`")
     stamp_path.write_text(json.dumps(stamp))
@@ -193,9 +190,9 @@ def assemble_model(name: str, folder: Path | None = None, on_progress: Callable[
     except ModelError:
         partial.unlink()
         raise
-    partial.with_name(partial.name + _VERIFIED_SUFFIX).unlink()
+    # A rename keeps size and mtime, so the stamp written for the partial file stays true.
     os.replace(partial, target)
-    target.with_name(target.name + _VERIFIED_SUFFIX).write_text(json.dumps({**_stamp_of(target), "sha256": model.sha256}))
+    os.replace(_stamp_path(partial), _stamp_path(target))
     return target
 
 
