@@ -5,10 +5,12 @@ from __future__ import annotations
 from prefect import flow
 
 from ragassay.config import RetrievalEvalConfig
+from ragassay.tracking import Batch
 from tasks.eval_retrieval import (
     RetrievalEvalReport,
     load_golden_questions,
     log_retrieval_batch,
+    publish_retrieval_report,
     score_configuration,
     search_golden_questions,
     summarize_batch,
@@ -16,8 +18,9 @@ from tasks.eval_retrieval import (
 
 
 @flow(name="eval-retrieval", validate_parameters=True)
-def eval_retrieval_flow(config: RetrievalEvalConfig) -> RetrievalEvalReport:
-    """Search every golden question under each configuration, score, compare, and log one batch."""
+def eval_retrieval_flow(config: RetrievalEvalConfig, batch: Batch | None = None) -> RetrievalEvalReport:
+    """Search every golden question under each configuration, score, compare, log one batch (or
+    into the pipeline's batch), and show the outcome on the flow run."""
     questions, context = load_golden_questions(config)
     searched, per_question = {}, {}
     for configuration in config.configurations:
@@ -25,4 +28,6 @@ def eval_retrieval_flow(config: RetrievalEvalConfig) -> RetrievalEvalReport:
         searched[label] = search_golden_questions(config.home, config.collections, questions, configuration, config.depth)
         per_question[label] = score_configuration(label, questions, searched[label].rankings, config.metrics(), config.depth)
     summary = summarize_batch(config, per_question)
-    return log_retrieval_batch(config, context, searched, per_question, summary)
+    report = log_retrieval_batch(config, context, searched, per_question, summary, batch)
+    publish_retrieval_report(config, report)
+    return report

@@ -6,12 +6,14 @@ from prefect import flow
 
 from ragassay.config import GenerateConfig
 from ragassay.golden.generation import GenerationReport
+from ragassay.tracking import Batch
 from tasks.generate_golden import choose_seed, generate_golden_questions, log_generation_run
 
 
 @flow(name="generate-golden", validate_parameters=True)
-def generate_golden_flow(config: GenerateConfig) -> GenerationReport:
-    """Grow a collection's golden set from its own pages; the seed used is reported."""
+def generate_golden_flow(config: GenerateConfig, batch: Batch | None = None) -> GenerationReport:
+    """Grow a collection's golden set from its own pages; the seed used is reported. Logged as a
+    batch of its own, or into the pipeline's batch."""
     seed = choose_seed(config)
     report, candidates = generate_golden_questions(config, seed)
-    return log_generation_run(config, report, candidates)
+    return log_generation_run(config, report, candidates, batch)

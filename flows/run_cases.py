@@ -12,5 +12,5 @@ from tasks.run_cases import CaseReport, log_cases_run, run_suite
 @flow(name="run-cases", validate_parameters=True)
 def run_cases_flow(suite: CaseSuite) -> CaseReport:
     """Answer and check each case; a case passes only when all its checks pass."""
-    judge = load_judge(suite.judge)
+    judge = load_judge(suite.judge, suite.home)
     return log_cases_run(suite, run_suite(suite, judge), judge.model_id)

@@ -16,7 +16,7 @@ from pydantic import (
 
 from ragassay.answer.grounding import MIN_RELEVANCE
 from ragassay.errors import ConfigError
-from ragassay.gates.assertions import parse_assertion
+from ragassay.gates.assertions import is_answer_assertion, parse_answer_assertion, parse_assertion
 from ragassay.llm.models import DEFAULT_JUDGE_BACKEND, ChatModelConfig
 from ragassay.metrics.names import MetricName, standard_metrics
 from ragassay.search.settings import SearchSettings, SearchType
@@ -109,6 +109,9 @@ class GenerateConfig(_Frozen):
     judge: ChatModelConfig = DEFAULT_JUDGE
     max_attempts_factor: int = Field(3, ge=1, le=100)
     temperature: float = Field(0.3, ge=0.0, le=2.0)
+    # False: generate `count` more questions from pages not tried yet. True (the pipeline): `count`
+    # is what this seed, model and prompt should have produced in all; only the rest is generated.
+    count_is_total: bool = False
     home: Path = Field(default_factory=workspace_home)
 
     _collection = field_validator("collection")(_check_collection)
@@ -188,6 +191,12 @@ class AnswerSettings(SearchSettings):
 
     k: int = Field(5, ge=1, le=100)
     groundedness: Literal["strict", "off"] = "strict"
+
+    @field_validator("groundedness", mode="before")
+    @classmethod
+    def _off_as_written(cls, value):
+        # YAML 1.1 readers (Prefect's, most YAML libraries) turn a written `off` into false.
+        return "off" if value is False else value
     model: ChatModelConfig = ChatModelConfig()
     max_answer_tokens: int = Field(384, ge=16, le=8192)
     min_relevance: float = Field(MIN_RELEVANCE, ge=-1.0, le=1.0)
@@ -219,13 +228,18 @@ class AnswerEvalConfig(_Frozen):
     max_questions: int | None = Field(None, ge=1)
     seed: int = 0
     pairwise: bool = True
+    assertions: tuple[str, ...] = ()
     home: Path = Field(default_factory=workspace_home)
 
     _collections = field_validator("collections")(_check_collections)
 
     @model_validator(mode="after")
     def _unique_labels(self) -> "AnswerEvalConfig":
-        _unique_labels(self.configurations)
+        labels = _unique_labels(self.configurations)
+        for text in self.assertions:
+            assertion = parse_answer_assertion(text)
+            if assertion.label not in labels:
+                raise ValueError(f"assertion {text!r} names configuration {assertion.label!r}; labels: {', '.join(labels)}")
         return self
 
 
@@ -278,6 +292,162 @@ class CaseSuite(_Frozen):
         if repeated:
             raise ValueError(f"case ids must be unique; repeated: {', '.join(repeated)}")
         return self
+
+
+class PipelineIngest(_Frozen):
+    """The pipeline's ingest stage: files and folders into the collection (unchanged files keep
+    their documents; see ingest/documents.py)."""
+
+    enabled: bool = True
+    paths: tuple[Path, ...] = ()
+    chunking: ChunkingConfig = ChunkingConfig()
+
+
+class PipelineIndex(_Frozen):
+    """The pipeline's index stage (embeddings come from the cache when a chunk is unchanged)."""
+
+    enabled: bool = True
+    embedding_model: str = DEFAULT_EMBEDDING_MODEL
+    batch_size: int = Field(64, ge=1, le=4096)
+
+
+class PipelineGolden(_Frozen):
+    """The pipeline's golden set: hand-written entries from `file` (added when not yet stored) and
+    seeded generation through the quality gate. `count` is how many generated questions this seed
+    should have produced in all: a re-run generates only what is missing."""
+
+    file: Path | None = None
+    generate: bool = True
+    count: int = Field(10, ge=1, le=10_000)
+    seed: int = 0
+    model: ChatModelConfig = DEFAULT_GENERATION_MODEL
+    max_attempts_factor: int = Field(3, ge=1, le=100)
+    temperature: float = Field(0.3, ge=0.0, le=2.0)
+
+
+class PipelineRetrieval(_Frozen):
+    """The pipeline's retrieval evaluation (defaults: fulltext, semantic and hybrid)."""
+
+    enabled: bool = True
+    configurations: tuple[RetrievalConfiguration, ...] = Field(
+        default_factory=lambda: tuple(RetrievalConfiguration(label=m, search_type=m) for m in ("fulltext", "semantic", "hybrid")),
+        min_length=1,
+    )
+    ks: tuple[int, ...] = DEFAULT_KS
+    max_questions: int | None = Field(None, ge=1)
+    seed: int = 0
+    assertions: tuple[str, ...] = ()
+
+
+class PipelineAnswers(_Frozen):
+    """The pipeline's answer evaluation (default: hybrid retrieval, strict groundedness)."""
+
+    enabled: bool = True
+    configurations: tuple[AnswerConfiguration, ...] = Field(
+        default_factory=lambda: (AnswerConfiguration(label="hybrid", search_type="hybrid"),), min_length=1
+    )
+    unanswerable: Path | None = None
+    max_questions: int | None = Field(None, ge=1)
+    seed: int = 0
+    pairwise: bool = True
+    assertions: tuple[str, ...] = ()
+
+
+PIPELINE_STAGES = ("ingest", "index", "golden", "retrieval", "answers")
+
+
+class PipelineConfig(_Frozen):
+    """One `ragassay run`: every stage of one collection, configured in one file.
+
+    judge: the judge of the gate's answer check and of answer evaluation. cache: remember model
+    calls in the workspace's completion cache (llm/cache.py), so an unchanged re-run re-uses every
+    answer and verdict. Each stage's section builds that stage's own config (the same one its
+    command takes), so a stage behaves exactly as when run alone.
+    """
+
+    collection: str
+    ingest: PipelineIngest = PipelineIngest()
+    index: PipelineIndex = PipelineIndex()
+    golden: PipelineGolden = PipelineGolden()
+    retrieval: PipelineRetrieval = PipelineRetrieval()
+    answers: PipelineAnswers = PipelineAnswers()
+    judge: ChatModelConfig = DEFAULT_JUDGE
+    cache: bool = True
+    home: Path = Field(default_factory=workspace_home)
+
+    _collection = field_validator("collection")(_check_collection)
+
+    @model_validator(mode="after")
+    def _stages_valid(self) -> "PipelineConfig":
+        if self.ingest.enabled and not self.ingest.paths:
+            raise ValueError("ingest.paths: give the files or folders to ingest, or switch the stage off (ingest: {enabled: false})")
+        # Building each stage's config checks what only the whole can check (labels, assertions).
+        for stage, build in (("ingest", self.ingest_config), ("index", self.index_config), ("golden", self.generate_config),
+                             ("retrieval", self.retrieval_config), ("answers", self.answer_config)):
+            try:
+                build()
+            except ValidationError as error:
+                raise ValueError(f"{stage}: " + "; ".join(item["msg"].removeprefix("Value error, ") for item in error.errors())) from None
+        return self
+
+    def _model(self, model: ChatModelConfig) -> ChatModelConfig:
+        return model if self.cache else model.model_copy(update={"cache": False})
+
+    def enabled_stages(self) -> list[str]:
+        flags = {"ingest": self.ingest.enabled, "index": self.index.enabled, "golden": bool(self.golden.file) or self.golden.generate,
+                 "retrieval": self.retrieval.enabled, "answers": self.answers.enabled}
+        return [stage for stage in PIPELINE_STAGES if flags[stage]]
+
+    def ingest_config(self) -> IngestConfig | None:
+        if not self.ingest.enabled:
+            return None
+        return IngestConfig(collection=self.collection, paths=self.ingest.paths, chunking=self.ingest.chunking, home=self.home)
+
+    def index_config(self) -> IndexConfig:
+        return IndexConfig(collection=self.collection, embedding_model=self.index.embedding_model, batch_size=self.index.batch_size, home=self.home)
+
+    def generate_config(self) -> GenerateConfig:
+        golden = self.golden
+        return GenerateConfig(
+            collection=self.collection, count=golden.count, seed=golden.seed, model=self._model(golden.model), judge=self._model(self.judge),
+            max_attempts_factor=golden.max_attempts_factor, temperature=golden.temperature, count_is_total=True, home=self.home,
+        )
+
+    def retrieval_config(self) -> RetrievalEvalConfig:
+        retrieval = self.retrieval
+        configurations = tuple(
+            c.model_copy(update={"rerank_model": self._model(c.rerank_model)}) for c in retrieval.configurations
+        )
+        return RetrievalEvalConfig(
+            collections=(self.collection,), configurations=configurations, ks=retrieval.ks, max_questions=retrieval.max_questions,
+            seed=retrieval.seed, assertions=retrieval.assertions, home=self.home,
+        )
+
+    def answer_config(self) -> AnswerEvalConfig:
+        answers = self.answers
+        configurations = tuple(
+            c.model_copy(update={"model": self._model(c.model), "rerank_model": c.rerank_model and self._model(c.rerank_model)})
+            for c in answers.configurations
+        )
+        return AnswerEvalConfig(
+            collections=(self.collection,), configurations=configurations, judge=self._model(self.judge), unanswerable=answers.unanswerable,
+            max_questions=answers.max_questions, seed=answers.seed, pairwise=answers.pairwise, assertions=answers.assertions, home=self.home,
+        )
+
+
+def route_assertions(values: dict, assertions: list[str]) -> dict:
+    """Pipeline settings with `--assert` bounds added to the stage they bound: an answer metric's
+    to answers, any other to retrieval."""
+    if not assertions:
+        return values
+    values = dict(values)
+    for stage, wanted in (("answers", True), ("retrieval", False)):
+        extra = [text for text in assertions if is_answer_assertion(text) == wanted]
+        if extra:
+            section = dict(values.get(stage) or {})
+            section["assertions"] = [*section.get("assertions", []), *extra]
+            values[stage] = section
+    return values
 
 
 def parse_config(config_class: type[BaseModel], /, **values) -> BaseModel:

@@ -1,28 +1,44 @@
-"""Loaded state, held explicitly: the chat models, embedding models and opened collections one
-owner keeps for its lifetime. A CLI command makes one for the command; the Prefect tasks share
-one per worker process (tasks/resources.py). Library functions that need loaded state take it
-as an argument; none keeps it in a module global."""
+"""Loaded state, held explicitly: the chat models, embedding models, opened collections and
+completion caches one owner keeps for its lifetime. A CLI command makes one for the command; the
+Prefect tasks share one per worker process (tasks/resources.py). Library functions that need
+loaded state take it as an argument; none keeps it in a module global."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from ragassay.llm.models import ChatModels
+from ragassay.llm.cache import CompletionCache
+from ragassay.llm.models import ChatModel, ChatModelConfig, ChatModels
 from ragassay.search.collections import OpenCollections
 from ragassay.search.dense import Embedders
+from ragassay.store.workspace import completion_cache_path
 
 
 @dataclass
 class Resources:
-    """Chat models, embedding models and opened collections, each loaded once."""
+    """Chat models, embedding models and opened collections, each loaded once, and each
+    workspace's completion cache, opened once."""
 
     chat_models: ChatModels = field(default_factory=ChatModels)
     embedders: Embedders = field(default_factory=Embedders)
     collections: OpenCollections = field(init=False)
+    _caches: dict[Path, CompletionCache] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
         self.collections = OpenCollections(self.embedders)
 
+    def chat_model(self, config: ChatModelConfig, home: Path) -> ChatModel:
+        """The chat model of config for work in workspace home: its calls remembered in the
+        workspace's completion cache (llm/cache.py) unless config.cache is off."""
+        path = completion_cache_path(home)
+        if path not in self._caches:
+            self._caches[path] = CompletionCache(path)
+        return self.chat_models.get(config, self._caches[path])
+
     def close(self) -> None:
-        """Release the loaded models; what is opened again afterwards is loaded again."""
+        """Release the loaded models and caches; what is opened again afterwards is loaded again."""
         self.chat_models.close()
+        for cache in self._caches.values():
+            cache.close()
+        self._caches.clear()

@@ -1,5 +1,7 @@
 """MLflow at the edge: one experiment per collection set, one parent run per batch, one child run
-per configuration. Runs are tagged so `ragassay runs` can find them again.
+per configuration (a pipeline run is one batch: its stages' configurations are all children of
+its parent run). Runs are tagged so `ragassay runs` can find them again, and with where they came
+from (user, git commit, source, the Prefect flow run).
 
 Tracking store: $MLFLOW_TRACKING_URI when set, else a SQLite database in the workspace
 (`mlflow.db`) with artifacts under `mlartifacts/`.
@@ -7,15 +9,20 @@ Tracking store: $MLFLOW_TRACKING_URI when set, else a SQLite database in the wor
 
 from __future__ import annotations
 
+import getpass
 import json
 import os
 import re
+import subprocess
 import tempfile
 import time
+import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
 
+from ragassay import plots
 from ragassay.metrics.names import mlflow_key
 
 TAG_BATCH = "ragassay.batch_id"
@@ -24,6 +31,11 @@ TAG_COLLECTIONS = "ragassay.collections"
 TAG_LABEL = "ragassay.configuration"
 TAG_ROLE = "ragassay.role"  # batch (parent) or configuration (child)
 MLFLOW_PARENT = "mlflow.parentRunId"
+TAG_PREFECT_FLOW_RUN = "ragassay.prefect.flow_run_id"
+TAG_PREFECT_FLOW_RUN_URL = "ragassay.prefect.flow_run_url"
+# Tables up to this many rows are also logged as JSON (`log_table`), which MLflow's UI previews;
+# Parquet stays the machine-readable copy.
+PREVIEW_ROWS = 2_000
 
 
 def tracking_uri(home: Path) -> str:
@@ -39,6 +51,9 @@ def ui_command(home: Path) -> str:
 
 
 def client(home: Path):
+    # MLflow prints "View run ... at: URL" on stdout when it talks to a tracking server, which
+    # would break `--json` output; ragassay prints its own links.
+    os.environ["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] = "true"
     from mlflow.tracking import MlflowClient
 
     home.mkdir(parents=True, exist_ok=True)
@@ -76,43 +91,92 @@ def flatten_params(value: object, prefix: str = "") -> dict[str, str]:
     return {prefix: "" if value is None else str(value)}
 
 
-def start_batch(mlflow_client, experiment_id: str, batch_id: str, kind: str, collections: list[str], params: dict[str, str]) -> str:
-    """The parent run of a batch."""
-    from mlflow.entities import Param
+def git_commit(folder: Path) -> str | None:
+    """The commit checked out in folder (where the run was started), or None outside a git repository."""
+    try:
+        result = subprocess.run(["git", "rev-parse", "HEAD"], cwd=folder, capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return result.stdout.strip() if result.returncode == 0 else None
 
+
+def origin_tags(source: str, prefect_flow_run_id: str | None = None, prefect_flow_run_url: str | None = None) -> dict[str, str]:
+    """Where a run came from, as MLflow's own tags (user, source, git commit: its UI shows them)
+    and the Prefect flow run that made it."""
+    tags = {"mlflow.user": getpass.getuser(), "mlflow.source.name": source, "mlflow.source.type": "JOB"}
+    commit = git_commit(Path.cwd())
+    if commit:
+        tags["mlflow.source.git.commit"] = commit
+    if prefect_flow_run_id:
+        tags[TAG_PREFECT_FLOW_RUN] = prefect_flow_run_id
+    if prefect_flow_run_url:
+        tags[TAG_PREFECT_FLOW_RUN_URL] = prefect_flow_run_url
+    return tags
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Where one batch's runs go. A stage run on its own owns its batch (and finishes it); the
+    stages of a pipeline share the pipeline's batch, so their params and tables on the parent
+    carry the stage's name as a prefix."""
+
+    batch_id: str
+    experiment_id: str
+    parent_run_id: str
+    collections: tuple[str, ...]
+    owned: bool = True
+    origin: dict[str, str] = field(default_factory=dict)
+
+    def prefixed(self, kind: str, name: str) -> str:
+        return name if self.owned else f"{kind}/{name}"
+
+
+def new_batch_id() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+def open_batch(home: Path, collections: list[str], kind: str, params: dict[str, str], origin: dict[str, str], owned: bool = True) -> Batch:
+    """The parent run of a new batch, named `kind-batchid`, with its params."""
+    mlflow_client = client(home)
+    experiment_id = ensure_experiment(mlflow_client, home, collections)
+    batch_id = new_batch_id()
     run = mlflow_client.create_run(
         experiment_id,
         run_name=f"{kind}-{batch_id}",
-        tags={TAG_BATCH: batch_id, TAG_KIND: kind, TAG_COLLECTIONS: ",".join(collections), TAG_ROLE: "batch"},
+        tags={TAG_BATCH: batch_id, TAG_KIND: kind, TAG_COLLECTIONS: ",".join(collections), TAG_ROLE: "batch", **origin},
     )
-    if params:
-        mlflow_client.log_batch(run.info.run_id, params=[Param(k, v) for k, v in params.items()])
-    return run.info.run_id
+    batch = Batch(batch_id, experiment_id, run.info.run_id, tuple(collections), owned, origin)
+    log_values(mlflow_client, batch.parent_run_id, params, {})
+    return batch
+
+
+def log_stage_params(mlflow_client, batch: Batch, kind: str, params: dict[str, str]) -> None:
+    """A stage's shared settings on the batch's parent run (prefixed by the stage in a pipeline)."""
+    log_values(mlflow_client, batch.parent_run_id, {batch.prefixed(kind, k): v for k, v in params.items()}, {})
 
 
 def log_configuration_run(
     mlflow_client,
-    experiment_id: str,
-    parent_run_id: str,
-    batch_id: str,
+    batch: Batch,
     kind: str,
-    collections: list[str],
     label: str,
     params: dict[str, str],
     metrics: dict[str, float],
     artifacts: dict[str, pl.DataFrame],
 ) -> str:
-    """A child run: params, metrics (MLflow-safe names) and Parquet artifacts of one configuration."""
+    """A child run named `batchid kind/label`: params, metrics (MLflow-safe names) and table
+    artifacts of one configuration (or of one pipeline stage)."""
     run = mlflow_client.create_run(
-        experiment_id,
-        run_name=label,
+        batch.experiment_id,
+        run_name=f"{batch.batch_id} {kind}/{label}",
         tags={
-            TAG_BATCH: batch_id,
+            TAG_BATCH: batch.batch_id,
             TAG_KIND: kind,
-            TAG_COLLECTIONS: ",".join(collections),
+            TAG_COLLECTIONS: ",".join(batch.collections),
             TAG_LABEL: label,
             TAG_ROLE: "configuration",
-            MLFLOW_PARENT: parent_run_id,
+            MLFLOW_PARENT: batch.parent_run_id,
+            **batch.origin,
         },
     )
     run_id = run.info.run_id
@@ -122,23 +186,63 @@ def log_configuration_run(
     return run_id
 
 
+def log_batch_summary(
+    mlflow_client,
+    batch: Batch,
+    kind: str,
+    metrics: dict[str, dict[str, float]],
+    tables: dict[str, pl.DataFrame],
+    figures: dict[str, object],
+) -> None:
+    """What the batch's parent shows: each configuration's headline metrics as
+    `kind/label/metric` (so the experiment's chart view has them), the batch's tables, and its
+    pictures under `plots/`."""
+    flat = {f"{kind}/{label}/{mlflow_key(name)}": value for label, values in metrics.items() for name, value in values.items()}
+    log_values(mlflow_client, batch.parent_run_id, {}, flat)
+    log_tables(mlflow_client, batch.parent_run_id, {batch.prefixed(kind, name): table for name, table in tables.items()})
+    for name, figure in figures.items():
+        mlflow_client.log_figure(batch.parent_run_id, figure, f"plots/{name}.png")
+
+
+def run_url(home: Path, batch: Batch, run_id: str | None = None) -> str | None:
+    """The run's page in MLflow's UI when the tracking store is a server (None for a local file
+    store: `ui_command` says how to open it)."""
+    uri = tracking_uri(home)
+    if not uri.startswith(("http://", "https://")):
+        return None
+    return f"{uri.rstrip('/')}/#/experiments/{batch.experiment_id}/runs/{run_id or batch.parent_run_id}"
+
+
 def log_values(mlflow_client, run_id: str, params: dict[str, str], metrics: dict[str, float]) -> None:
     from mlflow.entities import Metric, Param
 
     now = int(time.time() * 1000)
-    mlflow_client.log_batch(
-        run_id,
-        params=[Param(k, v) for k, v in params.items()],
-        metrics=[Metric(mlflow_key(k), float(v), now, 0) for k, v in metrics.items()],
-    )
+    # MLflow takes at most 100 params and 1000 metrics per call.
+    params = [Param(k, v[:6000]) for k, v in params.items()]
+    metrics = [Metric(mlflow_key(k), float(v), now, 0) for k, v in metrics.items() if v is not None]
+    for start in range(0, max(len(params), len(metrics), 1), 100):
+        mlflow_client.log_batch(run_id, params=params[start : start + 100], metrics=metrics[start : start + 100])
 
 
 def log_tables(mlflow_client, run_id: str, tables: dict[str, pl.DataFrame]) -> None:
+    """Each table as Parquet (for machines: `download_table`), and the small ones also as JSON,
+    which MLflow's UI shows as a table. A name may hold a folder (`retrieval/comparisons`)."""
     with tempfile.TemporaryDirectory() as folder:
         for name, table in tables.items():
-            path = Path(folder) / f"{name}.parquet"
+            folder_name, _, file_name = name.rpartition("/")
+            path = Path(folder) / f"{file_name}.parquet"
             table.write_parquet(path)
-            mlflow_client.log_artifact(run_id, str(path))
+            mlflow_client.log_artifact(run_id, str(path), artifact_path=folder_name or None)
+            if table.height <= PREVIEW_ROWS:
+                mlflow_client.log_table(run_id, data=_json_columns(table), artifact_file=f"{name}.json")
+
+
+def _json_columns(table: pl.DataFrame) -> dict[str, list]:
+    """The table as columns of JSON values (nested values written as JSON text)."""
+    def plain(value):
+        return value if value is None or isinstance(value, (str, int, float, bool)) else json.dumps(value, default=str)
+
+    return {name: [plain(value) for value in table[name].to_list()] for name in table.columns}
 
 
 def finish(mlflow_client, run_id: str, status: str = "FINISHED") -> None:
@@ -197,27 +301,6 @@ def log_calibration(home: Path, kind: str, params: dict[str, str], metrics: dict
     log_values(mlflow_client, run_id, params, {k: v for k, v in metrics.items() if v is not None})
     log_tables(mlflow_client, run_id, {"rows": rows})
     if confusion is not None:
-        mlflow_client.log_figure(run_id, _confusion_figure(confusion, params.get("judge_model", "")), "confusion_matrix.png")
+        mlflow_client.log_figure(run_id, plots.confusion_figure(confusion, params.get("judge_model", "")), "confusion_matrix.png")
     mlflow_client.set_terminated(run_id, "FINISHED")
     return run_id
-
-
-def _confusion_figure(confusion: dict[str, int], title: str):
-    import matplotlib
-
-    matplotlib.use("Agg")  # no display: the picture only goes to a file
-    from matplotlib.figure import Figure
-
-    classes = ("supported", "unsupported")
-    counts = [[confusion[f"{label}_judged_{verdict}"] for verdict in classes] for label in classes]
-    figure = Figure(figsize=(4.2, 3.6))
-    axes = figure.subplots()
-    axes.imshow(counts, cmap="Blues")
-    for row, line in enumerate(counts):
-        for column, count in enumerate(line):
-            axes.text(column, row, str(count), ha="center", va="center", fontsize=14)
-    axes.set_xticks([0, 1], [f"judged {c}" for c in classes])
-    axes.set_yticks([0, 1], [f"labelled {c}" for c in classes])
-    axes.set_title(title, fontsize=9)
-    figure.tight_layout()
-    return figure

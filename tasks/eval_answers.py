@@ -4,7 +4,6 @@ a configuration, judge the answers, compare configurations pairwise, log the bat
 from __future__ import annotations
 
 import time
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,22 +12,28 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel
 
-from ragassay import tracking
+from ragassay import plots, tracking
 from ragassay.answer.grounding import ANSWER_PROMPT_VERSION
 from ragassay.config import AnswerConfiguration, AnswerEvalConfig
 from ragassay.evaluation import answers
 from ragassay.evaluation.answer_summary import (
+    ANSWER_INTERVAL_METRICS,
     AnsweredQuestion,
     ConfigurationSummary,
+    answer_intervals,
     summarize_configuration,
     warnings_frame,
 )
 from ragassay.evaluation.answers import PairComparison, batch_warnings
 from ragassay.evaluation.questions import EvalQuestion, GoldenContext, gather_golden_questions, read_unanswerable
+from ragassay.evaluation.reports import answers_markdown
+from ragassay.gates.assertions import check_assertions, parse_answer_assertion
 from ragassay.judge.judge import Judge, support_threshold_for
 from ragassay.judge.prompts import PROMPT_VERSIONS
 from ragassay.llm.models import ChatModelConfig, model_id_of
 from ragassay.store.schemas import PAIRWISE
+from ragassay.tracking import Batch
+from tasks.publish import publish, run_origin
 from tasks.resources import worker_resources
 
 
@@ -44,11 +49,14 @@ class AnswerEvalReport(BaseModel):
     metrics: dict[str, dict[str, float]]
     pairwise: list[dict]
     warnings: list[dict]
+    assertions: list[dict]
     judge_model: str
     prompt_versions: dict[str, str]
+    intervals: list[dict]
     seconds: float
     tracking_uri: str
     ui_command: str
+    mlflow_url: str | None = None
 
 
 @dataclass(frozen=True)
@@ -77,9 +85,11 @@ def load_answer_questions(config: AnswerEvalConfig) -> AnswerQuestions:
 
 
 @task(name="load-judge", cache_policy=NO_CACHE)
-def load_judge(config: ChatModelConfig) -> Judge:
-    """The judge of one evaluation: it remembers its judgements until the evaluation ends."""
-    return Judge(worker_resources().chat_models.get(config))
+def load_judge(config: ChatModelConfig, home: Path) -> Judge:
+    """The judge of one evaluation: it remembers its judgements until the evaluation ends, and
+    its model calls in the workspace's completion cache (the model loads on the first call that
+    is not remembered)."""
+    return Judge(worker_resources().chat_model(config, home))
 
 
 @task(name="answer-questions", cache_policy=NO_CACHE)
@@ -105,54 +115,57 @@ def compare_answers(
     return answers.compare_answers(judge, label_a, answered_a, label_b, answered_b)
 
 
-@task(name="log-answer-batch", cache_policy=NO_CACHE)
+@task(name="log-answer-batch", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=[2, 10])
 def log_answer_batch(
     config: AnswerEvalConfig,
     questions: AnswerQuestions,
     judge_model_id: str,
     summaries: dict[str, ConfigurationSummary],
     comparisons: list[PairComparison],
+    batch: Batch | None = None,
 ) -> AnswerEvalReport:
-    """One parent run for the batch (pairwise tallies and their cost as `pairwise/A/B/...`
-    metrics, the pairwise and warnings tables), one child run per configuration; the report."""
-    batch_id = uuid.uuid4().hex[:12]
+    """One child run per configuration under the batch's parent run (a new batch unless a
+    pipeline passes its batch); on the parent: each configuration's answer metrics, the pairwise
+    tallies and their cost as `pairwise/A/B/...` metrics, the pairwise, warnings and interval
+    tables, and the pictures. Retried: the tracking server may be briefly unreachable."""
     context, unanswerable_count = questions.context, len(questions.unanswerable)
     answer_model_ids = {c.label: model_id_of(c.model) for c in config.configurations}
     pairwise_tallies = [comparison.tally() for comparison in comparisons]
     pairwise = pl.concat([c.table for c in comparisons]) if comparisons else PAIRWISE.empty()
     warnings = batch_warnings([summary.warnings for summary in summaries.values()], context)
+    intervals = answer_intervals({label: summary.answers for label, summary in summaries.items()}, config.seed)
     collections = list(config.collections)
-    mlflow_client = tracking.client(config.home)
-    experiment_id = tracking.ensure_experiment(mlflow_client, config.home, collections)
-    shared = {
+    shared = tracking.flatten_params({
         "collections": collections,
         "max_questions": config.max_questions,
         "seed": config.seed,
         "questions": len(context.questions),
         "unanswerable_questions": unanswerable_count,
         "unanswerable_file": str(config.unanswerable) if config.unanswerable else None,
-        "judge": config.judge.model_dump(),
+        "judge": config.judge.model_dump(exclude_none=True),
         "judge_model_id": judge_model_id,
         "judge_support_threshold": support_threshold_for(judge_model_id),
         "prompt_version": {"answer": ANSWER_PROMPT_VERSION, **PROMPT_VERSIONS},
         "index_digest": context.index_digests,
         "golden_digest": context.golden_digests,
         "embedding_model": context.embedding_models,
-    }
-    parent = tracking.start_batch(mlflow_client, experiment_id, batch_id, "answers", collections, tracking.flatten_params(shared))
+    })
+    owned = batch is None
+    mlflow_client = tracking.client(config.home)
+    if owned:
+        batch = tracking.open_batch(config.home, collections, "answers", shared, run_origin("ragassay eval answers"))
+    else:
+        tracking.log_stage_params(mlflow_client, batch, "answers", shared)
     child_ids = {}
     for configuration in config.configurations:
         label = configuration.label
         summary = summaries[label]
         child_ids[label] = tracking.log_configuration_run(
             mlflow_client,
-            experiment_id,
-            parent,
-            batch_id,
+            batch,
             "answers",
-            collections,
             label,
-            params=tracking.flatten_params({**shared, "answer_model_id": answer_model_ids[label], "config": configuration.model_dump()}),
+            params={**shared, **tracking.flatten_params({"answer_model_id": answer_model_ids[label], "config": configuration.applicable_settings()})},
             metrics=summary.metrics,
             artifacts={"answers": summary.answers, "judgments": summary.judgments},
         )
@@ -162,22 +175,47 @@ def log_answer_batch(
         for key, value in t.items()
         if key not in ("configuration_a", "configuration_b")
     }
-    tracking.log_values(mlflow_client, parent, {}, tallies)
-    tracking.log_tables(mlflow_client, parent, {"pairwise": pairwise, "warnings": warnings_frame(warnings)})
-    tracking.finish(mlflow_client, parent)
+    tracking.log_values(mlflow_client, batch.parent_run_id, {}, tallies)
+    headline = {label: {m: s.metrics[m] for m in ANSWER_INTERVAL_METRICS if m in s.metrics} for label, s in summaries.items()}
+    figure = plots.interval_figure(
+        intervals, list(ANSWER_INTERVAL_METRICS),
+        f"answers, batch {batch.batch_id}: {len(questions.golden)} answerable + {unanswerable_count} unanswerable, judge {judge_model_id}",
+    )
+    tracking.log_batch_summary(
+        mlflow_client, batch, "answers", headline,
+        {"pairwise": pairwise, "warnings": warnings_frame(warnings), "intervals": intervals}, {"answer_metrics": figure},
+    )
+    if owned:
+        tracking.finish(mlflow_client, batch.parent_run_id)
     return AnswerEvalReport(
-        batch_id=batch_id,
+        batch_id=batch.batch_id,
         experiment=tracking.experiment_name(collections),
-        parent_run_id=parent,
+        parent_run_id=batch.parent_run_id,
         run_ids=child_ids,
         questions=len(questions.golden),
         unanswerable=unanswerable_count,
         metrics={label: summary.metrics for label, summary in summaries.items()},
         pairwise=pairwise_tallies,
         warnings=warnings,
+        assertions=check_assertions([parse_answer_assertion(a) for a in config.assertions], {label: s.metrics for label, s in summaries.items()}),
         judge_model=judge_model_id,
         prompt_versions={"answer": ANSWER_PROMPT_VERSION, **PROMPT_VERSIONS},
+        intervals=intervals.to_dicts(),
         seconds=round(time.perf_counter() - questions.started, 3),
         tracking_uri=tracking.tracking_uri(config.home),
         ui_command=tracking.ui_command(config.home),
+        mlflow_url=tracking.run_url(config.home, batch),
     )
+
+
+@task(name="publish-answer-report", cache_policy=NO_CACHE)
+def publish_answer_report(config: AnswerEvalConfig, report: AnswerEvalReport) -> None:
+    """The outcome on the flow run's page: configurations × answer metrics with scored counts and
+    95% intervals, and the Markdown report (refusal both ways, pairwise, warnings, MLflow link)."""
+    table = [
+        {**row, "mean": round(row["mean"], 4), "ci_low": round(row["ci_low"], 4), "ci_high": round(row["ci_high"], 4)}
+        for row in report.intervals if row["mean"] is not None
+    ]
+    markdown = answers_markdown(report.batch_id, report.questions, report.unanswerable, report.judge_model, report.metrics,
+                                report.pairwise, report.assertions, report.warnings, report.mlflow_url, report.ui_command)
+    publish("answers", list(config.collections), table, markdown, f"answer evaluation, MLflow batch {report.batch_id}")

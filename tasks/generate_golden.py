@@ -10,10 +10,12 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 from prefect.logging import get_run_logger
 
-from ragassay import tracking
+from ragassay import plots, tracking
 from ragassay.config import GenerateConfig
 from ragassay.golden.generation import GenerationReport, generate_questions
 from ragassay.store.workspace import collection_paths
+from ragassay.tracking import Batch
+from tasks.publish import run_origin
 from tasks.resources import worker_resources
 
 
@@ -32,28 +34,26 @@ def generate_golden_questions(config: GenerateConfig, seed: int) -> tuple[Genera
     return generate_questions(worker_resources(), collection_paths(config.home, config.collection), config, seed)
 
 
-@task(name="log-generation-run", cache_policy=NO_CACHE)
-def log_generation_run(config: GenerateConfig, report: GenerationReport, candidates: pl.DataFrame) -> GenerationReport:
-    """One MLflow run: seed, model, prompt version and count; acceptance and discards; candidates.
-    Returns the report with the run's id."""
+@task(name="log-generation-run", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=[2, 10])
+def log_generation_run(config: GenerateConfig, report: GenerationReport, candidates: pl.DataFrame, batch: Batch | None = None) -> GenerationReport:
+    """One MLflow run (in a batch of its own, or the pipeline's): seed, model, prompt version and
+    count; acceptance and discards; candidates; the discards picture on the batch's parent.
+    Returns the report with the run's id. Retried: the tracking server may be briefly unreachable."""
+    owned = batch is None
+    if owned:
+        batch = tracking.open_batch(config.home, [config.collection], "generation", {}, run_origin("ragassay golden generate"))
     mlflow_client = tracking.client(config.home)
-    experiment_id = tracking.ensure_experiment(mlflow_client, config.home, [config.collection])
-    run = mlflow_client.create_run(
-        experiment_id,
-        run_name=f"generate-{report.seed}",
-        tags={tracking.TAG_KIND: "generation", tracking.TAG_COLLECTIONS: config.collection, tracking.TAG_ROLE: "generation",
-              tracking.TAG_BATCH: f"generation-{report.seed}"},
+    params = {"seed": str(report.seed), "model": report.model_id, "prompt_version": report.prompt_version, "count": str(report.requested),
+              "judge_model": report.judge_model_id, "support_threshold": str(report.support_threshold),
+              "collection": config.collection, "temperature": str(config.temperature), "count_is_total": str(config.count_is_total)}
+    metrics = {"acceptance_rate": report.acceptance_rate, "attempted": report.attempted, "accepted": len(report.accepted),
+               **{f"discarded_{reason}": count for reason, count in report.discarded.items()}, **report.usage, **report.judge_usage}
+    run_id = tracking.log_configuration_run(
+        mlflow_client, batch, "golden", f"generate-seed{report.seed}", params, metrics,
+        {"candidates": candidates, "discarded": candidates.filter(~pl.col("accepted"))},
     )
-    run_id = run.info.run_id
-    tracking.log_values(
-        mlflow_client,
-        run_id,
-        {"seed": str(report.seed), "model": report.model_id, "prompt_version": report.prompt_version, "count": str(report.requested),
-         "judge_model": report.judge_model_id, "support_threshold": str(report.support_threshold),
-         "collection": config.collection, "temperature": str(config.temperature)},
-        {"acceptance_rate": report.acceptance_rate, "attempted": report.attempted, "accepted": len(report.accepted),
-         **{f"discarded_{reason}": count for reason, count in report.discarded.items()}, **report.usage, **report.judge_usage},
-    )
-    tracking.log_tables(mlflow_client, run_id, {"candidates": candidates, "discarded": candidates.filter(~pl.col("accepted"))})
-    tracking.finish(mlflow_client, run_id)
+    figure = plots.discards_figure(len(report.accepted), report.discarded, f"golden-set generation, seed {report.seed}: {report.attempted} candidates")
+    tracking.log_batch_summary(mlflow_client, batch, "golden", {}, {}, {"golden_discards": figure})
+    if owned:
+        tracking.finish(mlflow_client, batch.parent_run_id)
     return report.model_copy(update={"run_id": run_id})

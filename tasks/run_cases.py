@@ -3,7 +3,6 @@ MLflow."""
 
 from __future__ import annotations
 
-import uuid
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
@@ -15,6 +14,7 @@ from ragassay.gates import case_runs
 from ragassay.gates.case_runs import SuiteResult, suite_digest
 from ragassay.judge.judge import Judge
 from ragassay.judge.prompts import PROMPT_VERSIONS
+from tasks.publish import run_origin
 from tasks.resources import worker_resources
 
 
@@ -41,10 +41,7 @@ def run_suite(suite: CaseSuite, judge: Judge) -> SuiteResult:
 @task(name="log-cases-run", cache_policy=NO_CACHE)
 def log_cases_run(suite: CaseSuite, result: SuiteResult, judge_model_id: str) -> CaseReport:
     """One MLflow run for the suite: its settings, pass/fail counts and the per-case table."""
-    batch_id = uuid.uuid4().hex[:12]
     collections = list(suite.collections)
-    mlflow_client = tracking.client(suite.home)
-    experiment_id = tracking.ensure_experiment(mlflow_client, suite.home, collections)
     params = {
         "suite": suite.name,
         "suite_digest": suite_digest(suite),
@@ -54,7 +51,9 @@ def log_cases_run(suite: CaseSuite, result: SuiteResult, judge_model_id: str) ->
         "judge_model_id": judge_model_id,
         "prompt_version": PROMPT_VERSIONS,
     }
-    run_id = tracking.start_batch(mlflow_client, experiment_id, batch_id, "cases", collections, tracking.flatten_params(params))
+    batch = tracking.open_batch(suite.home, collections, "cases", tracking.flatten_params(params), run_origin("ragassay cases run"))
+    batch_id, run_id = batch.batch_id, batch.parent_run_id
+    mlflow_client = tracking.client(suite.home)
     tracking.log_values(mlflow_client, run_id, {}, result.metrics)
     tracking.log_tables(mlflow_client, run_id, {"cases": result.results})
     tracking.finish(mlflow_client, run_id)

@@ -48,7 +48,7 @@ def answer_question(resources: Resources, home: Path, collections: list[str], qu
     if relevance < config.min_relevance:
         reason = f"nothing relevant retrieved (best similarity {relevance:.3f} < {config.min_relevance})"
         return declined(question, reason, candidates, relevance, searched.usage)
-    model = resources.chat_models.get(config.model)
+    model = resources.chat_model(config.model, home)
     budget = model.context_size - config.max_answer_tokens - PROMPT_OVERHEAD_TOKENS - model.count_tokens(question)
     sources = assemble_sources(candidates, budget, model.count_tokens)
     result = generate_structured(

@@ -37,6 +37,17 @@ def emit(as_json: bool, payload: Any, render) -> None:
         render()
 
 
+def exit_on_failed_assertions(assertions: list[dict]) -> NoReturn:
+    """Exit 1 naming each failed --assert bound, else 0."""
+    from ragassay.gates.assertions import measured
+
+    failed = [r for r in assertions if not r["passed"]]
+    if failed:
+        err.print("quality gate failed: " + "; ".join(f"{r['assertion']} ({measured(r)})" for r in failed), highlight=False)
+        raise typer.Exit(EXIT_PARTIAL)
+    raise typer.Exit(EXIT_OK)
+
+
 def fail(error: Exception) -> NoReturn:
     err.print(f"[red]error:[/red] {error}", highlight=False)
     raise typer.Exit(EXIT_USAGE)
@@ -89,6 +100,24 @@ def judge_override(choice: str | None, backend: str | None, path, url: str | Non
     return model_settings(choice, backend, path, url, name, option="--judge-model") or None
 
 
+def read_yaml(text: str):
+    """YAML as people write it: only true/false are booleans (YAML 1.2), so `groundedness: off` or
+    `rerank: no` stay the words written, where YAML 1.1 readers turn them into false."""
+    import re
+
+    import yaml
+
+    class Yaml12Loader(yaml.SafeLoader):
+        pass
+
+    Yaml12Loader.yaml_implicit_resolvers = {
+        first: [(tag, pattern) for tag, pattern in resolvers if tag != "tag:yaml.org,2002:bool"]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
+    Yaml12Loader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
+    return yaml.load(text, Loader=Yaml12Loader)
+
+
 def load_config_file(path: Path) -> dict:
     """A YAML or JSON file holding a list of configurations, or a mapping of evaluation settings."""
     import yaml
@@ -96,7 +125,7 @@ def load_config_file(path: Path) -> dict:
     if not path.is_file():
         raise ConfigError(f"configuration file {path} does not exist")
     try:
-        loaded = json.loads(path.read_text()) if path.suffix == ".json" else yaml.safe_load(path.read_text())
+        loaded = json.loads(path.read_text()) if path.suffix == ".json" else read_yaml(path.read_text())
     except (json.JSONDecodeError, yaml.YAMLError) as error:
         raise ConfigError(f"{path} is not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {error}") from error
     if isinstance(loaded, list):

@@ -17,7 +17,7 @@ from ragassay.cli.common import (
     JUDGE_PATH_OPTION,
     JUDGE_URL_OPTION,
     emit,
-    err,
+    exit_on_failed_assertions,
     fail,
     judge_override,
     load_config_file,
@@ -32,6 +32,7 @@ from ragassay.cli.render import (
     render_comparisons,
     render_estimate,
     render_means,
+    render_assertions,
     render_pairwise,
 )
 from ragassay.errors import ConfigError, RagassayError
@@ -90,17 +91,11 @@ def eval_retrieval(
         render_comparisons(report.comparisons, [f"ndcg@{max(config.ks)}", "mrr"])
         for warning in report.warnings:
             out.print(f"[yellow]warning[/yellow] {warning}", highlight=False)
-        for result in report.assertions:
-            status = "[green]passed[/green]" if result["passed"] else "[red]FAILED[/red]"
-            out.print(f"assert {result['assertion']}: {status} (measured {result['value']:.4f})", highlight=False)
+        render_assertions(report.assertions)
         out.print(f"MLflow experiment {report.experiment!r}; open it with:\n  {report.ui_command}", highlight=False)
 
     emit(as_json, report.model_dump(), render)
-    failed = [r for r in report.assertions if not r["passed"]]
-    if failed:
-        err.print("quality gate failed: " + "; ".join(f"{r['assertion']} (measured {r['value']:.4f})" for r in failed), highlight=False)
-        raise typer.Exit(EXIT_PARTIAL)
-    raise typer.Exit(EXIT_OK)
+    exit_on_failed_assertions(report.assertions)
 
 
 @eval_app.command("answers")
@@ -114,6 +109,7 @@ def eval_answers(
     seed: Optional[int] = typer.Option(None, help="Seed of the question sample (default 0)."),
     no_pairwise: bool = typer.Option(False, "--no-pairwise", help="Skip the pairwise comparison of configurations."),
     estimate: bool = typer.Option(False, "--estimate", help="Print model calls, tokens and time, and run nothing."),
+    assertion: list[str] = typer.Option([], "--assert", help="Quality gate such as 'hybrid:faithfulness>=0.7' or 'hybrid:false_refusal_rate<=0.2'; repeatable."),
     judge_model: Optional[str] = JUDGE_MODEL_OPTION,
     judge_backend: Optional[str] = JUDGE_BACKEND_OPTION,
     judge_path: Optional[Path] = JUDGE_PATH_OPTION,
@@ -140,6 +136,7 @@ def eval_answers(
                 settings[key] = value
         if no_pairwise:
             settings["pairwise"] = False
+        settings["assertions"] = [*settings.get("assertions", []), *assertion]
         judge = judge_override(judge_model, judge_backend, judge_path, judge_url, judge_name)
         if judge is not None:
             settings["judge"] = judge
@@ -169,7 +166,8 @@ def eval_answers(
         render_answer_costs(report.metrics)
         render_pairwise(report.pairwise)
         render_answer_warnings(report.warnings)
+        render_assertions(report.assertions)
         out.print(f"{report.seconds:.0f}s. MLflow experiment {report.experiment!r}; open it with:\n  {report.ui_command}", highlight=False)
 
     emit(as_json, report.model_dump(), render)
-    raise typer.Exit(EXIT_OK)
+    exit_on_failed_assertions(report.assertions)

@@ -34,6 +34,7 @@ from ragassay.cli.eval import eval_app
 from ragassay.cli.golden import golden_app
 from ragassay.cli.judge import judge_app
 from ragassay.cli.models import models_app
+from ragassay.cli.pipeline import run as run_pipeline
 from ragassay.cli.runs import runs_app
 from ragassay.config import DEFAULT_EMBEDDING_MODEL, workspace_home
 from ragassay.errors import ConfigError, RagassayError
@@ -53,6 +54,7 @@ app.add_typer(runs_app, name="runs")
 app.add_typer(cases_app, name="cases")
 app.add_typer(judge_app, name="judge")
 app.add_typer(models_app, name="models")
+app.command("run")(run_pipeline)
 
 
 @app.command()

@@ -6,10 +6,8 @@ from __future__ import annotations
 from rich.table import Table
 
 from ragassay.cli.common import out
-
-
-def headline_metrics(ks: list[int]) -> list[str]:
-    return [f"recall@{k}" for k in ks] + [f"ndcg@{max(ks)}", "mrr"]
+from ragassay.gates.assertions import measured
+from ragassay.metrics.names import headline_retrieval_metrics as headline_metrics  # noqa: F401 (commands import it from here)
 
 
 def render_means(title: str, means: dict[str, dict[str, float]], columns: list[str]) -> None:
@@ -128,3 +126,9 @@ COST_ROWS = {
     "judge seconds": lambda v: f"{v['judge_seconds']:.1f}",
     "verdicts reused": lambda v: f"{v.get('judge_reused_verdicts', 0):.0f}",
 }
+
+
+def render_assertions(assertions: list[dict]) -> None:
+    for result in assertions:
+        status = "[green]passed[/green]" if result["passed"] else "[red]FAILED[/red]"
+        out.print(f"assert {result['assertion']}: {status} ({measured(result)})", highlight=False)

@@ -13,7 +13,7 @@ from ragassay.answer.grounding import GroundedAnswer
 from ragassay.evaluation.questions import EvalQuestion
 from ragassay.llm.structured import Usage
 from ragassay.metrics.answers import UNREADABLE, AnswerJudgement, false_refusal_rate, refusal_recall
-from ragassay.metrics.averaging import mean_scored
+from ragassay.metrics.averaging import interval_table, mean_scored
 from ragassay.metrics.names import ANSWER_METRICS
 from ragassay.store.schemas import ANSWERS, JUDGMENTS, WARNINGS
 
@@ -144,3 +144,21 @@ def _warnings(label: str, answered: list[AnsweredQuestion], judgements: dict[str
 
 def warnings_frame(warnings: list[dict]) -> pl.DataFrame:
     return pl.DataFrame(warnings, schema=WARNINGS.schema)
+
+
+ANSWER_INTERVAL_METRICS = (*ANSWER_METRICS, "refusal_recall", "false_refusal_rate")
+
+
+def answer_intervals(answers: dict[str, pl.DataFrame], seed: int = 0) -> pl.DataFrame:
+    """Each answer metric's mean, scored count and 95% interval per configuration, refusal both
+    ways included: refusal_recall is 1 per unanswerable question declined (0 answered),
+    false_refusal_rate 1 per answerable question declined (0 answered); each is null elsewhere."""
+    refused = (pl.col("outcome") == "refused").cast(pl.Float64)
+    per_question = {
+        label: table.with_columns(
+            pl.when(~pl.col("answerable")).then(refused).otherwise(None).alias("refusal_recall"),
+            pl.when(pl.col("answerable")).then(refused).otherwise(None).alias("false_refusal_rate"),
+        )
+        for label, table in answers.items()
+    }
+    return interval_table(per_question, list(ANSWER_INTERVAL_METRICS), seed)

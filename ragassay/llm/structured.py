@@ -17,24 +17,32 @@ from ragassay.llm.models import ChatModel, Completion
 
 @dataclass(frozen=True)
 class Usage:
-    """Calls, tokens and model seconds of some model work, and how many outputs were unreadable."""
+    """Calls, tokens and model seconds of some model work, and how many outputs were unreadable.
+    Calls served from the completion cache (llm/cache.py) cost nothing: they count only in
+    cached_calls, and saved_seconds is what they took when they were asked."""
 
     calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     seconds: float = 0.0
     unparseable: int = 0
+    cached_calls: int = 0
+    saved_seconds: float = 0.0
 
     @classmethod
     def of(cls, completions: Iterable[Completion], unparseable: int = 0) -> "Usage":
         """The cost of these model calls."""
-        completions = list(completions)
+        asked = [c for c in completions]
+        remembered = [c for c in asked if c.cached]
+        asked = [c for c in asked if not c.cached]
         return cls(
-            calls=len(completions),
-            prompt_tokens=sum(c.prompt_tokens for c in completions),
-            completion_tokens=sum(c.completion_tokens for c in completions),
-            seconds=sum(c.seconds for c in completions),
+            calls=len(asked),
+            prompt_tokens=sum(c.prompt_tokens for c in asked),
+            completion_tokens=sum(c.completion_tokens for c in asked),
+            seconds=sum(c.seconds for c in asked),
             unparseable=unparseable,
+            cached_calls=len(remembered),
+            saved_seconds=sum(c.saved_seconds for c in remembered),
         )
 
     def __add__(self, other: "Usage") -> "Usage":
@@ -44,6 +52,8 @@ class Usage:
             self.completion_tokens + other.completion_tokens,
             self.seconds + other.seconds,
             self.unparseable + other.unparseable,
+            self.cached_calls + other.cached_calls,
+            self.saved_seconds + other.saved_seconds,
         )
 
     @classmethod
@@ -61,6 +71,7 @@ class Usage:
             f"{prefix}_completion_tokens": self.completion_tokens,
             f"{prefix}_seconds": round(self.seconds, 3),
             f"{prefix}_unparseable": self.unparseable,
+            f"{prefix}_cached_calls": self.cached_calls,
         }
 
 

@@ -37,3 +37,37 @@ def mean_scores(per_question: pl.DataFrame, metrics: list[MetricName]) -> dict[s
         mean, _ = mean_of_scored(per_question[str(metric)].to_list() if per_question.height else [])
         means[str(metric)] = 0.0 if mean is None else mean
     return means
+
+
+INTERVAL_RESAMPLES = 2_000
+INTERVAL_SCHEMA = pl.Schema(
+    {"configuration": pl.String, "metric": pl.String, "scored": pl.Int64, "mean": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64}
+)
+
+
+def mean_interval(values: Sequence[float | None], seed: int = 0, resamples: int = INTERVAL_RESAMPLES) -> tuple[float, float] | None:
+    """The seeded percentile-bootstrap 95% interval of the mean over the scored values: resample
+    the scored questions with replacement `resamples` times; the interval is the 2.5th and 97.5th
+    percentile of the resampled means. None when nothing was scored."""
+    counted = np.array([value for value in values if value is not None], dtype=np.float64)
+    if counted.size == 0:
+        return None
+    picks = np.random.default_rng(seed).integers(0, counted.size, size=(resamples, counted.size))
+    low, high = np.percentile(counted[picks].mean(axis=1), [2.5, 97.5])
+    return float(low), float(high)
+
+
+def interval_table(per_question: dict[str, pl.DataFrame], metrics: list[str], seed: int = 0) -> pl.DataFrame:
+    """One row per (configuration, metric): scored questions, mean and its 95% interval, from
+    per-question tables that hold one column per metric (null where a question was not scored)."""
+    rows = []
+    for label, table in per_question.items():
+        for metric in metrics:
+            if metric not in table.columns:
+                continue
+            values = table[metric].to_list()
+            mean, scored = mean_of_scored(values)
+            interval = mean_interval(values, seed)
+            rows.append({"configuration": label, "metric": metric, "scored": scored, "mean": mean,
+                         "ci_low": interval[0] if interval else None, "ci_high": interval[1] if interval else None})
+    return pl.DataFrame(rows, schema=INTERVAL_SCHEMA)

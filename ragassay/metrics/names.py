@@ -87,3 +87,10 @@ def mlflow_key(name: str) -> str:
 
 def display_name(key: str) -> str:
     return key.replace("_at_", "@")
+
+
+def headline_retrieval_metrics(ks) -> list[str]:
+    """The retrieval metrics a summary, a picture or a batch's parent run shows: recall at every
+    cut-off, nDCG at the deepest, and MRR."""
+    ks = sorted(ks)
+    return [f"recall@{k}" for k in ks] + [f"ndcg@{max(ks)}", "mrr"]

@@ -59,6 +59,6 @@ def run_search(
     if settings.rerank != "llm":
         return SearchResult(search(loaded, query, settings, k))
     hits = search(loaded, query, settings, max(k, settings.rerank_candidates))
-    model = resources.chat_models.get(settings.rerank_model or ChatModelConfig())
+    model = resources.chat_model(settings.rerank_model or ChatModelConfig(), home)
     reranked = rerank_hits(model, loaded, query, hits[: settings.rerank_candidates])
     return SearchResult(reranked.hits[:k], reranked.usage, reranked.stats)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ragassay.llm.models import ChatModelConfig
 
@@ -50,6 +50,28 @@ class SearchSettings(BaseModel):
     rerank: Literal["off", "llm"] = "off"
     rerank_candidates: int = Field(20, ge=1, le=200)
     rerank_model: ChatModelConfig | None = None
+
+    @field_validator("rerank", mode="before")
+    @classmethod
+    def _off_as_written(cls, value):
+        # YAML 1.1 readers (Prefect's, most YAML libraries) turn a written `off` into false.
+        return "off" if value is False else value
+
+    def applicable_settings(self) -> dict:
+        """The settings (of a subclass too) as a dict, without those that do not affect this
+        search: fusion outside hybrid, lexical_unit in semantic search, the reranker's settings
+        when reranking is off, and unset values. What a run records as its configuration."""
+        settings = self.model_dump(exclude_none=True)
+        if self.search_type != "hybrid":
+            settings.pop("fusion", None)
+        if self.search_type == "semantic":
+            settings.pop("lexical_unit", None)
+        if self.rerank == "off":
+            settings.pop("rerank_candidates", None)
+            settings.pop("rerank_model", None)
+        if not self.content_types:
+            settings.pop("content_types", None)
+        return settings
 
     def search_settings(self) -> "SearchSettings":
         """Only the search part of a subclass (a retrieval or answer configuration)."""

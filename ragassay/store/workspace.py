@@ -1,6 +1,8 @@
 """The workspace on disk: where each collection's tables and indexes live, and loading them.
 
 Layout under the workspace root ($RAGASSAY_HOME):
+    cache/completions.sqlite               model calls remembered by exactly what was asked
+                                           (llm/cache.py)
     models/<name>/                         embedding models assembled from installed packages, and
                                            chat models assembled from pinned downloads
                                            ($RAGASSAY_MODELS, when set, moves this folder)
@@ -36,6 +38,11 @@ COLLECTION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 def workspace_home() -> Path:
     """The workspace root: $RAGASSAY_HOME, or ~/.ragassay when it is unset."""
     return Path(os.environ.get("RAGASSAY_HOME") or DEFAULT_HOME).expanduser().resolve()
+
+
+def completion_cache_path(home: Path) -> Path:
+    """The workspace's cache of model calls (llm/cache.py)."""
+    return home / "cache" / "completions.sqlite"
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,81 @@
+"""The pipeline flow: ingest → index → golden set → retrieval evaluation → answer evaluation, each
+stage a subflow of one flow run and every MLflow run in one batch. Stages switched off in the
+config are skipped; a stage whose inputs are missing fails before it starts, naming the stage
+that provides them; a failed stage fails the flow run with the stage named, and what earlier
+stages wrote stays."""
+
+from __future__ import annotations
+
+import time
+
+from prefect import flow
+
+from flows.eval_answers import eval_answers_flow
+from flows.eval_retrieval import eval_retrieval_flow
+from flows.generate_golden import generate_golden_flow
+from flows.index import index_flow
+from flows.ingest import ingest_flow
+from ragassay.config import PipelineConfig
+from ragassay.errors import RagassayError
+from ragassay.pipeline import PipelineReport
+from ragassay.tracking import Batch
+from tasks.pipeline import (
+    add_golden_file,
+    check_stage_inputs,
+    finish_pipeline,
+    log_stage_run,
+    mark_pipeline_failed,
+    open_pipeline_batch,
+    summarize_golden_stage,
+)
+
+
+class StageFailed(RagassayError):
+    """A pipeline stage failed; the message names it."""
+
+
+def _ingest(config: PipelineConfig, batch: Batch):
+    report = ingest_flow(config.ingest_config())
+    log_stage_run(config, batch, "ingest", report.counts(), {"paths": ",".join(map(str, config.ingest.paths))})
+    return report
+
+
+def _index(config: PipelineConfig, batch: Batch):
+    report = index_flow(config.index_config())
+    log_stage_run(config, batch, "index", {"chunks": report.chunks, "embedded": report.embedded, "reused_embeddings": report.reused_embeddings,
+                                            "seconds_embedding": report.seconds_embedding, "seconds_bm25": report.seconds_bm25},
+                  {"embedding_model": report.embedding_model_id, "index_digest": report.index_digest})
+    return report
+
+
+def _golden(config: PipelineConfig, batch: Batch):
+    file_outcome = add_golden_file(config) if config.golden.file else None
+    generation = generate_golden_flow(config.generate_config(), batch) if config.golden.generate else None
+    return summarize_golden_stage(config, file_outcome, generation)
+
+
+STAGES = {
+    "ingest": _ingest,
+    "index": _index,
+    "golden": _golden,
+    "retrieval": lambda config, batch: eval_retrieval_flow(config.retrieval_config(), batch),
+    "answers": lambda config, batch: eval_answers_flow(config.answer_config(), batch),
+}
+
+
+@flow(name="pipeline", validate_parameters=True)
+def pipeline_flow(config: PipelineConfig) -> PipelineReport:
+    """Run every enabled stage of one collection as subflows, logged as one MLflow batch."""
+    started = time.time()
+    batch = open_pipeline_batch(config)
+    reports, seconds = {}, {}
+    for stage in config.enabled_stages():
+        stage_started = time.perf_counter()
+        try:
+            check_stage_inputs(config, stage)
+            reports[stage] = STAGES[stage](config, batch)
+        except Exception as error:
+            mark_pipeline_failed(config, batch, stage, f"{type(error).__name__}: {error}")
+            raise StageFailed(f"pipeline stage {stage} failed: {error}") from error
+        seconds[stage] = round(time.perf_counter() - stage_started, 3)
+    return finish_pipeline(config, batch, started, seconds, *(reports.get(stage) for stage in STAGES))

@@ -1,0 +1,86 @@
+"""`ragassay run`: the whole pipeline from one YAML file, and its one summary."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from ragassay.cli.common import JSON_OPTION, emit, exit_on_failed_assertions, fail, load_config_file, out, prefect_defaults
+from ragassay.cli.render import (
+    headline_metrics,
+    render_answer_costs,
+    render_answer_metrics,
+    render_assertions,
+    render_comparisons,
+    render_means,
+    render_pairwise,
+)
+from ragassay.errors import RagassayError
+
+
+def run(
+    config_file: Path = typer.Option(..., "--config", help="The pipeline's YAML file (see data/sample/pipeline.yaml)."),
+    assertion: list[str] = typer.Option([], "--assert", help="Quality gate such as 'hybrid:recall@5>=0.8' or 'hybrid:faithfulness>=0.7'; repeatable."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Ask the models again instead of re-using remembered answers and verdicts."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Run the pipeline: ingest → index → golden set → retrieval evaluation → answer evaluation,
+    as one Prefect flow run and one MLflow batch. The file is checked before any work starts.
+    Exit code 1 when an --assert bound fails."""
+    from ragassay.config import PipelineConfig, parse_config, route_assertions
+
+    try:
+        settings = route_assertions(load_config_file(config_file), assertion)
+        if no_cache:
+            settings["cache"] = False
+        config = parse_config(PipelineConfig, **settings)
+        prefect_defaults()
+        from flows.pipeline import pipeline_flow
+
+        report = pipeline_flow(config)
+    except RagassayError as error:
+        fail(error)
+
+    emit(as_json, report.model_dump(), lambda: render_pipeline(report))
+    exit_on_failed_assertions(report.assertions)
+
+
+def render_pipeline(report) -> None:
+    """Stage times and what came from cache, documents, the golden set, the retrieval and answer
+    tables with significance and refusal both ways, gates, warnings, and where to look next."""
+    from rich.table import Table
+
+    table = Table(title=f"pipeline on {report.collection}: {report.seconds:.0f}s")
+    for column in ("stage", "seconds", "from cache"):
+        table.add_column(column, justify="right" if column == "seconds" else "left")
+    for stage in report.stages:
+        table.add_row(stage, f"{report.stage_seconds.get(stage, 0):.1f}", report.cache.get(stage, ""))
+    out.print(table)
+    if report.ingest:
+        counts = report.ingest["counts"]
+        out.print("documents: " + ", ".join(f"{count} {outcome}" for outcome, count in counts.items()), highlight=False)
+    if report.golden:
+        totals, file_outcome = report.golden["totals"], report.golden["file"]
+        added = f"golden file: {file_outcome['added']} added, {file_outcome['already_stored']} already stored; " if file_outcome else ""
+        discards = ", ".join(f"{count} {reason}" for reason, count in totals["discarded"].items()) or "none"
+        out.print(f"golden set: {totals['golden_size']} entries. {added}generation seed {totals['seed']}: {totals['accepted']} accepted "
+                  f"of {totals['candidates']} candidates; discarded: {discards}", highlight=False)
+    if report.retrieval:
+        retrieval = report.retrieval
+        ks = sorted({int(m.split("@")[1]) for m in retrieval["metrics"] if m.startswith("recall@")})
+        render_means(f"retrieval: {retrieval['questions']} questions", retrieval["means"], headline_metrics(ks))
+        render_comparisons(retrieval["comparisons"], [f"ndcg@{max(ks)}", "mrr"])
+    if report.answers:
+        answers = report.answers
+        render_answer_metrics(f"answers: {answers['questions']} answerable + {answers['unanswerable']} unanswerable, judge {answers['judge_model']}",
+                              answers["metrics"])
+        render_answer_costs(answers["metrics"])
+        render_pairwise(answers["pairwise"])
+    render_assertions(report.assertions)
+    out.print(f"{len(report.warnings)} warnings" + (":" if report.warnings else ""), highlight=False)
+    for warning in report.warnings:
+        out.print(f"[yellow]warning[/yellow] {warning}", highlight=False)
+    out.print(f"MLflow batch {report.batch_id}: " + (report.mlflow_url or f"open it with: {report.mlflow_ui_command}"), highlight=False)
+    out.print("Prefect: " + (report.prefect_flow_run_url or f"flow run {report.prefect_flow_run_id} (start `prefect server start` "
+              "and set PREFECT_API_URL to keep runs and see them in the Prefect UI)"), highlight=False)

@@ -1,0 +1,40 @@
+"""Where a run came from and what it shows in the Prefect UI: the origin tags every MLflow run of a
+flow run carries (with the flow run's id and page), and the table and Markdown artifacts an
+evaluation publishes on its flow run."""
+
+from __future__ import annotations
+
+import re
+
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.runtime import flow_run
+from prefect.settings import PREFECT_UI_URL
+
+from ragassay import tracking
+
+
+def flow_run_url(flow_run_id: str | None) -> str | None:
+    """The flow run's page in the Prefect UI; None when no UI is configured (an ephemeral server)."""
+    ui = PREFECT_UI_URL.value()
+    return f"{ui.rstrip('/')}/runs/flow-run/{flow_run_id}" if ui and flow_run_id else None
+
+
+def run_origin(source: str) -> dict[str, str]:
+    """MLflow origin tags for a run made inside this flow run (a pipeline's stages carry the
+    pipeline's flow run: the one a user opens in the Prefect UI)."""
+    flow_run_id = flow_run.root_flow_run_id or flow_run.id
+    return tracking.origin_tags(source, flow_run_id, flow_run_url(flow_run_id))
+
+
+def _key(text: str) -> str:
+    """Prefect artifact keys: lowercase letters, digits and dashes."""
+    return re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")
+
+
+def publish(stage: str, collection_names: list[str], table: list[dict], markdown: str, description: str) -> None:
+    """A table artifact and a Markdown artifact on the current flow run, under keys that stay the
+    same from run to run (`retrieval-sample-metrics`), so the UI shows their history."""
+    key = _key(f"{stage}-{'-'.join(collection_names)}")
+    if table:
+        create_table_artifact(table=table, key=f"{key}-metrics", description=description)
+    create_markdown_artifact(markdown=markdown, key=f"{key}-report", description=description)
