@@ -21,8 +21,10 @@ logger = logging.getLogger("ragassay")
 class ProgressReporter:
     """Callable as on_progress(done, total); use as a context manager around the work."""
 
-    def __init__(self, description: str):
+    def __init__(self, description: str, total: int | None = None):
+        """total, when known before the first item ends, shows on the bar from the start."""
         self.description = description
+        self._total = total
         self._next_log_percent = 10
         self._bar = None
         self._task_id = None
@@ -32,9 +34,14 @@ class ProgressReporter:
         if sys.stderr.isatty():
             from rich.progress import Progress
 
-            self._bar = Progress(transient=True)
+            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+            self._bar = Progress(
+                TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn(),
+                transient=True,
+            )
             self._bar.start()
-            self._task_id = self._bar.add_task(self.description, total=None)
+            self._task_id = self._bar.add_task(self.description, total=self._total)
         return self
 
     def __exit__(self, *exc_info) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import getpass
 import json
+import logging
 import os
 import re
 import subprocess
@@ -55,6 +56,9 @@ def client(home: Path):
     # would break `--json` output; ragassay prints its own links.
     os.environ["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] = "true"
     from mlflow.tracking import MlflowClient
+
+    # Its INFO lines (database migrations on first use) are not the user's business.
+    logging.getLogger("mlflow").setLevel(logging.WARNING)
 
     home.mkdir(parents=True, exist_ok=True)
     return MlflowClient(tracking_uri=tracking_uri(home))
@@ -304,3 +308,34 @@ def log_calibration(home: Path, kind: str, params: dict[str, str], metrics: dict
         mlflow_client.log_figure(run_id, plots.confusion_figure(confusion, params.get("judge_model", "")), "confusion_matrix.png")
     mlflow_client.set_terminated(run_id, "FINISHED")
     return run_id
+
+
+# The per-question table each kind of configuration run keeps, for comparing batches.
+PER_QUESTION_TABLES = {"retrieval": "per_question", "answers": "answers"}
+
+
+def batch_tables(home: Path, batch_id: str) -> dict[str, dict[str, pl.DataFrame]]:
+    """The per-question tables of a batch's configuration runs: {kind: {label: table}} (a pipeline
+    batch holds both kinds). Empty when there is no such batch."""
+    tables: dict[str, dict[str, pl.DataFrame]] = {}
+    for run in find_runs(home, batch_id=batch_id, role="configuration"):
+        kind, label = run.data.tags.get(TAG_KIND), run.data.tags.get(TAG_LABEL)
+        if kind in PER_QUESTION_TABLES and label not in tables.get(kind, {}):
+            table = download_table(home, run.info.run_id, PER_QUESTION_TABLES[kind])
+            if table is not None:
+                tables.setdefault(kind, {})[label] = table
+    return tables
+
+
+def latest_batch(home: Path, collections: str, excluding: str) -> str | None:
+    """The newest batch over the same collections, other than `excluding` (the default candidate)."""
+    for run in find_runs(home, role="batch"):
+        batch = run.data.tags.get(TAG_BATCH)
+        if batch != excluding and run.data.tags.get(TAG_COLLECTIONS) == collections and run.data.tags.get(TAG_KIND) in ("retrieval", "answers", "pipeline"):
+            return batch
+    return None
+
+
+def batch_collections(home: Path, batch_id: str) -> str | None:
+    runs = find_runs(home, batch_id=batch_id, role="batch")
+    return runs[0].data.tags.get(TAG_COLLECTIONS) if runs else None

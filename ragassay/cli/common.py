@@ -27,6 +27,11 @@ def prefect_defaults() -> None:
     """Quiet, offline-friendly Prefect settings unless the user chose otherwise."""
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+    if sys.stderr.isatty():
+        # On a terminal the progress bars show the work; Prefect's INFO lines would print onto the
+        # bar's line. The run's log (what the Prefect UI shows) still receives every line, and
+        # off a terminal (CI logs) the console keeps them, since no bar is drawn there.
+        os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING")
 
 
 def emit(as_json: bool, payload: Any, render) -> None:

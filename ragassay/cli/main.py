@@ -31,6 +31,7 @@ from ragassay.cli.common import (
 )
 from ragassay.cli.documents import documents_app
 from ragassay.cli.eval import eval_app
+from ragassay.cli.gate import gate
 from ragassay.cli.golden import golden_app
 from ragassay.cli.judge import judge_app
 from ragassay.cli.models import models_app
@@ -55,6 +56,7 @@ app.add_typer(cases_app, name="cases")
 app.add_typer(judge_app, name="judge")
 app.add_typer(models_app, name="models")
 app.command("run")(run_pipeline)
+app.command("gate")(gate)
 
 
 @app.command()

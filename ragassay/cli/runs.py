@@ -98,28 +98,40 @@ def runs_compare(batch_id: str = typer.Argument(..., help="Batch id printed by `
     parents = [r for r in runs if r.data.tags.get(tracking.TAG_ROLE) == "batch"]
     if not children:
         fail(RagassayError(f"no runs of batch {batch_id!r}; `ragassay runs list` shows the batches"))
-    means = {r.data.tags[tracking.TAG_LABEL]: {display_name(k): v for k, v in r.data.metrics.items()} for r in reversed(children)}
-    if children[0].data.tags.get(tracking.TAG_KIND) == "answers":
-        _compare_answer_batch(home, batch_id, parents[0].info.run_id if parents else None, means, as_json)
+    parent_id = parents[0].info.run_id if parents else None
+    # A pipeline's batch holds both kinds, and keeps each kind's tables under the kind's name.
+    prefix = "" if not parents or parents[0].data.tags.get(tracking.TAG_KIND) != "pipeline" else "{kind}/"
+    by_kind: dict[str, dict[str, dict[str, float]]] = {}
+    for run in reversed(children):
+        kind = run.data.tags.get(tracking.TAG_KIND)
+        if kind in tracking.PER_QUESTION_TABLES:
+            by_kind.setdefault(kind, {})[run.data.tags[tracking.TAG_LABEL]] = {display_name(k): v for k, v in run.data.metrics.items()}
+    if "answers" in by_kind and "retrieval" not in by_kind:
+        _compare_answer_batch(home, batch_id, parent_id, by_kind["answers"], as_json, prefix.format(kind="answers"))
         return
-    comparisons_table = tracking.download_table(home, parents[0].info.run_id, "comparisons") if parents else None
+    means = by_kind.get("retrieval", {})
+    comparisons_table = tracking.download_table(home, parent_id, prefix.format(kind="retrieval") + "comparisons") if parent_id else None
     comparisons = comparisons_table.to_dicts() if comparisons_table is not None else []
-    metric_names = [m for m in next(iter(means.values())) if m != "questions_scored"]
+    metric_names = [m for m in next(iter(means.values()), {}) if m != "questions_scored"]
 
     def render() -> None:
         render_means(f"batch {batch_id}", means, metric_names)
         ks = sorted(name.k for name in map(parse_metric_or_none, metric_names) if name and name.family == "ndcg")
         render_comparisons(comparisons, [f"ndcg@{max(ks)}", "mrr"] if ks else ["mrr"])
 
+    if "answers" in by_kind:
+        emit(as_json, {"batch_id": batch_id, "means": means, "comparisons": comparisons, "answers": by_kind["answers"]}, lambda: (
+            render(), render_answer_metrics(f"batch {batch_id}: answers", by_kind["answers"]), render_answer_costs(by_kind["answers"])))
+        return
     emit(as_json, {"batch_id": batch_id, "means": means, "comparisons": comparisons}, render)
 
 
-def _compare_answer_batch(home: Path, batch_id: str, parent_run_id: str | None, metrics: dict[str, dict[str, float]], as_json: bool) -> None:
+def _compare_answer_batch(home: Path, batch_id: str, parent_run_id: str | None, metrics: dict[str, dict[str, float]], as_json: bool, prefix: str = "") -> None:
     """An answer batch: metrics with their scored counts, costs, and the pairwise tallies."""
     from ragassay import tracking
     from ragassay.metrics.answers import tally_pairs
 
-    pairwise_table = tracking.download_table(home, parent_run_id, "pairwise") if parent_run_id else None
+    pairwise_table = tracking.download_table(home, parent_run_id, prefix + "pairwise") if parent_run_id else None
     pairwise = []
     if pairwise_table is not None:
         for (a, b), rows in pairwise_table.group_by(["configuration_a", "configuration_b"], maintain_order=True):

@@ -31,7 +31,7 @@ def answer_questions(
 ) -> list[AnsweredQuestion]:
     """Each (question, answerable) through exactly `ragassay answer`'s code path."""
     answered = []
-    with ProgressReporter(f"answering {len(questions)} questions ({configuration.label})") as progress:
+    with ProgressReporter(f"answering {len(questions)} questions ({configuration.label})", total=len(questions)) as progress:
         for done, (question, answerable) in enumerate(questions, start=1):
             started = time.perf_counter()
             answer = answer_question(resources, home, list(collections), question.question, configuration)
@@ -56,7 +56,7 @@ def judge_answers(resources: Resources, home: Path, judge: Judge, answered: list
     collection's own model."""
     answerable = [a for a in answered if a.answerable]
     judged = {}
-    with ProgressReporter(f"judging {len(answerable)} answers ({label})") as progress:
+    with ProgressReporter(f"judging {len(answerable)} answers ({label})", total=len(answerable)) as progress:
         for done, item in enumerate(answerable, start=1):
             collection = resources.collections.open(home, item.question.query_collection, need_dense=True)
             judged[item.key] = judge_answer(judge, item.answer, item.question.reference_answer, collection.embed_query)
@@ -97,7 +97,7 @@ def compare_answers(
     """The judge's preference per answerable question, asked with a first and with b first."""
     pairs = [(a, b) for a, b in zip(answered_a, answered_b, strict=True) if a.answerable]
     rows, asked = [], []
-    with ProgressReporter(f"comparing {label_a} with {label_b} on {len(pairs)} questions") as progress:
+    with ProgressReporter(f"comparing {label_a} with {label_b} on {len(pairs)} questions", total=len(pairs)) as progress:
         for done, (a, b) in enumerate(pairs, start=1):
             if a.answer.text == b.answer.text:
                 a_first = b_first = IDENTICAL

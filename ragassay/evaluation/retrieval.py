@@ -46,7 +46,7 @@ def search_questions(
     usage, rerank = Usage(), RerankStats()
     rankings: list[list[DocKey]] = []
     rows: list[dict] = []
-    with ProgressReporter(f"searching {len(questions)} questions ({configuration.label})") as progress:
+    with ProgressReporter(f"searching {len(questions)} questions ({configuration.label})", total=len(questions)) as progress:
         for done, question in enumerate(questions, start=1):
             result = run_search(resources, home, list(collections), question.question, configuration, depth)
             usage, rerank = usage + result.usage, rerank + result.rerank

@@ -94,7 +94,7 @@ class SuiteResult:
 def run_suite(resources: Resources, suite: CaseSuite, judge: Judge) -> SuiteResult:
     """Answer and check each case; a case passes only when all its checks pass."""
     outcomes = []
-    with ProgressReporter(f"running {len(suite.cases)} cases of {suite.name}") as progress:
+    with ProgressReporter(f"running {len(suite.cases)} cases of {suite.name}", total=len(suite.cases)) as progress:
         for done, case in enumerate(suite.cases, start=1):
             outcomes.append(run_case(resources, suite, case, judge))
             progress(done, len(suite.cases))

@@ -130,7 +130,7 @@ def generate_questions(resources: Resources, paths: CollectionPaths, config: Gen
         wanted = max(0, config.count - int(same_run["accepted"].sum()))
         attempts = max(0, attempts - same_run.height) if wanted else 0
     limit = min(pages.height, attempts)
-    with ProgressReporter(f"generating questions from {limit} pages") as progress:
+    with ProgressReporter(f"generating questions from {limit} pages", total=limit) as progress:
         for attempt, page in enumerate(pages.head(limit).iter_rows(named=True), start=1):
             page_seed = int(draw_key(seed, page["chunk_id"])[:8], 16)
             result = generate_structured(

@@ -82,7 +82,7 @@ def embed_chunks(paths: CollectionPaths, chunks: pl.DataFrame, embedder: Embedde
     cache = _read_cache(paths)
     cached = cache.filter(pl.col("model_id") == spec.model_id) if cache is not None else None
     missing = texts.join(cached.select("text_sha256"), on="text_sha256", how="anti") if cached is not None else texts
-    with ProgressReporter(f"embedding {missing.height} chunks") as progress:
+    with ProgressReporter(f"embedding {missing.height} chunks", total=missing.height) as progress:
         vectors = embedder.embed(missing["text"].to_list(), batch_size, progress)
     if missing.height:
         dimension = vectors.shape[1]

@@ -69,7 +69,7 @@ def extract_documents(
     incoming: list[IncomingDocument] = []
     rejections: list[Rejection] = []
     seen: dict[str, Path] = {}
-    with ProgressReporter("extracting files") as progress:
+    with ProgressReporter("extracting files", total=len(files)) as progress:
         for done, (root, file) in enumerate(files, start=1):
             identifier = doc_id or file.relative_to(root).as_posix()
             try:

@@ -91,7 +91,7 @@ def calibrate_judge(chat_models: ChatModels, config: ChatModelConfig, path: Path
     labelled = context_order(seeded_sample(read_labelled_statements(path), max_items, seed))
     judge = Judge(chat_models.get(config))
     fitting, verdicts, rows, results = [], [], [], []
-    with ProgressReporter(f"judging {len(labelled)} labelled statements") as progress:
+    with ProgressReporter(f"judging {len(labelled)} labelled statements", total=len(labelled)) as progress:
         for done, item in enumerate(labelled, start=1):
             result = judge.support(item.context, item.statement)
             results.append(result)
@@ -155,7 +155,7 @@ def calibrate_pairwise(chat_models: ChatModels, config: ChatModelConfig, golden_
     pairs = seeded_sample(preference_pairs(golden_path), max_items, seed)
     judge = Judge(chat_models.get(config))
     rows, results = [], []
-    with ProgressReporter(f"judging {len(pairs)} answer pairs in both orders") as progress:
+    with ProgressReporter(f"judging {len(pairs)} answer pairs in both orders", total=len(pairs)) as progress:
         for done, pair in enumerate(pairs, start=1):
             better_first = judge.preference(pair["question"], None, pair["better"], pair["worse"])
             better_second = judge.preference(pair["question"], None, pair["worse"], pair["better"])

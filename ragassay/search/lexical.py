@@ -15,8 +15,15 @@ import numpy as np
 STEMMER_LANGUAGE = "english"
 STOPWORDS = "en"
 
-# bm25s logs every build at DEBUG, which Prefect's console handler would print among progress lines.
-logging.getLogger("bm25s").setLevel(logging.WARNING)
+
+
+def _bm25s():
+    """bm25s, imported once; it sets its own logger to DEBUG on import and logs every build, which
+    the console handler would print among progress lines, so its level is lowered after import."""
+    import bm25s
+
+    logging.getLogger("bm25s").setLevel(logging.WARNING)
+    return bm25s
 
 
 @lru_cache(maxsize=1)
@@ -28,9 +35,7 @@ def _stemmer():
 
 def tokenize(texts: list[str]) -> list[list[str]]:
     """Lower-cased word tokens of each text, English stopwords removed, Snowball-stemmed."""
-    import bm25s
-
-    return bm25s.tokenize(
+    return _bm25s().tokenize(
         texts, lower=True, stopwords=STOPWORDS, stemmer=_stemmer(), return_ids=False, show_progress=False
     )
 
@@ -44,8 +49,7 @@ class LexicalIndex:
 
     @classmethod
     def build(cls, texts: list[str]) -> "LexicalIndex":
-        import bm25s
-
+        bm25s = _bm25s()
         retriever = bm25s.BM25()
         if texts:
             retriever.index(tokenize(texts), show_progress=False)
@@ -58,8 +62,7 @@ class LexicalIndex:
 
     @classmethod
     def load(cls, folder: Path, size: int) -> "LexicalIndex":
-        import bm25s
-
+        bm25s = _bm25s()
         if size == 0:
             return cls(bm25s.BM25(), 0)
         return cls(bm25s.BM25.load(str(folder), mmap=False, show_progress=False, verbosity=0), size)
