@@ -16,13 +16,15 @@ import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+# Metrics where a smaller value is the better one; their axis label says so.
+LOWER_IS_BETTER = ("false_refusal_rate",)
 # Colour-blind-safe (Okabe-Ito), one per configuration in order.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
 
 
 def interval_figure(intervals: pl.DataFrame, metrics: list[str], title: str) -> Figure:
     """Grouped bars: one group per metric, one bar per configuration at its mean, the whisker its
-    95% interval, the number of scored questions under each group's name. `intervals` has the
+    95% interval, its value and number of scored questions at its foot. `intervals` has the
     columns of metrics/averaging.py's interval_table."""
     shown = intervals.filter(pl.col("metric").is_in(metrics) & pl.col("mean").is_not_null())
     labels = list(dict.fromkeys(shown["configuration"].to_list()))
@@ -37,8 +39,12 @@ def interval_figure(intervals: pl.DataFrame, metrics: list[str], title: str) -> 
         low = [rows[m]["mean"] - rows[m]["ci_low"] if m in rows and rows[m]["ci_low"] is not None else 0 for m in metrics]
         high = [rows[m]["ci_high"] - rows[m]["mean"] if m in rows and rows[m]["ci_high"] is not None else 0 for m in metrics]
         axes.bar(positions, means, width, yerr=[low, high], capsize=3, label=label, color=PALETTE[index % len(PALETTE)])
-    scored = {r["metric"]: r["scored"] for r in shown.iter_rows(named=True)}
-    axes.set_xticks(np.arange(len(metrics)), [f"{m}\n(n={scored.get(m, 0)})" for m in metrics], fontsize=8)
+        # Each bar's value and the questions behind it, at its foot (a zero bar still shows its 0.00).
+        for position, metric in zip(positions, metrics):
+            if metric in rows:
+                axes.text(position, 0.01, f"{rows[metric]['mean']:.2f}\nn={rows[metric]['scored']}", ha="center", va="bottom",
+                          fontsize=6.5, color="white" if rows[metric]["mean"] > 0.12 else "black")
+    axes.set_xticks(np.arange(len(metrics)), [f"{m}\n(lower is better)" if m in LOWER_IS_BETTER else m for m in metrics], fontsize=8)
     axes.set_ylim(0, 1.05)
     axes.set_ylabel("mean, with 95% bootstrap interval")
     axes.set_title(title, fontsize=10)

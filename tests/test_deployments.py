@@ -1,39 +1,219 @@
-"""prefect.yaml deploys, and a worker runs the sample-ingest deployment end to end."""
+"""The production shape, end to end on real servers: a PostgreSQL database (when the machine has
+PostgreSQL), an MLflow tracking server on it, a Prefect server, `prefect deploy --all` of
+prefect.yaml, a process worker, and the pipeline deployment run on the sample corpus. Checked
+through both servers' APIs. Everything the test starts, it stops."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import signal
+import socket
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
+
+import httpx
+import pytest
 
 from tests.conftest import REPO
 
-PREFECT = str(Path(sys.executable).parent / "prefect")
+BIN = Path(sys.executable).parent
+PREFECT = str(BIN / "prefect")
+MLFLOW = str(BIN / "mlflow")
+
+# The deployment's own parameters, with the answer stage cut to two questions and one
+# configuration, SmolLM2 as judge and no generation, so the run stays short.
+TEST_CONFIG = {
+    "collection": "sample",
+    "ingest": {"paths": ["data/sample/corpus"]},
+    "golden": {"file": "data/sample/golden.jsonl", "generate": False},
+    "retrieval": {"assertions": ["hybrid:recall@5>=0.5"]},
+    "answers": {"unanswerable": "data/sample/unanswerable.jsonl", "max_questions": 2, "pairwise": False,
+                "configurations": [{"label": "hybrid", "search_type": "hybrid", "groundedness": "off"}]},
+    "judge": {"backend": "smollm2"},
+}
 
 
-def prefect_cli(*args: str, env: dict[str, str], timeout: int = 300) -> subprocess.CompletedProcess:
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_until_up(url: str, process: subprocess.Popen, log: Path, timeout: float = 180) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"{url} exited with {process.returncode}:\n{log.read_text()[-3000:]}")
+        try:
+            if httpx.get(url, timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    pytest.fail(f"{url} did not answer in {timeout}s:\n{log.read_text()[-3000:]}")
+
+
+class Services:
+    """Background processes started by this test, each in its own process group, so stopping
+    one stops its children (gunicorn or uvicorn workers) too."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.processes: list[subprocess.Popen] = []
+        self.stops: list[list[str]] = []
+
+    def start(self, name: str, command: list[str], env: dict[str, str]) -> tuple[subprocess.Popen, Path]:
+        log = self.folder / f"{name}.log"
+        process = subprocess.Popen(command, env=env, cwd=REPO, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
+        self.processes.append(process)
+        return process, log
+
+    def stop_all(self) -> None:
+        for process in reversed(self.processes):
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+                try:
+                    process.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    os.killpg(process.pid, signal.SIGKILL)
+                    process.wait(timeout=10)
+        for command in self.stops:
+            subprocess.run(command, capture_output=True, timeout=60)
+
+
+def as_postgres_user(command: list[str]) -> list[str]:
+    # PostgreSQL refuses to run as root; CI machines run as root.
+    return ["runuser", "-u", "postgres", "--", *command] if os.geteuid() == 0 else command
+
+
+def start_postgres(services: Services) -> str | None:
+    """A throwaway PostgreSQL cluster on a loopback port; its URI, or None without PostgreSQL."""
+    initdb, pg_ctl = shutil.which("initdb"), shutil.which("pg_ctl")
+    if not (initdb and pg_ctl) or (os.geteuid() == 0 and not shutil.which("runuser")):
+        return None
+    # Not under pytest's tmp_path: the postgres user must be able to reach the folder.
+    folder = Path(tempfile.mkdtemp(prefix="ragassay-pg-"))
+    folder.chmod(0o755)
+    data = folder / "data"
+    if os.geteuid() == 0:
+        shutil.chown(folder, "postgres", "postgres")
+    port = free_port()
+    subprocess.run(as_postgres_user([initdb, "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8"]), check=True, capture_output=True, timeout=120)
+    services.stops.append(as_postgres_user([pg_ctl, "-D", str(data), "stop", "-m", "fast"]))
+    services.stops.append(["rm", "-rf", str(folder)])
+    subprocess.run(
+        as_postgres_user([pg_ctl, "-D", str(data), "-l", str(folder / "postgres.log"), "-w", "-t", "60", "start",
+                          "-o", f"-p {port} -h 127.0.0.1 -k {folder}"]),
+        check=True, capture_output=True, timeout=120,
+    )
+    return f"postgresql://postgres@127.0.0.1:{port}/postgres"
+
+
+def prefect_cli(*args: str, env: dict[str, str], timeout: int = 600) -> subprocess.CompletedProcess:
     result = subprocess.run([PREFECT, "--no-prompt", *args], env=env, cwd=REPO, capture_output=True, text=True, timeout=timeout)
     assert result.returncode == 0, f"prefect {' '.join(args)} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
     return result
 
 
-def test_deployments_register_and_a_worker_runs_one(home):
-    from prefect.settings import PREFECT_API_URL
+@pytest.fixture
+def servers(tmp_path, outer_models_dir):
+    """PostgreSQL (if installed), MLflow's tracking server and a Prefect server, on loopback ports;
+    the environment a deployer and a worker would have."""
+    services = Services(tmp_path)
+    try:
+        database = start_postgres(services)
+        mlflow_port, prefect_port = free_port(), free_port()
+        base = {key: value for key, value in os.environ.items() if not key.startswith(("PREFECT_", "MLFLOW_"))}
+        backend = database.replace("postgresql://", "postgresql+psycopg2://") if database else f"sqlite:///{tmp_path / 'mlflow.db'}"
+        mlflow, mlflow_log = services.start("mlflow", [
+            MLFLOW, "server", "--host", "127.0.0.1", "--port", str(mlflow_port), "--workers", "1",
+            "--backend-store-uri", backend, "--artifacts-destination", (tmp_path / "mlartifacts").as_uri(),
+        ], base)
+        prefect_env = {**base, "PREFECT_HOME": str(tmp_path / "prefect"), "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+        prefect, prefect_log = services.start("prefect", [PREFECT, "server", "start", "--host", "127.0.0.1", "--port", str(prefect_port)], prefect_env)
+        mlflow_url, api_url = f"http://127.0.0.1:{mlflow_port}", f"http://127.0.0.1:{prefect_port}/api"
+        wait_until_up(f"{mlflow_url}/health", mlflow, mlflow_log)
+        wait_until_up(f"{api_url}/health", prefect, prefect_log)
+        env = {
+            **prefect_env, "PREFECT_API_URL": api_url, "MLFLOW_TRACKING_URI": mlflow_url, "RAGASSAY_REPO": str(REPO),
+            "RAGASSAY_HOME": str(tmp_path / "workspace"), "RAGASSAY_MODELS": str(outer_models_dir),
+        }
+        yield {"env": env, "api": api_url, "mlflow": mlflow_url, "database": database, "services": services}
+    finally:
+        services.stop_all()
 
-    from ragassay.store.workspace import collection_paths, load_documents
 
-    env = {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value(), "RAGASSAY_REPO": str(REPO), "RAGASSAY_HOME": str(home)}
+def test_pipeline_deployment_runs_on_real_servers(servers):
+    env, api = servers["env"], servers["api"]
     prefect_cli("work-pool", "create", "ragassay-local", "--type", "process", "--overwrite", env=env)
     deployed = prefect_cli("deploy", "--all", env=env)
-    for name in (
-        "ingest/sample-ingest", "index/sample-index-nightly", "eval-retrieval/sample-eval-retrieval-nightly",
-        "eval-answers/sample-eval-answers-weekly", "run-cases/sample-cases",
-    ):
+    for name in ("pipeline/sample-pipeline-nightly", "run-cases/sample-cases"):
         assert name in deployed.stdout
+    deployment = httpx.get(f"{api}/deployments/name/pipeline/sample-pipeline-nightly", timeout=30).json()
+    assert deployment["schedules"][0]["schedule"]["cron"] == "0 2 * * *"
+    assert deployment["job_variables"]["env"]["RAGASSAY_HOME"] == env["RAGASSAY_HOME"]
+    assert deployment["job_variables"]["env"]["MLFLOW_TRACKING_URI"] == servers["mlflow"]
 
-    prefect_cli("deployment", "run", "ingest/sample-ingest", env=env)
-    prefect_cli("worker", "start", "--pool", "ragassay-local", "--run-once", env=env)
+    started = prefect_cli("deployment", "run", "pipeline/sample-pipeline-nightly", "--params", json.dumps({"config": TEST_CONFIG}), env=env)
+    assert "Created flow run" in started.stdout
+    # --run-once: the worker takes the scheduled run, waits for it to finish, and exits.
+    worker, worker_log = servers["services"].start("worker", [PREFECT, "worker", "start", "--pool", "ragassay-local", "--run-once"], env)
+    try:
+        worker.wait(timeout=900)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"the worker did not finish the run:\n{worker_log.read_text()[-4000:]}")
 
-    documents = load_documents(collection_paths(home, "sample"))
-    assert documents.height == len([p for p in (REPO / "data" / "sample" / "corpus").rglob("*") if p.is_file()])
+    # Prefect: the pipeline run and its five stages completed, and the stages published artifacts.
+    flows = {f["id"]: f["name"] for f in httpx.post(f"{api}/flows/filter", json={}, timeout=30).json()}
+    # The nightly schedule has put future runs on the server too; these are the ones that ran.
+    runs = [run for run in httpx.post(f"{api}/flow_runs/filter", json={}, timeout=30).json() if run["state"]["type"] != "SCHEDULED"]
+    states = {flows[run["flow_id"]]: run["state"]["type"] for run in runs}
+    assert states.get("pipeline") == "COMPLETED", f"{states}\n{worker_log.read_text()[-4000:]}"
+    for stage in ("ingest", "index", "eval-retrieval", "eval-answers"):
+        assert states.get(stage) == "COMPLETED", (stage, states)
+    pipeline_run = next(run for run in runs if flows[run["flow_id"]] == "pipeline")
+    artifacts = {a["key"]: a for a in httpx.post(f"{api}/artifacts/filter", json={}, timeout=30).json() if a["key"]}
+    for key in ("retrieval-sample-metrics", "retrieval-sample-report", "answers-sample-metrics", "answers-sample-report", "pipeline-sample"):
+        assert key in artifacts, sorted(artifacts)
+    table = json.loads(artifacts["retrieval-sample-metrics"]["data"])
+    assert {row["configuration"] for row in table} == {"fulltext", "semantic", "hybrid"}
+    assert all(row["ci_low"] <= row["mean"] <= row["ci_high"] and row["scored"] == 30 for row in table)
+    assert servers["mlflow"] in artifacts["retrieval-sample-report"]["data"], "the report links to the MLflow run"
+
+    # MLflow: one batch, its parent carrying summary metrics, plots and the Prefect flow run; the
+    # configurations and stages as children.
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=servers["mlflow"])
+    experiment = client.get_experiment_by_name("ragassay/sample")
+    batch_runs = client.search_runs([experiment.experiment_id], "tags.`ragassay.kind` = 'pipeline'")
+    assert len(batch_runs) == 1
+    parent = batch_runs[0]
+    assert parent.info.status == "FINISHED"
+    assert parent.data.tags["ragassay.prefect.flow_run_id"] == pipeline_run["id"]
+    assert parent.data.tags["ragassay.prefect.flow_run_url"].endswith(f"/runs/flow-run/{pipeline_run['id']}")
+    assert parent.data.tags["mlflow.user"] and parent.data.tags["mlflow.source.name"] == "ragassay run"
+    assert parent.data.metrics["retrieval/hybrid/recall_at_5"] >= 0.5 and parent.data.metrics["gates/failed"] == 0
+    assert {"answers/hybrid/refusal_recall", "seconds/answers", "documents/ingested"} <= set(parent.data.metrics)
+    plots = {a.path for a in client.list_artifacts(parent.info.run_id, "plots")}
+    assert {"plots/retrieval_metrics.png", "plots/retrieval_recall_at_k.png", "plots/answer_metrics.png"} <= plots
+    batch_id = parent.data.tags["ragassay.batch_id"]
+    children = client.search_runs([experiment.experiment_id], f"tags.`ragassay.batch_id` = '{batch_id}' and tags.`ragassay.role` = 'configuration'")
+    names = {run.info.run_name for run in children}
+    assert names == {f"{batch_id} {n}" for n in ("ingest/sample", "index/sample", "retrieval/fulltext", "retrieval/semantic",
+                                                    "retrieval/hybrid", "answers/hybrid")}
+    fulltext = next(run for run in children if run.info.run_name.endswith("retrieval/fulltext"))
+    assert not any(key.startswith(("config.fusion", "config.rerank_model")) for key in fulltext.data.params), "only params that apply"
+    assert fulltext.data.tags["ragassay.prefect.flow_run_id"] == pipeline_run["id"]
+
+    if servers["database"]:
+        import psycopg2
+
+        with psycopg2.connect(servers["database"]) as connection, connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM runs")
+            assert cursor.fetchone()[0] == 1 + len(children), "MLflow's runs live in PostgreSQL"
