@@ -34,7 +34,7 @@ from ragassay.llm.models import ChatModelConfig, model_id_of
 from ragassay.store.schemas import PAIRWISE
 from ragassay.tracking import Batch
 from tasks.publish import publish, run_origin
-from tasks.resources import worker_resources
+from tasks.resources import MODEL_SERVER_RETRIES, worker_resources
 
 
 class AnswerEvalReport(BaseModel):
@@ -92,7 +92,7 @@ def load_judge(config: ChatModelConfig, home: Path) -> Judge:
     return Judge(worker_resources().chat_model(config, home))
 
 
-@task(name="answer-questions", cache_policy=NO_CACHE)
+@task(name="answer-questions", cache_policy=NO_CACHE, **MODEL_SERVER_RETRIES)
 def answer_questions(
     home: Path, collections: tuple[str, ...], questions: AnswerQuestions, configuration: AnswerConfiguration
 ) -> list[AnsweredQuestion]:
@@ -100,14 +100,14 @@ def answer_questions(
     return answers.answer_questions(worker_resources(), home, collections, questions.all, configuration)
 
 
-@task(name="judge-answers", cache_policy=NO_CACHE)
+@task(name="judge-answers", cache_policy=NO_CACHE, **MODEL_SERVER_RETRIES)
 def judge_answers(home: Path, judge: Judge, answered: list[AnsweredQuestion], label: str) -> ConfigurationSummary:
     """Every answer metric of each answerable question, summarized with the configuration's cost."""
     judged = answers.judge_answers(worker_resources(), home, judge, answered, label)
     return summarize_configuration(label, answered, judged.judgements, judged.usage, judged.reused)
 
 
-@task(name="compare-answers", cache_policy=NO_CACHE)
+@task(name="compare-answers", cache_policy=NO_CACHE, **MODEL_SERVER_RETRIES)
 def compare_answers(
     judge: Judge, label_a: str, answered_a: list[AnsweredQuestion], label_b: str, answered_b: list[AnsweredQuestion]
 ) -> PairComparison:

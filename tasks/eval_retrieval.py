@@ -26,7 +26,7 @@ from ragassay.metrics.averaging import interval_table, mean_scores
 from ragassay.metrics.names import MetricName, headline_retrieval_metrics
 from ragassay.tracking import Batch
 from tasks.publish import publish, run_origin
-from tasks.resources import worker_resources
+from tasks.resources import MODEL_SERVER_RETRIES, worker_resources
 
 
 class RetrievalEvalReport(BaseModel):
@@ -56,7 +56,7 @@ def load_golden_questions(config: RetrievalEvalConfig) -> tuple[list[EvalQuestio
     return gather_golden_questions(config.home, config.collections, config.max_questions, config.seed)
 
 
-@task(name="search-golden-questions", cache_policy=NO_CACHE)
+@task(name="search-golden-questions", cache_policy=NO_CACHE, **MODEL_SERVER_RETRIES)
 def search_golden_questions(
     home: Path, collections: tuple[str, ...], questions: list[EvalQuestion], configuration: RetrievalConfiguration, depth: int
 ) -> SearchedConfiguration:

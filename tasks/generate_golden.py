@@ -16,7 +16,7 @@ from ragassay.golden.generation import GenerationReport, generate_questions
 from ragassay.store.workspace import collection_paths
 from ragassay.tracking import Batch
 from tasks.publish import run_origin
-from tasks.resources import worker_resources
+from tasks.resources import MODEL_SERVER_RETRIES, worker_resources
 
 
 @task(name="choose-seed", cache_policy=NO_CACHE)
@@ -27,7 +27,7 @@ def choose_seed(config: GenerateConfig) -> int:
     return seed
 
 
-@task(name="generate-golden-questions", cache_policy=NO_CACHE)
+@task(name="generate-golden-questions", cache_policy=NO_CACHE, **MODEL_SERVER_RETRIES)
 def generate_golden_questions(config: GenerateConfig, seed: int) -> tuple[GenerationReport, pl.DataFrame]:
     """Draw pages, ask the model for a question on each, gate it, store it; the report and this
     call's candidates."""

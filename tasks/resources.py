@@ -17,3 +17,18 @@ def worker_resources() -> Resources:
     resources = Resources()
     atexit.register(resources.close)
     return resources
+
+
+def transient_failure(task, task_run, state) -> bool:
+    """Prefect's retry condition for tasks that call a model server: retry only what may pass on
+    a later try (the server unreachable, overloaded or failing on its side, a file system hiccup);
+    a bad config or an unreadable file fails at once. Model calls already answered come from the
+    completion cache on the retry, so a retry costs only what had not been done."""
+    from ragassay.llm.models import ModelServerError
+
+    error = state.result(raise_on_failure=False)
+    return isinstance(error, (ModelServerError, ConnectionError, TimeoutError))
+
+
+# What a task calling a model server passes to @task: two more tries, after 10 s and 60 s.
+MODEL_SERVER_RETRIES = {"retries": 2, "retry_delay_seconds": [10, 60], "retry_condition_fn": transient_failure}

@@ -15,7 +15,7 @@ from ragassay.gates.case_runs import SuiteResult, suite_digest
 from ragassay.judge.judge import Judge
 from ragassay.judge.prompts import PROMPT_VERSIONS
 from tasks.publish import run_origin
-from tasks.resources import worker_resources
+from tasks.resources import MODEL_SERVER_RETRIES, worker_resources
 
 
 class CaseReport(BaseModel):
@@ -32,7 +32,7 @@ class CaseReport(BaseModel):
     tracking_uri: str
 
 
-@task(name="run-suite", cache_policy=NO_CACHE)
+@task(name="run-suite", cache_policy=NO_CACHE, **MODEL_SERVER_RETRIES)
 def run_suite(suite: CaseSuite, judge: Judge) -> SuiteResult:
     """Answer and check every case of the suite."""
     return case_runs.run_suite(worker_resources(), suite, judge)

@@ -211,9 +211,17 @@ def test_pipeline_deployment_runs_on_real_servers(servers):
     assert not any(key.startswith(("config.fusion", "config.rerank_model")) for key in fulltext.data.params), "only params that apply"
     assert fulltext.data.tags["ragassay.prefect.flow_run_id"] == pipeline_run["id"]
 
+    # --json stays pure JSON on stdout when MLflow is a tracking server (MLflow's own "View run"
+    # lines are switched off).
+    evaluated = subprocess.run([str(BIN / "ragassay"), "eval", "retrieval", "-c", "sample", "--mode", "fulltext", "--json"],
+                               env=env, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert evaluated.returncode == 0, evaluated.stderr[-3000:]
+    report = json.loads(evaluated.stdout)
+    assert report["mlflow_url"].startswith(servers["mlflow"]) and report["means"]["fulltext"]["recall@5"] > 0
+
     if servers["database"]:
         import psycopg2
 
         with psycopg2.connect(servers["database"]) as connection, connection.cursor() as cursor:
             cursor.execute("SELECT count(*) FROM runs")
-            assert cursor.fetchone()[0] == 1 + len(children), "MLflow's runs live in PostgreSQL"
+            assert cursor.fetchone()[0] == 1 + len(children) + 2, "MLflow's runs live in PostgreSQL"

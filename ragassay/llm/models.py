@@ -218,6 +218,15 @@ class LlamaCppModel:
         return {self._llama.tokenize(spelling.encode(), add_bos=False, special=False)[0] for spelling in spellings}
 
 
+# Waits before the second and third attempt of a model-server call that failed in a way worth
+# repeating (exponential backoff).
+RETRY_DELAYS = (1.0, 4.0)
+
+
+class ModelServerError(ModelError):
+    """A model server could not be reached or failed on its side (worth retrying later)."""
+
+
 class OpenAICompatibleModel:
     """A chat model behind an OpenAI-compatible /v1/chat/completions endpoint."""
 
@@ -230,19 +239,12 @@ class OpenAICompatibleModel:
         self.context_size = context_size
 
     def complete(self, messages, schema, max_tokens, temperature, seed) -> Completion:
-        import httpx
-
         body = {"model": self._model, "messages": messages, "max_tokens": max_tokens, "temperature": temperature, "seed": seed}
         if schema is not None:
             # llama.cpp's server reads `schema` beside json_object; vLLM and OpenAI read json_schema.
             body["response_format"] = {"type": "json_object", "schema": schema}
         started = time.perf_counter()
-        try:
-            response = self._client.post("/v1/chat/completions", json=body)
-            response.raise_for_status()
-            payload = response.json()
-        except (httpx.HTTPError, json.JSONDecodeError) as error:
-            raise ModelError(f"chat endpoint {self.model_id} failed: {error}") from error
+        payload = self._post(body)
         usage = payload.get("usage") or {}
         return Completion(
             payload["choices"][0]["message"].get("content") or "",
@@ -250,6 +252,28 @@ class OpenAICompatibleModel:
             int(usage.get("completion_tokens", 0)),
             time.perf_counter() - started,
         )
+
+    def _post(self, body: dict) -> dict:
+        """One chat request: each attempt bounded by the client's timeout (timeout_seconds), and
+        repeated after RETRY_DELAYS on what is worth repeating (no connection, a timeout, 429, a
+        5xx); a ModelServerError after the last, a ModelError at once for anything else."""
+        import httpx
+
+        for attempt, delay in enumerate((*RETRY_DELAYS, None), start=1):
+            try:
+                response = self._client.post("/v1/chat/completions", json=body)
+                if response.status_code == 429 or response.status_code >= 500:
+                    raise ModelServerError(f"chat endpoint {self.model_id} answered {response.status_code}: {response.text[:200]}")
+                response.raise_for_status()
+                return response.json()
+            except (httpx.TransportError, ModelServerError) as error:
+                if delay is None:
+                    raise ModelServerError(f"chat endpoint {self.model_id} failed after {attempt} attempts: {error}") from error
+                logging.getLogger("ragassay").warning("chat endpoint %s: %s; retrying in %gs", self.model_id, error, delay)
+                time.sleep(delay)
+            except (httpx.HTTPError, json.JSONDecodeError) as error:
+                raise ModelError(f"chat endpoint {self.model_id} failed: {error}") from error
+        raise AssertionError("unreachable")
 
     def count_tokens(self, text: str) -> int:
         # The endpoint's tokenizer is not known here; four characters a token is the usual rule.
@@ -260,16 +284,12 @@ class OpenAICompatibleModel:
         (`logprobs` with `top_logprobs` 20: llama.cpp's server, vLLM and OpenAI return them)."""
         import math
 
-        import httpx
-
         body = {"model": self._model, "messages": messages, "max_tokens": 1, "temperature": 0.0, "logprobs": True, "top_logprobs": 20}
         started = time.perf_counter()
+        payload = self._post(body)
         try:
-            response = self._client.post("/v1/chat/completions", json=body)
-            response.raise_for_status()
-            payload = response.json()
             top = payload["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
-        except (httpx.HTTPError, json.JSONDecodeError, KeyError, IndexError, TypeError) as error:
+        except (KeyError, IndexError, TypeError) as error:
             raise ModelError(f"chat endpoint {self.model_id} gave no top log-probabilities: {error}") from error
         usage = payload.get("usage") or {}
         completion = Completion(

@@ -157,3 +157,47 @@ def test_questions_without_expected_documents_are_excluded_with_a_warning(home, 
     assert any("bees/empty: no expected documents" in w for w in report.warnings)
     assert any("bees/gone: expected documents no longer in the collection: smoker.md" in w for w in report.warnings)
     assert report.means["lex"]["recall@1"] == 0.5, "the question whose document is gone still counts, at 0"
+
+
+def test_the_batch_parent_shows_metrics_pictures_and_previewable_tables(evaluated, sample_home):
+    config, report = evaluated
+    mlflow_client = tracking.client(sample_home)
+    parent = mlflow_client.get_run(report.parent_run_id)
+    assert parent.data.metrics["retrieval/hybrid/recall_at_5"] == pytest.approx(report.means["hybrid"]["recall@5"])
+    assert parent.data.tags["mlflow.source.name"] == "ragassay eval retrieval" and parent.data.tags["mlflow.user"]
+    assert parent.data.tags[tracking.TAG_PREFECT_FLOW_RUN], "the Prefect flow run that made it"
+    artifacts = {a.path for a in mlflow_client.list_artifacts(report.parent_run_id)} | {
+        a.path for a in mlflow_client.list_artifacts(report.parent_run_id, "plots")}
+    assert {"comparisons.parquet", "comparisons.json", "intervals.parquet", "plots/retrieval_metrics.png", "plots/retrieval_recall_at_k.png"} <= artifacts
+    fulltext = mlflow_client.get_run(report.run_ids["fulltext"])
+    assert fulltext.info.run_name == f"{report.batch_id} retrieval/fulltext"
+    assert not any(key.startswith(("config.fusion", "config.rerank_model", "config.rerank_candidates")) for key in fulltext.data.params)
+    for row in report.intervals:
+        assert row["ci_low"] <= row["mean"] <= row["ci_high"] and row["scored"] == 30
+
+
+def test_the_regression_gate_fails_a_significant_drop_and_passes_noise(evaluated, sample_home, monkeypatch):
+    _, baseline = evaluated
+    monkeypatch.setenv("RAGASSAY_HOME", str(sample_home))
+    # The candidate: the same labels, but hybrid searches Markdown files only, so most answers are gone.
+    worse = [*CONFIGURATIONS[:2], {**CONFIGURATIONS[2], "path_glob": "*.md"}]
+    candidate = eval_retrieval_flow(parse_config(RetrievalEvalConfig, collections=["sample"], configurations=worse, home=sample_home))
+
+    failed = runner.invoke(app, ["gate", "--baseline", baseline.batch_id, "--candidate", candidate.batch_id,
+                                 "--max-drop", "recall@5=0.02", "--max-drop", "fulltext:mrr=0.05", "--json"])
+    assert failed.exit_code == 1, failed.output
+    results = {(r["configuration"], r["metric"]): r for r in json.loads(failed.stdout)["results"]}
+    assert set(results) == {("fulltext", "recall@5"), ("semantic", "recall@5"), ("hybrid", "recall@5"), ("fulltext", "mrr")}
+    hybrid = results[("hybrid", "recall@5")]
+    assert hybrid["failed"] and hybrid["drop"] > 0.02 and hybrid["p_value"] < 0.05 and hybrid["questions"] == 30
+    assert hybrid["drop"] == pytest.approx(baseline.means["hybrid"]["recall@5"] - candidate.means["hybrid"]["recall@5"])
+    assert not results[("fulltext", "recall@5")]["failed"] and results[("fulltext", "recall@5")]["drop"] == 0.0
+    assert "hybrid:recall@5 dropped" in failed.stderr and "fulltext" not in failed.stderr
+
+    passed = runner.invoke(app, ["gate", "--baseline", baseline.batch_id, "--candidate", candidate.batch_id, "--max-drop", "fulltext:recall@5=0.0"])
+    assert passed.exit_code == 0, passed.output
+    for arguments in (["--max-drop", "faithfulness=0.1"], ["--max-drop", "recall5=0.1"], ["--max-drop", "dense:mrr=0.1"]):
+        unusable = runner.invoke(app, ["gate", "--baseline", baseline.batch_id, "--candidate", candidate.batch_id, *arguments])
+        assert unusable.exit_code == 2, (arguments, unusable.output)
+    unknown = runner.invoke(app, ["gate", "--baseline", "nosuchbatch", "--max-drop", "mrr=0.1"])
+    assert unknown.exit_code == 2 and "no batch 'nosuchbatch'" in unknown.output

@@ -114,10 +114,48 @@ def test_openai_compatible_endpoint_gives_validated_structured_output(chat_serve
     assert usage.calls == 1 and usage.completion_tokens > 0
 
 
-def test_an_unreachable_endpoint_is_a_model_error():
+def test_an_unreachable_endpoint_is_a_model_error_after_retries():
+    from ragassay.llm.models import RETRY_DELAYS, ModelServerError
+
     model = load_chat_model(ChatModelConfig(backend="openai", url=f"http://127.0.0.1:{free_port()}", model="none", timeout_seconds=5))
-    with pytest.raises(ModelError, match="failed"):
+    with pytest.raises(ModelServerError, match=f"failed after {len(RETRY_DELAYS) + 1} attempts"):
         model.complete(MESSAGES, None, 8, 0.0, 0)
+    assert issubclass(ModelServerError, ModelError)
+
+
+def test_a_server_error_is_retried_and_a_client_error_is_not():
+    """A real HTTP server on loopback that fails with 503 once, then answers; a 400 is not retried."""
+    import http.server
+    import json
+    import threading
+
+    statuses = [503, 200, 400]
+    requests = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            requests.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            status = statuses.pop(0)
+            body = json.dumps({"choices": [{"message": {"content": "blue"}}], "usage": {"prompt_tokens": 3, "completion_tokens": 1}})
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(body.encode())
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        model = load_chat_model(ChatModelConfig(backend="openai", url=f"http://127.0.0.1:{server.server_port}", model="m", timeout_seconds=5))
+        assert model.complete(MESSAGES, None, 8, 0.0, 0).text == "blue"
+        assert len(requests) == 2, "the 503 was retried once"
+        with pytest.raises(ModelError, match="failed") as raised:
+            model.complete(MESSAGES, None, 8, 0.0, 0)
+        assert type(raised.value) is ModelError and len(requests) == 3, "a 400 is the caller's fault: no retry"
+    finally:
+        server.shutdown()
 
 
 def test_the_default_thread_count_leaves_a_busy_core_alone():

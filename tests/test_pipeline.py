@@ -1,0 +1,135 @@
+"""The pipeline flow on the real engine: every stage as a subflow in one MLflow batch, a re-run
+served from the completion cache, one changed document redoing only what depends on it, a stage
+without its inputs naming the stage to run, and the pipeline file as people write it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from typer.testing import CliRunner
+
+from ragassay.cli.main import app
+from tests.conftest import REPO, SAMPLE
+
+SMOLLM2 = {"backend": "smollm2"}
+
+
+def pipeline_settings(corpus) -> dict:
+    """The sample pipeline, small: SmolLM2 everywhere, one generated question, two golden questions
+    answered under one configuration."""
+    return {
+        "collection": "sample",
+        "ingest": {"paths": [str(corpus)]},
+        "golden": {"file": str(SAMPLE / "golden.jsonl"), "generate": True, "count": 1, "seed": 3, "model": SMOLLM2, "max_attempts_factor": 2},
+        "retrieval": {"configurations": [{"label": "fulltext", "search_type": "fulltext"}, {"label": "hybrid", "search_type": "hybrid"}],
+                      "assertions": ["hybrid:recall@5>=0.8"]},
+        "answers": {"unanswerable": str(SAMPLE / "unanswerable.jsonl"), "max_questions": 2, "pairwise": False,
+                    "configurations": [{"label": "hybrid", "search_type": "hybrid"}], "assertions": ["hybrid:false_refusal_rate<=1"]},
+        "judge": SMOLLM2,
+    }
+
+
+def test_pipeline_runs_every_stage_then_reruns_from_cache(home, tmp_path):
+    from flows.pipeline import pipeline_flow
+    from ragassay import tracking
+    from ragassay.config import PipelineConfig, parse_config
+
+    corpus = tmp_path / "corpus"
+    shutil.copytree(SAMPLE / "corpus", corpus)
+    config = parse_config(PipelineConfig, **pipeline_settings(corpus))
+
+    first = pipeline_flow(config)
+    assert first.stages == ["ingest", "index", "golden", "retrieval", "answers"]
+    documents = first.ingest["counts"]["ingested"]
+    assert documents == len([p for p in corpus.rglob("*") if p.is_file()]) and first.index["embedded"] == first.index["chunks"]
+    assert first.golden["file"]["added"] == 30 and first.golden["totals"]["candidates"] >= 1
+    assert first.retrieval["means"]["hybrid"]["recall@5"] >= 0.8 and all(a["passed"] for a in first.assertions)
+    asked = first.answers["metrics"]["hybrid"]
+    assert asked["answer_model_calls"] >= 1 and asked["answer_model_cached_calls"] == 0
+
+    # MLflow: one batch; its parent carries the summary, its children the stages and configurations.
+    runs = tracking.find_runs(home, batch_id=first.batch_id)
+    parent = next(r for r in runs if r.data.tags[tracking.TAG_ROLE] == "batch")
+    assert parent.data.tags[tracking.TAG_KIND] == "pipeline" and parent.info.status == "FINISHED"
+    assert parent.data.metrics["retrieval/hybrid/recall_at_5"] == pytest.approx(first.retrieval["means"]["hybrid"]["recall@5"])
+    assert parent.data.metrics["golden/size"] == first.golden["totals"]["golden_size"]
+    names = sorted(r.info.run_name for r in runs if r.data.tags[tracking.TAG_ROLE] == "configuration")
+    assert names == sorted(f"{first.batch_id} {n}" for n in ("ingest/sample", "index/sample", "golden/generate-seed3",
+                                                              "retrieval/fulltext", "retrieval/hybrid", "answers/hybrid"))
+    comparisons = tracking.download_table(home, parent.info.run_id, "retrieval/comparisons")
+    assert comparisons is not None and set(comparisons["metric"]) >= {"recall@5", "mrr"}
+
+    # Unchanged: nothing is extracted into new documents, embedded, generated, answered or judged again.
+    second = pipeline_flow(config)
+    assert second.batch_id != first.batch_id
+    assert second.ingest["counts"]["unchanged"] == documents and second.index["embedded"] == 0
+    assert second.golden["file"]["added"] == 0 and second.golden["file"]["already_stored"] == 30
+    assert second.golden["generation"]["attempted"] == 0, "the seed already produced its count"
+    cached = second.answers["metrics"]["hybrid"]
+    assert cached["answer_model_calls"] == 0 and cached["judge_calls"] == 0
+    assert cached["answer_model_cached_calls"] == asked["answer_model_calls"] + asked["answer_model_cached_calls"]
+    for name in ("faithfulness", "refusal_recall", "false_refusal_rate", "answer_relevancy"):
+        assert cached.get(name) == asked.get(name), name
+    assert "from cache" in second.cache["answers"]
+
+    # One document changed: it alone is re-ingested and re-embedded.
+    changed = corpus / "guides" / "overview.md"
+    changed.write_text(changed.read_text(encoding="utf-8") + "\n\nA note added for the test: hives need shade at noon.\n", encoding="utf-8")
+    third = pipeline_flow(config)
+    assert third.ingest["counts"]["replaced"] == 1 and third.ingest["counts"]["unchanged"] == documents - 1
+    assert 0 < third.index["embedded"] < third.index["chunks"]
+
+
+def test_a_stage_without_its_inputs_names_the_stage_to_run(home):
+    from flows.pipeline import StageFailed, pipeline_flow
+    from ragassay import tracking
+    from ragassay.config import PipelineConfig, parse_config
+
+    config = parse_config(PipelineConfig, collection="sample", ingest={"enabled": False}, golden={"generate": False})
+    with pytest.raises(StageFailed, match=r"stage index failed: .*run the ingest stage"):
+        pipeline_flow(config)
+    parent = tracking.find_runs(home, role="batch")[0]
+    assert parent.info.status == "FAILED" and parent.data.tags["ragassay.failed_stage"] == "index"
+
+
+def test_the_pipeline_file_is_read_as_written_and_checked_before_any_work(home, tmp_path):
+    runner = CliRunner()
+    written = tmp_path / "pipeline.yaml"
+    written.write_text(
+        "collection: sample\n"
+        "ingest: {paths: [data/sample/corpus]}\n"
+        "answers:\n  configurations:\n    - {label: plain, search_type: hybrid, groundedness: off, rerank: off}\n",
+        encoding="utf-8",
+    )
+    from ragassay.cli.common import load_config_file
+    from ragassay.config import PipelineConfig, parse_config
+
+    config = parse_config(PipelineConfig, **load_config_file(written))
+    assert config.answer_config().configurations[0].groundedness == "off"
+
+    written.write_text("collection: sample\ningest: {paths: [data/sample/corpus], chunk_size: 500}\n", encoding="utf-8")
+    refused = runner.invoke(app, ["run", "--config", str(written)])
+    assert refused.exit_code == 2
+    assert "ingest.chunk_size: unknown key; allowed keys: chunking, enabled, paths" in refused.output
+    assert not home.exists(), "nothing ran"
+
+    written.write_text("collection: sample\ningest: {paths: [data/sample/corpus]}\nretrieval: {assertions: ['dense:mrr>=0.5']}\n")
+    refused = runner.invoke(app, ["run", "--config", str(written)])
+    assert refused.exit_code == 2 and "names configuration 'dense'; labels: fulltext, semantic, hybrid" in refused.output
+
+
+def test_the_sample_pipeline_file_and_prefect_yaml_are_valid(home):
+    """The README's main command and the deployment validate against the config they feed."""
+    import yaml
+
+    from ragassay.cli.common import load_config_file
+    from ragassay.config import PipelineConfig, parse_config
+
+    sample = parse_config(PipelineConfig, **load_config_file(SAMPLE / "pipeline.yaml"))
+    assert sample.enabled_stages() == ["ingest", "index", "golden", "retrieval", "answers"]
+    deployments = yaml.safe_load((REPO / "prefect.yaml").read_text())["deployments"]
+    pipeline = next(d for d in deployments if d["entrypoint"] == "flows/pipeline.py:pipeline_flow")
+    assert parse_config(PipelineConfig, **pipeline["parameters"]["config"]).collection == "sample"
+    assert json.dumps(pipeline["schedules"][0]) == json.dumps({"cron": "0 2 * * *", "timezone": "UTC"})
