@@ -24,5 +24,5 @@ def ingest_flow(config: IngestConfig) -> IngestReport:
         outcomes = store_documents(config, incoming)
         store_beir_queries(config, queries, qrels)
         return report_ingest(config, outcomes, incoming, [], queries, qrels)
-    incoming, rejections = extract_documents(discover_files(config.paths), config.doc_id)
+    incoming, rejections = extract_documents(config, discover_files(config.paths))
     return report_ingest(config, store_documents(config, incoming), incoming, rejections)

@@ -103,7 +103,7 @@ def cache_lines(ingest: dict | None, index: dict | None, golden: dict | None, an
     """Per stage, what was served from a cache instead of done again."""
     lines = {}
     if ingest is not None:
-        lines["ingest"] = f"{len(ingest['unchanged'])} unchanged documents kept, {len(ingest['ingested']) + len(ingest['replaced'])} (re)ingested"
+        lines["ingest"] = f"{len(ingest['unchanged'])} unchanged documents kept (not extracted again), {len(ingest['ingested']) + len(ingest['replaced'])} (re)ingested"
     if index is not None:
         lines["index"] = f"{index['reused_embeddings']} embeddings from cache, {index['embedded']} computed"
     if golden is not None and golden.get("generation") is not None:

@@ -24,9 +24,12 @@ def discover_files(paths: tuple[Path, ...]) -> list[tuple[Path, Path]]:
 
 
 @task(name="extract-documents", cache_policy=NO_CACHE)
-def extract_documents(found: list[tuple[Path, Path]], doc_id: str | None) -> tuple[list[IncomingDocument], list[Rejection]]:
-    """Extract every file's text; a file that fails becomes a rejection and the others go on."""
-    return files.extract_documents(found, doc_id)
+def extract_documents(config: IngestConfig, found: list[tuple[Path, Path]]) -> tuple[list[IncomingDocument], list[Rejection]]:
+    """Extract every file's text, except files whose digest the collection already holds with
+    these chunk settings; a file that fails becomes a rejection and the others go on."""
+    chunker = Chunker(config.chunking.chunk_size, config.chunking.chunk_overlap)
+    stored = documents.stored_digests(collection_paths(config.home, config.collection, must_exist=False), chunker)
+    return files.extract_documents(found, config.doc_id, stored)
 
 
 @task(name="store-documents", cache_policy=NO_CACHE)

@@ -31,6 +31,13 @@ def shared_models(monkeypatch):
     monkeypatch.setenv("RAGASSAY_MODELS", str(OUTER_MODELS_DIR))
 
 
+@pytest.fixture(autouse=True)
+def own_completion_cache(tmp_path, monkeypatch):
+    """Each test remembers model calls in its own completion cache: workspaces shared by several
+    tests (sample_home) must not serve one test's answers to another test that counts model calls."""
+    monkeypatch.setenv("RAGASSAY_CACHE", str(tmp_path / "completion-cache"))
+
+
 @pytest.fixture
 def outer_models_dir() -> Path:
     return OUTER_MODELS_DIR

@@ -34,7 +34,8 @@ class IncomingDocument:
     source_path: str
     raw_bytes: int
     sha256: str
-    extracted: ExtractedText
+    # None: the collection already holds this content with these chunk settings (not extracted again).
+    extracted: ExtractedText | None
 
 
 @dataclass(frozen=True)
@@ -118,6 +119,8 @@ def merge_documents(
         if previous == (document.sha256, chunker.label):
             outcomes[document.doc_id] = "unchanged"
             continue
+        if document.extracted is None:
+            raise ValueError(f"document {document.doc_id} was not extracted but is not stored unchanged")
         outcomes[document.doc_id] = "replaced" if previous is not None else "ingested"
         document_row, chunk_rows = build_rows(document, chunker, now)
         new_documents.append(document_row)
@@ -157,6 +160,15 @@ def index_input_digest(documents: pl.DataFrame, chunks: pl.DataFrame) -> str:
     for chunk_id, text_sha in chunks.select("chunk_id", "text_sha256").iter_rows():
         digest.update(f"c\t{chunk_id}\t{text_sha}\n".encode())
     return digest.hexdigest()
+
+
+def stored_digests(paths: CollectionPaths, chunker: Chunker) -> dict[str, str]:
+    """{doc_id: sha256} of the documents stored with this chunker's settings: the files an ingest
+    need not extract again when their bytes still have that digest (files.extract_documents)."""
+    if not paths.documents.exists():
+        return {}
+    documents = load_documents(paths).filter(pl.col("chunker") == chunker.label)
+    return dict(zip(documents["doc_id"].to_list(), documents["sha256"].to_list()))
 
 
 def store_documents(paths: CollectionPaths, incoming: list[IncomingDocument], chunker: Chunker, now: datetime) -> dict[str, str]:

@@ -73,6 +73,12 @@ def content_type_for(path: Path) -> str:
 
 def read_and_extract(path: Path) -> tuple[bytes, ExtractedText]:
     """A file's bytes and text; a file over MAX_FILE_BYTES is refused before it is read."""
+    data = read_file(path)
+    return data, extract_text(data, path.name)
+
+
+def read_file(path: Path) -> bytes:
+    """A supported file's bytes; a file over MAX_FILE_BYTES is refused before it is read."""
     content_type_for(path)
     size = path.stat().st_size
     if size > MAX_FILE_BYTES:
@@ -81,7 +87,7 @@ def read_and_extract(path: Path) -> tuple[bytes, ExtractedText]:
         data = path.read_bytes()
     except OSError as error:
         raise ExtractionError("unreadable", f"cannot read file: {error.strerror or error}") from error
-    return data, extract_text(data, path.name)
+    return data
 
 
 def extract_text(data: bytes, file_name: str) -> ExtractedText:

@@ -9,7 +9,7 @@ from pydantic import BaseModel
 
 from ragassay.errors import ConfigError
 from ragassay.ingest.documents import IncomingDocument, sha256_hex
-from ragassay.ingest.extraction import ExtractionError, read_and_extract
+from ragassay.ingest.extraction import ExtractionError, extract_text, read_file
 from ragassay.progress import ProgressReporter
 
 
@@ -63,9 +63,14 @@ def discover_files(paths: tuple[Path, ...]) -> list[tuple[Path, Path]]:
 
 
 def extract_documents(
-    files: list[tuple[Path, Path]], doc_id: str | None
+    files: list[tuple[Path, Path]], doc_id: str | None, stored: dict[str, str] | None = None
 ) -> tuple[list[IncomingDocument], list[Rejection]]:
-    """Extract every file's text; a file that fails becomes a rejection and the others go on."""
+    """Extract every file's text; a file that fails becomes a rejection and the others go on.
+
+    stored: {doc_id: sha256} of the documents the collection holds with the chunk settings of this
+    ingest. A file whose bytes have its stored document's digest is not extracted again (its text
+    and chunks are already stored, and the merge keeps them): its `extracted` is None."""
+    stored = stored or {}
     incoming: list[IncomingDocument] = []
     rejections: list[Rejection] = []
     seen: dict[str, Path] = {}
@@ -75,14 +80,14 @@ def extract_documents(
             try:
                 if identifier in seen:
                     raise ExtractionError("duplicate_id", f"doc_id {identifier!r} is also {seen[identifier]}")
-                raw, extracted = read_and_extract(file)
+                raw = read_file(file)
+                digest = sha256_hex(raw)
+                extracted = None if stored.get(identifier) == digest else extract_text(raw, file.name)
             except ExtractionError as error:
                 rejections.append(Rejection(path=str(file), reason=error.reason, detail=error.detail))
             else:
                 seen[identifier] = file
-                incoming.append(
-                    IncomingDocument(identifier, str(file), len(raw), sha256_hex(raw), extracted)
-                )
+                incoming.append(IncomingDocument(identifier, str(file), len(raw), digest, extracted))
             progress(done, len(files))
     return incoming, rejections
 
@@ -99,5 +104,5 @@ def report_from(
     report = IngestReport(collection=collection, rejected=rejections, queries=queries, qrels=qrels)
     for doc_id, outcome in sorted(outcomes.items()):
         getattr(report, outcome).append(doc_id)
-    report.truncated = sorted(d.doc_id for d in incoming if d.extracted.truncated)
+    report.truncated = sorted(d.doc_id for d in incoming if d.extracted is not None and d.extracted.truncated)
     return report

@@ -2,7 +2,7 @@
 
 Layout under the workspace root ($RAGASSAY_HOME):
     cache/completions.sqlite               model calls remembered by exactly what was asked
-                                           (llm/cache.py)
+                                           (llm/cache.py; $RAGASSAY_CACHE, when set, moves it)
     models/<name>/                         embedding models assembled from installed packages, and
                                            chat models assembled from pinned downloads
                                            ($RAGASSAY_MODELS, when set, moves this folder)
@@ -41,8 +41,10 @@ def workspace_home() -> Path:
 
 
 def completion_cache_path(home: Path) -> Path:
-    """The workspace's cache of model calls (llm/cache.py)."""
-    return home / "cache" / "completions.sqlite"
+    """The workspace's cache of model calls (llm/cache.py), or the one in $RAGASSAY_CACHE when set
+    (several workspaces can share one)."""
+    folder = os.environ.get("RAGASSAY_CACHE")
+    return (Path(folder).expanduser() if folder else home / "cache") / "completions.sqlite"
 
 
 @dataclass(frozen=True)

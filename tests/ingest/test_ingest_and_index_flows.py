@@ -84,6 +84,26 @@ def test_reingest_is_a_no_op_and_a_changed_file_replaces_its_chunks(home, tmp_pa
     assert set(chunks["doc_id"]) == set(load_documents(paths)["doc_id"])
 
 
+def test_unchanged_files_are_not_extracted_again_unless_the_chunk_settings_change(home, tmp_path):
+    from ragassay.ingest.documents import Chunker, stored_digests
+    from ragassay.ingest.files import discover_files, extract_documents
+
+    corpus = make_corpus(tmp_path / "corpus")
+    ingest(home, corpus)
+    paths = collection_paths(home, "bees")
+    (corpus / "wax.html").write_text("<title>Wax</title><p>Beeswax melts at 64 degrees.</p>", encoding="utf-8")
+    stored = stored_digests(paths, Chunker(1200, 150))
+    incoming, rejections = extract_documents(discover_files((corpus,)), None, stored)
+    extracted = {document.doc_id: document.extracted for document in incoming}
+    assert extracted["wax.html"] is not None and "64 degrees" in extracted["wax.html"].text
+    assert [doc for doc, text in extracted.items() if text is None] == sorted(set(stored) - {"wax.html"})
+    assert stored_digests(paths, Chunker(600, 100)) == {}, "other chunk settings: everything is extracted again"
+
+    rechunked = ingest(home, corpus, chunking={"chunk_size": 600, "chunk_overlap": 100})
+    assert len(rechunked.replaced) == 5 and not rechunked.unchanged
+    assert set(load_documents(paths)["chunker"]) == {"spans:600/100"}
+
+
 def test_a_file_that_turns_bad_keeps_its_stored_version(home, tmp_path):
     corpus = make_corpus(tmp_path / "corpus")
     ingest(home, corpus)
