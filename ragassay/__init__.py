@@ -14,12 +14,13 @@ This package is the library (pure code, I/O at its edges) with the CLI on top; P
 - metrics: retrieval and answer metrics, their names, averaging, significance.
 - golden: golden sets, and their seeded generation through the quality gate.
 - evaluation: retrieval and answer evaluation of configurations, and their cost estimate.
-- gates: --assert bounds and evaluation cases.
+- gates: --assert bounds, the regression gate between batches, and evaluation cases.
 - cli: the `ragassay` command.
 
-Modules: config (one validated config per run), errors (typed errors), progress (progress of
-long steps), resources (loaded models and collections, held explicitly), tracking (MLflow, the
-only module that imports it).
+Modules: config (one validated config per run, the pipeline's included), pipeline (the
+pipeline's input checks and summary), errors (typed errors), progress (progress of long steps),
+resources (loaded models, collections and completion caches, held explicitly), tracking (MLflow,
+the only module that imports it), plots (a batch's pictures).
 """
 
 __version__ = "0.1.0"

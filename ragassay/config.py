@@ -19,7 +19,7 @@ from ragassay.errors import ConfigError
 from ragassay.gates.assertions import is_answer_assertion, parse_answer_assertion, parse_assertion
 from ragassay.llm.models import DEFAULT_JUDGE_BACKEND, ChatModelConfig
 from ragassay.metrics.names import MetricName, standard_metrics
-from ragassay.search.settings import SearchSettings, SearchType
+from ragassay.search.settings import SEARCH_TYPES, SearchSettings, SearchType
 from ragassay.store.workspace import COLLECTION_NAME, workspace_home  # noqa: F401 (callers import it from here)
 
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2-int8"
@@ -330,7 +330,7 @@ class PipelineRetrieval(_Frozen):
 
     enabled: bool = True
     configurations: tuple[RetrievalConfiguration, ...] = Field(
-        default_factory=lambda: tuple(RetrievalConfiguration(label=m, search_type=m) for m in ("fulltext", "semantic", "hybrid")),
+        default_factory=lambda: tuple(RetrievalConfiguration(label=m, search_type=m) for m in SEARCH_TYPES),
         min_length=1,
     )
     ks: tuple[int, ...] = DEFAULT_KS

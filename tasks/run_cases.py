@@ -3,7 +3,6 @@ MLflow."""
 
 from __future__ import annotations
 
-
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel

@@ -2,6 +2,8 @@
 look-ups call the library directly.
 
 - main: the app, and ingest, index, search and answer.
+- pipeline: `ragassay run --config FILE` (every stage, one flow run) and its summary.
+- gate: `ragassay gate` (a candidate batch against a baseline, paired).
 - documents: `ragassay documents list|delete`.
 - collections: `ragassay collections list|delete`.
 - golden: `ragassay golden add|import|generate|list|delete`.

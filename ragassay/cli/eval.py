@@ -9,7 +9,6 @@ import typer
 
 from ragassay.cli.common import (
     EXIT_OK,
-    EXIT_PARTIAL,
     JSON_OPTION,
     JUDGE_BACKEND_OPTION,
     JUDGE_MODEL_OPTION,

@@ -239,7 +239,8 @@ def answer(
                 out.print(f"  [{citation.number}] {citation.doc_id} chars {citation.char_start}-{citation.char_end}", style="dim", highlight=False)
         dropped = f", {result.dropped_citations} invalid citations dropped" if result.dropped_citations else ""
         usage = result.usage
-        out.print(f"{payload['model_id']} ({payload['prompt_version']}): {usage.calls} calls, "
+        cached = f", {usage.cached_calls} from cache" if usage.cached_calls else ""
+        out.print(f"{payload['model_id']} ({payload['prompt_version']}): {usage.calls} calls{cached}, "
                   f"{usage.prompt_tokens}+{usage.completion_tokens} tokens, {usage.seconds:.1f}s{dropped}", style="dim", highlight=False)
 
     emit(as_json, payload, render)

@@ -125,6 +125,7 @@ COST_ROWS = {
     "judge tokens": lambda v: f"{v['judge_prompt_tokens'] + v['judge_completion_tokens']:,.0f}",
     "judge seconds": lambda v: f"{v['judge_seconds']:.1f}",
     "verdicts reused": lambda v: f"{v.get('judge_reused_verdicts', 0):.0f}",
+    "calls from cache": lambda v: f"{v.get('answer_model_cached_calls', 0) + v.get('judge_cached_calls', 0):.0f}",
 }
 
 

@@ -1,6 +1,7 @@
 """Quality gates that fail a CI run.
 
 - assertions: `--assert LABEL:METRIC>=BOUND` parsed and checked against run means.
+- regression: `ragassay gate`: a candidate batch's paired drops against a baseline's, per bound.
 - cases: the checks of one evaluation case (contains, excludes, judged criteria, grounded).
 - case_runs: running a suite of cases through the real answer path.
 """
