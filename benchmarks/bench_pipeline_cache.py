@@ -7,7 +7,7 @@ times, each as the user runs it (`ragassay run --config ... --json`, a fresh pro
    proportion to what changed: that document's chunks re-embedded, the answers whose retrieved
    passages changed asked again, the rest from cache).
 
-    .venv/bin/python benchmarks/bench_pipeline_cache.py [--document guides/varroa.md]
+    .venv/bin/python benchmarks/bench_pipeline_cache.py [--document health/varroa-mites.md]
 
 Prints each run's wall time (process start to exit, Prefect's temporary server included), the
 flow's own time, every stage's time, and what each stage took from cache; then the ratios.
@@ -63,7 +63,7 @@ def describe(name: str, report: dict, wall: float) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--document", default="guides/varroa.md", help="The corpus document the third run changes.")
+    parser.add_argument("--document", default="health/varroa-mites.md", help="The corpus document the third run changes.")
     arguments = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="ragassay-bench-pipeline-"))
     try:
