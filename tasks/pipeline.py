@@ -7,7 +7,6 @@ from __future__ import annotations
 import time
 
 from prefect import task
-from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run
 
@@ -19,7 +18,7 @@ from ragassay.index.build import IndexReport
 from ragassay.ingest.files import IngestReport
 from ragassay.pipeline import PipelineReport
 from ragassay.tracking import Batch
-from tasks.publish import flow_run_url, run_origin
+from tasks.publish import flow_run_url, publish, run_origin
 
 
 @task(name="open-pipeline-batch", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=[2, 10])
@@ -109,6 +108,5 @@ def finish_pipeline(
     mlflow_client = tracking.client(config.home)
     tracking.log_values(mlflow_client, batch.parent_run_id, {}, metrics)
     tracking.finish(mlflow_client, batch.parent_run_id)
-    create_markdown_artifact(markdown=pipeline.pipeline_markdown(report), key=f"pipeline-{config.collection.lower().replace('_', '-').replace('.', '-')}",
-                             description=f"pipeline run, MLflow batch {batch.batch_id}")
+    publish("pipeline", [config.collection], [], pipeline.pipeline_markdown(report), f"pipeline run, MLflow batch {batch.batch_id}")
     return report

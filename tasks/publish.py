@@ -32,8 +32,9 @@ def _key(text: str) -> str:
 
 
 def publish(stage: str, collection_names: list[str], table: list[dict], markdown: str, description: str) -> None:
-    """A table artifact and a Markdown artifact on the current flow run, under keys that stay the
-    same from run to run (`retrieval-sample-metrics`), so the UI shows their history."""
+    """A table artifact (when there is a table) and a Markdown artifact on the current flow run,
+    under keys that stay the same from run to run (`retrieval-sample-metrics`,
+    `retrieval-sample-report`), so the UI shows their history."""
     key = _key(f"{stage}-{'-'.join(collection_names)}")
     if table:
         create_table_artifact(table=table, key=f"{key}-metrics", description=description)

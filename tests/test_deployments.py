@@ -178,7 +178,7 @@ def test_pipeline_deployment_runs_on_real_servers(servers):
         assert states.get(stage) == "COMPLETED", (stage, states)
     pipeline_run = next(run for run in runs if flows[run["flow_id"]] == "pipeline")
     artifacts = {a["key"]: a for a in httpx.post(f"{api}/artifacts/filter", json={}, timeout=30).json() if a["key"]}
-    for key in ("retrieval-sample-metrics", "retrieval-sample-report", "answers-sample-metrics", "answers-sample-report", "pipeline-sample"):
+    for key in ("retrieval-sample-metrics", "retrieval-sample-report", "answers-sample-metrics", "answers-sample-report", "pipeline-sample-report"):
         assert key in artifacts, sorted(artifacts)
     table = json.loads(artifacts["retrieval-sample-metrics"]["data"])
     assert {row["configuration"] for row in table} == {"fulltext", "semantic", "hybrid"}
