@@ -33,7 +33,7 @@ from ragassay.judge.prompts import PROMPT_VERSIONS
 from ragassay.llm.models import ChatModelConfig, model_id_of
 from ragassay.store.schemas import PAIRWISE
 from ragassay.tracking import Batch
-from tasks.publish import publish, run_origin
+from tasks.publish import publish, stage_batch
 from tasks.resources import MODEL_SERVER_RETRIES, worker_resources
 
 
@@ -150,12 +150,8 @@ def log_answer_batch(
         "golden_digest": context.golden_digests,
         "embedding_model": context.embedding_models,
     })
-    owned = batch is None
+    batch = stage_batch(config.home, collections, "answers", shared, batch, "ragassay eval answers")
     mlflow_client = tracking.client(config.home)
-    if owned:
-        batch = tracking.open_batch(config.home, collections, "answers", shared, run_origin("ragassay eval answers"))
-    else:
-        tracking.log_stage_params(mlflow_client, batch, "answers", shared)
     child_ids = {}
     for configuration in config.configurations:
         label = configuration.label
@@ -185,7 +181,7 @@ def log_answer_batch(
         mlflow_client, batch, "answers", headline,
         {"pairwise": pairwise, "warnings": warnings_frame(warnings), "intervals": intervals}, {"answer_metrics": figure},
     )
-    if owned:
+    if batch.owned:
         tracking.finish(mlflow_client, batch.parent_run_id)
     return AnswerEvalReport(
         batch_id=batch.batch_id,

@@ -25,7 +25,7 @@ from ragassay.evaluation.reports import retrieval_markdown
 from ragassay.metrics.averaging import interval_table, mean_scores
 from ragassay.metrics.names import MetricName, headline_retrieval_metrics
 from ragassay.tracking import Batch
-from tasks.publish import publish, run_origin
+from tasks.publish import publish, stage_batch
 from tasks.resources import MODEL_SERVER_RETRIES, worker_resources
 
 
@@ -119,12 +119,8 @@ def log_retrieval_batch(
         "golden_size": context.golden_sizes,
         "embedding_model": context.embedding_models,
     })
-    owned = batch is None
+    batch = stage_batch(config.home, collections, "retrieval", shared, batch, "ragassay eval retrieval")
     mlflow_client = tracking.client(config.home)
-    if owned:
-        batch = tracking.open_batch(config.home, collections, "retrieval", shared, run_origin("ragassay eval retrieval"))
-    else:
-        tracking.log_stage_params(mlflow_client, batch, "retrieval", shared)
     child_ids = {}
     for configuration in config.configurations:
         label = configuration.label
@@ -147,7 +143,7 @@ def log_retrieval_batch(
         mlflow_client, batch, "retrieval", {label: {m: values[m] for m in headline} for label, values in means.items()},
         {"comparisons": summary.comparisons, "warnings": warnings, "intervals": summary.intervals}, figures,
     )
-    if owned:
+    if batch.owned:
         tracking.finish(mlflow_client, batch.parent_run_id)
     return RetrievalEvalReport(
         batch_id=batch.batch_id,

@@ -15,7 +15,7 @@ from ragassay.config import GenerateConfig
 from ragassay.golden.generation import GenerationReport, generate_questions
 from ragassay.store.workspace import collection_paths
 from ragassay.tracking import Batch
-from tasks.publish import run_origin
+from tasks.publish import stage_batch
 from tasks.resources import MODEL_SERVER_RETRIES, worker_resources
 
 
@@ -39,9 +39,7 @@ def log_generation_run(config: GenerateConfig, report: GenerationReport, candida
     """One MLflow run (in a batch of its own, or the pipeline's): seed, model, prompt version and
     count; acceptance and discards; candidates; the discards picture on the batch's parent.
     Returns the report with the run's id. Retried: the tracking server may be briefly unreachable."""
-    owned = batch is None
-    if owned:
-        batch = tracking.open_batch(config.home, [config.collection], "generation", {}, run_origin("ragassay golden generate"))
+    batch = stage_batch(config.home, [config.collection], "generation", {}, batch, "ragassay golden generate")
     mlflow_client = tracking.client(config.home)
     params = {"seed": str(report.seed), "model": report.model_id, "prompt_version": report.prompt_version, "count": str(report.requested),
               "judge_model": report.judge_model_id, "support_threshold": str(report.support_threshold),
@@ -54,6 +52,6 @@ def log_generation_run(config: GenerateConfig, report: GenerationReport, candida
     )
     figure = plots.discards_figure(len(report.accepted), report.discarded, f"golden-set generation, seed {report.seed}: {report.attempted} candidates")
     tracking.log_batch_summary(mlflow_client, batch, "golden", {}, {}, {"golden_discards": figure})
-    if owned:
+    if batch.owned:
         tracking.finish(mlflow_client, batch.parent_run_id)
     return report.model_copy(update={"run_id": run_id})
