@@ -18,6 +18,8 @@ from ragassay.index.build import IndexReport
 from ragassay.ingest.files import IngestReport
 from ragassay.pipeline import PipelineReport
 from ragassay.tracking import Batch
+from tasks.eval_answers import AnswerEvalReport
+from tasks.eval_retrieval import RetrievalEvalReport
 from tasks.publish import flow_run_url, publish, run_origin
 
 
@@ -73,8 +75,8 @@ def finish_pipeline(
     ingest: IngestReport | None,
     index: IndexReport | None,
     golden: dict | None,
-    retrieval,
-    answers,
+    retrieval: RetrievalEvalReport | None,
+    answers: AnswerEvalReport | None,
 ) -> PipelineReport:
     """The pipeline's figures on the batch's parent run (stage seconds, documents, golden-set size,
     the gates), the run finished, the summary published on the flow run; the report."""
