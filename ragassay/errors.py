@@ -27,3 +27,7 @@ class DocumentNotFound(RagassayError):
 
 class EmbeddingModelError(RagassayError):
     """An embedding model could not be found or loaded offline."""
+
+
+class InconsistentCollection(RagassayError):
+    """A collection's tables disagree (chunks of documents it does not hold): an interrupted write."""

@@ -13,8 +13,9 @@ from rich.console import Console
 
 from ragassay.errors import ConfigError
 
-# 1 also covers "the job ran but some of it failed" (rejected files or rows, failed assertions).
-EXIT_OK, EXIT_PARTIAL, EXIT_USAGE = 0, 1, 2
+# 1 also covers "the job ran but some of it failed" (rejected files or rows, failed assertions);
+# 3 is a crash (an error ragassay did not expect), so CI can tell it from a partial success.
+EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, EXIT_CRASH = 0, 1, 2, 3
 
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
@@ -31,7 +32,9 @@ def prefect_defaults() -> None:
         # On a terminal the progress bars show the work; Prefect's INFO lines would print onto the
         # bar's line. The run's log (what the Prefect UI shows) still receives every line, and
         # off a terminal (CI logs) the console keeps them, since no bar is drawn there.
-        os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING")
+        # Failures come back as one line from the command, so Prefect's own error tracebacks stay
+        # in the run log too (--debug shows them here).
+        os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
 
 
 def emit(as_json: bool, payload: Any, render) -> None:

@@ -247,4 +247,26 @@ def answer(
 
 
 def main() -> None:
-    app()
+    """Run the command. An unexpected error is one line and exit code 3; `--debug` (anywhere on the
+    command line) also prints its traceback and shows Prefect's log lines on a terminal."""
+    import os
+    import sys
+    import traceback
+
+    from ragassay.cli.common import EXIT_CRASH, err
+
+    debug = "--debug" in sys.argv[1:]
+    if debug:
+        sys.argv.remove("--debug")
+        os.environ["PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL"] = "INFO"
+    try:
+        app()
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        sys.exit(130)
+    except Exception as error:  # noqa: BLE001 (the last line of defence: every crash gets a line and exit 3)
+        if debug:
+            traceback.print_exc()
+        err.print(f"[red]unexpected error[/red] {type(error).__name__}: {error}", highlight=False)
+        err.print("this is a bug in ragassay or its environment; rerun with --debug for the traceback", style="dim")
+        sys.exit(EXIT_CRASH)

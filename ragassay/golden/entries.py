@@ -26,6 +26,10 @@ from ragassay.store.schemas import GOLDEN
 Origin = Literal["manual", "imported", "generated"]
 
 
+# The largest relevance grade accepted (TREC-style grades are 0-4; anything near 2**31 is an error).
+MAX_GRADE = 1000
+
+
 @dataclass(frozen=True)
 class GoldenCandidate:
     """An entry before validation; `source` says where it came from (file:line or a flag)."""
@@ -126,7 +130,10 @@ def read_candidate_file(path: Path) -> tuple[list[GoldenCandidate], list[GoldenP
     text = path.read_text(encoding="utf-8")
     problems: list[GoldenProblem] = []
     if suffix == ".csv":
-        records = list(_csv_rows(text))
+        try:
+            records = list(_csv_rows(text))
+        except csv.Error as error:
+            raise ValueError(f"{path}: unreadable CSV: {error}") from None
     else:
         records = []
         for number, line in enumerate(text.splitlines(), start=1):
@@ -136,18 +143,26 @@ def read_candidate_file(path: Path) -> tuple[list[GoldenCandidate], list[GoldenP
                 records.append((number, json.loads(line)))
             except json.JSONDecodeError as error:
                 problems.append(GoldenProblem(f"{path}:{number}", "malformed_row", f"invalid JSON: {error.msg}"))
+            except RecursionError:
+                # A row nested thousands of levels deep: refused alone, the other rows go on.
+                problems.append(GoldenProblem(f"{path}:{number}", "malformed_row", "JSON nested too deeply"))
     candidates, more = _candidates(path, records)
-    return candidates, problems + more
+    # In file order, so a user reads them from the top of the file.
+    return candidates, sorted(problems + more, key=lambda problem: int(problem.source.rsplit(":", 1)[1]))
 
 
 def _csv_rows(text: str):
     reader = csv.DictReader(io.StringIO(text))
     for row in reader:
-        yield reader.line_num, {
+        record = {
             key: (value.split(";") if key in ("expected_document_ids", "relevance") and value else value)
             for key, value in row.items()
             if key is not None
         }
+        if isinstance(record.get("relevance"), list):
+            # CSV grades are text; whole numbers become integers, anything else stays text and is refused.
+            record["relevance"] = [int(g) if g.strip().isdigit() else g for g in record["relevance"]]
+        yield reader.line_num, record
 
 
 def _candidates(path: Path, records: list[tuple[int, object]]) -> tuple[list[GoldenCandidate], list[GoldenProblem]]:
@@ -175,10 +190,11 @@ def candidate_from_record(record: object, source: str) -> GoldenCandidate:
         raise ValueError("field 'expected_document_ids' must be a list of document ids")
     relevance = record.get("relevance")
     if relevance is not None:
-        try:
-            relevance = tuple(int(g) for g in relevance)
-        except (TypeError, ValueError):
-            raise ValueError("field 'relevance' must be a list of integers") from None
+        # Strict: 1.9, "2" and true are not grades (they would be silently changed), and a grade
+        # must fit the stored Int32 column.
+        if not isinstance(relevance, list) or not all(type(g) is int and 0 <= g <= MAX_GRADE for g in relevance):
+            raise ValueError(f"field 'relevance' must be a list of whole numbers from 0 to {MAX_GRADE}, got {str(relevance)[:80]}")
+        relevance = tuple(relevance)
     answer = record.get("reference_answer")
     if answer is not None and not isinstance(answer, str):
         raise ValueError("field 'reference_answer' must be a string")

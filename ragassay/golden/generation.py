@@ -149,7 +149,8 @@ def generate_questions(resources: Resources, paths: CollectionPaths, config: Gen
                 )
             entry_id = None
             if decision.accepted:
-                entry_id = _store_entry(paths, result.value, page, seed, model.model_id, digests[page["doc_id"]])
+                with paths.write_lock():
+                    entry_id = _store_entry(paths, result.value, page, seed, model.model_id, digests[page["doc_id"]])
                 if entry_id is None:
                     decision = GateDecision(False, "near_duplicate", "same normalized question as a stored entry")
                 else:
@@ -164,9 +165,12 @@ def generate_questions(resources: Resources, paths: CollectionPaths, config: Gen
                 "entry_id": entry_id,
             }
             rows.append(row)
-            # Logged after every page, after the golden set: a rerun skips this page either way.
-            log = pl.concat([log, pl.DataFrame([row], schema=GENERATION_CANDIDATES.schema)])
-            write_table(log, paths.generation_log, GENERATION_CANDIDATES)
+            # Logged after every page, after the golden set: a rerun skips this page either way. Read
+            # again under the lock, so a concurrent generation's rows are kept.
+            with paths.write_lock():
+                log = read_table_or_empty(paths.generation_log, GENERATION_CANDIDATES)
+                log = pl.concat([log, pl.DataFrame([row], schema=GENERATION_CANDIDATES.schema)])
+                write_table(log, paths.generation_log, GENERATION_CANDIDATES)
             progress(attempt, limit)
             if len(accepted) >= wanted:
                 break

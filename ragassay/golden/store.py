@@ -41,11 +41,14 @@ def load_golden_with_staleness(paths: CollectionPaths) -> pl.DataFrame:
 def add_candidates(home: Path, collection: str, candidates: list[GoldenCandidate], problems: list[GoldenProblem]) -> GoldenChange:
     """Validate candidates against the stored set and the collection, store the good ones."""
     paths = collection_paths(home, collection)
-    stored = load_golden(paths)
-    known = set(load_documents(paths)["doc_id"].to_list())
-    accepted, refused = validate_candidates(candidates, stored, known, datetime.now(timezone.utc))
-    if accepted.height:
-        write_table(pl.concat([stored, accepted]), paths.golden, GOLDEN)
+    # Validated against, and added to, what is stored when the lock is held: a concurrent add
+    # waits, then sees these entries (store/locks.py).
+    with paths.write_lock():
+        stored = load_golden(paths)
+        known = set(load_documents(paths)["doc_id"].to_list())
+        accepted, refused = validate_candidates(candidates, stored, known, datetime.now(timezone.utc))
+        if accepted.height:
+            write_table(pl.concat([stored, accepted]), paths.golden, GOLDEN)
     return GoldenChange(
         collection=collection,
         added=accepted["entry_id"].to_list(),
@@ -95,9 +98,10 @@ def import_beir(home: Path, collection: str) -> GoldenChange:
 def delete_entries(home: Path, collection: str, entry_ids: list[str]) -> list[str]:
     """Remove entries; nothing is removed when any id is unknown."""
     paths = collection_paths(home, collection)
-    stored = load_golden(paths)
-    unknown = sorted(set(entry_ids) - set(stored["entry_id"].to_list()))
-    if unknown:
-        raise RagassayError(f"golden set of {collection!r} has no entries {', '.join(unknown)}")
-    write_table(stored.filter(~pl.col("entry_id").is_in(entry_ids)), paths.golden, GOLDEN)
+    with paths.write_lock():
+        stored = load_golden(paths)
+        unknown = sorted(set(entry_ids) - set(stored["entry_id"].to_list()))
+        if unknown:
+            raise RagassayError(f"golden set of {collection!r} has no entries {', '.join(unknown)}")
+        write_table(stored.filter(~pl.col("entry_id").is_in(entry_ids)), paths.golden, GOLDEN)
     return sorted(set(entry_ids))

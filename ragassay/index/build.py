@@ -14,6 +14,7 @@ from pathlib import Path
 import polars as pl
 from pydantic import BaseModel
 
+from ragassay.errors import InconsistentCollection
 from ragassay.ingest.documents import index_input_digest
 from ragassay.progress import ProgressReporter
 from ragassay.search.dense import Embedder, EmbeddingModelSpec, resolve_model
@@ -21,6 +22,7 @@ from ragassay.search.lexical import STEMMER_LANGUAGE, STOPWORDS, LexicalIndex
 from ragassay.store.schemas import embeddings_spec
 from ragassay.store.tables import read_table, write_json, write_table
 from ragassay.store.workspace import (
+    remove_leftovers,
     INDEX_FORMAT_VERSION,
     CollectionPaths,
     collection_paths,
@@ -58,7 +60,22 @@ def read_index_inputs(home: Path, collection: str, embedding_model: str) -> Inde
     """The collection's documents (with text) and chunks, and the embedding model resolved offline."""
     paths = collection_paths(home, collection)
     spec = resolve_model(embedding_model, models_dir(home))
-    return IndexInputs(paths, load_documents(paths, with_text=True), load_chunks(paths), embedding_model, spec)
+    # Under the write lock: never the chunks of one ingest beside the documents of another.
+    with paths.write_lock():
+        documents, chunks = load_documents(paths, with_text=True), load_chunks(paths)
+    check_consistent(paths.name, documents, chunks)
+    return IndexInputs(paths, documents, chunks, embedding_model, spec)
+
+
+def check_consistent(collection: str, documents: pl.DataFrame, chunks: pl.DataFrame) -> None:
+    """InconsistentCollection when chunks belong to no document (an ingest killed between its two
+    writes): an index built on them would fail every search. The next ingest repairs it."""
+    orphans = set(chunks["doc_id"].unique().to_list()) - set(documents["doc_id"].to_list())
+    if orphans:
+        raise InconsistentCollection(
+            f"collection {collection!r} has chunks of {len(orphans)} documents it does not hold (e.g. {sorted(orphans)[0]!r}); "
+            "an ingest was interrupted: run `ragassay ingest` on the collection again, which repairs it"
+        )
 
 
 @dataclass(frozen=True)
@@ -103,7 +120,8 @@ def embed_chunks(paths: CollectionPaths, chunks: pl.DataFrame, embedder: Embedde
         else new_rows.clear()
     )
     if missing.height or cache is None or kept.height != cache.height:
-        write_table(pl.concat([kept, new_rows]), paths.embeddings, embeddings_spec(dimension))
+        with paths.write_lock():
+            write_table(pl.concat([kept, new_rows]), paths.embeddings, embeddings_spec(dimension))
     return Embedded(missing.height, texts.height - missing.height, dimension, time.perf_counter() - started)
 
 
@@ -157,7 +175,9 @@ def index_manifest(inputs: IndexInputs, dimension: int, built_at: datetime) -> d
 def publish_index(paths: CollectionPaths, staging: Path, manifest: dict) -> None:
     """Write the manifest into the staging folder, then swap the staging folder in whole."""
     write_json(staging / "manifest.json", {"format_version": INDEX_FORMAT_VERSION, **manifest})
-    _swap_in(staging, paths.index_dir)
+    with paths.write_lock():
+        _swap_in(staging, paths.index_dir)
+        remove_leftovers(paths.root, keep=staging)
 
 
 def staging_folder(paths: CollectionPaths) -> Path:

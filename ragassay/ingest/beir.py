@@ -63,5 +63,6 @@ def _jsonl(path: Path):
 
 
 def store_beir_queries(paths: CollectionPaths, queries: pl.DataFrame, qrels: pl.DataFrame) -> None:
-    write_table(queries, paths.beir_queries, QUERIES)
-    write_table(qrels, paths.beir_qrels, QRELS)
+    with paths.write_lock():
+        write_table(queries, paths.beir_queries, QUERIES)
+        write_table(qrels, paths.beir_qrels, QRELS)

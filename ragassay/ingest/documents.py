@@ -21,7 +21,7 @@ from ragassay.ingest.chunking import chunk_document
 from ragassay.ingest.extraction import ExtractedText
 from ragassay.store.schemas import CHUNKS, DOCUMENTS
 from ragassay.store.tables import write_table
-from ragassay.store.workspace import CollectionPaths, load_chunks, load_documents
+from ragassay.store.workspace import CollectionPaths, load_chunks, load_documents, remove_leftovers
 
 Outcome = Literal["ingested", "replaced", "unchanged"]
 
@@ -176,21 +176,27 @@ def store_documents(paths: CollectionPaths, incoming: list[IncomingDocument], ch
     collection is created by its first accepted document, never by rejections alone."""
     if not incoming and not paths.documents.exists():
         return {}
-    merged = merge_documents(
-        load_documents(paths, with_text=True), load_chunks(paths), incoming, chunker, now
-    )
-    write_table(merged.chunks, paths.chunks, CHUNKS)
-    write_table(merged.documents, paths.documents, DOCUMENTS)
+    # Read, merge and write under the collection's lock: a concurrent ingest waits, then merges
+    # into what this one wrote (store/locks.py).
+    with paths.write_lock():
+        remove_leftovers(paths.root)
+        documents = load_documents(paths, with_text=True)
+        # Chunks of no document (an ingest killed between its two writes) are dropped: repaired here.
+        chunks = load_chunks(paths).filter(pl.col("doc_id").is_in(documents["doc_id"].implode()))
+        merged = merge_documents(documents, chunks, incoming, chunker, now)
+        write_table(merged.chunks, paths.chunks, CHUNKS)
+        write_table(merged.documents, paths.documents, DOCUMENTS)
     return dict(merged.outcomes)
 
 
 def delete_documents(paths: CollectionPaths, doc_ids: list[str]) -> list[str]:
     """Remove documents and their chunks; nothing is removed when any id is unknown."""
-    documents = load_documents(paths, with_text=True)
-    unknown = sorted(set(doc_ids) - set(documents["doc_id"].to_list()))
-    if unknown:
-        raise DocumentNotFound(f"collection {paths.name!r} has no documents {', '.join(unknown)}")
-    kept_documents, kept_chunks = remove_documents(documents, load_chunks(paths), doc_ids)
-    write_table(kept_chunks, paths.chunks, CHUNKS)
-    write_table(kept_documents, paths.documents, DOCUMENTS)
+    with paths.write_lock():
+        documents = load_documents(paths, with_text=True)
+        unknown = sorted(set(doc_ids) - set(documents["doc_id"].to_list()))
+        if unknown:
+            raise DocumentNotFound(f"collection {paths.name!r} has no documents {', '.join(unknown)}")
+        kept_documents, kept_chunks = remove_documents(documents, load_chunks(paths), doc_ids)
+        write_table(kept_chunks, paths.chunks, CHUNKS)
+        write_table(kept_documents, paths.documents, DOCUMENTS)
     return sorted(set(doc_ids))

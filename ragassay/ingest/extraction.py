@@ -16,8 +16,8 @@ from typing import Callable, Literal
 
 # duplicate_id: two files of one ingest would get the same doc_id (e.g. the same relative path
 # under two roots); the first is kept.
-RejectReason = Literal["unsupported_type", "too_large", "unreadable", "empty", "duplicate_id"]
-REJECT_REASONS: tuple[RejectReason, ...] = ("unsupported_type", "too_large", "unreadable", "empty", "duplicate_id")
+RejectReason = Literal["unsupported_type", "too_large", "unreadable", "empty", "duplicate_id", "outside_root", "unsafe_name"]
+REJECT_REASONS: tuple[RejectReason, ...] = ("unsupported_type", "too_large", "unreadable", "empty", "duplicate_id", "outside_root", "unsafe_name")
 
 MAX_FILE_BYTES = 20 * 1024 * 1024
 MAX_TEXT_CHARS = 500_000

@@ -3,6 +3,7 @@ fails becomes a typed rejection and the others go on), and the report of what an
 
 from __future__ import annotations
 
+import unicodedata
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -62,6 +63,12 @@ def discover_files(paths: tuple[Path, ...]) -> list[tuple[Path, Path]]:
     return found
 
 
+def unsafe_characters(name: str) -> list[str]:
+    """Control and format characters (newlines, right-to-left overrides, zero-width marks) in a
+    name, as code points: a document id holding them would print as something it is not."""
+    return [f"U+{ord(c):04X}" for c in name if unicodedata.category(c) in ("Cc", "Cf")]
+
+
 def extract_documents(
     files: list[tuple[Path, Path]], doc_id: str | None, stored: dict[str, str] | None = None
 ) -> tuple[list[IncomingDocument], list[Rejection]]:
@@ -80,6 +87,10 @@ def extract_documents(
             try:
                 if identifier in seen:
                     raise ExtractionError("duplicate_id", f"doc_id {identifier!r} is also {seen[identifier]}")
+                if not file.resolve().is_relative_to(root.resolve()):
+                    raise ExtractionError("outside_root", f"a link to {file.resolve()}, outside the ingest root {root}")
+                if unsafe_characters(identifier):
+                    raise ExtractionError("unsafe_name", f"the name holds control or bidirectional characters {unsafe_characters(identifier)}")
                 raw = read_file(file)
                 digest = sha256_hex(raw)
                 extracted = None if stored.get(identifier) == digest else extract_text(raw, file.name)

@@ -21,18 +21,21 @@ import json
 import os
 import re
 import shutil
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
 
 from ragassay.errors import CollectionNotFound, ConfigError
+from ragassay.store.locks import collection_lock
 from ragassay.store.schemas import CHUNKS, DOCUMENTS
 from ragassay.store.tables import read_table, read_table_or_empty
 
 DEFAULT_HOME = Path.home() / ".ragassay"
 INDEX_FORMAT_VERSION = 2
-COLLECTION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+# \Z, not $: `$` also matches before a final newline, which let "name\n" through.
+COLLECTION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z")
 
 
 def workspace_home() -> Path:
@@ -84,6 +87,15 @@ class CollectionPaths:
     @property
     def generation_log(self) -> Path:
         return self.root / "generation" / "candidates.parquet"
+
+    @property
+    def lock_file(self) -> Path:
+        """The collection's write lock (store/locks.py), outside its folder: <home>/locks/<name>.lock."""
+        return self.root.parent.parent / "locks" / f"{self.name}.lock"
+
+    def write_lock(self):
+        """The context manager that serializes writers of this collection (store/locks.py)."""
+        return collection_lock(self.lock_file)
 
     @property
     def index_dir(self) -> Path:
@@ -144,3 +156,18 @@ def read_manifest(paths: CollectionPaths) -> dict | None:
     if not paths.index_manifest.exists():
         return None
     return json.loads(paths.index_manifest.read_text())
+
+
+STALE_STAGING_SECONDS = 3600
+
+
+def remove_leftovers(root: Path, keep: Path | None = None) -> None:
+    """Remove what killed writers left in a collection's folder: temporary table files
+    (`.chunks.parquet.XXXX`) and index staging folders older than STALE_STAGING_SECONDS (a
+    younger one may be another index build's, still running). Called under the write lock."""
+    now = time.time()
+    for leftover in root.glob(".*"):
+        if leftover.is_file() and ".parquet." in leftover.name:
+            leftover.unlink(missing_ok=True)
+        elif leftover.is_dir() and leftover.name.startswith(".index-") and leftover != keep and now - leftover.stat().st_mtime > STALE_STAGING_SECONDS:
+            shutil.rmtree(leftover, ignore_errors=True)

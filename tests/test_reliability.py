@@ -1,0 +1,162 @@
+"""Trying to break it: concurrent writers in real processes, a writer killed between its writes,
+a lock held too long, links out of the ingest root, hostile names and values, and crashes that
+must not read as partial success."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from ragassay.cli.main import app
+from tests.conftest import REPO
+
+RAGASSAY = str(Path(sys.executable).parent / "ragassay")
+runner = CliRunner()
+
+
+def ragassay(*args: str, env: dict[str, str] | None = None, timeout: int = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([RAGASSAY, *args], env=env or os.environ.copy(), cwd=REPO, capture_output=True, text=True, timeout=timeout)
+
+
+def small_corpus(root: Path, documents: int, prefix: str = "note") -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    for number in range(documents):
+        (root / f"{prefix}-{number:03d}.txt").write_text(f"Note {prefix} {number}: hive {number} was inspected on day {number}.\n", encoding="utf-8")
+    return root
+
+
+def golden_file(path: Path, tag: str, documents: list[str]) -> Path:
+    rows = [{"question": f"What happened to hive {n} ({tag})?", "expected_document_ids": [documents[n % len(documents)]]} for n in range(15)]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
+def test_concurrent_golden_adds_keep_every_entry(home, tmp_path):
+    from ragassay.golden.store import load_golden
+    from ragassay.store.workspace import collection_paths, load_documents
+
+    assert ragassay("ingest", "-c", "s", str(small_corpus(tmp_path / "corpus", 5))).returncode == 0
+    documents = load_documents(collection_paths(home, "s"))["doc_id"].to_list()
+    for round_ in range(3):
+        files = [golden_file(tmp_path / f"{round_}-{tag}.jsonl", f"{round_}{tag}", documents) for tag in "ab"]
+        writers = [subprocess.Popen([RAGASSAY, "golden", "add", "-c", "s", "--file", str(f), "--json"], cwd=REPO,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for f in files]
+        outputs = [writer.communicate(timeout=300) for writer in writers]
+        assert all(w.returncode == 0 for w in writers), outputs
+        assert [len(json.loads(out)["added"]) for out, _ in outputs] == [15, 15]
+        assert load_golden(collection_paths(home, "s")).height == 30 * (round_ + 1), f"round {round_}: an add was lost"
+
+
+def test_concurrent_ingests_of_two_halves_keep_every_document(home, tmp_path):
+    from ragassay.store.workspace import collection_paths, load_chunks, load_documents
+
+    assert ragassay("ingest", "-c", "s", str(small_corpus(tmp_path / "base", 150, "base"))).returncode == 0
+    halves = [small_corpus(tmp_path / half, 40, half) for half in ("left", "right")]
+    writers = [subprocess.Popen([RAGASSAY, "ingest", "-c", "s", str(half)], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+               for half in halves]
+    outputs = [writer.communicate(timeout=300) for writer in writers]
+    assert all(w.returncode == 0 for w in writers), outputs
+    paths = collection_paths(home, "s")
+    documents, chunks = load_documents(paths), load_chunks(paths)
+    assert documents.height == 230, "both halves and the base are kept"
+    assert set(chunks["doc_id"]) == set(documents["doc_id"]), "no chunks without a document, no document without chunks"
+
+
+def test_a_lock_held_too_long_names_its_holder(home, tmp_path):
+    from ragassay.store.locks import collection_lock
+    from ragassay.store.workspace import collection_paths, load_documents
+
+    assert ragassay("ingest", "-c", "s", str(small_corpus(tmp_path / "corpus", 3))).returncode == 0
+    documents = load_documents(collection_paths(home, "s"))["doc_id"].to_list()
+    with collection_lock(collection_paths(home, "s").lock_file):
+        waited = ragassay("golden", "add", "-c", "s", "--file", str(golden_file(tmp_path / "g.jsonl", "x", documents)),
+                          env={**os.environ, "RAGASSAY_LOCK_TIMEOUT": "1"})
+    assert waited.returncode == 2
+    assert f"collection 's' is being written by process {os.getpid()}" in waited.stderr and "gave up after 1s" in waited.stderr
+
+
+def test_an_ingest_killed_between_its_writes_is_refused_by_index_and_repaired_by_the_next_ingest(home, tmp_path):
+    from ragassay.store.schemas import CHUNKS
+    from ragassay.store.tables import write_table
+    from ragassay.store.workspace import collection_paths, load_chunks
+
+    corpus = small_corpus(tmp_path / "corpus", 4)
+    assert ragassay("ingest", "-c", "s", str(corpus)).returncode == 0
+    paths = collection_paths(home, "s")
+    chunks = load_chunks(paths)
+    # The state a SIGKILL after `chunks.parquet` and before `documents.parquet` leaves: chunks of a
+    # document that was never stored, and a temporary file of a write that never finished.
+    orphan = chunks.head(1).with_columns(pl.lit("ghost.txt").alias("doc_id"), pl.lit("ghost.txt#0").alias("chunk_id"))
+    write_table(pl.concat([chunks, orphan]), paths.chunks, CHUNKS)
+    (paths.root / ".chunks.parquet.tmp1234").write_bytes(b"half a table")
+
+    refused = ragassay("index", "-c", "s")
+    assert refused.returncode == 2 and "an ingest was interrupted" in refused.stderr and "ghost.txt" in refused.stderr
+
+    assert ragassay("ingest", "-c", "s", str(corpus)).returncode == 0
+    assert "ghost.txt" not in set(load_chunks(paths)["doc_id"]) and not (paths.root / ".chunks.parquet.tmp1234").exists()
+    assert ragassay("index", "-c", "s").returncode == 0
+    found = ragassay("search", "-c", "s", "--json", "hive inspected")
+    assert found.returncode == 0 and json.loads(found.stdout)["results"]
+
+
+def test_links_out_of_the_root_and_unsafe_names_are_refused(home, tmp_path):
+    corpus = small_corpus(tmp_path / "corpus", 2)
+    outside = tmp_path / "secret.txt"
+    outside.write_text("the password is hunter2", encoding="utf-8")
+    (corpus / "passwd.txt").symlink_to(outside)
+    (corpus / "evil\u202etxt.md").write_text("A name that reads backwards.", encoding="utf-8")
+    (corpus / "line\nbreak.txt").write_text("A name with a newline.", encoding="utf-8")
+
+    result = runner.invoke(app, ["ingest", "-c", "s", str(corpus), "--json"])
+    assert result.exit_code == 1, result.output
+    report = json.loads(result.stdout)
+    reasons = {Path(r["path"]).name: r["reason"] for r in report["rejected"]}
+    assert reasons == {"passwd.txt": "outside_root", "evil\u202etxt.md": "unsafe_name", "line\nbreak.txt": "unsafe_name"}
+    assert report["counts"]["ingested"] == 2
+    assert runner.invoke(app, ["index", "-c", "s"]).exit_code == 0
+    found = runner.invoke(app, ["search", "-c", "s", "--mode", "fulltext", "--json", "password hunter2"])
+    assert all("hunter2" not in hit["snippet"] for hit in json.loads(found.stdout)["results"])
+
+
+def test_a_collection_name_with_a_newline_is_refused(home, tmp_path):
+    result = runner.invoke(app, ["ingest", "-c", "name\n", str(small_corpus(tmp_path / "corpus", 1))])
+    assert result.exit_code == 2 and "collection name" in result.output
+
+
+@pytest.mark.parametrize("grades", [[1099511627776], [1.9], ["2"], [True]])
+def test_relevance_grades_are_validated_strictly_with_file_and_line(home, tmp_path, grades):
+    from ragassay.golden.store import load_golden
+    from ragassay.store.workspace import collection_paths
+
+    assert runner.invoke(app, ["ingest", "-c", "s", str(small_corpus(tmp_path / "corpus", 1))]).exit_code == 0
+    rows = [{"question": "What was inspected?", "expected_document_ids": ["note-000.txt"], "relevance": grades},
+            {"question": "Which day was hive 0 inspected?", "expected_document_ids": ["note-000.txt"]}]
+    file = tmp_path / "golden.jsonl"
+    deep = '{"question": "deep", "x": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    file.write_text(json.dumps(rows[0]) + "\n" + json.dumps(rows[1]) + "\n" + deep + "\n", encoding="utf-8")
+    result = runner.invoke(app, ["golden", "add", "-c", "s", "--file", str(file), "--json"])
+    assert result.exit_code == 1, result.output
+    problems = json.loads(result.stdout)["problems"]
+    assert [(p["source"], p["reason"]) for p in problems] == [(f"{file}:1", "malformed_row"), (f"{file}:3", "malformed_row")]
+    assert "relevance" in problems[0]["detail"] and "nested too deeply" in problems[1]["detail"]
+    assert load_golden(collection_paths(home, "s"))["question"].to_list() == ["Which day was hive 0 inspected?"], "the good row is kept"
+
+
+def test_an_unexpected_error_is_exit_code_3_with_one_line_and_a_traceback_under_debug(tmp_path):
+    # A workspace path that is a file: MLflow's store cannot be made there, which nothing expects.
+    not_a_folder = tmp_path / "workspace"
+    not_a_folder.write_text("a file, not a folder", encoding="utf-8")
+    env = {**os.environ, "RAGASSAY_HOME": str(not_a_folder)}
+    crashed = ragassay("runs", "list", env=env)
+    assert crashed.returncode == 3, crashed.stderr
+    assert "unexpected error FileExistsError" in crashed.stderr and "Traceback" not in crashed.stderr
+    debugged = ragassay("runs", "list", "--debug", env=env)
+    assert debugged.returncode == 3 and "Traceback (most recent call last)" in debugged.stderr
