@@ -25,6 +25,7 @@ import polars as pl
 
 from ragassay import plots
 from ragassay.metrics.names import mlflow_key
+from ragassay.redaction import redact
 
 TAG_BATCH = "ragassay.batch_id"
 TAG_KIND = "ragassay.kind"
@@ -91,8 +92,9 @@ def flatten_params(value: object, prefix: str = "") -> dict[str, str]:
             flat.update(flatten_params(inner, f"{prefix}.{key}" if prefix else str(key)))
         return flat
     if isinstance(value, (list, tuple)):
-        return {prefix: json.dumps(list(value), default=str)}
-    return {prefix: "" if value is None else str(value)}
+        return {prefix: redact(json.dumps(list(value), default=str))}
+    # A model server's URL may carry credentials: MLflow params are read by everyone who can open them.
+    return {prefix: "" if value is None else redact(str(value))}
 
 
 def git_commit(folder: Path) -> str | None:

@@ -160,3 +160,40 @@ def test_an_unexpected_error_is_exit_code_3_with_one_line_and_a_traceback_under_
     assert "unexpected error FileExistsError" in crashed.stderr and "Traceback" not in crashed.stderr
     debugged = ragassay("runs", "list", "--debug", env=env)
     assert debugged.returncode == 3 and "Traceback (most recent call last)" in debugged.stderr
+
+
+SECRET = "S3cret-p4ss"
+
+
+@pytest.mark.parametrize("url", [
+    f"http://alice:{SECRET}@127.0.0.1:9/v1", f"https://{SECRET}@models.example/v1", f"http://127.0.0.1:9/v1?api_key={SECRET}",
+    f"http://127.0.0.1:9/v1?x=1&token={SECRET}#part",
+])
+def test_credentials_in_a_model_url_are_never_shown(home, tmp_path, url):
+    from ragassay import tracking
+    from ragassay.llm.models import ChatModelConfig, model_id_of
+    from ragassay.redaction import redact
+
+    assert SECRET not in redact(url) and "***" in redact(url)
+    config = ChatModelConfig(backend="openai", url=url, model="m", timeout_seconds=2)
+    assert SECRET not in model_id_of(config)
+    assert SECRET not in json.dumps(tracking.flatten_params({"judge": config.model_dump(), "judge_model_id": model_id_of(config)}))
+
+    assert runner.invoke(app, ["ingest", "-c", "s", str(small_corpus(tmp_path / "corpus", 2))]).exit_code == 0
+    assert runner.invoke(app, ["index", "-c", "s"]).exit_code == 0
+    # The server is unreachable: the error names the endpoint, without its credentials.
+    for output in ("--json", None):
+        result = runner.invoke(app, ["answer", "-c", "s", "--model-backend", "openai", "--model-url", url, "--model-name", "m",
+                                     *([output] if output else []), "On which day was hive 1 inspected?"])
+        assert result.exit_code == 2, result.output
+        assert "chat endpoint openai:m@" in result.output and SECRET not in result.output
+
+
+def test_an_api_key_comes_from_the_environment_variable_it_names(home, monkeypatch):
+    from ragassay.llm.models import ChatModelConfig, ModelError, load_chat_model
+
+    with pytest.raises(ModelError, match="RAGASSAY_TEST_KEY"):
+        load_chat_model(ChatModelConfig(backend="openai", url="http://127.0.0.1:9", model="m", api_key_env="RAGASSAY_TEST_KEY"))
+    monkeypatch.setenv("RAGASSAY_TEST_KEY", SECRET)
+    model = load_chat_model(ChatModelConfig(backend="openai", url="http://127.0.0.1:9", model="m", api_key_env="RAGASSAY_TEST_KEY"))
+    assert SECRET not in model.model_id

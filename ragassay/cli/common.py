@@ -10,6 +10,7 @@ from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from ragassay.errors import ConfigError
 
@@ -40,7 +41,9 @@ def prefect_defaults() -> None:
 def emit(as_json: bool, payload: Any, render) -> None:
     """Print payload as JSON on stdout with --json, else call render() for the human view."""
     if as_json:
-        sys.stdout.write(json.dumps(payload, indent=2, default=str) + "\n")
+        from ragassay.redaction import redact
+
+        sys.stdout.write(redact(json.dumps(payload, indent=2, default=str)) + "\n")
     else:
         render()
 
@@ -57,7 +60,9 @@ def exit_on_failed_assertions(assertions: list[dict]) -> NoReturn:
 
 
 def fail(error: Exception) -> NoReturn:
-    err.print(f"[red]error:[/red] {error}", highlight=False)
+    from ragassay.redaction import redact
+
+    err.print("[red]error:[/red] " + escape(redact(str(error))), highlight=False)
     raise typer.Exit(EXIT_USAGE)
 
 
@@ -70,6 +75,9 @@ MODEL_BACKEND_OPTION = typer.Option(None, help="smollm2, qwen2.5-1.5b, gguf (--m
 MODEL_PATH_OPTION = typer.Option(None, help="A GGUF file, for --model-backend gguf.")
 MODEL_URL_OPTION = typer.Option(None, help="Base URL of an OpenAI-compatible server, for --model-backend openai.")
 MODEL_NAME_OPTION = typer.Option(None, help="Model name at that server.")
+MODEL_API_KEY_ENV_OPTION = typer.Option(
+    None, "--model-api-key-env", help="Environment variable holding the server's API key (sent as a bearer token, never recorded). Never put credentials in --model-url."
+)
 JUDGE_MODEL_OPTION = typer.Option(
     None, "--judge-model", help="Judge model: qwen2.5-1.5b (the default), smollm2 (fast smoke tests: its verdicts do not agree with people) or a .gguf file."
 )
@@ -81,7 +89,9 @@ JUDGE_URL_OPTION = typer.Option(None, "--judge-url", help="Base URL of an OpenAI
 JUDGE_NAME_OPTION = typer.Option(None, "--judge-name", help="Judge model name at that server.")
 
 
-def model_settings(choice: str | None, backend: str | None, path, url: str | None, name: str | None, option: str = "--model") -> dict:
+def model_settings(
+    choice: str | None, backend: str | None, path, url: str | None, name: str | None, option: str = "--model", api_key_env: str | None = None
+) -> dict:
     """A ChatModelConfig's fields from the model options; {} when none was given (the config's
     default model). `choice` is the --model/--judge-model shorthand: a model name or a .gguf file."""
     from ragassay.llm.models import NAMED_BACKENDS
@@ -99,7 +109,7 @@ def model_settings(choice: str | None, backend: str | None, path, url: str | Non
         backend = "openai"
     if backend is None and path is not None:
         backend = "gguf"
-    settings = {"backend": backend, "path": path, "url": url, "model": name}
+    settings = {"backend": backend, "path": path, "url": url, "model": name, "api_key_env": api_key_env}
     return {key: value for key, value in settings.items() if value is not None}
 
 

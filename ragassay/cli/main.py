@@ -18,6 +18,7 @@ from ragassay.cli.common import (
     EXIT_OK,
     EXIT_PARTIAL,
     JSON_OPTION,
+    MODEL_API_KEY_ENV_OPTION,
     MODEL_BACKEND_OPTION,
     MODEL_NAME_OPTION,
     MODEL_OPTION,
@@ -202,6 +203,7 @@ def answer(
     model_path: Optional[Path] = MODEL_PATH_OPTION,
     model_url: Optional[str] = MODEL_URL_OPTION,
     model_name: Optional[str] = MODEL_NAME_OPTION,
+    model_api_key_env: Optional[str] = MODEL_API_KEY_ENV_OPTION,
     context_size: int = typer.Option(4096, help="Model context in tokens; sources are fitted to it."),
     threads: Optional[int] = typer.Option(None, help="CPU threads for in-process models."),
     gpu_layers: int = typer.Option(0, help="Layers offloaded to a GPU for in-process models."),
@@ -220,7 +222,7 @@ def answer(
             search_type=mode,
             k=k,
             lexical_unit=lexical_unit,
-            model=dict(model_settings(model, model_backend, model_path, model_url, model_name), context_size=context_size,
+            model=dict(model_settings(model, model_backend, model_path, model_url, model_name, api_key_env=model_api_key_env), context_size=context_size,
                        threads=threads, gpu_layers=gpu_layers),
             groundedness=groundedness,
             seed=seed,
@@ -267,6 +269,10 @@ def main() -> None:
     except Exception as error:  # noqa: BLE001 (the last line of defence: every crash gets a line and exit 3)
         if debug:
             traceback.print_exc()
-        err.print(f"[red]unexpected error[/red] {type(error).__name__}: {error}", highlight=False)
+        from rich.markup import escape
+
+        from ragassay.redaction import redact
+
+        err.print(f"[red]unexpected error[/red] {type(error).__name__}: " + escape(redact(str(error))), highlight=False)
         err.print("this is a bug in ragassay or its environment; rerun with --debug for the traceback", style="dim")
         sys.exit(EXIT_CRASH)

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ragassay.llm.catalog import CATALOG, ModelError, verified_model_path
+from ragassay.redaction import redact
 
 if TYPE_CHECKING:
     from ragassay.llm.cache import CompletionCache
@@ -235,7 +236,7 @@ class OpenAICompatibleModel:
 
         self._client = httpx.Client(base_url=url.rstrip("/"), timeout=timeout, headers={"Authorization": f"Bearer {api_key}"} if api_key else {})
         self._model = model
-        self.model_id = f"openai:{model}@{url}"
+        self.model_id = f"openai:{model}@{redact(url)}"
         self.context_size = context_size
 
     def complete(self, messages, schema, max_tokens, temperature, seed) -> Completion:
@@ -268,11 +269,11 @@ class OpenAICompatibleModel:
                 return response.json()
             except (httpx.TransportError, ModelServerError) as error:
                 if delay is None:
-                    raise ModelServerError(f"chat endpoint {self.model_id} failed after {attempt} attempts: {error}") from error
-                logging.getLogger("ragassay").warning("chat endpoint %s: %s; retrying in %gs", self.model_id, error, delay)
+                    raise ModelServerError(f"chat endpoint {self.model_id} failed after {attempt} attempts: {redact(str(error))}") from error
+                logging.getLogger("ragassay").warning("chat endpoint %s: %s; retrying in %gs", self.model_id, redact(str(error)), delay)
                 time.sleep(delay)
             except (httpx.HTTPError, json.JSONDecodeError) as error:
-                raise ModelError(f"chat endpoint {self.model_id} failed: {error}") from error
+                raise ModelError(f"chat endpoint {self.model_id} failed: {redact(str(error))}") from error
         raise AssertionError("unreachable")
 
     def count_tokens(self, text: str) -> int:
@@ -290,7 +291,7 @@ class OpenAICompatibleModel:
         try:
             top = payload["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
         except (KeyError, IndexError, TypeError) as error:
-            raise ModelError(f"chat endpoint {self.model_id} gave no top log-probabilities: {error}") from error
+            raise ModelError(f"chat endpoint {self.model_id} gave no top log-probabilities: {redact(str(error))}") from error
         usage = payload.get("usage") or {}
         completion = Completion(
             payload["choices"][0]["message"].get("content") or "",
@@ -312,7 +313,7 @@ class OpenAICompatibleModel:
 def model_id_of(config: ChatModelConfig) -> str:
     """The id a model is recorded under, known without loading it."""
     if config.backend == "openai":
-        return f"openai:{config.model}@{config.url}"
+        return f"openai:{config.model}@{redact(config.url)}"
     if config.backend == "gguf":
         return f"gguf:{config.path.name}"
     if config.backend in CATALOG:
@@ -344,6 +345,8 @@ def load_chat_model(config: ChatModelConfig) -> ChatModel:
     """Load the model for config (each call loads it again: keep it in a ChatModels)."""
     if config.backend == "openai":
         api_key = os.environ.get(config.api_key_env) if config.api_key_env else None
+        if config.api_key_env and not api_key:
+            raise ModelError(f"api_key_env names {config.api_key_env!r}, which is not set in the environment")
         return OpenAICompatibleModel(config.url, config.model, api_key, config.timeout_seconds, config.context_size)
     if config.backend == SMOLLM2:
         path = smollm2_path()
