@@ -56,6 +56,8 @@ def client(home: Path):
     # MLflow prints "View run ... at: URL" on stdout when it talks to a tracking server, which
     # would break `--json` output; ragassay prints its own links.
     os.environ["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] = "true"
+    # Offline and quiet: no usage telemetry (MLflow would also write ~/.config/mlflow/telemetry.json).
+    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
     from mlflow.tracking import MlflowClient
 
     # Its INFO lines (database migrations on first use) are not the user's business.

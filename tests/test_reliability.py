@@ -197,3 +197,11 @@ def test_an_api_key_comes_from_the_environment_variable_it_names(home, monkeypat
     monkeypatch.setenv("RAGASSAY_TEST_KEY", SECRET)
     model = load_chat_model(ChatModelConfig(backend="openai", url="http://127.0.0.1:9", model="m", api_key_env="RAGASSAY_TEST_KEY"))
     assert SECRET not in model.model_id
+
+
+def test_a_missing_collection_is_one_line_without_a_traceback(home):
+    result = ragassay("index", "-c", "nosuch")
+    assert result.returncode == 2
+    assert "error: no collection 'nosuch'" in result.stderr and "Traceback" not in result.stderr
+    debugged = ragassay("index", "-c", "nosuch", "--debug")
+    assert debugged.returncode == 2 and "Traceback" in debugged.stderr, "--debug shows Prefect's traceback"

@@ -13,5 +13,6 @@ look-ups call the library directly.
 - judge: `ragassay judge calibrate` (support verdicts against labels, or pairwise position bias).
 - models: `ragassay models fetch|list` (named chat models, assembled and verified).
 - render: the tables and lines evaluation commands print.
+- console_log: Prefect's console handler, less the tracebacks of errors the command reports itself.
 - common: exit codes, consoles, --json output, shared options, config files.
 """

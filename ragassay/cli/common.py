@@ -36,6 +36,9 @@ def prefect_defaults() -> None:
         # Failures come back as one line from the command, so Prefect's own error tracebacks stay
         # in the run log too (--debug shows them here).
         os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
+    # Prefect prints every failed task and flow with its traceback on the console; for an error
+    # ragassay expected, one line from the command says it all (cli/console_log.py).
+    os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_CLASS", "ragassay.cli.console_log.ConsoleHandler")
 
 
 def emit(as_json: bool, payload: Any, render) -> None:

@@ -261,6 +261,7 @@ def main() -> None:
     if debug:
         sys.argv.remove("--debug")
         os.environ["PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL"] = "INFO"
+        os.environ["RAGASSAY_DEBUG"] = "1"
     try:
         app()
     except KeyboardInterrupt:

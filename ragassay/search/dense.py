@@ -128,7 +128,8 @@ def load_model(spec: EmbeddingModelSpec):
                 dim=spec.dimension,
                 model_file="model.onnx",
             )
-        return TextEmbedding(model_name=spec.fastembed_name, specific_model_path=str(spec.folder))
+        # cache_dir too: fastembed would otherwise create $TMPDIR/fastembed_cache even for a local model.
+        return TextEmbedding(model_name=spec.fastembed_name, specific_model_path=str(spec.folder), cache_dir=str(spec.folder))
     except Exception as error:  # fastembed raises bare ValueError/RuntimeError/OSError variants
         raise EmbeddingModelError(
             f"cannot load embedding model '{spec.model_id}' offline: {error}. Use a local ONNX "

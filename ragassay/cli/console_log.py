@@ -1,0 +1,21 @@
+"""The console handler of Prefect's logging for `ragassay` commands: Prefect's own, less the
+records that carry a RagassayError. Those are expected failures (a missing collection, a bad
+file) that the command reports as one line; Prefect would print each with its traceback, twice.
+The run's log (the Prefect UI) keeps them: only the console is filtered. `--debug` shows them."""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from prefect.logging.handlers import PrefectConsoleHandler
+
+from ragassay.errors import RagassayError
+
+
+class ConsoleHandler(PrefectConsoleHandler):
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if isinstance(error, RagassayError) and not os.environ.get("RAGASSAY_DEBUG"):
+            return False
+        return super().filter(record)
