@@ -94,7 +94,11 @@ def extract_text(data: bytes, file_name: str) -> ExtractedText:
     """Extract a document's text from its bytes; the file name selects the reader."""
     content_type = content_type_for(Path(file_name))
     reader = _READERS[content_type]
-    text, title, page_starts = reader(data)
+    try:
+        text, title, page_starts = reader(data)
+    except RecursionError:
+        # JSON, XML or a PDF object tree nested thousands of levels deep: this file alone is refused.
+        raise ExtractionError("unreadable", "nested too deeply to read") from None
     text, truncated = _cap(text)
     if truncated and page_starts is not None:
         page_starts = tuple(start for start in page_starts if start < len(text))
@@ -257,20 +261,54 @@ def _read_docx_part(archive: zipfile.ZipFile, name: str, required: bool) -> byte
             f"({ratio:.0f}x compression; limits {DOCX_MAX_PART_BYTES} bytes, "
             f"{DOCX_MAX_COMPRESSION_RATIO}x)",
         )
+    # The declared sizes above can lie: count the bytes actually inflated, and stop at the cap.
+    inflated = bytearray()
     try:
-        # zipfile stops at the declared size and checks the CRC, so the limit above holds.
-        return archive.read(info)
+        with archive.open(info) as stream:
+            while chunk := stream.read(1024 * 1024):
+                inflated += chunk
+                if len(inflated) > DOCX_MAX_PART_BYTES or len(inflated) > DOCX_MAX_COMPRESSION_RATIO * max(info.compress_size, 1):
+                    raise ExtractionError(
+                        "unreadable", f"zip bomb: {name} inflated past {len(inflated)} bytes from {info.compress_size} (its header said {info.file_size})"
+                    )
     except (zipfile.BadZipFile, OSError, EOFError) as error:
         raise ExtractionError("unreadable", f"corrupt .docx part {name}: {error}") from error
+    return bytes(inflated)
+
+
+# Word's own nesting (tables in tables, content controls) stays far below these; a crafted part
+# nested 100,000 deep or holding millions of elements would take gigabytes as a tree.
+DOCX_MAX_XML_DEPTH = 256
+DOCX_MAX_XML_ELEMENTS = 2_000_000
 
 
 def _parse_docx_xml(xml: bytes, part_name: str):
-    from xml.etree.ElementTree import ParseError
+    """The part's element tree, built incrementally under depth and element-count bounds; a DTD
+    or entity declaration is refused (defusedxml checks the whole part first)."""
+    from xml.etree.ElementTree import ParseError, XMLPullParser
 
     import defusedxml.ElementTree as safe_xml
     from defusedxml import DefusedXmlException
 
+    if re.search(rb"<!(DOCTYPE|ENTITY)", xml, flags=re.IGNORECASE):
+        raise ExtractionError("unreadable", f"{part_name} declares a DTD or entities, which are refused")
     try:
+        # First a streaming pass that stops at the bounds (it keeps no tree), then the real parse.
+        parser = XMLPullParser(events=("start", "end"))
+        depth = elements = 0
+        for start in range(0, len(xml), 1 << 20):
+            parser.feed(xml[start : start + (1 << 20)])
+            for event, _ in parser.read_events():
+                if event == "start":
+                    depth += 1
+                    elements += 1
+                    if depth > DOCX_MAX_XML_DEPTH or elements > DOCX_MAX_XML_ELEMENTS:
+                        raise ExtractionError(
+                            "unreadable", f"{part_name} is nested more than {DOCX_MAX_XML_DEPTH} deep or holds more than {DOCX_MAX_XML_ELEMENTS:,} elements"
+                        )
+                else:
+                    depth -= 1
+        parser.close()
         return safe_xml.fromstring(xml, forbid_dtd=True)
     except DefusedXmlException as error:
         raise ExtractionError(

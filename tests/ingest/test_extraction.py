@@ -224,3 +224,35 @@ def test_docx_from_bytes_matches_file(tmp_path):
     path = write_docx(tmp_path / "a.docx", ["Alpha", "Beta"])
     buffer = io.BytesIO(path.read_bytes())
     assert extract_text(buffer.getvalue(), "a.docx").text == "Alpha\n\nBeta"
+
+
+def _docx_with_body(path: Path, body_xml: str) -> Path:
+    """A .docx whose word/document.xml holds body_xml (python-docx writes the rest)."""
+    import zipfile
+
+    template = write_docx(path.with_suffix(".template.docx"), ["x"])
+    with zipfile.ZipFile(template) as source, zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as target:
+        for item in source.infolist():
+            data = source.read(item)
+            if item.filename == "word/document.xml":
+                namespace = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+                data = f'<w:document xmlns:w="{namespace}"><w:body>{body_xml}</w:body></w:document>'.encode()
+                # Stored, not deflated: the nesting is what is tested, not the compression ratio.
+                target.writestr(item.filename, data, compress_type=zipfile.ZIP_STORED)
+                continue
+            target.writestr(item, data)
+    return path
+
+
+def test_a_docx_nested_100k_deep_is_refused_alone(tmp_path):
+    depth = 100_000
+    body = "<w:sdt><w:sdtContent>" * depth + "<w:p><w:r><w:t>deep</w:t></w:r></w:p>" + "</w:sdtContent></w:sdt>" * depth
+    error = rejection(_docx_with_body(tmp_path / "deep.docx", body))
+    assert error.reason == "unreadable" and "nested more than 256 deep" in error.detail
+
+
+def test_json_nested_100k_deep_is_refused_alone(tmp_path):
+    path = tmp_path / "deep.json"
+    path.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    error = rejection(path)
+    assert error.reason == "unreadable" and "nested too deeply" in error.detail
