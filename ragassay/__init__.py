@@ -20,7 +20,8 @@ This package is the library (pure code, I/O at its edges) with the CLI on top; P
 Modules: config (one validated config per run, the pipeline's included), pipeline (the
 pipeline's input checks and summary), errors (typed errors), progress (progress of long steps),
 resources (loaded models, collections and completion caches, held explicitly), tracking (MLflow,
-the only module that imports it), plots (a batch's pictures).
+the only module that imports it), plots (a batch's pictures), redaction (credentials masked in
+whatever is shown or logged).
 """
 
 __version__ = "0.1.0"

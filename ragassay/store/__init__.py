@@ -3,4 +3,5 @@
 - workspace: where each collection's files live; listing, loading and deleting collections.
 - schemas: every canonical table's explicit Polars schema, with its name and version.
 - tables: reading tables validated against their schema, writing them atomically.
+- locks: one writer per collection at a time (a kernel-released file lock, naming its holder).
 """
