@@ -205,3 +205,36 @@ def test_a_missing_collection_is_one_line_without_a_traceback(home):
     assert "error: no collection 'nosuch'" in result.stderr and "Traceback" not in result.stderr
     debugged = ragassay("index", "-c", "nosuch", "--debug")
     assert debugged.returncode == 2 and "Traceback" in debugged.stderr, "--debug shows Prefect's traceback"
+
+
+def test_collections_stay_isolated_at_every_entry_point(home, tmp_path):
+    """A token planted in collection B never comes back from anything scoped to collection A."""
+    from ragassay.answer.answering import answer_question
+    from ragassay.config import AnswerSettings
+    from ragassay.resources import Resources
+
+    token = "zqxjvorptoken"
+    corpus_a = small_corpus(tmp_path / "a", 3, "a")
+    corpus_b = tmp_path / "b"
+    corpus_b.mkdir()
+    (corpus_b / "planted.txt").write_text(f"The hive password is {token}. Hive {token} was inspected on day 1.", encoding="utf-8")
+    for name, corpus in (("a", corpus_a), ("b", corpus_b)):
+        assert runner.invoke(app, ["ingest", "-c", name, str(corpus)]).exit_code == 0
+        assert runner.invoke(app, ["index", "-c", name]).exit_code == 0
+
+    for mode in ("fulltext", "semantic", "hybrid"):
+        found = json.loads(runner.invoke(app, ["search", "-c", "a", "--mode", mode, "--json", f"{token} hive password"]).stdout)
+        assert found["results"] and all(hit["collection"] == "a" and token not in hit["snippet"] for hit in found["results"])
+    answer = answer_question(Resources(), home, ["a"], f"What is the hive password {token}?", AnswerSettings(min_relevance=-1.0))
+    # (The answer may repeat the question's words; what matters is where its sources come from.)
+    assert answer.sources and all(source.collection == "a" and token not in source.text for source in answer.sources)
+
+    golden = tmp_path / "golden.jsonl"
+    golden.write_text(json.dumps({"question": f"hive password {token}", "expected_document_ids": ["a-000.txt"]}) + "\n", encoding="utf-8")
+    assert runner.invoke(app, ["golden", "add", "-c", "a", "--file", str(golden)]).exit_code == 0
+    evaluated = runner.invoke(app, ["eval", "retrieval", "-c", "a", "--mode", "fulltext", "--json"])
+    assert evaluated.exit_code == 0, evaluated.output
+    from ragassay import tracking
+
+    run = tracking.download_table(home, json.loads(evaluated.stdout)["run_ids"]["fulltext"], "run")
+    assert set(run["collection"]) == {"a"} and "planted.txt" not in set(run["doc_id"])
