@@ -34,7 +34,7 @@ from ragassay.llm.models import ChatModelConfig, model_id_of
 from ragassay.store.schemas import PAIRWISE
 from ragassay.tracking import Batch
 from tasks.publish import publish, stage_batch
-from tasks.resources import MODEL_SERVER_RETRIES, worker_resources
+from tasks.resources import MODEL_SERVER_RETRIES, TRACKING_RETRIES, worker_resources
 
 
 class AnswerEvalReport(BaseModel):
@@ -115,7 +115,7 @@ def compare_answers(
     return answers.compare_answers(judge, label_a, answered_a, label_b, answered_b)
 
 
-@task(name="log-answer-batch", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=[2, 10])
+@task(name="log-answer-batch", cache_policy=NO_CACHE, **TRACKING_RETRIES)
 def log_answer_batch(
     config: AnswerEvalConfig,
     questions: AnswerQuestions,

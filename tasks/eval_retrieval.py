@@ -26,7 +26,7 @@ from ragassay.metrics.averaging import interval_table, mean_scores
 from ragassay.metrics.names import MetricName, headline_retrieval_metrics
 from ragassay.tracking import Batch
 from tasks.publish import publish, stage_batch
-from tasks.resources import MODEL_SERVER_RETRIES, worker_resources
+from tasks.resources import MODEL_SERVER_RETRIES, TRACKING_RETRIES, worker_resources
 
 
 class RetrievalEvalReport(BaseModel):
@@ -94,7 +94,7 @@ def summarize_batch(config: RetrievalEvalConfig, per_question: dict[str, pl.Data
     return BatchSummary(means, intervals, comparisons, check_assertions([parse_assertion(a) for a in config.assertions], means))
 
 
-@task(name="log-retrieval-batch", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=[2, 10])
+@task(name="log-retrieval-batch", cache_policy=NO_CACHE, **TRACKING_RETRIES)
 def log_retrieval_batch(
     config: RetrievalEvalConfig,
     context: GoldenContext,

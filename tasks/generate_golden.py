@@ -16,7 +16,7 @@ from ragassay.golden.generation import GenerationReport, generate_questions
 from ragassay.store.workspace import collection_paths
 from ragassay.tracking import Batch
 from tasks.publish import stage_batch
-from tasks.resources import MODEL_SERVER_RETRIES, worker_resources
+from tasks.resources import MODEL_SERVER_RETRIES, TRACKING_RETRIES, worker_resources
 
 
 @task(name="choose-seed", cache_policy=NO_CACHE)
@@ -34,7 +34,7 @@ def generate_golden_questions(config: GenerateConfig, seed: int) -> tuple[Genera
     return generate_questions(worker_resources(), collection_paths(config.home, config.collection), config, seed)
 
 
-@task(name="log-generation-run", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=[2, 10])
+@task(name="log-generation-run", cache_policy=NO_CACHE, **TRACKING_RETRIES)
 def log_generation_run(config: GenerateConfig, report: GenerationReport, candidates: pl.DataFrame, batch: Batch | None = None) -> GenerationReport:
     """One MLflow run (in a batch of its own, or the pipeline's): seed, model, prompt version and
     count; acceptance and discards; candidates; the discards picture on the batch's parent.

@@ -12,6 +12,7 @@ from prefect.runtime import flow_run
 
 from ragassay import pipeline, tracking
 from ragassay.config import PipelineConfig
+from ragassay.evaluation.reports import warning_text
 from ragassay.golden import store
 from ragassay.golden.generation import GenerationReport
 from ragassay.index.build import IndexReport
@@ -21,9 +22,10 @@ from ragassay.tracking import Batch
 from tasks.eval_answers import AnswerEvalReport
 from tasks.eval_retrieval import RetrievalEvalReport
 from tasks.publish import flow_run_url, publish, run_origin
+from tasks.resources import TRACKING_RETRIES
 
 
-@task(name="open-pipeline-batch", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=[2, 10])
+@task(name="open-pipeline-batch", cache_policy=NO_CACHE, **TRACKING_RETRIES)
 def open_pipeline_batch(config: PipelineConfig) -> Batch:
     """The pipeline run's MLflow batch: one parent run whose children are every stage's runs.
     Retried: the tracking server may be briefly unreachable."""
@@ -43,7 +45,7 @@ def add_golden_file(config: PipelineConfig) -> dict:
     return pipeline.golden_file_outcome(store.add_from_file(config.home, config.collection, config.golden.file))
 
 
-@task(name="log-stage-run", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=[2, 10])
+@task(name="log-stage-run", cache_policy=NO_CACHE, **TRACKING_RETRIES)
 def log_stage_run(config: PipelineConfig, batch: Batch, stage: str, metrics: dict[str, float], params: dict[str, str]) -> str:
     """A stage without configurations of its own (ingest, index) as one child run of the batch."""
     return tracking.log_configuration_run(tracking.client(config.home), batch, stage, config.collection, params, metrics, {})
@@ -66,7 +68,7 @@ def mark_pipeline_failed(config: PipelineConfig, batch: Batch, stage: str, error
     tracking.finish(mlflow_client, batch.parent_run_id, "FAILED")
 
 
-@task(name="finish-pipeline", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=[2, 10])
+@task(name="finish-pipeline", cache_policy=NO_CACHE, **TRACKING_RETRIES)
 def finish_pipeline(
     config: PipelineConfig,
     batch: Batch,
@@ -88,8 +90,7 @@ def finish_pipeline(
     if golden and golden["file"]:
         warnings += [f"golden file: {p['source']}: {p['reason']} ({p['detail']})" for p in golden["file"]["refused"]]
     warnings += [f"retrieval: {w}" for w in (retrieval.warnings if retrieval else [])]
-    warnings += [f"answers: {' '.join(p for p in (w['configuration'], w['metric'], w['question']) if p)}: {w['reason']}"
-                 for w in (answers.warnings if answers else [])]
+    warnings += [f"answers: {warning_text(w)}" for w in (answers.warnings if answers else [])]
     assertions = (retrieval.assertions if retrieval else []) + (answers.assertions if answers else [])
     flow_run_id = flow_run.root_flow_run_id or flow_run.id
     report = PipelineReport(

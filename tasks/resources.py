@@ -32,3 +32,8 @@ def transient_failure(task, task_run, state) -> bool:
 
 # What a task calling a model server passes to @task: two more tries, after 10 s and 60 s.
 MODEL_SERVER_RETRIES = {"retries": 2, "retry_delay_seconds": [10, 60], "retry_condition_fn": transient_failure}
+
+
+# What a task writing to MLflow passes to @task: the tracking server may be briefly unreachable,
+# so two more tries, after 2 s and 10 s.
+TRACKING_RETRIES = {"retries": 2, "retry_delay_seconds": [2, 10]}

@@ -6,6 +6,7 @@ from __future__ import annotations
 from rich.table import Table
 
 from ragassay.cli.common import out
+from ragassay.evaluation.reports import warning_text
 from ragassay.gates.assertions import measured
 from ragassay.metrics.names import headline_retrieval_metrics as headline_metrics  # noqa: F401 (commands import it from here)
 
@@ -75,8 +76,7 @@ def render_pairwise(pairwise: list[dict]) -> None:
 def render_answer_warnings(warnings: list[dict]) -> None:
     out.print(f"{len(warnings)} warnings" + (":" if warnings else ""), highlight=False)
     for w in warnings:
-        where = " ".join(part for part in (w["configuration"], w["metric"], w["question"]) if part)
-        out.print(f"[yellow]warning[/yellow] {where}: {w['reason']}", highlight=False)
+        out.print(f"[yellow]warning[/yellow] {warning_text(w)}", highlight=False)
 
 
 def render_estimate(estimate: dict) -> None:

@@ -29,6 +29,12 @@ def _comparison_lines(comparisons: list[dict], metrics: list[str]) -> list[str]:
     return lines
 
 
+def warning_text(warning: dict) -> str:
+    """An answer-evaluation warning as one line: where (configuration, metric, question), then why."""
+    where = " ".join(part for part in (warning["configuration"], warning["metric"], warning["question"]) if part)
+    return f"{where}: {warning['reason']}"
+
+
 def _gate_lines(assertions: list[dict]) -> list[str]:
     if not assertions:
         return []
@@ -74,7 +80,7 @@ def answers_markdown(
         ]
     lines += _gate_lines(assertions)
     lines += ["", f"## Warnings ({len(warnings)})", ""]
-    lines += [f"- {' '.join(p for p in (w['configuration'], w['metric'], w['question']) if p)}: {w['reason']}" for w in warnings] or ["none"]
+    lines += [f"- {warning_text(w)}" for w in warnings] or ["none"]
     return "\n".join(lines) + "\n"
 
 
