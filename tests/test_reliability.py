@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import polars as pl
@@ -160,6 +162,88 @@ def test_an_unexpected_error_is_exit_code_3_with_one_line_and_a_traceback_under_
     assert "unexpected error FileExistsError" in crashed.stderr and "Traceback" not in crashed.stderr
     debugged = ragassay("runs", "list", "--debug", env=env)
     assert debugged.returncode == 3 and "Traceback (most recent call last)" in debugged.stderr
+
+
+def process_table() -> list[tuple[int, int, str]]:
+    listing = subprocess.run(["ps", "-e", "-o", "pid=,ppid=,args="], capture_output=True, text=True, check=True).stdout
+    return [(int(pid), int(ppid), args) for pid, ppid, args in (line.split(None, 2) for line in listing.splitlines() if line.count(" ") >= 2)]
+
+
+def running(pid: int) -> bool:
+    """Alive and not a zombie waiting to be reaped."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, IndexError):
+        return False
+
+
+def port_open(port: int) -> bool:
+    import socket
+
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+@pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
+def test_a_killed_command_leaves_no_prefect_server_behind(home, tmp_path, stop):
+    env = {name: value for name, value in os.environ.items() if name != "PREFECT_API_URL"}
+    command = subprocess.Popen([RAGASSAY, "ingest", "-c", "s", str(small_corpus(tmp_path / "corpus", 30))], env=env, cwd=REPO,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline, server = time.monotonic() + 180, None
+    while server is None and time.monotonic() < deadline and command.poll() is None:
+        servers = [(pid, args) for pid, ppid, args in process_table() if ppid == command.pid and "ragassay.cli.temporary_server" in args]
+        if servers and port_open(int(servers[0][1].split()[-2])):
+            server = servers[0]
+        time.sleep(0.1)
+    assert server is not None and command.poll() is None, "the command runs its flow on a temporary server of its own"
+    server_pid, port = server[0], int(server[1].split()[-2])
+    command.send_signal(stop)
+    command.wait(timeout=60)
+    deadline = time.monotonic() + 20
+    while (running(server_pid) or port_open(port)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    left = running(server_pid)
+    if left:
+        os.kill(server_pid, signal.SIGKILL)
+    assert not left and not port_open(port), "the temporary server stops with the command that started it"
+
+
+def hostile_pages(root: Path, slow_copies: int = 1) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    block = "<div>" * 1000 + "x" + "</div>" * 1000  # under the depth limit, over a second for lexbor
+    for copy in range(slow_copies):
+        (root / f"slow-{copy}.html").write_text("<html><body>" + block * 400 + "</body></html>", encoding="utf-8")
+    (root / "deep.html").write_text("<html><body>" + "<div>" * 400_000 + "x" + "</div>" * 400_000 + "</body></html>", encoding="utf-8")
+    (root / "good.txt").write_text("Hive 7 was inspected on day 3.\n", encoding="utf-8")
+    return root
+
+
+def test_a_file_past_the_time_bound_is_rejected_alone_and_the_ingest_goes_on(home, tmp_path):
+    ingested = ragassay("ingest", "-c", "s", "--json", str(hostile_pages(tmp_path / "corpus")), env={**os.environ, "RAGASSAY_EXTRACT_TIMEOUT": "0.5"})
+    assert ingested.returncode == 1, ingested.stderr
+    report = json.loads(ingested.stdout)
+    assert {Path(r["path"]).name: r["reason"] for r in report["rejected"]} == {"slow-0.html": "too_slow", "deep.html": "unreadable"}
+    assert report["ingested"] == ["good.txt"]
+
+
+def test_a_killed_ingest_leaves_no_extraction_worker_behind(home, tmp_path):
+    command = subprocess.Popen([RAGASSAY, "ingest", "-c", "s", str(hostile_pages(tmp_path / "corpus", slow_copies=20))], cwd=REPO,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline, worker = time.monotonic() + 180, None
+    while worker is None and time.monotonic() < deadline and command.poll() is None:
+        workers = [pid for pid, ppid, args in process_table() if ppid == command.pid and "ragassay.ingest.isolation" in args]
+        worker = workers[0] if workers else None
+        time.sleep(0.05)
+    assert worker is not None and command.poll() is None, "the ingest extracts in a worker process"
+    command.kill()
+    command.wait(timeout=60)
+    deadline = time.monotonic() + 10
+    while running(worker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = running(worker)
+    if left:
+        os.kill(worker, signal.SIGKILL)
+    assert not left, "the extraction worker ends with the ingest, even mid-file"
 
 
 SECRET = "S3cret-p4ss"

@@ -26,7 +26,8 @@ COLLECTION_OPTION = typer.Option(..., "--collection", "-c", help="Collection nam
 
 
 def prefect_defaults() -> None:
-    """Quiet, offline-friendly Prefect settings unless the user chose otherwise."""
+    """Quiet, offline-friendly Prefect settings unless the user chose otherwise, and a temporary
+    Prefect server that stops with this process when no Prefect server is configured."""
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
     if sys.stderr.isatty():
@@ -39,6 +40,10 @@ def prefect_defaults() -> None:
     # Prefect prints every failed task and flow with its traceback on the console; for an error
     # ragassay expected, one line from the command says it all (cli/console_log.py).
     os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_CLASS", "ragassay.cli.console_log.ConsoleHandler")
+    # Prefect's own temporary server outlives a killed CLI; ours dies with it (cli/temporary_server.py).
+    from ragassay.cli.temporary_server import start_for_this_process
+
+    start_for_this_process()
 
 
 def emit(as_json: bool, payload: Any, render) -> None:

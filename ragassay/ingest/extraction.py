@@ -16,8 +16,11 @@ from typing import Callable, Literal
 
 # duplicate_id: two files of one ingest would get the same doc_id (e.g. the same relative path
 # under two roots); the first is kept.
-RejectReason = Literal["unsupported_type", "too_large", "unreadable", "empty", "duplicate_id", "outside_root", "unsafe_name"]
-REJECT_REASONS: tuple[RejectReason, ...] = ("unsupported_type", "too_large", "unreadable", "empty", "duplicate_id", "outside_root", "unsafe_name")
+# too_slow: extraction ran past the per-file time bound (ingest/isolation.py).
+RejectReason = Literal["unsupported_type", "too_large", "unreadable", "empty", "duplicate_id", "outside_root", "unsafe_name", "too_slow"]
+REJECT_REASONS: tuple[RejectReason, ...] = (
+    "unsupported_type", "too_large", "unreadable", "empty", "duplicate_id", "outside_root", "unsafe_name", "too_slow",
+)
 
 MAX_FILE_BYTES = 20 * 1024 * 1024
 MAX_TEXT_CHARS = 500_000
@@ -181,11 +184,42 @@ _HTML_BLOCKS = {
 }
 _HTML_LINES = {"tr", "br", "caption"}
 
+# lexbor's parse time grows with length x nesting depth (20k nested divs: 0.5 s; 400k: minutes, in
+# C code no signal interrupts), so deeper pages are refused before parsing. Real pages nest tens deep.
+HTML_MAX_DEPTH = 1024
+_HTML_TAG = re.compile(r"<(/?)([a-zA-Z][a-zA-Z0-9-]*)[^>]*?(/?)>")
+# Elements that never hold children, and elements whose end tag may be left out (the parser closes
+# them itself): neither makes a page deeper.
+_HTML_NOT_NESTING = {
+    "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source", "track", "wbr",
+    "p", "li", "dt", "dd", "tr", "td", "th", "option", "optgroup", "thead", "tbody", "tfoot", "colgroup",
+    "caption", "rb", "rt", "rp", "rtc", "html", "head", "body",
+}
+
+
+def html_nesting_exceeds(source: str, limit: int) -> bool:
+    """Whether the page's elements nest more than limit deep, counted from its tags (an upper
+    bound on the parsed tree's depth: an unclosed element counts as open to the end)."""
+    depth = 0
+    for match in _HTML_TAG.finditer(source):
+        closing, name, self_closing = match.groups()
+        if self_closing or name.lower() in _HTML_NOT_NESTING:
+            continue
+        if closing:
+            depth = max(depth - 1, 0)
+        else:
+            depth += 1
+            if depth > limit:
+                return True
+    return False
+
 
 def _read_html(data: bytes) -> tuple[str, str, None]:
     from selectolax.lexbor import LexborHTMLParser
 
     source = _decode_utf8(data)
+    if html_nesting_exceeds(source, HTML_MAX_DEPTH):
+        raise ExtractionError("unreadable", f"elements are nested more than {HTML_MAX_DEPTH} deep")
     tree = LexborHTMLParser(source)
     title_node = tree.css_first("title")
     title = title_node.text(strip=True) if title_node is not None else ""

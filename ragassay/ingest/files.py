@@ -10,7 +10,8 @@ from pydantic import BaseModel
 
 from ragassay.errors import ConfigError
 from ragassay.ingest.documents import IncomingDocument, sha256_hex
-from ragassay.ingest.extraction import ExtractionError, extract_text, read_file
+from ragassay.ingest.extraction import ExtractionError, read_file
+from ragassay.ingest.isolation import IsolatedExtractor
 from ragassay.progress import ProgressReporter
 
 
@@ -81,7 +82,7 @@ def extract_documents(
     incoming: list[IncomingDocument] = []
     rejections: list[Rejection] = []
     seen: dict[str, Path] = {}
-    with ProgressReporter("extracting files", total=len(files)) as progress:
+    with ProgressReporter("extracting files", total=len(files)) as progress, IsolatedExtractor() as extract:
         for done, (root, file) in enumerate(files, start=1):
             identifier = doc_id or file.relative_to(root).as_posix()
             try:
@@ -93,7 +94,7 @@ def extract_documents(
                     raise ExtractionError("unsafe_name", f"the name holds control or bidirectional characters {unsafe_characters(identifier)}")
                 raw = read_file(file)
                 digest = sha256_hex(raw)
-                extracted = None if stored.get(identifier) == digest else extract_text(raw, file.name)
+                extracted = None if stored.get(identifier) == digest else extract(raw, file.name)
             except ExtractionError as error:
                 rejections.append(Rejection(path=str(file), reason=error.reason, detail=error.detail))
             else:

@@ -18,6 +18,7 @@ from ragassay.ingest.extraction import (
     MAX_TEXT_CHARS,
     ExtractionError,
     extract_text,
+    html_nesting_exceeds,
     read_and_extract,
 )
 
@@ -256,3 +257,19 @@ def test_json_nested_100k_deep_is_refused_alone(tmp_path):
     path.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
     error = rejection(path)
     assert error.reason == "unreadable" and "nested too deeply" in error.detail
+
+
+def test_html_nested_400k_deep_is_refused_before_parsing(tmp_path):
+    path = tmp_path / "deep.html"
+    path.write_text("<html><body>" + "<div>" * 400_000 + "x" + "</div>" * 400_000 + "</body></html>", encoding="utf-8")
+    error = rejection(path)
+    assert error.reason == "unreadable" and "nested more than 1024 deep" in error.detail
+
+
+def test_html_depth_counts_only_elements_that_nest():
+    assert not html_nesting_exceeds("<div>" * 3 + "</div>" * 3, 3)
+    assert html_nesting_exceeds("<div>" * 4, 3), "an unclosed element stays open"
+    # Void elements, self-closing tags and elements whose end tag may be left out (the parser
+    # closes them itself) never make a page deeper, however many there are.
+    assert not html_nesting_exceeds("<div>" + "<p>para<br><li>item<img src=x><span/>" * 1000 + "</div>", 3)
+    assert not html_nesting_exceeds("<div></div>" * 1000, 1), "siblings are not nesting"
