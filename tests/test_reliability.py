@@ -273,6 +273,20 @@ def test_credentials_in_a_model_url_are_never_shown(home, tmp_path, url):
         assert "chat endpoint openai:m@" in result.output and SECRET not in result.output
 
 
+def test_credentials_in_a_model_url_stay_out_of_prefect_flow_run_parameters(home):
+    from prefect.client.orchestration import get_client
+
+    url = f"http://alice:{SECRET}@127.0.0.1:9/v1"
+    # The collection is missing, so the flow fails at once, after Prefect stored its parameters.
+    generated = runner.invoke(app, ["golden", "generate", "-c", "nosuch", "--count", "1", "--model-url", url, "--model-name", "m",
+                                    "--judge-url", url, "--judge-name", "m"])
+    assert generated.exit_code == 2 and SECRET not in generated.output, generated.output
+    with get_client(sync_client=True) as client:
+        stored = json.dumps([run.parameters for run in client.read_flow_runs()])
+    assert '"url": "http://***@127.0.0.1:9/v1"' in stored, "the flow run records which server it used"
+    assert SECRET not in stored, "but not the password in its URL"
+
+
 def test_an_api_key_comes_from_the_environment_variable_it_names(home, monkeypatch):
     from ragassay.llm.models import ChatModelConfig, ModelError, load_chat_model
 
@@ -281,6 +295,11 @@ def test_an_api_key_comes_from_the_environment_variable_it_names(home, monkeypat
     monkeypatch.setenv("RAGASSAY_TEST_KEY", SECRET)
     model = load_chat_model(ChatModelConfig(backend="openai", url="http://127.0.0.1:9", model="m", api_key_env="RAGASSAY_TEST_KEY"))
     assert SECRET not in model.model_id
+    # The judge options take it too.
+    monkeypatch.delenv("RAGASSAY_TEST_KEY")
+    refused = runner.invoke(app, ["judge", "calibrate", "--labels", str(REPO / "data" / "judge" / "labelled_statements.jsonl"),
+                                  "--judge-url", "http://127.0.0.1:9", "--judge-name", "m", "--judge-api-key-env", "RAGASSAY_TEST_KEY"])
+    assert refused.exit_code == 2 and "api_key_env names 'RAGASSAY_TEST_KEY', which is not set" in refused.output, refused.output
 
 
 def test_a_missing_collection_is_one_line_without_a_traceback(home):

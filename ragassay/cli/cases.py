@@ -14,6 +14,7 @@ from ragassay.cli.common import (
     JSON_OPTION,
     JUDGE_BACKEND_OPTION,
     JUDGE_MODEL_OPTION,
+    JUDGE_API_KEY_ENV_OPTION,
     JUDGE_NAME_OPTION,
     JUDGE_PATH_OPTION,
     JUDGE_URL_OPTION,
@@ -37,6 +38,7 @@ def cases_run(
     judge_path: Optional[Path] = JUDGE_PATH_OPTION,
     judge_url: Optional[str] = JUDGE_URL_OPTION,
     judge_name: Optional[str] = JUDGE_NAME_OPTION,
+    judge_api_key_env: Optional[str] = JUDGE_API_KEY_ENV_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Answer each case's input and run its checks (contains, excludes, judge, grounded).
@@ -51,7 +53,7 @@ def cases_run(
         settings = load_config_file(suite_file)
         if "configurations" in settings:
             raise ConfigError(f"{suite_file} must be a mapping with 'collections' and 'cases', not a list")
-        judge = judge_override(judge_model, judge_backend, judge_path, judge_url, judge_name)
+        judge = judge_override(judge_model, judge_backend, judge_path, judge_url, judge_name, judge_api_key_env)
         if judge is not None:
             settings["judge"] = judge
         suite = parse_config(CaseSuite, **settings)

@@ -95,6 +95,9 @@ JUDGE_BACKEND_OPTION = typer.Option(
 JUDGE_PATH_OPTION = typer.Option(None, "--judge-path", help="A GGUF file, for --judge-backend gguf.")
 JUDGE_URL_OPTION = typer.Option(None, "--judge-url", help="Base URL of an OpenAI-compatible server, for --judge-backend openai.")
 JUDGE_NAME_OPTION = typer.Option(None, "--judge-name", help="Judge model name at that server.")
+JUDGE_API_KEY_ENV_OPTION = typer.Option(
+    None, "--judge-api-key-env", help="Environment variable holding the judge server's API key (sent as a bearer token, never recorded). Never put credentials in --judge-url."
+)
 
 
 def model_settings(
@@ -121,9 +124,11 @@ def model_settings(
     return {key: value for key, value in settings.items() if value is not None}
 
 
-def judge_override(choice: str | None, backend: str | None, path, url: str | None, name: str | None) -> dict | None:
+def judge_override(
+    choice: str | None, backend: str | None, path, url: str | None, name: str | None, api_key_env: str | None = None
+) -> dict | None:
     """The judge model the --judge-* options choose, or None when none was given (keep the config's)."""
-    return model_settings(choice, backend, path, url, name, option="--judge-model") or None
+    return model_settings(choice, backend, path, url, name, option="--judge-model", api_key_env=api_key_env) or None
 
 
 def read_yaml(text: str):

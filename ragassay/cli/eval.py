@@ -12,6 +12,7 @@ from ragassay.cli.common import (
     JSON_OPTION,
     JUDGE_BACKEND_OPTION,
     JUDGE_MODEL_OPTION,
+    JUDGE_API_KEY_ENV_OPTION,
     JUDGE_NAME_OPTION,
     JUDGE_PATH_OPTION,
     JUDGE_URL_OPTION,
@@ -114,6 +115,7 @@ def eval_answers(
     judge_path: Optional[Path] = JUDGE_PATH_OPTION,
     judge_url: Optional[str] = JUDGE_URL_OPTION,
     judge_name: Optional[str] = JUDGE_NAME_OPTION,
+    judge_api_key_env: Optional[str] = JUDGE_API_KEY_ENV_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Answer golden (and unanswerable) questions under each configuration, judge the answers,
@@ -136,7 +138,7 @@ def eval_answers(
         if no_pairwise:
             settings["pairwise"] = False
         settings["assertions"] = [*settings.get("assertions", []), *assertion]
-        judge = judge_override(judge_model, judge_backend, judge_path, judge_url, judge_name)
+        judge = judge_override(judge_model, judge_backend, judge_path, judge_url, judge_name, judge_api_key_env)
         if judge is not None:
             settings["judge"] = judge
         if not settings.get("collections"):

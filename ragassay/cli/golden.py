@@ -15,10 +15,12 @@ from ragassay.cli.common import (
     JSON_OPTION,
     JUDGE_BACKEND_OPTION,
     JUDGE_MODEL_OPTION,
+    JUDGE_API_KEY_ENV_OPTION,
     JUDGE_NAME_OPTION,
     JUDGE_PATH_OPTION,
     JUDGE_URL_OPTION,
     MODEL_BACKEND_OPTION,
+    MODEL_API_KEY_ENV_OPTION,
     MODEL_NAME_OPTION,
     MODEL_OPTION,
     MODEL_PATH_OPTION,
@@ -101,11 +103,13 @@ def golden_generate(
     model_path: Optional[Path] = MODEL_PATH_OPTION,
     model_url: Optional[str] = MODEL_URL_OPTION,
     model_name: Optional[str] = MODEL_NAME_OPTION,
+    model_api_key_env: Optional[str] = MODEL_API_KEY_ENV_OPTION,
     judge_model: Optional[str] = JUDGE_MODEL_OPTION,
     judge_backend: Optional[str] = JUDGE_BACKEND_OPTION,
     judge_path: Optional[Path] = JUDGE_PATH_OPTION,
     judge_url: Optional[str] = JUDGE_URL_OPTION,
     judge_name: Optional[str] = JUDGE_NAME_OPTION,
+    judge_api_key_env: Optional[str] = JUDGE_API_KEY_ENV_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Write golden questions from the collection's own pages, through a quality gate: rules, then
@@ -114,8 +118,8 @@ def golden_generate(
     from ragassay.config import GenerateConfig, parse_config
 
     try:
-        judge = judge_override(judge_model, judge_backend, judge_path, judge_url, judge_name)
-        writer = model_settings(model, model_backend, model_path, model_url, model_name)
+        judge = judge_override(judge_model, judge_backend, judge_path, judge_url, judge_name, judge_api_key_env)
+        writer = model_settings(model, model_backend, model_path, model_url, model_name, api_key_env=model_api_key_env)
         # Options not given keep the config's defaults (Qwen2.5 1.5B writes, and judges).
         config = parse_config(
             GenerateConfig, collection=collection, count=count, seed=seed,

@@ -13,6 +13,7 @@ from ragassay.cli.common import (
     JSON_OPTION,
     JUDGE_BACKEND_OPTION,
     JUDGE_MODEL_OPTION,
+    JUDGE_API_KEY_ENV_OPTION,
     JUDGE_NAME_OPTION,
     JUDGE_PATH_OPTION,
     JUDGE_URL_OPTION,
@@ -39,6 +40,7 @@ def judge_calibrate(
     judge_path: Optional[Path] = JUDGE_PATH_OPTION,
     judge_url: Optional[str] = JUDGE_URL_OPTION,
     judge_name: Optional[str] = JUDGE_NAME_OPTION,
+    judge_api_key_env: Optional[str] = JUDGE_API_KEY_ENV_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
     """How far to trust a judge: its support verdicts against human labels (accuracy, balanced
@@ -54,7 +56,7 @@ def judge_calibrate(
     try:
         if (labels is None) == (pairwise is None):
             raise ConfigError("give --labels FILE (support verdicts) or --pairwise GOLDEN_FILE (position bias), one of them")
-        settings = judge_override(judge_model, judge_backend, judge_path, judge_url, judge_name) or {"backend": DEFAULT_JUDGE_BACKEND}
+        settings = judge_override(judge_model, judge_backend, judge_path, judge_url, judge_name, judge_api_key_env) or {"backend": DEFAULT_JUDGE_BACKEND}
         config = parse_config(ChatModelConfig, **settings)
         models = ChatModels()
         if labels is not None:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_serializer, model_validator
 
 from ragassay.llm.catalog import CATALOG, ModelError, verified_model_path
 from ragassay.redaction import redact
@@ -63,6 +63,13 @@ class ChatModelConfig(BaseModel):
     # Remember this model's calls in the workspace's completion cache (llm/cache.py). Turn off for
     # a server whose model may change behind the same name and URL.
     cache: bool = True
+
+    @field_serializer("url", when_used="json")
+    def _url_without_credentials(self, url: str | None) -> str | None:
+        # JSON copies of a config leave the process: Prefect stores a flow run's parameters that
+        # way (its UI shows them), and so do MLflow params and --json. The object itself keeps the
+        # URL its client needs; api_key_env is the way to authenticate that nothing records.
+        return redact(url) if url else url
 
     @model_validator(mode="after")
     def _backend_needs(self) -> "ChatModelConfig":
