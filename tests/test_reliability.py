@@ -302,6 +302,20 @@ def test_an_api_key_comes_from_the_environment_variable_it_names(home, monkeypat
     assert refused.exit_code == 2 and "api_key_env names 'RAGASSAY_TEST_KEY', which is not set" in refused.output, refused.output
 
 
+def test_commands_write_nothing_outside_the_workspace(home, tmp_path):
+    user_home, temporary = tmp_path / "user-home", tmp_path / "tmp"
+    user_home.mkdir()
+    temporary.mkdir()
+    # Prefect's own state (its temporary server's database) goes where PREFECT_HOME says.
+    env = {**os.environ, "HOME": str(user_home), "TMPDIR": str(temporary), "PREFECT_HOME": str(tmp_path / "prefect")}
+    for command in (["ingest", "-c", "s", str(small_corpus(tmp_path / "corpus", 3))], ["index", "-c", "s"],
+                    ["search", "-c", "s", "hive inspected"], ["answer", "-c", "s", "On which day was hive 1 inspected?"]):
+        result = ragassay(*command, env=env)
+        assert result.returncode == 0, result.stderr
+    written = sorted(str(path.relative_to(tmp_path)) for folder in (user_home, temporary) for path in folder.rglob("*"))
+    assert written == [], "no telemetry ids, caches or session files outside the workspace"
+
+
 def test_a_missing_collection_is_one_line_without_a_traceback(home):
     result = ragassay("index", "-c", "nosuch")
     assert result.returncode == 2

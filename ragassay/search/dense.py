@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import os
 import shutil
 import zipfile
 from dataclasses import dataclass
@@ -112,6 +113,9 @@ def _folder_digest(folder: Path) -> str:
 def load_model(spec: EmbeddingModelSpec):
     """A fastembed TextEmbedding for spec, loaded offline (each call loads it again: keep it in an
     Embedders)."""
+    # Offline and quiet: onnxruntime's telemetry would write a device id under ~/.cache and a
+    # session file in $TMPDIR.
+    os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
     from fastembed import TextEmbedding
     from fastembed.common.model_description import ModelSource, PoolingType
 
