@@ -6,11 +6,14 @@ of candidates, and redaction removes every credential form."""
 from __future__ import annotations
 
 import numpy as np
+import polars as pl
 import pytest
 import pytrec_eval
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
 
+from ragassay.gates.regression import DropBound, compare_batches
 from ragassay.ingest.chunking import chunk_document
 from ragassay.metrics.retrieval import judge_run, ndcg_at_k, precision_at_k, recall_at_k, reciprocal_rank
 from ragassay.redaction import redact
@@ -103,3 +106,30 @@ def test_redaction_removes_every_credential_form(user, secret, scheme, parameter
     for text in (f"{scheme}://{user}:{secret}@host:8080/v1", f"{scheme}://{secret}@host/x", f"see {scheme}://{user}:{secret}@h and more",
                  f"http://host/v1?{parameter}={secret}", f"http://host/v1?a=1&{parameter}={secret}#frag"):
         assert secret not in redact(text), text
+
+
+@st.composite
+def batch_pair(draw):
+    """Per-question tables of one configuration in a baseline and a candidate batch (2-30 shared
+    questions, scores on a coarse grid so ties and equal means happen), and a shuffle of each."""
+    questions = draw(st.integers(2, 30))
+    levels = st.sampled_from([0.0, 0.25, 0.5, 0.75, 1.0])
+    ids = [f"q{n}" for n in range(questions)]
+
+    def table(scores: list[float]) -> pl.DataFrame:
+        return pl.DataFrame({"query_collection": ["s"] * questions, "query_id": ids, "recall@5": scores})
+
+    baseline = table(draw(st.lists(levels, min_size=questions, max_size=questions)))
+    candidate = table(draw(st.lists(levels, min_size=questions, max_size=questions)))
+    shuffles = [draw(st.permutations(range(questions))) for _ in range(2)]
+    return baseline, candidate, shuffles
+
+
+@settings(max_examples=60, deadline=None)
+@given(batch_pair(), st.sampled_from([0.0, 0.05, 0.2]))
+def test_the_gates_verdicts_do_not_depend_on_the_order_of_the_rows_or_the_bounds(pair, max_drop):
+    baseline, candidate, (baseline_order, candidate_order) = pair
+    bounds = [DropBound("recall@5", max_drop), DropBound("recall@5", max_drop, label="hybrid")]
+    as_given = compare_batches({"hybrid": baseline}, {"hybrid": candidate}, bounds)
+    shuffled = compare_batches({"hybrid": baseline[list(baseline_order)]}, {"hybrid": candidate[list(candidate_order)]}, bounds[::-1])
+    assert_frame_equal(as_given, shuffled)

@@ -78,7 +78,9 @@ def compare_batches(
             if bound.metric not in a.columns or bound.metric not in b.columns:
                 raise ConfigError(f"--max-drop {label}:{bound.metric}: not a metric of configuration {label!r} in both batches")
             joined = a.select(*KEYS, pl.col(bound.metric).alias("a")).join(b.select(*KEYS, pl.col(bound.metric).alias("b")), on=KEYS, how="inner")
-            joined = joined.drop_nulls(["a", "b"])
+            # In question order: the bootstrap and randomization draw rows by position, so the
+            # verdict must not depend on the order the tables were stored in.
+            joined = joined.drop_nulls(["a", "b"]).sort(KEYS)
             if joined.height == 0:
                 raise ConfigError(f"{label}:{bound.metric}: the batches scored no question in common")
             result = compare_paired(joined["a"].to_numpy(), joined["b"].to_numpy(), seed=seed)
