@@ -79,11 +79,23 @@ def main() -> None:
                   f"unreadable {report['unreadable_rate']:.1%}  too long {report['too_long']}  {_f(report['seconds_per_verdict'], 1)} s/verdict")
             if arguments.sweep:
                 scored = [(row["label"] == "supported", row["p_supported"]) for row in report["rows"] if row["p_supported"] is not None]
+                print(f"    AUC {_f(auc(scored))} (threshold-free: P(a supported sentence scores above an unsupported one))")
                 for threshold in (0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.92, 0.95):
                     result = agreement([label for label, _ in scored], [p >= threshold for _, p in scored])
                     print(f"    threshold {threshold:.2f}: balanced accuracy {_f(result.balanced_accuracy)}  kappa {_f(result.kappa)}")
     if arguments.out:
         arguments.out.write_text(json.dumps(reports, indent=1))
+
+
+def auc(scored: list[tuple[bool, float]]) -> float | None:
+    """The probability that a supported sentence gets a higher P(supported) than an unsupported
+    one, ties counted half (the area under the ROC curve)."""
+    positives = [p for label, p in scored if label]
+    negatives = [p for label, p in scored if not label]
+    if not positives or not negatives:
+        return None
+    wins = sum((p > n) + 0.5 * (p == n) for p in positives for n in negatives)
+    return wins / (len(positives) * len(negatives))
 
 
 def _f(value, digits: int = 3) -> str:

@@ -3,13 +3,18 @@
 1. two `ragassay golden add` processes on one collection at once, 15 different rows each;
 2. two `ragassay ingest` processes of two halves of a folder (40 files each) into a collection
    that already holds 150 documents;
-3. an `ingest` killed (SIGKILL) at a random moment, then `index` and the ingest again.
+3. an `ingest` killed (SIGKILL) at a random moment, then `index` and the ingest again;
+4. an `ingest` killed (SIGKILL) at a random moment once its temporary Prefect server answers:
+   how many servers (or extraction workers) are still running 5 s later;
+5. hostile files, each ingested beside one good file: what the ingest says, how long it takes,
+   and the peak memory of the process that reads the file.
 
-    .venv/bin/python benchmarks/bench_reliability.py [--rounds 10]
+    .venv/bin/python benchmarks/bench_reliability.py [--rounds 10] [--only writers kills hostile]
 
 Prints, per experiment, the rounds run and how many lost, duplicated, crashed (exit code 3 or a
 traceback), hung (past 300 s) or left inconsistent (chunks of no document after a completed
-command). The goal is 0 in every column.
+command); then the processes left behind by kills, and the hostile files' table. The goal is 0
+in every column.
 """
 
 from __future__ import annotations
@@ -67,76 +72,214 @@ def tables(home: Path):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--only", nargs="+", choices=("writers", "kills", "hostile"), default=["writers", "kills", "hostile"])
     arguments = parser.parse_args()
-    rows = []
     folder = Path(tempfile.mkdtemp(prefix="ragassay-bench-reliability-"))
     try:
-        # 1. Concurrent golden adds.
-        home = folder / "golden-home"
-        env = {**os.environ, "RAGASSAY_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
-        subprocess.run([RAGASSAY, "ingest", "-c", "s", str(corpus(folder / "golden-corpus", 5, "g"))], env=env, cwd=REPO, capture_output=True, check=True)
-        documents = sorted(p.name for p in (folder / "golden-corpus").iterdir())
-        counts = {"lost": 0, "duplicated": 0, "crashed": 0, "hung": 0, "inconsistent": 0}
-        for round_ in range(arguments.rounds):
-            files = []
-            for tag in "ab":
-                file = folder / f"golden-{round_}-{tag}.jsonl"
-                file.write_text("".join(json.dumps({"question": f"Round {round_} {tag}: what happened to hive {n}?",
-                                                    "expected_document_ids": [documents[n % 5]]}) + "\n" for n in range(15)))
-                files.append(file)
-            results = both([[RAGASSAY, "golden", "add", "-c", "s", "--file", str(f)] for f in files], env)
-            counts["crashed"] += sum(crashed(r) for r in results)
-            counts["hung"] += sum(r.returncode == -999 for r in results)
-            golden = tables(home)[2]
-            expected = 30 * (round_ + 1)
-            counts["lost"] += max(0, expected - golden.height)
-            counts["duplicated"] += golden.height - golden["question"].n_unique()
-        rows.append(("concurrent golden add (2 x 15 rows)", arguments.rounds, counts))
-
-        # 2. Concurrent ingests of two halves into a large collection.
-        counts = {"lost": 0, "duplicated": 0, "crashed": 0, "hung": 0, "inconsistent": 0}
-        rounds = max(1, arguments.rounds // 3)
-        for round_ in range(rounds):
-            home = folder / f"ingest-home-{round_}"
-            env = {**os.environ, "RAGASSAY_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
-            subprocess.run([RAGASSAY, "ingest", "-c", "s", str(corpus(folder / f"base-{round_}", 150, "base"))], env=env, cwd=REPO, capture_output=True, check=True)
-            halves = [corpus(folder / f"{half}-{round_}", 40, half) for half in ("left", "right")]
-            results = both([[RAGASSAY, "ingest", "-c", "s", str(h)] for h in halves], env)
-            counts["crashed"] += sum(crashed(r) for r in results)
-            counts["hung"] += sum(r.returncode == -999 for r in results)
-            docs, chunks, _ = tables(home)
-            counts["lost"] += max(0, 230 - docs.height)
-            counts["duplicated"] += docs.height - docs["doc_id"].n_unique()
-            counts["inconsistent"] += int(set(chunks["doc_id"].to_list()) != set(docs["doc_id"].to_list()))
-        rows.append(("concurrent ingest of two halves (2 x 40 files into 150)", rounds, counts))
-
-        # 3. Ingest killed at a random moment; then index, and the ingest again.
-        counts = {"lost": 0, "duplicated": 0, "crashed": 0, "hung": 0, "inconsistent": 0}
-        generator = random.Random(7)
-        refused_index = 0
-        for round_ in range(rounds):
-            home = folder / f"kill-home-{round_}"
-            env = {**os.environ, "RAGASSAY_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
-            source = corpus(folder / f"kill-{round_}", 120, "k")
-            process = subprocess.Popen([RAGASSAY, "ingest", "-c", "s", str(source)], env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            time.sleep(generator.uniform(3.0, 9.0))
-            process.send_signal(signal.SIGKILL)
-            process.wait()
-            index = subprocess.run([RAGASSAY, "index", "-c", "s"], env=env, cwd=REPO, capture_output=True, text=True, timeout=300)
-            counts["crashed"] += crashed(index)
-            refused_index += index.returncode == 2 and "interrupted" in index.stderr
-            again = subprocess.run([RAGASSAY, "ingest", "-c", "s", str(source)], env=env, cwd=REPO, capture_output=True, text=True, timeout=300)
-            counts["crashed"] += crashed(again)
-            docs, chunks, _ = tables(home)
-            counts["lost"] += max(0, 120 - docs.height)
-            counts["inconsistent"] += int(set(chunks["doc_id"].to_list()) != set(docs["doc_id"].to_list()))
-        rows.append((f"ingest SIGKILLed at 3-9 s, then index, then ingest again ({refused_index} index refusals of an interrupted collection)", rounds, counts))
+        if "writers" in arguments.only:
+            writers(arguments.rounds, folder)
+        if "kills" in arguments.only:
+            kills(arguments.rounds, folder)
+        if "hostile" in arguments.only:
+            hostile_files(folder)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def writers(rounds_asked: int, folder: Path) -> None:
+    """Experiments 1-3: concurrent writers and a killed ingest, counted."""
+    rows = []
+    # 1. Concurrent golden adds.
+    home = folder / "golden-home"
+    env = {**os.environ, "RAGASSAY_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+    subprocess.run([RAGASSAY, "ingest", "-c", "s", str(corpus(folder / "golden-corpus", 5, "g"))], env=env, cwd=REPO, capture_output=True, check=True)
+    documents = sorted(p.name for p in (folder / "golden-corpus").iterdir())
+    counts = {"lost": 0, "duplicated": 0, "crashed": 0, "hung": 0, "inconsistent": 0}
+    for round_ in range(rounds_asked):
+        files = []
+        for tag in "ab":
+            file = folder / f"golden-{round_}-{tag}.jsonl"
+            file.write_text("".join(json.dumps({"question": f"Round {round_} {tag}: what happened to hive {n}?",
+                                                "expected_document_ids": [documents[n % 5]]}) + "\n" for n in range(15)))
+            files.append(file)
+        results = both([[RAGASSAY, "golden", "add", "-c", "s", "--file", str(f)] for f in files], env)
+        counts["crashed"] += sum(crashed(r) for r in results)
+        counts["hung"] += sum(r.returncode == -999 for r in results)
+        golden = tables(home)[2]
+        expected = 30 * (round_ + 1)
+        counts["lost"] += max(0, expected - golden.height)
+        counts["duplicated"] += golden.height - golden["question"].n_unique()
+    rows.append(("concurrent golden add (2 x 15 rows)", rounds_asked, counts))
+
+    # 2. Concurrent ingests of two halves into a large collection.
+    counts = {"lost": 0, "duplicated": 0, "crashed": 0, "hung": 0, "inconsistent": 0}
+    rounds = max(1, rounds_asked // 3)
+    for round_ in range(rounds):
+        home = folder / f"ingest-home-{round_}"
+        env = {**os.environ, "RAGASSAY_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+        subprocess.run([RAGASSAY, "ingest", "-c", "s", str(corpus(folder / f"base-{round_}", 150, "base"))], env=env, cwd=REPO, capture_output=True, check=True)
+        halves = [corpus(folder / f"{half}-{round_}", 40, half) for half in ("left", "right")]
+        results = both([[RAGASSAY, "ingest", "-c", "s", str(h)] for h in halves], env)
+        counts["crashed"] += sum(crashed(r) for r in results)
+        counts["hung"] += sum(r.returncode == -999 for r in results)
+        docs, chunks, _ = tables(home)
+        counts["lost"] += max(0, 230 - docs.height)
+        counts["duplicated"] += docs.height - docs["doc_id"].n_unique()
+        counts["inconsistent"] += int(set(chunks["doc_id"].to_list()) != set(docs["doc_id"].to_list()))
+    rows.append(("concurrent ingest of two halves (2 x 40 files into 150)", rounds, counts))
+
+    # 3. Ingest killed at a random moment; then index, and the ingest again.
+    counts = {"lost": 0, "duplicated": 0, "crashed": 0, "hung": 0, "inconsistent": 0}
+    generator = random.Random(7)
+    refused_index = 0
+    for round_ in range(rounds):
+        home = folder / f"kill-home-{round_}"
+        env = {**os.environ, "RAGASSAY_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+        source = corpus(folder / f"kill-{round_}", 120, "k")
+        process = subprocess.Popen([RAGASSAY, "ingest", "-c", "s", str(source)], env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(generator.uniform(3.0, 9.0))
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        index = subprocess.run([RAGASSAY, "index", "-c", "s"], env=env, cwd=REPO, capture_output=True, text=True, timeout=300)
+        counts["crashed"] += crashed(index)
+        refused_index += index.returncode == 2 and "interrupted" in index.stderr
+        again = subprocess.run([RAGASSAY, "ingest", "-c", "s", str(source)], env=env, cwd=REPO, capture_output=True, text=True, timeout=300)
+        counts["crashed"] += crashed(again)
+        docs, chunks, _ = tables(home)
+        counts["lost"] += max(0, 120 - docs.height)
+        counts["inconsistent"] += int(set(chunks["doc_id"].to_list()) != set(docs["doc_id"].to_list()))
+    rows.append((f"ingest SIGKILLed at 3-9 s, then index, then ingest again ({refused_index} index refusals of an interrupted collection)", rounds, counts))
 
     print(f"{'experiment':<100} {'rounds':>6} {'lost':>5} {'dup':>5} {'crash':>6} {'hung':>5} {'incons':>7}")
     for name, rounds, counts in rows:
         print(f"{name:<100} {rounds:>6} {counts['lost']:>5} {counts['duplicated']:>5} {counts['crashed']:>6} {counts['hung']:>5} {counts['inconsistent']:>7}")
+
+
+def process_table() -> list[tuple[int, int, str]]:
+    listing = subprocess.run(["ps", "-e", "-o", "pid=,ppid=,args="], capture_output=True, text=True, check=True).stdout
+    return [(int(pid), int(ppid), args) for pid, ppid, args in (line.split(None, 2) for line in listing.splitlines() if line.count(" ") >= 2)]
+
+
+def running(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, IndexError):
+        return False
+
+
+def kills(rounds: int, folder: Path) -> None:
+    """SIGKILL an ingest 0-3 s after its temporary Prefect server answers (the extraction worker
+    is then often mid-file: the corpus holds slow pages); count the children still running 5 s later."""
+    generator = random.Random(11)
+    left_servers = left_workers = caught_workers = 0
+    source = hostile_corpus(folder / "kill-children", slow_copies=6)
+    for round_ in range(rounds):
+        env = {name: value for name, value in os.environ.items() if name != "PREFECT_API_URL"}
+        env.update(RAGASSAY_HOME=str(folder / f"kill-children-home-{round_}"), PREFECT_SERVER_ANALYTICS_ENABLED="false")
+        process = subprocess.Popen([RAGASSAY, "ingest", "-c", "s", str(source)], env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline, children = time.monotonic() + 180, {}
+        while time.monotonic() < deadline and process.poll() is None and not any("temporary_server" in a for a in children.values()):
+            children = {pid: args for pid, ppid, args in process_table() if ppid == process.pid}
+            time.sleep(0.1)
+        stop_at = time.monotonic() + generator.uniform(0.0, 3.0)
+        while time.monotonic() < stop_at and process.poll() is None:
+            children.update({pid: args for pid, ppid, args in process_table() if ppid == process.pid})
+            time.sleep(0.05)
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        time.sleep(5)
+        servers = [pid for pid, args in children.items() if "temporary_server" in args or "uvicorn" in args]
+        workers = [pid for pid, args in children.items() if "ragassay.ingest.isolation" in args]
+        caught_workers += bool(workers)
+        left_servers += sum(running(pid) for pid in servers)
+        left_workers += sum(running(pid) for pid in workers)
+        for pid in [*servers, *workers]:
+            if running(pid):
+                os.kill(pid, signal.SIGKILL)
+    print(f"\ningest SIGKILLed 0-3 s after its Prefect server answered, {rounds} rounds: "
+          f"{left_servers} servers and {left_workers} extraction workers still running 5 s later "
+          f"(a worker was running in {caught_workers} rounds)")
+
+
+def hostile_corpus(root: Path, slow_copies: int = 1) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    block = "<div>" * 1000 + "x" + "</div>" * 1000
+    for copy in range(slow_copies):
+        (root / f"slow-{copy}.html").write_text("<html><body>" + block * 400 + "</body></html>")
+    (root / "good.txt").write_text("Hive 7 was inspected on day 3.\n")
+    return root
+
+
+def hostile_files(folder: Path) -> None:
+    """Each hostile file beside one good file: the ingest's outcome and time, and the peak memory
+    of the worker that read it (measured by reading it alone through the same worker)."""
+    import io
+    import zipfile
+
+    def docx(body: str, lie_about_size: bool = False) -> bytes:
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w") as archive:
+            archive.writestr("[Content_Types].xml", '<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"/>')
+            document = ('<?xml version="1.0"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>'
+                        + body + "</w:body></w:document>")
+            archive.writestr(zipfile.ZipInfo("word/document.xml"), document, compress_type=zipfile.ZIP_DEFLATED)
+        data = buffer.getvalue()
+        if lie_about_size:
+            # Rewrite the declared uncompressed size (local header and central directory) to 1 KB.
+            size = len(document.encode())
+            data = data.replace(size.to_bytes(4, "little"), (1024).to_bytes(4, "little"))
+        return data
+
+    block = "<div>" * 1000 + "x" + "</div>" * 1000
+    hostile = {
+        "deep.json (nested 100k)": ("deep.json", ("[" * 100_000 + "]" * 100_000).encode()),
+        "deep.html (400k nested divs, 4.4 MB)": ("deep.html", ("<html><body>" + "<div>" * 400_000 + "x" + "</div>" * 400_000 + "</body></html>").encode()),
+        "slow.html (1000 deep x 400, 4.4 MB)": ("slow.html", ("<html><body>" + block * 400 + "</body></html>").encode()),
+        "deep.docx (w:sdt nested 100k)": ("deep.docx", docx("<w:sdt><w:sdtContent>" * 100_000 + "<w:p/>" + "</w:sdtContent></w:sdt>" * 100_000)),
+        "bomb.docx (declares 1 KB, inflates to 1 GB)": ("bomb.docx", docx("<w:p><w:r><w:t>" + "a" * 1_000_000_000 + "</w:t></w:r></w:p>", lie_about_size=True)),
+        "huge.json (6M empty objects, 18 MB)": ("huge.json", ("[" + ",".join(["{}"] * 6_000_000) + "]").encode()),
+    }
+    print(f"\n{'hostile file':<46} {'outcome':<64} {'exit':>4} {'ingest s':>8} {'read s':>7} {'reader peak MB':>14}")
+    for label, (name, data) in hostile.items():
+        corpus_dir = folder / f"hostile-{name}"
+        corpus_dir.mkdir()
+        (corpus_dir / name).write_bytes(data)
+        (corpus_dir / "good.txt").write_text("Hive 7 was inspected on day 3.\n")
+        env = {**os.environ, "RAGASSAY_HOME": str(folder / f"hostile-home-{name}"), "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+               "RAGASSAY_EXTRACT_TIMEOUT": "10"}
+        started = time.perf_counter()
+        result = subprocess.run([RAGASSAY, "ingest", "-c", "s", "--json", str(corpus_dir)], env=env, cwd=REPO, capture_output=True, text=True, timeout=600)
+        seconds = time.perf_counter() - started
+        try:
+            report = json.loads(result.stdout)
+            rejected = {Path(r["path"]).name: f"{r['reason']}: {r['detail']}" for r in report["rejected"]}
+            outcome = rejected.get(name, "ingested") + ("" if report["ingested"] == ["good.txt"] or "good.txt" in report["ingested"] else " (good.txt LOST)")
+        except (json.JSONDecodeError, KeyError):
+            outcome = f"CRASH: {result.stderr.strip().splitlines()[-1] if result.stderr.strip() else result.returncode}"
+        probe = subprocess.run([sys.executable, "-c", PROBE, str(corpus_dir / name)], cwd=REPO, capture_output=True, text=True, timeout=600,
+                               env={**os.environ, "RAGASSAY_EXTRACT_TIMEOUT": "10"})
+        read_seconds, peak_mb = probe.stdout.split() if probe.returncode == 0 else ("?", "?")
+        print(f"{label:<46} {outcome[:64]:<64} {result.returncode:>4} {seconds:>8.1f} {read_seconds:>7} {peak_mb:>14}")
+
+
+# Reads one file through the extraction worker, as ingest does, and prints the seconds it took and
+# the worker's peak resident memory (getrusage of waited-for children).
+PROBE = """
+import resource, sys, time
+from pathlib import Path
+from ragassay.ingest.extraction import ExtractionError
+from ragassay.ingest.isolation import IsolatedExtractor
+path = Path(sys.argv[1])
+with IsolatedExtractor() as extract:
+    extract(b"warm", "warm.txt")
+    started = time.perf_counter()
+    try:
+        extract(path.read_bytes(), path.name)
+    except ExtractionError:
+        pass
+    seconds = time.perf_counter() - started
+print(f"{seconds:.1f} {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024:.0f}")
+"""
 
 
 if __name__ == "__main__":

@@ -55,6 +55,8 @@ class IsolatedExtractor:
         self.close()
 
     def __call__(self, data: bytes, file_name: str) -> ExtractedText:
+        if self._worker is not None and self._worker.poll() is not None:
+            self.close()  # it died between files (killed from outside): not this file's fault
         if self._worker is None:
             self._start()
         assert self._to_worker is not None and self._from_worker is not None

@@ -123,7 +123,7 @@ def test_batch_is_logged_with_judge_and_prompt_versions(evaluated, sample_home):
     assert set(children) == {"fulltext", "hybrid"}
     params = children["hybrid"].data.params
     assert params["judge_model_id"] == report.judge_model == "smollm2:SmolLM2-135M-Instruct.Q4_1"
-    assert params["prompt_version.support"] == "support-probability/2" and params["prompt_version.answer"] == "grounded-answer/1"
+    assert params["prompt_version.support"] == "support-probability/3" and params["prompt_version.answer"] == "grounded-answer/2"
     assert params["answer_model_id"] == "smollm2:SmolLM2-135M-Instruct.Q4_1" and params["config.search_type"] == "hybrid"
     logged = children["hybrid"].data.metrics
     for name, value in report.metrics["hybrid"].items():

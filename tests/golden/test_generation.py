@@ -147,7 +147,7 @@ def test_generation_is_reproducible_grows_the_set_and_resumes(tmp_path):
     assert generated.height == len(first.accepted) + len(grown.accepted)
     assert generated["question"].is_unique().all() and generated["source_chunk_id"].is_unique().all()
     for row in generated.iter_rows(named=True):
-        assert row["seed"] == 5 and row["model"].startswith("smollm2:") and row["prompt_version"] == "golden-question/1"
+        assert row["seed"] == 5 and row["model"].startswith("smollm2:") and row["prompt_version"] == "golden-question/2"
         assert row["source_chunk_id"].startswith(row["expected_document_ids"][0] + "#") and len(row["source_document_sha256"]) == 64
 
     run = tracking.client(first_home).get_run(first.run_id)

@@ -47,3 +47,11 @@ def test_a_file_needing_more_memory_than_the_cap_is_too_large_and_the_next_file_
             extract(huge, "huge.json")
         assert too_big.value.reason == "too_large" and "RAGASSAY_EXTRACT_MEMORY_MB" in too_big.value.detail
         assert extract(b'{"hive": 7}', "small.json").text == '{"hive": 7}'
+
+
+def test_a_worker_killed_between_files_is_replaced_and_the_next_file_is_read():
+    with IsolatedExtractor() as extract:
+        assert extract(b"first", "a.txt").text == "first"
+        extract._worker.kill()  # as the OOM killer or a user would, while no file is being read
+        extract._worker.wait()
+        assert extract(b"second", "b.txt").text == "second"
