@@ -128,6 +128,13 @@ def test_links_out_of_the_root_and_unsafe_names_are_refused(home, tmp_path):
     assert all("hunter2" not in hit["snippet"] for hit in json.loads(found.stdout)["results"])
 
 
+@pytest.mark.parametrize("name, text", [("deep.json", "[" * 100_000 + "]" * 100_000), ("deep.yaml", "- " * 3_000 + "x")])
+def test_a_configuration_file_nested_too_deeply_is_one_clear_error(home, tmp_path, name, text):
+    (tmp_path / name).write_text(text, encoding="utf-8")
+    result = runner.invoke(app, ["eval", "retrieval", "-c", "s", "--configs", str(tmp_path / name)])
+    assert result.exit_code == 2 and f"{name} is nested too deeply to be a configuration file" in result.output, result.output
+
+
 def test_a_collection_name_with_a_newline_is_refused(home, tmp_path):
     result = runner.invoke(app, ["ingest", "-c", "name\n", str(small_corpus(tmp_path / "corpus", 1))])
     assert result.exit_code == 2 and "collection name" in result.output

@@ -159,6 +159,8 @@ def load_config_file(path: Path) -> dict:
         loaded = json.loads(path.read_text()) if path.suffix == ".json" else read_yaml(path.read_text())
     except (json.JSONDecodeError, yaml.YAMLError) as error:
         raise ConfigError(f"{path} is not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {error}") from error
+    except RecursionError:
+        raise ConfigError(f"{path} is nested too deeply to be a configuration file") from None
     if isinstance(loaded, list):
         return {"configurations": loaded}
     if not isinstance(loaded, dict):
