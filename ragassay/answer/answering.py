@@ -22,9 +22,8 @@ from ragassay.llm.structured import generate_structured
 from ragassay.resources import Resources
 from ragassay.search.run import run_search
 
-# Tokens of the answer prompt around the sources: instruction, two worked examples, chat template
-# (310 with SmolLM2's tokenizer for grounded-answer/2), with a margin for other tokenizers.
-PROMPT_OVERHEAD_TOKENS = 360
+# Tokens of the answer prompt around the sources: instruction, two worked examples, question.
+PROMPT_OVERHEAD_TOKENS = 320
 
 
 def answer_question(resources: Resources, home: Path, collections: list[str], question: str, config: AnswerSettings) -> GroundedAnswer:

@@ -2,11 +2,12 @@
 and untrusted text (documents, answers) quoted between tags the instructions call data.
 
 A document may carry instructions ("ignore previous instructions..."), fake source listings or
-text imitating a verdict. Every prompt quotes such text between tags (`<source n="1" doc="...">`,
-`<passages>`, `<sentence>`, `<answer>`) and its instruction says that what is inside is data, never
-instructions. A tag of ours written inside the text is defused first (its `<` becomes `‹`), so a
-document cannot close its own quotation and write outside it. benchmarks/bench_injection.py
-measures how often a model still follows such text (RELIABILITY.md).
+text imitating a verdict. The judge, rerank and generation prompts quote such text between tags
+(`<passages>`, `<sentence>`, `<answer>`, `<passage>`) and their instruction says that what is
+inside is data, never instructions; the answer prompt delimits each source by its own line
+(answer/grounding.py: source_line). A tag of ours written inside the text is defused first (its
+`<` becomes `‹`), so a document cannot close its own quotation and write outside it.
+benchmarks/bench_injection.py measures how often a model still follows such text (RELIABILITY.md).
 """
 
 from __future__ import annotations
