@@ -15,4 +15,5 @@ look-ups call the library directly.
 - render: the tables and lines evaluation commands print.
 - console_log: Prefect's console handler, less the tracebacks of errors the command reports itself.
 - common: exit codes, consoles, --json output, shared options, config files.
+- temporary_server: the temporary Prefect server a command starts, which stops with it.
 """

@@ -2,6 +2,7 @@
 
 - files: finding files, extracting each one (or rejecting it with a reason), the ingest report.
 - extraction: one reader per format (txt md csv json html docx pdf) with size and safety limits.
+- isolation: extraction in a worker process, with a time bound per file and a memory cap.
 - chunking: cutting a text into chunks that are exact spans of it.
 - documents: document and chunk rows, merging them into a collection, removing them.
 - beir: reading a BEIR dataset folder (corpus, test queries, qrels).
