@@ -172,8 +172,18 @@ def test_an_unexpected_error_is_exit_code_3_with_one_line_and_a_traceback_under_
 
 
 def process_table() -> list[tuple[int, int, str]]:
-    listing = subprocess.run(["ps", "-e", "-o", "pid=,ppid=,args="], capture_output=True, text=True, check=True).stdout
-    return [(int(pid), int(ppid), args) for pid, ppid, args in (line.split(None, 2) for line in listing.splitlines() if line.count(" ") >= 2)]
+    """(pid, parent pid, command line) of every process, from /proc: ps cuts long command lines to its width."""
+    table = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            argv = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")[:-1]
+        except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
+            continue  # gone between listing and reading
+        table.append((int(entry.name), parent, " ".join(argv)))
+    return table
 
 
 def running(pid: int) -> bool:
