@@ -7,7 +7,8 @@ grounded answer on the sample corpus.
    `Llama.create_chat_completion` on one loaded SmolLM2: completion tokens per second of each,
    and the ratio of their times (aim: 1.05 or better).
 2. `answer_question` over the sample golden questions and unanswerable questions: seconds per
-   answer, model calls, and how many were answered, declined before the model, or refused.
+   answer, model calls, how many were answered, declined before the model, or refused, and how
+   many golden questions' answers cite one of their expected documents.
 """
 
 from __future__ import annotations
@@ -78,22 +79,27 @@ def answers(workdir: Path) -> None:
     home = workdir / "home"
     ingest_flow(IngestConfig(collection="sample", paths=(SAMPLE / "corpus",), home=home))
     index_flow(IndexConfig(collection="sample", home=home))
-    questions = [json.loads(line)["question"] for name in ("golden.jsonl", "unanswerable.jsonl") for line in (SAMPLE / name).read_text().splitlines() if line.strip()]
+    rows = [json.loads(line) for name in ("golden.jsonl", "unanswerable.jsonl") for line in (SAMPLE / name).read_text().splitlines() if line.strip()]
+    questions = [row["question"] for row in rows]
     config = AnswerSettings()
     resources = Resources()
     answer_question(resources, home, ["sample"], questions[0], config)  # load models once before timing
     outcomes: dict[str, int] = {}
     usage = Usage()
     started = time.perf_counter()
-    for question in questions:
-        answer = answer_question(resources, home, ["sample"], question, config)
+    expected_cited = 0  # golden questions whose answer cites one of the expected documents
+    for row in rows:
+        answer = answer_question(resources, home, ["sample"], row["question"], config)
         usage = usage + answer.usage
+        cited = {citation.doc_id for statement in answer.statements for citation in statement.citations}
+        expected_cited += bool(cited & set(row.get("expected_document_ids", [])))
         kind = answer.outcome if answer.outcome == "answered" else ("declined before the model" if answer.reason.startswith("nothing relevant") else "refused")
         outcomes[kind] = outcomes.get(kind, 0) + 1
     seconds = time.perf_counter() - started
     print(f"grounded answers on the sample corpus: {len(questions)} questions in {seconds:.1f}s = {seconds / len(questions):.2f} s/answer; "
           f"model calls {usage.calls} ({usage.prompt_tokens} prompt + {usage.completion_tokens} completion tokens, "
-          f"{usage.seconds:.1f}s in the model = {usage.seconds / seconds:.0%}), unparseable {usage.unparseable}; outcomes {outcomes}")
+          f"{usage.seconds:.1f}s in the model = {usage.seconds / seconds:.0%}), unparseable {usage.unparseable}; outcomes {outcomes}; "
+          f"golden questions whose answer cites an expected document: {expected_cited} of {sum('expected_document_ids' in row for row in rows)}")
 
 
 if __name__ == "__main__":

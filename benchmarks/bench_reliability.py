@@ -4,7 +4,7 @@
 2. two `ragassay ingest` processes of two halves of a folder (40 files each) into a collection
    that already holds 150 documents;
 3. an `ingest` killed (SIGKILL) at a random moment, then `index` and the ingest again;
-4. an `ingest` killed (SIGKILL) at a random moment once its temporary Prefect server answers:
+4. an `ingest` killed (SIGKILL) 0-3 s after its extraction worker starts:
    how many servers (or extraction workers) are still running 5 s later;
 5. hostile files, each ingested beside one good file: what the ingest says, how long it takes,
    and the peak memory of the process that reads the file.
@@ -178,17 +178,18 @@ def running(pid: int) -> bool:
 
 
 def kills(rounds: int, folder: Path) -> None:
-    """SIGKILL an ingest 0-3 s after its temporary Prefect server answers (the extraction worker
-    is then often mid-file: the corpus holds slow pages); count the children still running 5 s later."""
+    """SIGKILL an ingest 0-3 s after its extraction worker starts (its temporary Prefect server is
+    up by then, and the worker is mid-file or between files: the corpus holds slow pages); count
+    the children still running 5 s later."""
     generator = random.Random(11)
-    left_servers = left_workers = caught_workers = 0
+    left_servers = left_workers = caught_servers = caught_workers = 0
     source = hostile_corpus(folder / "kill-children", slow_copies=6)
     for round_ in range(rounds):
         env = {name: value for name, value in os.environ.items() if name != "PREFECT_API_URL"}
         env.update(RAGASSAY_HOME=str(folder / f"kill-children-home-{round_}"), PREFECT_SERVER_ANALYTICS_ENABLED="false")
         process = subprocess.Popen([RAGASSAY, "ingest", "-c", "s", str(source)], env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline, children = time.monotonic() + 180, {}
-        while time.monotonic() < deadline and process.poll() is None and not any("temporary_server" in a for a in children.values()):
+        while time.monotonic() < deadline and process.poll() is None and not any("ragassay.ingest.isolation" in a for a in children.values()):
             children = {pid: args for pid, ppid, args in process_table() if ppid == process.pid}
             time.sleep(0.1)
         stop_at = time.monotonic() + generator.uniform(0.0, 3.0)
@@ -200,15 +201,16 @@ def kills(rounds: int, folder: Path) -> None:
         time.sleep(5)
         servers = [pid for pid, args in children.items() if "temporary_server" in args or "uvicorn" in args]
         workers = [pid for pid, args in children.items() if "ragassay.ingest.isolation" in args]
+        caught_servers += bool(servers)
         caught_workers += bool(workers)
         left_servers += sum(running(pid) for pid in servers)
         left_workers += sum(running(pid) for pid in workers)
         for pid in [*servers, *workers]:
             if running(pid):
                 os.kill(pid, signal.SIGKILL)
-    print(f"\ningest SIGKILLed 0-3 s after its Prefect server answered, {rounds} rounds: "
+    print(f"\ningest SIGKILLed 0-3 s after its extraction worker started, {rounds} rounds: "
           f"{left_servers} servers and {left_workers} extraction workers still running 5 s later "
-          f"(a worker was running in {caught_workers} rounds)")
+          f"(a server was running in {caught_servers} rounds, a worker in {caught_workers})")
 
 
 def hostile_corpus(root: Path, slow_copies: int = 1) -> Path:
