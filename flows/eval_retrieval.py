@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from prefect import flow
 
+from flows.runners import task_runner
 from ragassay.config import RetrievalEvalConfig
 from ragassay.tracking import Batch
 from tasks.eval_retrieval import (
@@ -22,11 +23,17 @@ def eval_retrieval_flow(config: RetrievalEvalConfig, batch: Batch | None = None)
     """Search every golden question under each configuration, score, compare, log one batch (or
     into the pipeline's batch), and show the outcome on the flow run."""
     questions, context = load_golden_questions(config)
-    searched, per_question = {}, {}
-    for configuration in config.configurations:
-        label = configuration.label
-        searched[label] = search_golden_questions(config.home, config.collections, questions, configuration, config.depth)
-        per_question[label] = score_configuration(label, questions, searched[label].rankings, config.metrics(), config.depth)
+    # Configurations are searched where config.task_runner says (threads here, or Dask workers).
+    with task_runner(config.task_runner) as runner:
+        futures = {
+            c.label: runner.submit(search_golden_questions, {"home": config.home, "collections": config.collections, "questions": questions,
+                                                            "configuration": c, "depth": config.depth})
+            for c in config.configurations
+        }
+        searched = {label: future.result() for label, future in futures.items()}
+    per_question = {
+        label: score_configuration(label, questions, found.rankings, config.metrics(), config.depth) for label, found in searched.items()
+    }
     summary = summarize_batch(config, per_question)
     report = log_retrieval_batch(config, context, searched, per_question, summary, batch)
     publish_retrieval_report(config, report)

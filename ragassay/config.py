@@ -46,6 +46,30 @@ def _check_collections(names: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(_check_collection(name) for name in dict.fromkeys(names))
 
 
+class TaskRunnerConfig(_Frozen):
+    """Where a flow's fanned-out tasks run (one per retrieval configuration).
+
+    threads (default): a pool of `workers` threads (default 1) in the flow's own process, so each
+    configuration's search time is its own. dask: Dask worker processes, those of a running
+    scheduler (`address: tcp://host:8786`) or of a LocalCluster of `workers` processes (default 2)
+    started for the flow and stopped after it. Each worker process loads its own indexes and models
+    (tasks/resources.py); an in-process chat model is one per worker process, so answering and
+    judging scale through a model server (a model with backend openai), not more workers.
+    """
+
+    kind: Literal["threads", "dask"] = "threads"
+    address: str | None = None
+    workers: int | None = Field(None, ge=1, le=1024)
+
+    @model_validator(mode="after")
+    def _address_for_dask(self) -> "TaskRunnerConfig":
+        if self.address is not None and self.kind != "dask":
+            raise ValueError("task_runner.address is a Dask scheduler's address: set kind: dask with it")
+        if self.address is not None and self.workers is not None:
+            raise ValueError("task_runner: give a Dask scheduler's address or a number of workers for a local cluster, not both")
+        return self
+
+
 class ChunkingConfig(_Frozen):
     """How documents are cut into chunks (characters)."""
 
@@ -139,6 +163,7 @@ class RetrievalEvalConfig(_Frozen):
     max_questions: int | None = Field(None, ge=1)
     seed: int = 0
     assertions: tuple[str, ...] = ()
+    task_runner: TaskRunnerConfig = TaskRunnerConfig()
     home: Path = Field(default_factory=workspace_home)
 
     _collections = field_validator("collections")(_check_collections)
@@ -361,7 +386,7 @@ class PipelineConfig(_Frozen):
 
     judge: the judge of the gate's answer check and of answer evaluation. cache: remember model
     calls in the workspace's completion cache (llm/cache.py), so an unchanged re-run re-uses every
-    answer and verdict. Each stage's section builds that stage's own config (the same one its
+    answer and verdict. task_runner: where retrieval evaluation's configurations run. Each stage's section builds that stage's own config (the same one its
     command takes), so a stage behaves exactly as when run alone.
     """
 
@@ -373,6 +398,7 @@ class PipelineConfig(_Frozen):
     answers: PipelineAnswers = PipelineAnswers()
     judge: ChatModelConfig = DEFAULT_JUDGE
     cache: bool = True
+    task_runner: TaskRunnerConfig = TaskRunnerConfig()
     home: Path = Field(default_factory=workspace_home)
 
     _collection = field_validator("collection")(_check_collection)
@@ -420,7 +446,7 @@ class PipelineConfig(_Frozen):
         )
         return RetrievalEvalConfig(
             collections=(self.collection,), configurations=configurations, ks=retrieval.ks, max_questions=retrieval.max_questions,
-            seed=retrieval.seed, assertions=retrieval.assertions, home=self.home,
+            seed=retrieval.seed, assertions=retrieval.assertions, task_runner=self.task_runner, home=self.home,
         )
 
     def answer_config(self) -> AnswerEvalConfig:

@@ -50,6 +50,9 @@ def eval_retrieval(
     max_questions: Optional[int] = typer.Option(None, help="Evaluate a seeded sample of at most this many questions."),
     seed: Optional[int] = typer.Option(None, help="Seed of the question sample and the significance tests (default 0)."),
     assertion: list[str] = typer.Option([], "--assert", help="Quality gate such as 'hybrid:recall@5>=0.8'; repeatable."),
+    task_runner: Optional[str] = typer.Option(None, "--task-runner", help="Where configurations are searched: threads (default) or dask."),
+    dask_address: Optional[str] = typer.Option(None, "--dask-address", help="A running Dask scheduler (tcp://host:8786); implies --task-runner dask."),
+    workers: Optional[int] = typer.Option(None, "--workers", help="Threads, or the Dask LocalCluster's worker processes (default 1 and 2)."),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Run every golden question through search under each configuration; log one MLflow batch.
@@ -76,6 +79,15 @@ def eval_retrieval(
         if seed is not None:
             settings["seed"] = seed
         settings["assertions"] = [*settings.get("assertions", []), *assertion]
+        runner = dict(settings.get("task_runner") or {})
+        if task_runner is not None:
+            runner["kind"] = task_runner
+        if dask_address is not None:
+            runner.update(kind="dask", address=dask_address)
+        if workers is not None:
+            runner["workers"] = workers
+        if runner:
+            settings["task_runner"] = runner
         if not settings.get("collections"):
             raise ConfigError("give at least one --collection (or 'collections' in --configs)")
         config = parse_config(RetrievalEvalConfig, **settings)

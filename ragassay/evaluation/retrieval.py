@@ -22,7 +22,7 @@ from ragassay.metrics.significance import compare_paired
 from ragassay.progress import ProgressReporter
 from ragassay.resources import Resources
 from ragassay.search.rerank import RerankStats
-from ragassay.search.run import run_search
+from ragassay.search.run import rank_queries, run_search
 from ragassay.store.schemas import RUN, per_question_spec
 
 
@@ -40,32 +40,37 @@ class SearchedConfiguration:
 def search_questions(
     resources: Resources, home: Path, collections: tuple[str, ...], questions: list[EvalQuestion], configuration: RetrievalConfiguration, depth: int
 ) -> SearchedConfiguration:
-    """Each question through `ragassay search`'s code path with the configuration's settings, at
-    depth max(ks)."""
+    """Each question ranked as `ragassay search` ranks it, with the configuration's settings, at
+    depth max(ks): all questions in one batch (search/run.rank_queries), or one by one through
+    run_search when the configuration reranks."""
     started = time.perf_counter()
     usage, rerank = Usage(), RerankStats()
-    rankings: list[list[DocKey]] = []
-    rows: list[dict] = []
+    ranked: list[list[tuple[DocKey, float]]] = []
     with ProgressReporter(f"searching {len(questions)} questions ({configuration.label})", total=len(questions)) as progress:
-        for done, question in enumerate(questions, start=1):
-            result = run_search(resources, home, list(collections), question.question, configuration, depth)
-            usage, rerank = usage + result.usage, rerank + result.rerank
-            rankings.append([(hit.collection, hit.doc_id) for hit in result.hits])
-            rows.extend(
-                {
-                    "configuration": configuration.label,
-                    "query_collection": question.query_collection,
-                    "query_id": question.query_id,
-                    "collection": hit.collection,
-                    "doc_id": hit.doc_id,
-                    "rank": hit.rank,
-                    "score": hit.score,
-                }
-                for hit in result.hits
-            )
-            progress(done, len(questions))
+        if configuration.rerank == "off":
+            # All questions at once: one tokenization, batched embedding, one score matrix per block.
+            ranked = rank_queries(resources, home, list(collections), [q.question for q in questions], configuration, depth, progress)
+        else:
+            for done, question in enumerate(questions, start=1):
+                result = run_search(resources, home, list(collections), question.question, configuration, depth)
+                usage, rerank = usage + result.usage, rerank + result.rerank
+                ranked.append([((hit.collection, hit.doc_id), hit.score) for hit in result.hits])
+                progress(done, len(questions))
+    rankings = [[key for key, _ in ranking] for ranking in ranked]
+    run = pl.DataFrame(
+        {
+            "configuration": [configuration.label] * sum(map(len, ranked)),
+            "query_collection": [q.query_collection for q, ranking in zip(questions, ranked) for _ in ranking],
+            "query_id": [q.query_id for q, ranking in zip(questions, ranked) for _ in ranking],
+            "collection": [key[0] for ranking in ranked for key, _ in ranking],
+            "doc_id": [key[1] for ranking in ranked for key, _ in ranking],
+            "rank": [rank for ranking in ranked for rank in range(1, len(ranking) + 1)],
+            "score": [score for ranking in ranked for _, score in ranking],
+        },
+        schema=RUN.schema,
+    )
     costs = {**usage.as_metrics(), **rerank.as_metrics()} if configuration.rerank != "off" else {}
-    return SearchedConfiguration(rankings, pl.DataFrame(rows, schema=RUN.schema), costs, round(time.perf_counter() - started, 3))
+    return SearchedConfiguration(rankings, run, costs, round(time.perf_counter() - started, 3))
 
 
 def score_rankings(

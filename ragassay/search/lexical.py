@@ -69,8 +69,14 @@ class LexicalIndex:
 
     def scores(self, query: str) -> np.ndarray:
         """BM25 score of every chunk for the query; all zeros when no query term is in the index."""
-        query_tokens = [token for token in tokenize([query])[0] if token]
-        known = self._retriever.get_tokens_ids(query_tokens) if self.size else []
-        if not known:
-            return np.zeros(self.size, dtype=np.float32)
-        return self._retriever.get_scores_from_ids(known)
+        return self.scores_for_tokens(tokenize([query]))[0]
+
+    def scores_for_tokens(self, queries: list[list[str]]) -> np.ndarray:
+        """BM25 scores for tokenized queries (`tokenize`), one row per query, one column per
+        indexed text; a row is all zeros when none of its terms is in the index."""
+        rows = np.zeros((len(queries), self.size), dtype=np.float32)
+        for row, tokens in enumerate(queries):
+            known = self._retriever.get_tokens_ids([token for token in tokens if token]) if self.size else []
+            if known:
+                rows[row] = self._retriever.get_scores_from_ids(known)
+        return rows

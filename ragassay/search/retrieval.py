@@ -30,7 +30,7 @@ from typing import Callable
 import numpy as np
 
 from ragassay.search.fusion import reciprocal_rank_fusion
-from ragassay.search.lexical import LexicalIndex
+from ragassay.search.lexical import LexicalIndex, tokenize
 from ragassay.search.settings import SearchSettings
 
 SNIPPET_CHARS = 240
@@ -57,6 +57,17 @@ class SearchableCollection:
     dense: np.ndarray | None
     embed_query: Callable[[str], np.ndarray] | None
     embedding_model_id: str | None
+    embed_queries: Callable[[list[str]], np.ndarray] | None = None
+
+    def chunks_by_document(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The chunk positions grouped by document (stable, so ascending within a document), where
+        each document's run starts, and the documents (ascending) those runs belong to."""
+        if not hasattr(self, "_by_document"):
+            order = np.argsort(self.chunk_doc, kind="stable")
+            grouped = self.chunk_doc[order]
+            starts = np.flatnonzero(np.r_[True, grouped[1:] != grouped[:-1]]) if len(grouped) else np.zeros(0, dtype=np.int64)
+            self._by_document = (order, starts, grouped[starts])
+        return self._by_document
 
     def chunk_position(self, chunk_id: str) -> int:
         """Where a chunk lies in this collection's arrays."""
@@ -87,33 +98,59 @@ class _DocScore:
     key: tuple[str, str]  # (collection, doc_id)
     score: float
     collection_index: int
-    chunk_index: int
+    chunk_index: int  # -1 where the caller did not ask for chunks (evaluation ranks documents only)
+
+
+# How many queries are scored at once: a block's score matrix is this many rows by every chunk.
+QUERY_BLOCK = 64
 
 
 def search(collections: list[SearchableCollection], query: str, settings: SearchSettings, k: int) -> list[SearchHit]:
-    """Rank documents of the given collections for the query; the best k come back, best first.
+    """Rank documents of the given collections for the query; the best k come back, best first,
+    each with the chunk that earned its place and a snippet.
 
     settings.content_types must be MIME types (search/run.py normalizes what users write).
     """
-    mode, depth, rrf_k = settings.search_type, settings.depth, settings.fusion.k
-    content_types, path_glob, lexical_unit = settings.content_types, settings.path_glob, settings.lexical_unit
+    fused = _rank(collections, [query], settings, k, with_chunks=True)[0]
+    return [_hit(collections, rank, entry, score, query) for rank, (entry, score) in enumerate(fused[:k], 1)]
+
+
+def rank_documents(
+    collections: list[SearchableCollection], queries: list[str], settings: SearchSettings, k: int,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> list[list[tuple[tuple[str, str], float]]]:
+    """The best k (collection, doc_id) and their scores for each query: the ranking `search` gives
+    each of them, computed for all queries at once (one tokenization, one batched embedding call,
+    one score matrix per block of queries) and without chunks or snippets, which evaluation does
+    not show. Scores equal `search`'s up to the float rounding of batched embedding and matrix
+    products (about 1e-6 on cosine scores)."""
+    ranked: list[list[tuple[tuple[str, str], float]]] = []
+    for start in range(0, len(queries), QUERY_BLOCK):
+        block = _rank(collections, queries[start : start + QUERY_BLOCK], settings, k, with_chunks=False)
+        ranked.extend([(entry.key, score) for entry, score in fused[:k]] for fused in block)
+        if on_progress is not None:
+            on_progress(len(ranked), len(queries))
+    return ranked
+
+
+def _rank(
+    collections: list[SearchableCollection], queries: list[str], settings: SearchSettings, k: int, with_chunks: bool
+) -> list[list[tuple[_DocScore, float]]]:
+    mode, rrf_k, lexical_unit = settings.search_type, settings.fusion.k, settings.lexical_unit
     if lexical_unit not in LEXICAL_UNITS:
         raise ValueError(f"lexical_unit {lexical_unit!r} is not one of {', '.join(LEXICAL_UNITS)}")
-    list_length = max(depth, k)
-    masks = [_chunk_filter(c, content_types, path_glob) for c in collections]
-    if mode == "fulltext":
-        ranked = _ranked_documents(collections, masks, query, lexical_unit, list_length)
-        fused = [(entry, entry.score) for entry in ranked]
-    elif mode == "semantic":
-        ranked = _ranked_documents(collections, masks, query, "semantic", list_length)
-        fused = [(entry, entry.score) for entry in ranked]
-    elif mode == "hybrid":
-        lexical = _ranked_documents(collections, masks, query, lexical_unit, list_length)
-        semantic = _ranked_documents(collections, masks, query, "semantic", list_length)
-        fused = _fuse(lexical, semantic, rrf_k)
-    else:
+    if mode not in ("fulltext", "semantic", "hybrid"):
         raise ValueError(f"search mode {mode!r} is not one of fulltext, semantic, hybrid")
-    return [_hit(collections, rank, entry, score, query) for rank, (entry, score) in enumerate(fused[:k], 1)]
+    list_length = max(settings.depth, k)
+    masks = [_chunk_filter(c, settings.content_types, settings.path_glob) for c in collections]
+    lexical = semantic = None
+    if mode in ("fulltext", "hybrid"):
+        lexical = _ranked_documents(collections, masks, queries, lexical_unit, list_length, with_chunks)
+    if mode in ("semantic", "hybrid"):
+        semantic = _ranked_documents(collections, masks, queries, "semantic", list_length, with_chunks)
+    if mode == "hybrid":
+        return [_fuse(lexical_list, semantic_list, rrf_k) for lexical_list, semantic_list in zip(lexical, semantic)]
+    return [[(entry, entry.score) for entry in ranked] for ranked in (lexical if mode == "fulltext" else semantic)]
 
 
 def _fuse(lexical: list[_DocScore], semantic: list[_DocScore], rrf_k: int) -> list[tuple[_DocScore, float]]:
@@ -131,57 +168,89 @@ def _fuse(lexical: list[_DocScore], semantic: list[_DocScore], rrf_k: int) -> li
 def _ranked_documents(
     collections: list[SearchableCollection],
     masks: list[np.ndarray],
-    query: str,
+    queries: list[str],
     retriever: str,
     limit: int,
-) -> list[_DocScore]:
-    """The best `limit` documents of the collections by one retriever: "document" or "chunk"
-    BM25, or "semantic". Ties are ordered by (collection, doc_id)."""
-    entries: list[_DocScore] = []
+    with_chunks: bool,
+) -> list[list[_DocScore]]:
+    """For each query, the best `limit` documents of the collections by one retriever:
+    "document" or "chunk" BM25, or "semantic". Ties are ordered by (collection, doc_id)."""
+    per_query: list[list[_DocScore]] = [[] for _ in queries]
+    tokens = tokenize(queries) if retriever != "semantic" else None
     for index, (collection, mask) in enumerate(zip(collections, masks)):
         if retriever == "semantic":
-            if collection.dense is None or collection.embed_query is None:
+            if collection.dense is None or collection.embed_queries is None:
                 raise ValueError(f"collection {collection.name!r} has no dense index")
-            documents, chunks, scores = _best_chunk_per_document(collection, collection.dense @ collection.embed_query(query), mask)
+            chunk_scores = collection.embed_queries(queries) @ collection.dense.T
+            valid = np.broadcast_to(mask, chunk_scores.shape)
+            documents, scores = _best_chunk_scores(collection, chunk_scores, valid)
+        elif retriever == "chunk":
+            chunk_scores = collection.lexical.scores_for_tokens(tokens)
+            valid = mask & (chunk_scores > 0)
+            documents, scores = _best_chunk_scores(collection, chunk_scores, valid)
         else:
-            chunk_scores = collection.lexical.scores(query)
-            if retriever == "chunk":
-                documents, chunks, scores = _best_chunk_per_document(collection, chunk_scores, mask & (chunk_scores > 0))
-            else:
-                document_scores = collection.document_lexical.scores(query)
-                matching = (document_scores > 0)[collection.chunk_doc]
-                documents, chunks, _ = _best_chunk_per_document(collection, chunk_scores, mask & matching)
-                scores = document_scores[documents].astype(np.float64)
-        # Documents are stored sorted by doc_id, so the document position breaks ties by doc_id.
-        top = np.lexsort((documents, -scores))[:limit]
-        entries.extend(
-            _DocScore(
-                key=(collection.name, collection.doc_ids[documents[i]]),
-                score=float(scores[i]),
-                collection_index=index,
-                chunk_index=int(chunks[i]),
+            # Whole-document BM25; a document needs one chunk the filters allow and a query term.
+            document_scores = collection.document_lexical.scores_for_tokens(tokens)
+            documents = _documents_with_chunks(collection, mask)
+            scores = document_scores[:, documents].astype(np.float64)
+            scores[scores <= 0] = -np.inf
+            if with_chunks:
+                chunk_scores = collection.lexical.scores_for_tokens(tokens)
+                valid = np.broadcast_to(mask & (document_scores > 0)[:, collection.chunk_doc], chunk_scores.shape)
+        for row, top in enumerate(_top_positions(scores, documents, limit)):
+            per_query[row].extend(
+                _DocScore(
+                    key=(collection.name, collection.doc_ids[documents[i]]),
+                    score=float(scores[row, i]),
+                    collection_index=index,
+                    chunk_index=_best_chunk(collection, chunk_scores[row], valid[row], documents[i]) if with_chunks else -1,
+                )
+                for i in top
             )
-            for i in top
-        )
-    entries.sort(key=lambda entry: (-entry.score, entry.key))
-    return entries[:limit]
+    for entries in per_query:
+        entries.sort(key=lambda entry: (-entry.score, entry.key))
+        del entries[limit:]
+    return per_query
 
 
-def _best_chunk_per_document(
-    collection: SearchableCollection, scores: np.ndarray, valid: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Max-passage aggregation over the valid chunks: (document, its best chunk, that chunk's
-    score) for each document with a valid chunk; the earliest chunk wins a tie."""
-    chunk_positions = np.nonzero(valid)[0]
-    chunk_scores = scores[chunk_positions].astype(np.float64)
-    documents = collection.chunk_doc[chunk_positions]
-    # Sort by document, then by descending score, then by chunk position; the first of each
-    # document's run is its best chunk.
-    order = np.lexsort((chunk_positions, -chunk_scores, documents))
-    first_of_run = np.ones(len(order), dtype=bool)
-    first_of_run[1:] = documents[order][1:] != documents[order][:-1]
-    best = order[first_of_run]
-    return documents[best], chunk_positions[best], chunk_scores[best]
+def _documents_with_chunks(collection: SearchableCollection, mask: np.ndarray) -> np.ndarray:
+    """Positions, ascending, of the documents with at least one chunk the filters allow."""
+    return np.unique(collection.chunk_doc[mask])
+
+
+def _best_chunk_scores(collection: SearchableCollection, chunk_scores: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Max-passage aggregation for a block of queries: the positions (ascending) of the documents
+    that have chunks, and each query's best valid chunk score per document (float64; -inf where a
+    document has no valid chunk for that query)."""
+    order, starts, documents = collection.chunks_by_document()
+    masked = np.where(valid, chunk_scores, -np.inf)[:, order]
+    if masked.shape[1] == 0:
+        return documents, np.zeros((len(chunk_scores), 0))
+    return documents, np.maximum.reduceat(masked, starts, axis=1).astype(np.float64)
+
+
+def _top_positions(scores: np.ndarray, documents: np.ndarray, limit: int) -> list[np.ndarray]:
+    """For each row, the columns of its best `limit` finite scores, best first; equal scores in
+    document order (documents are stored sorted by doc_id, so that is doc_id order)."""
+    tops = []
+    for row in scores:
+        eligible = np.nonzero(np.isfinite(row))[0]
+        if len(eligible) > limit:
+            # Keep every score tied with the limit-th best, so the tie order below decides.
+            threshold = np.partition(row[eligible], len(eligible) - limit)[len(eligible) - limit]
+            eligible = eligible[row[eligible] >= threshold]
+        tops.append(eligible[np.lexsort((documents[eligible], -row[eligible]))][:limit])
+    return tops
+
+
+def _best_chunk(collection: SearchableCollection, chunk_scores: np.ndarray, valid: np.ndarray, document: int) -> int:
+    """The document's valid chunk with the highest score; the earliest chunk wins a tie."""
+    order, starts, documents = collection.chunks_by_document()
+    run = int(np.searchsorted(documents, document))
+    end = starts[run + 1] if run + 1 < len(starts) else len(order)
+    chunks = order[starts[run] : end]
+    chunks = chunks[valid[chunks]]
+    return int(chunks[np.argmax(chunk_scores[chunks])])
 
 
 def _chunk_filter(

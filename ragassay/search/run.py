@@ -1,9 +1,11 @@
-"""The one search path: `ragassay search`, retrieval evaluation and answering all call run_search."""
+"""The one search path: `ragassay search` and answering call run_search; retrieval evaluation calls
+rank_queries, the same ranking for many questions at once (run_search when it reranks)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from ragassay.errors import ConfigError
 from ragassay.ingest.extraction import CONTENT_TYPES
@@ -11,7 +13,7 @@ from ragassay.llm.models import ChatModelConfig
 from ragassay.llm.structured import Usage
 from ragassay.resources import Resources
 from ragassay.search.rerank import RerankStats, rerank_hits
-from ragassay.search.retrieval import SearchHit, search
+from ragassay.search.retrieval import SearchableCollection, SearchHit, rank_documents, search
 from ragassay.search.settings import SearchSettings
 
 
@@ -48,6 +50,38 @@ def run_search(
     """Search the named collections (each at most once) with one set of search settings and
     return the best k documents; with rerank "llm", the reranker's calls and fallbacks come back
     with the hits."""
+    loaded, settings = _open_for_search(resources, home, collections, settings)
+    if settings.rerank != "llm":
+        return SearchResult(search(loaded, query, settings, k))
+    hits = search(loaded, query, settings, max(k, settings.rerank_candidates))
+    model = resources.chat_model(settings.rerank_model or ChatModelConfig(), home)
+    reranked = rerank_hits(model, loaded, query, hits[: settings.rerank_candidates])
+    return SearchResult(reranked.hits[:k], reranked.usage, reranked.stats)
+
+
+def rank_queries(
+    resources: Resources,
+    home: Path,
+    collections: list[str],
+    queries: list[str],
+    settings: SearchSettings,
+    k: int,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> list[list[tuple[tuple[str, str], float]]]:
+    """The ranking run_search gives each query, as ((collection, doc_id), score) pairs, computed
+    for all queries at once (search/retrieval.rank_documents). Without reranking only: a
+    reranked search is one model call per question, run_search's path."""
+    loaded, settings = _open_for_search(resources, home, collections, settings)
+    if settings.rerank != "off":
+        raise ValueError("rank_queries ranks without reranking; rerank with run_search")
+    return rank_documents(loaded, queries, settings, k, on_progress)
+
+
+def _open_for_search(
+    resources: Resources, home: Path, collections: list[str], settings: SearchSettings
+) -> tuple[list[SearchableCollection], SearchSettings]:
+    """The named collections opened (each once) and the search part of the settings, with
+    content types normalized."""
     if not collections:
         raise ConfigError("at least one --collection is needed")
     need_dense = settings.search_type in ("semantic", "hybrid")
@@ -56,9 +90,4 @@ def run_search(
     if need_dense and len(model_ids) > 1:
         raise ConfigError(f"collections were embedded with different models ({', '.join(sorted(model_ids))}); index them with one model")
     settings = settings.search_settings().model_copy(update={"content_types": normalize_content_types(settings.content_types)})
-    if settings.rerank != "llm":
-        return SearchResult(search(loaded, query, settings, k))
-    hits = search(loaded, query, settings, max(k, settings.rerank_candidates))
-    model = resources.chat_model(settings.rerank_model or ChatModelConfig(), home)
-    reranked = rerank_hits(model, loaded, query, hits[: settings.rerank_candidates])
-    return SearchResult(reranked.hits[:k], reranked.usage, reranked.stats)
+    return loaded, settings

@@ -1,0 +1,25 @@
+"""Where a flow's fanned-out tasks run: the Prefect task runner a TaskRunnerConfig names."""
+
+from __future__ import annotations
+
+from ragassay.config import TaskRunnerConfig
+
+
+def task_runner(config: TaskRunnerConfig):
+    """A task runner to enter (`with task_runner(config) as runner`) and submit tasks to: threads
+    in this process, a running Dask scheduler, or a Dask LocalCluster of worker processes that
+    lives as long as the `with` block."""
+    if config.kind == "threads":
+        from prefect.task_runners import ThreadPoolTaskRunner
+
+        return ThreadPoolTaskRunner(max_workers=config.workers or 1)
+    from prefect_dask import DaskTaskRunner
+
+    if config.address:
+        return DaskTaskRunner(address=config.address)
+    # One thread per worker process: models and BM25 scoring use the process's cores themselves.
+    # No dashboard: nothing is served that nobody asked for.
+    return DaskTaskRunner(
+        cluster_class="distributed.LocalCluster",
+        cluster_kwargs={"n_workers": config.workers or 2, "threads_per_worker": 1, "processes": True, "dashboard_address": None},
+    )
