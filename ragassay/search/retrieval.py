@@ -23,6 +23,7 @@ Rules (what a result means):
 from __future__ import annotations
 
 import fnmatch
+import itertools
 import re
 from dataclasses import dataclass
 from typing import Callable
@@ -93,15 +94,14 @@ class SearchHit:
     snippet: str
 
 
-@dataclass(frozen=True)
-class _DocScore:
-    key: tuple[str, str]  # (collection, doc_id)
-    score: float
-    collection_index: int
-    chunk_index: int  # -1 where the caller did not ask for chunks (evaluation ranks documents only)
+# A ranked document: ((collection, doc_id), score, collection's position, its best chunk's position
+# or -1 where the caller did not ask for chunks). A plain tuple, as evaluation makes one per
+# question and rank (30,000 for SciFact), and building a class instance each time was half the
+# time of a fulltext evaluation.
+_DocScore = tuple[tuple[str, str], float, int, int]
 
 
-# How many queries are scored at once: a block's score matrix is this many rows by every chunk.
+# How many queries are ranked at once: a block's score matrix is this many rows by every chunk.
 QUERY_BLOCK = 64
 
 
@@ -122,12 +122,12 @@ def rank_documents(
     """The best k (collection, doc_id) and their scores for each query: the ranking `search` gives
     each of them, computed for all queries at once (one tokenization, one batched embedding call,
     one score matrix per block of queries) and without chunks or snippets, which evaluation does
-    not show. Scores equal `search`'s up to the float rounding of batched embedding and matrix
-    products (about 1e-6 on cosine scores)."""
+    not show. Rankings and scores are exactly `search`'s: embedding a batch gives each query the
+    vector it gets alone, and each query's scores are a product of its own."""
     ranked: list[list[tuple[tuple[str, str], float]]] = []
     for start in range(0, len(queries), QUERY_BLOCK):
         block = _rank(collections, queries[start : start + QUERY_BLOCK], settings, k, with_chunks=False)
-        ranked.extend([(entry.key, score) for entry, score in fused[:k]] for fused in block)
+        ranked.extend([(entry[0], score) for entry, score in fused[:k]] for fused in block)
         if on_progress is not None:
             on_progress(len(ranked), len(queries))
     return ranked
@@ -150,16 +150,16 @@ def _rank(
         semantic = _ranked_documents(collections, masks, queries, "semantic", list_length, with_chunks)
     if mode == "hybrid":
         return [_fuse(lexical_list, semantic_list, rrf_k) for lexical_list, semantic_list in zip(lexical, semantic)]
-    return [[(entry, entry.score) for entry in ranked] for ranked in (lexical if mode == "fulltext" else semantic)]
+    return [[(entry, entry[1]) for entry in ranked] for ranked in (lexical if mode == "fulltext" else semantic)]
 
 
 def _fuse(lexical: list[_DocScore], semantic: list[_DocScore], rrf_k: int) -> list[tuple[_DocScore, float]]:
-    lexical_rank = {entry.key: rank for rank, entry in enumerate(lexical)}
-    chosen = {entry.key: entry for entry in lexical}
+    lexical_rank = {entry[0]: rank for rank, entry in enumerate(lexical)}
+    chosen = {entry[0]: entry for entry in lexical}
     for rank, entry in enumerate(semantic):
-        if rank < lexical_rank.get(entry.key, float("inf")):
-            chosen[entry.key] = entry
-    fused = reciprocal_rank_fusion([[e.key for e in lexical], [e.key for e in semantic]], rrf_k)
+        if rank < lexical_rank.get(entry[0], float("inf")):
+            chosen[entry[0]] = entry
+    fused = reciprocal_rank_fusion([[e[0] for e in lexical], [e[0] for e in semantic]], rrf_k)
     # Equal fused scores are ordered by (collection, doc_id), as everywhere else in search.
     ordered = sorted(fused, key=lambda pair: (-pair[1], pair[0]))
     return [(chosen[key], score) for key, score in ordered]
@@ -181,7 +181,11 @@ def _ranked_documents(
         if retriever == "semantic":
             if collection.dense is None or collection.embed_queries is None:
                 raise ValueError(f"collection {collection.name!r} has no dense index")
-            chunk_scores = collection.embed_queries(queries) @ collection.dense.T
+            # One matrix-vector product per query, not one matrix product per block: a matrix
+            # product's rounding depends on the block (up to 7e-7 on SciFact), which swapped
+            # near-tied documents in 3 of 300 rankings against the same question searched alone.
+            vectors = collection.embed_queries(queries)
+            chunk_scores = np.stack([collection.dense @ vector for vector in vectors]) if len(vectors) else np.zeros((0, len(collection.dense)), dtype=np.float32)
             valid = np.broadcast_to(mask, chunk_scores.shape)
             documents, scores = _best_chunk_scores(collection, chunk_scores, valid)
         elif retriever == "chunk":
@@ -198,23 +202,21 @@ def _ranked_documents(
                 chunk_scores = collection.lexical.scores_for_tokens(tokens)
                 valid = np.broadcast_to(mask & (document_scores > 0)[:, collection.chunk_doc], chunk_scores.shape)
         for row, top in enumerate(_top_positions(scores, documents, limit)):
-            per_query[row].extend(
-                _DocScore(
-                    key=(collection.name, collection.doc_ids[documents[i]]),
-                    score=float(scores[row, i]),
-                    collection_index=index,
-                    chunk_index=_best_chunk(collection, chunk_scores[row], valid[row], documents[i]) if with_chunks else -1,
-                )
-                for i in top
-            )
-    for entries in per_query:
-        entries.sort(key=lambda entry: (-entry.score, entry.key))
-        del entries[limit:]
+            top_documents, top_scores = documents[top].tolist(), scores[row, top].tolist()
+            chunks = [_best_chunk(collection, chunk_scores[row], valid[row], d) for d in top_documents] if with_chunks else [-1] * len(top)
+            keys = [(collection.name, collection.doc_ids[d]) for d in top_documents]
+            per_query[row].extend(zip(keys, top_scores, itertools.repeat(index), chunks))
+    if len(collections) > 1:  # one collection's list is already in (-score, doc_id) order
+        for entries in per_query:
+            entries.sort(key=lambda entry: (-entry[1], entry[0]))
+            del entries[limit:]
     return per_query
 
 
 def _documents_with_chunks(collection: SearchableCollection, mask: np.ndarray) -> np.ndarray:
     """Positions, ascending, of the documents with at least one chunk the filters allow."""
+    if mask.all():
+        return collection.chunks_by_document()[2]
     return np.unique(collection.chunk_doc[mask])
 
 
@@ -232,13 +234,16 @@ def _best_chunk_scores(collection: SearchableCollection, chunk_scores: np.ndarra
 def _top_positions(scores: np.ndarray, documents: np.ndarray, limit: int) -> list[np.ndarray]:
     """For each row, the columns of its best `limit` finite scores, best first; equal scores in
     document order (documents are stored sorted by doc_id, so that is doc_id order)."""
+    columns = scores.shape[1]
+    if columns > limit:
+        # Every score tied with a row's limit-th best stays a candidate, so the tie order decides.
+        thresholds = np.partition(scores, columns - limit, axis=1)[:, columns - limit]
+        candidates = (scores >= thresholds[:, None]) & np.isfinite(scores)
+    else:
+        candidates = np.isfinite(scores)
     tops = []
-    for row in scores:
-        eligible = np.nonzero(np.isfinite(row))[0]
-        if len(eligible) > limit:
-            # Keep every score tied with the limit-th best, so the tie order below decides.
-            threshold = np.partition(row[eligible], len(eligible) - limit)[len(eligible) - limit]
-            eligible = eligible[row[eligible] >= threshold]
+    for row, chosen in zip(scores, candidates):
+        eligible = np.flatnonzero(chosen)
         tops.append(eligible[np.lexsort((documents[eligible], -row[eligible]))][:limit])
     return tops
 
@@ -273,8 +278,8 @@ def _chunk_filter(
 
 
 def _hit(collections: list[SearchableCollection], rank: int, entry: _DocScore, score: float, query: str) -> SearchHit:
-    collection = collections[entry.collection_index]
-    chunk = entry.chunk_index
+    _, _, collection_index, chunk = entry
+    collection = collections[collection_index]
     doc = int(collection.chunk_doc[chunk])
     return SearchHit(
         rank=rank,
