@@ -14,6 +14,9 @@ searched at depth 100:
   queries, one numpy product with the chunk vectors, max-passage per document by
   `np.maximum.reduceat`, top 100 by `argpartition`; hybrid: both and RRF in a dict.
 
+Then the whole `eval retrieval` flow with threads and with a Dask LocalCluster of two worker
+processes: seconds and whether the means agree.
+
 Both sides are warm (index loaded, model loaded); the best of --rounds is printed, with the ratio
 and how many rankings are identical, and identical up to the order of documents whose scores are
 within 1e-5 (bm25s' results with score 0 are dropped, as search drops them).
@@ -46,7 +49,28 @@ def main() -> None:
     collection = f"{arguments.dataset}-1200"
     with flow_engine():
         prepare(home, arguments.dataset, collection)
-    compare(home, collection, arguments.rounds)
+        compare(home, collection, arguments.rounds)
+        runners(home, collection)
+
+
+def runners(home: Path, collection: str) -> None:
+    """The whole `eval retrieval` flow (3 configurations, MLflow logging included) with the default
+    thread runner and with a Dask LocalCluster of two worker processes: seconds, and whether every
+    mean is the same."""
+    from flows.eval_retrieval import eval_retrieval_flow
+    from ragassay.config import RetrievalEvalConfig, parse_config
+
+    settings = dict(collections=[collection], configurations=[{"label": m, "search_type": m, "fusion": {"k": RRF_K}} for m in MODES], home=home)
+    eval_retrieval_flow(parse_config(RetrievalEvalConfig, **settings))  # warm: the flow's first run loads what later runs reuse
+    timings, means = {}, {}
+    for name, runner in (("threads", {"kind": "threads"}), ("dask, 2 worker processes", {"kind": "dask", "workers": 2})):
+        started = time.perf_counter()
+        report = eval_retrieval_flow(parse_config(RetrievalEvalConfig, **settings, task_runner=runner))
+        timings[name], means[name] = time.perf_counter() - started, report.means
+    (a, b) = timings
+    print(f"\neval retrieval flow, 3 configurations: {a} {timings[a]:.1f}s, {b} {timings[b]:.1f}s "
+          f"(ratio {timings[b] / timings[a]:.2f}; the Dask run starts its cluster and each worker loads the index and model); "
+          f"means identical: {means[a] == means[b]}")
 
 
 def prepare(home: Path, dataset: str, collection: str) -> None:
