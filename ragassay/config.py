@@ -386,8 +386,9 @@ class PipelineConfig(_Frozen):
 
     judge: the judge of the gate's answer check and of answer evaluation. cache: remember model
     calls in the workspace's completion cache (llm/cache.py), so an unchanged re-run re-uses every
-    answer and verdict. task_runner: where retrieval evaluation's configurations run. Each stage's section builds that stage's own config (the same one its
-    command takes), so a stage behaves exactly as when run alone.
+    answer and verdict. task_runner: where retrieval evaluation's configurations run. Each stage's
+    section builds that stage's own config (the same one its command takes), so a stage behaves
+    exactly as when run alone.
     """
 
     collection: str

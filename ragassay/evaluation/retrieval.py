@@ -48,7 +48,7 @@ def search_questions(
     ranked: list[list[tuple[DocKey, float]]] = []
     with ProgressReporter(f"searching {len(questions)} questions ({configuration.label})", total=len(questions)) as progress:
         if configuration.rerank == "off":
-            # All questions at once: one tokenization, batched embedding, one score matrix per block.
+            # All questions at once: one tokenization, one batched embedding call, scores by block.
             ranked = rank_queries(resources, home, list(collections), [q.question for q in questions], configuration, depth, progress)
         else:
             for done, question in enumerate(questions, start=1):

@@ -41,11 +41,11 @@ def load_searchable(home: Path, name: str, need_dense: bool, embedders: Embedder
             f"collection {name!r} changed since it was indexed; run `ragassay index --collection {name}`"
         )
     doc_position = {doc_id: i for i, doc_id in enumerate(documents["doc_id"].to_list())}
-    dense, query_embedder, queries_embedder = None, None, None
+    dense, embed_queries = None, None
     if need_dense:
         embedder = embedders.get(resolve_model(manifest["embedding_model"], models_dir(home)))
         dense = _dense_matrix(paths, chunks, manifest["embedding_model_id"], manifest["dimension"])
-        query_embedder, queries_embedder = embedder.embed_query, embedder.embed
+        embed_queries = embedder.embed
     return SearchableCollection(
         name=name,
         chunk_ids=chunks["chunk_id"].to_list(),
@@ -61,9 +61,8 @@ def load_searchable(home: Path, name: str, need_dense: bool, embedders: Embedder
         lexical=LexicalIndex.load(paths.bm25_dir, size=chunks.height),
         document_lexical=LexicalIndex.load(paths.bm25_documents_dir, size=documents.height),
         dense=dense,
-        embed_query=query_embedder,
+        embed_queries=embed_queries,
         embedding_model_id=manifest["embedding_model_id"],
-        embed_queries=queries_embedder,
     )
 
 

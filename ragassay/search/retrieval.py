@@ -56,9 +56,14 @@ class SearchableCollection:
     lexical: LexicalIndex
     document_lexical: LexicalIndex
     dense: np.ndarray | None
-    embed_query: Callable[[str], np.ndarray] | None
+    embed_queries: Callable[[list[str]], np.ndarray] | None  # texts in, unit vectors out
     embedding_model_id: str | None
-    embed_queries: Callable[[list[str]], np.ndarray] | None = None
+
+    def embed_query(self, query: str) -> np.ndarray:
+        """The unit vector of one query, with this collection's embedding model."""
+        if self.embed_queries is None:
+            raise ValueError(f"collection {self.name!r} was opened without its dense index")
+        return self.embed_queries([query])[0]
 
     def chunks_by_document(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The chunk positions grouped by document (stable, so ascending within a document), where
