@@ -4,9 +4,13 @@ the real answer path, judged, compared pairwise, and logged as one MLflow batch.
 from __future__ import annotations
 
 from prefect import flow
+from prefect.runtime import flow_run
 
+from flows.runners import task_runner
+from ragassay.batches import in_batches
 from ragassay.config import AnswerEvalConfig
 from ragassay.evaluation.answers import configuration_pairs
+from ragassay.llm.models import model_id_of
 from ragassay.tracking import Batch
 from tasks.eval_answers import (
     AnswerEvalReport,
@@ -14,9 +18,9 @@ from tasks.eval_answers import (
     compare_answers,
     judge_answers,
     load_answer_questions,
-    load_judge,
     log_answer_batch,
     publish_answer_report,
+    summarize_answers,
 )
 
 
@@ -25,13 +29,31 @@ def eval_answers_flow(config: AnswerEvalConfig, batch: Batch | None = None) -> A
     """Answer every question under each configuration, judge, compare, log one batch (or into the
     pipeline's batch), and show the outcome on the flow run."""
     questions = load_answer_questions(config)
-    judge = load_judge(config.judge, config.home)
-    answered, summaries = {}, {}
-    for configuration in config.configurations:
-        answered[configuration.label] = answer_questions(config.home, config.collections, questions, configuration)
-        summaries[configuration.label] = judge_answers(config.home, judge, answered[configuration.label], configuration.label)
-    pairs = configuration_pairs(list(answered)) if config.pairwise else []
-    comparisons = [compare_answers(judge, a, answered[a], b, answered[b]) for a, b in pairs]
-    report = log_answer_batch(config, questions, judge.model_id, summaries, comparisons, batch)
+    evaluation = str(flow_run.id)  # the judges' memory lasts one evaluation (tasks/resources.worker_judge)
+    judge = {"home": config.home, "judge": config.judge, "evaluation": evaluation}
+    # Configurations (or parts of their questions, config.questions_per_task) are answered, judged
+    # and compared where config.task_runner says: threads here, or Dask worker processes, each
+    # with its own in-process models.
+    parts = in_batches(questions.all, config.questions_per_task)
+    with task_runner(config.task_runner) as runner:
+        answering = {
+            c.label: [runner.submit(answer_questions, {"home": config.home, "collections": config.collections, "questions": part, "configuration": c})
+                      for part in parts]
+            for c in config.configurations
+        }
+        answered = {label: [item for future in futures for item in future.result()] for label, futures in answering.items()}
+        judging = {
+            label: [runner.submit(judge_answers, {**judge, "answered": part, "label": label}) for part in in_batches(items, config.questions_per_task)]
+            for label, items in answered.items()
+        }
+        pairs = configuration_pairs(list(answered)) if config.pairwise else []
+        comparing = [
+            runner.submit(compare_answers, {**judge, "label_a": a, "answered_a": answered[a], "label_b": b, "answered_b": answered[b]})
+            for a, b in pairs
+        ]
+        judged = {label: [future.result() for future in futures] for label, futures in judging.items()}
+        comparisons = [future.result() for future in comparing]
+    summaries = {label: summarize_answers(label, answered[label], judged[label]) for label in answered}
+    report = log_answer_batch(config, questions, model_id_of(config.judge), summaries, comparisons, batch)
     publish_answer_report(config, report)
     return report

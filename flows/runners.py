@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ragassay.config import TaskRunnerConfig
+from ragassay.llm.models import usable_cores
 
 
 def task_runner(config: TaskRunnerConfig):
@@ -17,9 +18,12 @@ def task_runner(config: TaskRunnerConfig):
 
     if config.address:
         return DaskTaskRunner(address=config.address)
-    # One thread per worker process: models and BM25 scoring use the process's cores themselves.
-    # No dashboard: nothing is served that nobody asked for.
+    # One thread per worker process: models and BM25 scoring use the process's cores themselves,
+    # an in-process chat model its share of them (more llama.cpp threads than cores is several
+    # times slower). No dashboard: nothing is served that nobody asked for.
+    workers = config.workers or 2
     return DaskTaskRunner(
         cluster_class="distributed.LocalCluster",
-        cluster_kwargs={"n_workers": config.workers or 2, "threads_per_worker": 1, "processes": True, "dashboard_address": None},
+        cluster_kwargs={"n_workers": workers, "threads_per_worker": 1, "processes": True, "dashboard_address": None,
+                        "env": {"RAGASSAY_MODEL_THREADS": str(max(1, usable_cores() // workers))}},
     )

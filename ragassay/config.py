@@ -86,13 +86,18 @@ class ChunkingConfig(_Frozen):
 
 
 class IngestConfig(_Frozen):
-    """One `ragassay ingest` run."""
+    """One `ragassay ingest` run. files_per_task: files one extraction task reads (with one
+    extraction worker process) on the task runner."""
 
     collection: str
     paths: tuple[Path, ...] = Field(min_length=1)
     format: Literal["files", "beir"] = "files"
     chunking: ChunkingConfig = ChunkingConfig()
     doc_id: str | None = None
+    # Enough that starting the extraction worker is a small part of a task, few enough that a large
+    # ingest shows progress per task and spreads over a task runner's workers.
+    files_per_task: int = Field(500, ge=1)
+    task_runner: TaskRunnerConfig = TaskRunnerConfig()
     home: Path = Field(default_factory=workspace_home)
 
     _collection = field_validator("collection")(_check_collection)
@@ -107,11 +112,16 @@ class IngestConfig(_Frozen):
 
 
 class IndexConfig(_Frozen):
-    """One `ragassay index` run. embedding_model: a fastembed model name or a local ONNX folder."""
+    """One `ragassay index` run. embedding_model: a fastembed model name or a local ONNX folder.
+    chunks_per_task: chunk texts one embedding task embeds on the task runner (and one row group of
+    the embedding cache holds); batch_size: texts per model call within it."""
 
     collection: str
     embedding_model: str = DEFAULT_EMBEDDING_MODEL
     batch_size: int = Field(64, ge=1, le=4096)
+    # 4,096 x 384 float32 vectors are 6 MB: what a task holds of what it embeds.
+    chunks_per_task: int = Field(4096, ge=1)
+    task_runner: TaskRunnerConfig = TaskRunnerConfig()
     home: Path = Field(default_factory=workspace_home)
 
     _collection = field_validator("collection")(_check_collection)
@@ -244,6 +254,8 @@ class AnswerEvalConfig(_Frozen):
 
     unanswerable: a JSONL/CSV file of questions the corpus cannot answer (id, question), for the
     refusal metrics. pairwise: compare every pair of configurations answer by answer.
+    questions_per_task: questions one answering or judging task takes on the task runner (None: a
+    configuration's questions in one task each).
     """
 
     collections: tuple[str, ...] = Field(min_length=1)
@@ -254,6 +266,8 @@ class AnswerEvalConfig(_Frozen):
     seed: int = 0
     pairwise: bool = True
     assertions: tuple[str, ...] = ()
+    questions_per_task: int | None = Field(None, ge=1)
+    task_runner: TaskRunnerConfig = TaskRunnerConfig()
     home: Path = Field(default_factory=workspace_home)
 
     _collections = field_validator("collections")(_check_collections)
@@ -386,7 +400,8 @@ class PipelineConfig(_Frozen):
 
     judge: the judge of the gate's answer check and of answer evaluation. cache: remember model
     calls in the workspace's completion cache (llm/cache.py), so an unchanged re-run re-uses every
-    answer and verdict. task_runner: where retrieval evaluation's configurations run. Each stage's
+    answer and verdict. task_runner: where every stage's fanned-out tasks run (extraction batches,
+    embedding groups, configurations searched, answered and judged). Each stage's
     section builds that stage's own config (the same one its command takes), so a stage behaves
     exactly as when run alone.
     """
@@ -428,10 +443,13 @@ class PipelineConfig(_Frozen):
     def ingest_config(self) -> IngestConfig | None:
         if not self.ingest.enabled:
             return None
-        return IngestConfig(collection=self.collection, paths=self.ingest.paths, chunking=self.ingest.chunking, home=self.home)
+        return IngestConfig(collection=self.collection, paths=self.ingest.paths, chunking=self.ingest.chunking, task_runner=self.task_runner, home=self.home)
 
     def index_config(self) -> IndexConfig:
-        return IndexConfig(collection=self.collection, embedding_model=self.index.embedding_model, batch_size=self.index.batch_size, home=self.home)
+        return IndexConfig(
+            collection=self.collection, embedding_model=self.index.embedding_model, batch_size=self.index.batch_size,
+            task_runner=self.task_runner, home=self.home,
+        )
 
     def generate_config(self) -> GenerateConfig:
         golden = self.golden
@@ -458,7 +476,8 @@ class PipelineConfig(_Frozen):
         )
         return AnswerEvalConfig(
             collections=(self.collection,), configurations=configurations, judge=self._model(self.judge), unanswerable=answers.unanswerable,
-            max_questions=answers.max_questions, seed=answers.seed, pairwise=answers.pairwise, assertions=answers.assertions, home=self.home,
+            max_questions=answers.max_questions, seed=answers.seed, pairwise=answers.pairwise, assertions=answers.assertions,
+            task_runner=self.task_runner, home=self.home,
         )
 
 

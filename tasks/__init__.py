@@ -1,13 +1,15 @@
 """Prefect tasks: each reads its inputs, calls the library (the `ragassay` package), and writes its
 outputs. Flows (flows/) wire them together.
 
-- ingest: find files, extract them, store documents and chunks, import BEIR, report.
-- index: read the collection, embed chunks through the cache, build BM25, publish the index.
+- ingest: find files, extract them a batch a task, store documents and chunks, import BEIR, report.
+- index: read the collection, embed the texts the cache lacks a group a task, write the cache,
+  build BM25, publish the index.
 - generate_golden: choose the seed, generate questions through the quality gate, log the run.
 - eval_retrieval: load golden questions, search them per configuration, score, compare, log.
-- eval_answers: load questions and the judge, answer, judge, compare pairwise, log.
+- eval_answers: load questions, answer, judge, compare pairwise (a task per configuration or
+  pair), log.
 - run_cases: run a suite of evaluation cases, log it.
-- resources: the loaded models and opened collections this worker process shares.
+- resources: the loaded models, opened collections and judge this worker process shares.
 
 Importing this package also forwards the library's log lines (progress of long steps) to the log
 of the Prefect run they happen in, so the Prefect UI shows them.

@@ -24,7 +24,7 @@ from ragassay.evaluation.answer_summary import (
     summarize_configuration,
     warnings_frame,
 )
-from ragassay.evaluation.answers import PairComparison, batch_warnings
+from ragassay.evaluation.answers import JudgedConfiguration, PairComparison, batch_warnings
 from ragassay.evaluation.questions import EvalQuestion, GoldenContext, gather_golden_questions, read_unanswerable
 from ragassay.evaluation.reports import answers_markdown
 from ragassay.gates.assertions import check_assertions, parse_answer_assertion
@@ -34,7 +34,7 @@ from ragassay.llm.models import ChatModelConfig, model_id_of
 from ragassay.store.schemas import PAIRWISE
 from ragassay.tracking import Batch
 from tasks.publish import publish, stage_batch
-from tasks.resources import MODEL_SERVER_RETRIES, TRACKING_RETRIES, worker_resources
+from tasks.resources import MODEL_SERVER_RETRIES, TRACKING_RETRIES, worker_judge, worker_resources
 
 
 class AnswerEvalReport(BaseModel):
@@ -94,25 +94,34 @@ def load_judge(config: ChatModelConfig, home: Path) -> Judge:
 
 @task(name="answer-questions", cache_policy=NO_CACHE, **MODEL_SERVER_RETRIES)
 def answer_questions(
-    home: Path, collections: tuple[str, ...], questions: AnswerQuestions, configuration: AnswerConfiguration
+    home: Path, collections: tuple[str, ...], questions: list[tuple[EvalQuestion, bool]], configuration: AnswerConfiguration
 ) -> list[AnsweredQuestion]:
-    """Each question through exactly `ragassay answer`'s code path under one configuration."""
-    return answers.answer_questions(worker_resources(), home, collections, questions.all, configuration)
+    """Each (question, answerable) through exactly `ragassay answer`'s code path under one
+    configuration (all of its questions, or one part of them)."""
+    return answers.answer_questions(worker_resources(), home, collections, questions, configuration)
 
 
 @task(name="judge-answers", cache_policy=NO_CACHE, **MODEL_SERVER_RETRIES)
-def judge_answers(home: Path, judge: Judge, answered: list[AnsweredQuestion], label: str) -> ConfigurationSummary:
-    """Every answer metric of each answerable question, summarized with the configuration's cost."""
-    judged = answers.judge_answers(worker_resources(), home, judge, answered, label)
-    return summarize_configuration(label, answered, judged.judgements, judged.usage, judged.reused)
+def judge_answers(home: Path, judge: ChatModelConfig, evaluation: str, answered: list[AnsweredQuestion], label: str) -> JudgedConfiguration:
+    """Every answer metric of each answerable question (of a configuration, or of one part of its
+    questions). The judge is this process's for the evaluation (tasks/resources.worker_judge)."""
+    return answers.judge_answers(worker_resources(), home, worker_judge(judge, home, evaluation), answered, label)
+
+
+@task(name="summarize-answers", cache_policy=NO_CACHE)
+def summarize_answers(label: str, answered: list[AnsweredQuestion], judged: list[JudgedConfiguration]) -> ConfigurationSummary:
+    """A configuration's answer metrics and cost, from its answers and the parts they were judged in."""
+    combined = JudgedConfiguration.combined(judged)
+    return summarize_configuration(label, answered, combined.judgements, combined.usage, combined.reused)
 
 
 @task(name="compare-answers", cache_policy=NO_CACHE, **MODEL_SERVER_RETRIES)
 def compare_answers(
-    judge: Judge, label_a: str, answered_a: list[AnsweredQuestion], label_b: str, answered_b: list[AnsweredQuestion]
+    home: Path, judge: ChatModelConfig, evaluation: str,
+    label_a: str, answered_a: list[AnsweredQuestion], label_b: str, answered_b: list[AnsweredQuestion],
 ) -> PairComparison:
     """The judge's preference per answerable question, asked in both orders, and its cost."""
-    return answers.compare_answers(judge, label_a, answered_a, label_b, answered_b)
+    return answers.compare_answers(worker_judge(judge, home, evaluation), label_a, answered_a, label_b, answered_b)
 
 
 @task(name="log-answer-batch", cache_policy=NO_CACHE, **TRACKING_RETRIES)

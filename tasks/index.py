@@ -3,14 +3,19 @@ publish the index."""
 
 from __future__ import annotations
 
+import shutil
 from datetime import datetime, timezone
+from pathlib import Path
 
+import polars as pl
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from ragassay.config import IndexConfig
 from ragassay.index import build
-from ragassay.index.build import Embedded, IndexInputs, IndexReport, Staged
+from ragassay.index.build import Embedded, EmbeddingWork, IndexInputs, IndexReport, Staged
+from ragassay.progress import ProgressReporter
+from ragassay.search.dense import EmbeddingModelSpec
 from tasks.resources import worker_resources
 
 
@@ -20,10 +25,28 @@ def read_index_inputs(config: IndexConfig) -> IndexInputs:
     return build.read_index_inputs(config.home, config.collection, config.embedding_model)
 
 
-@task(name="embed-chunks", cache_policy=NO_CACHE)
-def embed_chunks(inputs: IndexInputs, batch_size: int) -> Embedded:
-    """Embed the chunk texts the embedding cache lacks, and prune the cache to current texts."""
-    return build.embed_chunks(inputs.paths, inputs.chunks, worker_resources().embedders.get(inputs.spec), batch_size)
+@task(name="plan-embedding", cache_policy=NO_CACHE)
+def plan_embedding(inputs: IndexInputs, chunks_per_task: int) -> EmbeddingWork:
+    """The chunk texts the embedding cache lacks for the model, in groups of chunks_per_task."""
+    return build.plan_embedding(inputs.paths, inputs.chunks, inputs.spec, chunks_per_task)
+
+
+@task(name="embed-text-group", cache_policy=NO_CACHE)
+def embed_text_group(spec: EmbeddingModelSpec, group: pl.DataFrame, batch_size: int, part: Path, label: str) -> Path:
+    """Embed one group of texts with this worker process's model; its rows go to part (in the
+    collection's folder, which every worker sees), so only a path travels back."""
+    with ProgressReporter(f"embedding {label}", total=group.height) as progress:
+        rows = build.embed_group(worker_resources().embedders.get(spec), group, batch_size, progress)
+    return build.write_embedded_part(rows, part)
+
+
+@task(name="store-embeddings", cache_policy=NO_CACHE)
+def store_embeddings(inputs: IndexInputs, work: EmbeddingWork, parts: list[Path]) -> Embedded:
+    """The new embedding cache: kept vectors and the groups' parts, read one at a time; then the
+    parts are removed."""
+    embedded = build.store_embeddings(inputs.paths, work, build.read_embedded_parts(parts), inputs.spec.dimension)
+    shutil.rmtree(work.parts_folder, ignore_errors=True)
+    return embedded
 
 
 @task(name="build-bm25-indexes", cache_policy=NO_CACHE)

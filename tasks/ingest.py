@@ -23,13 +23,28 @@ def discover_files(paths: tuple[Path, ...]) -> list[tuple[Path, Path]]:
     return files.discover_files(paths)
 
 
-@task(name="extract-documents", cache_policy=NO_CACHE)
-def extract_documents(config: IngestConfig, found: list[tuple[Path, Path]]) -> tuple[list[IncomingDocument], list[Rejection]]:
-    """Extract every file's text, except files whose digest the collection already holds with
-    these chunk settings; a file that fails becomes a rejection and the others go on."""
+@task(name="stored-digests", cache_policy=NO_CACHE)
+def stored_digests(config: IngestConfig) -> dict[str, str]:
+    """{doc_id: sha256} of the documents the collection holds with this ingest's chunk settings."""
     chunker = Chunker(config.chunking.chunk_size, config.chunking.chunk_overlap)
-    stored = documents.stored_digests(collection_paths(config.home, config.collection, must_exist=False), chunker)
+    return documents.stored_digests(collection_paths(config.home, config.collection, must_exist=False), chunker)
+
+
+@task(name="extract-file-batch", cache_policy=NO_CACHE)
+def extract_file_batch(
+    config: IngestConfig, found: list[tuple[Path, Path]], stored: dict[str, str]
+) -> tuple[list[IncomingDocument], list[Rejection]]:
+    """Extract one batch of files (in an extraction worker process of its own), except files whose
+    digest the collection already holds; a file that fails becomes a rejection and the others go on."""
     return files.extract_documents(found, config.doc_id, stored)
+
+
+@task(name="combine-extractions", cache_policy=NO_CACHE)
+def combine_extractions(
+    batches: list[tuple[list[IncomingDocument], list[Rejection]]],
+) -> tuple[list[IncomingDocument], list[Rejection]]:
+    """The batches' documents and rejections in order, a document id seen twice rejected."""
+    return files.combine_extractions(batches)
 
 
 @task(name="store-documents", cache_policy=NO_CACHE)

@@ -99,6 +99,22 @@ JUDGE_API_KEY_ENV_OPTION = typer.Option(
     None, "--judge-api-key-env", help="Environment variable holding the judge server's API key (sent as a bearer token, never recorded). Never put credentials in --judge-url."
 )
 
+TASK_RUNNER_OPTION = typer.Option(None, "--task-runner", help="Where the fanned-out tasks run (configurations, embedding groups, extraction batches): threads (default) or dask.")
+DASK_ADDRESS_OPTION = typer.Option(None, "--dask-address", help="A running Dask scheduler (tcp://host:8786); implies --task-runner dask.")
+WORKERS_OPTION = typer.Option(None, "--workers", help="Threads, or the Dask LocalCluster's worker processes (default 1 and 2).")
+
+
+def with_task_runner(settings: dict, kind: str | None, address: str | None, workers: int | None) -> dict:
+    """settings with the task runner options laid over its `task_runner` mapping."""
+    runner = dict(settings.get("task_runner") or {})
+    if kind is not None:
+        runner["kind"] = kind
+    if address is not None:
+        runner.update(kind="dask", address=address)
+    if workers is not None:
+        runner["workers"] = workers
+    return {**settings, "task_runner": runner} if runner else settings
+
 
 def model_settings(
     choice: str | None, backend: str | None, path, url: str | None, name: str | None, option: str = "--model", api_key_env: str | None = None

@@ -8,6 +8,7 @@ from typing import Optional
 import typer
 
 from ragassay.cli.common import (
+    DASK_ADDRESS_OPTION,
     EXIT_OK,
     JSON_OPTION,
     JUDGE_BACKEND_OPTION,
@@ -16,6 +17,8 @@ from ragassay.cli.common import (
     JUDGE_NAME_OPTION,
     JUDGE_PATH_OPTION,
     JUDGE_URL_OPTION,
+    TASK_RUNNER_OPTION,
+    WORKERS_OPTION,
     emit,
     exit_on_failed_assertions,
     fail,
@@ -23,6 +26,7 @@ from ragassay.cli.common import (
     load_config_file,
     out,
     prefect_defaults,
+    with_task_runner,
 )
 from ragassay.cli.render import (
     headline_metrics,
@@ -50,9 +54,9 @@ def eval_retrieval(
     max_questions: Optional[int] = typer.Option(None, help="Evaluate a seeded sample of at most this many questions."),
     seed: Optional[int] = typer.Option(None, help="Seed of the question sample and the significance tests (default 0)."),
     assertion: list[str] = typer.Option([], "--assert", help="Quality gate such as 'hybrid:recall@5>=0.8'; repeatable."),
-    task_runner: Optional[str] = typer.Option(None, "--task-runner", help="Where configurations are searched: threads (default) or dask."),
-    dask_address: Optional[str] = typer.Option(None, "--dask-address", help="A running Dask scheduler (tcp://host:8786); implies --task-runner dask."),
-    workers: Optional[int] = typer.Option(None, "--workers", help="Threads, or the Dask LocalCluster's worker processes (default 1 and 2)."),
+    task_runner: Optional[str] = TASK_RUNNER_OPTION,
+    dask_address: Optional[str] = DASK_ADDRESS_OPTION,
+    workers: Optional[int] = WORKERS_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Run every golden question through search under each configuration; log one MLflow batch.
@@ -79,15 +83,7 @@ def eval_retrieval(
         if seed is not None:
             settings["seed"] = seed
         settings["assertions"] = [*settings.get("assertions", []), *assertion]
-        runner = dict(settings.get("task_runner") or {})
-        if task_runner is not None:
-            runner["kind"] = task_runner
-        if dask_address is not None:
-            runner.update(kind="dask", address=dask_address)
-        if workers is not None:
-            runner["workers"] = workers
-        if runner:
-            settings["task_runner"] = runner
+        settings = with_task_runner(settings, task_runner, dask_address, workers)
         if not settings.get("collections"):
             raise ConfigError("give at least one --collection (or 'collections' in --configs)")
         config = parse_config(RetrievalEvalConfig, **settings)
@@ -128,6 +124,9 @@ def eval_answers(
     judge_url: Optional[str] = JUDGE_URL_OPTION,
     judge_name: Optional[str] = JUDGE_NAME_OPTION,
     judge_api_key_env: Optional[str] = JUDGE_API_KEY_ENV_OPTION,
+    task_runner: Optional[str] = TASK_RUNNER_OPTION,
+    dask_address: Optional[str] = DASK_ADDRESS_OPTION,
+    workers: Optional[int] = WORKERS_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Answer golden (and unanswerable) questions under each configuration, judge the answers,
@@ -153,6 +152,7 @@ def eval_answers(
         judge = judge_override(judge_model, judge_backend, judge_path, judge_url, judge_name, judge_api_key_env)
         if judge is not None:
             settings["judge"] = judge
+        settings = with_task_runner(settings, task_runner, dask_address, workers)
         if not settings.get("collections"):
             raise ConfigError("give at least one --collection (or 'collections' in --configs)")
         config = parse_config(AnswerEvalConfig, **settings)

@@ -15,6 +15,7 @@ from ragassay.cli.cases import cases_app
 from ragassay.cli.collections import collections_app
 from ragassay.cli.common import (
     COLLECTION_OPTION,
+    DASK_ADDRESS_OPTION,
     EXIT_OK,
     EXIT_PARTIAL,
     JSON_OPTION,
@@ -24,11 +25,14 @@ from ragassay.cli.common import (
     MODEL_OPTION,
     MODEL_PATH_OPTION,
     MODEL_URL_OPTION,
+    TASK_RUNNER_OPTION,
+    WORKERS_OPTION,
     emit,
     fail,
     model_settings,
     out,
     prefect_defaults,
+    with_task_runner,
 )
 from ragassay.cli.documents import documents_app
 from ragassay.cli.eval import eval_app
@@ -68,20 +72,20 @@ def ingest(
     chunk_size: int = typer.Option(1200, help="Most characters in one chunk."),
     chunk_overlap: int = typer.Option(150, help="Characters a chunk repeats from the previous one."),
     doc_id: Optional[str] = typer.Option(None, help="Document id for a single file (default: its path relative to the ingest root)."),
+    task_runner: Optional[str] = TASK_RUNNER_OPTION,
+    dask_address: Optional[str] = DASK_ADDRESS_OPTION,
+    workers: Optional[int] = WORKERS_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
-    """Ingest documents (txt md csv json html docx pdf, or a BEIR dataset) into a collection."""
+    """Ingest documents (txt md csv json html docx pdf, or a BEIR dataset) into a collection.
+
+    Batches of files are extracted as tasks on the task runner (threads by default)."""
     from ragassay.config import IngestConfig, parse_config
 
     try:
-        config = parse_config(
-            IngestConfig,
-            collection=collection,
-            paths=tuple(paths),
-            format=format,
-            chunking=dict(chunk_size=chunk_size, chunk_overlap=chunk_overlap),
-            doc_id=doc_id,
-        )
+        settings = dict(collection=collection, paths=tuple(paths), format=format,
+                        chunking=dict(chunk_size=chunk_size, chunk_overlap=chunk_overlap), doc_id=doc_id)
+        config = parse_config(IngestConfig, **with_task_runner(settings, task_runner, dask_address, workers))
         prefect_defaults()
         from flows.ingest import ingest_flow
 
@@ -110,13 +114,20 @@ def index(
     collection: str = COLLECTION_OPTION,
     embedding_model: str = typer.Option(DEFAULT_EMBEDDING_MODEL, help="fastembed model name, or a folder with model.onnx and tokenizer files."),
     batch_size: int = typer.Option(64, help="Chunks embedded per batch."),
+    task_runner: Optional[str] = TASK_RUNNER_OPTION,
+    dask_address: Optional[str] = DASK_ADDRESS_OPTION,
+    workers: Optional[int] = WORKERS_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
-    """Build the lexical (BM25) and dense (embedding) index of a collection."""
+    """Build the lexical (BM25) and dense (embedding) index of a collection.
+
+    Groups of chunk texts are embedded as tasks on the task runner (threads by default)."""
     from ragassay.config import IndexConfig, parse_config
 
     try:
-        config = parse_config(IndexConfig, collection=collection, embedding_model=embedding_model, batch_size=batch_size)
+        settings = with_task_runner({"collection": collection, "embedding_model": embedding_model, "batch_size": batch_size},
+                                    task_runner, dask_address, workers)
+        config = parse_config(IndexConfig, **settings)
         prefect_defaults()
         from flows.index import index_flow
 

@@ -50,6 +50,15 @@ class JudgedConfiguration:
     usage: Usage
     reused: int
 
+    @classmethod
+    def combined(cls, parts: list["JudgedConfiguration"]) -> "JudgedConfiguration":
+        """The judgements of a configuration judged in parts (by several tasks), in part order."""
+        return cls(
+            {key: judgement for part in parts for key, judgement in part.judgements.items()},
+            Usage.total(part.usage for part in parts),
+            sum(part.reused for part in parts),
+        )
+
 
 def judge_answers(resources: Resources, home: Path, judge: Judge, answered: list[AnsweredQuestion], label: str) -> JudgedConfiguration:
     """Judge each answerable question's answer; answer relevancy embeds with the question

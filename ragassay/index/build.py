@@ -9,7 +9,9 @@ import shutil
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from itertools import chain
 from pathlib import Path
+from typing import Callable, Iterable, Iterator
 
 import polars as pl
 from pydantic import BaseModel
@@ -20,7 +22,7 @@ from ragassay.progress import ProgressReporter
 from ragassay.search.dense import Embedder, EmbeddingModelSpec, resolve_model
 from ragassay.search.lexical import STEMMER_LANGUAGE, STOPWORDS, LexicalIndex
 from ragassay.store.schemas import embeddings_spec
-from ragassay.store.tables import read_table, write_json, write_table
+from ragassay.store.tables import read_table, write_json, write_table, write_table_in_groups
 from ragassay.store.workspace import (
     remove_leftovers,
     INDEX_FORMAT_VERSION,
@@ -88,41 +90,106 @@ class Embedded:
     seconds: float
 
 
-def embed_chunks(paths: CollectionPaths, chunks: pl.DataFrame, embedder: Embedder, batch_size: int) -> Embedded:
-    """Embed the chunk texts the cache lacks for this model, and prune the cache to current texts.
+@dataclass(frozen=True)
+class EmbeddingWork:
+    """What an index build embeds: the collection's distinct chunk texts (text_sha256), and those
+    the embedding cache lacks for the model, in groups of at most group_rows (text_sha256, text),
+    each embedded on its own (by a task of its own in the index flow) and written as row groups."""
 
-    The cache holds one vector width: rows of a model with another width are dropped.
-    """
-    started = time.perf_counter()
-    spec = embedder.spec
+    texts: pl.Series
+    groups: tuple[pl.DataFrame, ...]
+    model_id: str
+    planned_at: float  # time.time(), for the seconds the embedding took, across processes
+    # Where the index flow's tasks write each group's rows (a staging folder, so a killed build's
+    # parts are removed as leftovers).
+    parts_folder: Path
+
+    @property
+    def missing(self) -> int:
+        return sum(group.height for group in self.groups)
+
+    def part(self, number: int) -> Path:
+        return self.parts_folder / f"group-{number:06d}.parquet"
+
+
+def plan_embedding(paths: CollectionPaths, chunks: pl.DataFrame, spec: EmbeddingModelSpec, group_rows: int) -> EmbeddingWork:
+    """The chunk texts to embed for this model: those whose digest the cache lacks (read without
+    its vectors)."""
+    planned_at = time.time()
     texts = chunks.select("text_sha256", "text").unique("text_sha256", keep="first", maintain_order=True)
+    missing = texts
+    if paths.embeddings.exists():
+        cached = pl.scan_parquet(paths.embeddings).filter(pl.col("model_id") == spec.model_id).select("text_sha256").collect()
+        missing = texts.join(cached, on="text_sha256", how="anti", maintain_order="left")
+    groups = tuple(missing.slice(start, group_rows) for start in range(0, missing.height, group_rows))
+    return EmbeddingWork(texts["text_sha256"], groups, spec.model_id, planned_at, staging_folder(paths).with_suffix(".embeddings"))
+
+
+def embed_group(
+    embedder: Embedder, group: pl.DataFrame, batch_size: int, on_progress: Callable[[int, int], None] | None = None
+) -> pl.DataFrame:
+    """The embedding cache's rows for one group of texts (text_sha256, model_id, vector)."""
+    vectors = embedder.embed(group["text"].to_list(), batch_size, on_progress)
+    return pl.DataFrame({
+        "text_sha256": group["text_sha256"],
+        "model_id": pl.Series([embedder.spec.model_id] * group.height, dtype=pl.String),
+        "vector": pl.Series("vector", vectors, dtype=pl.Array(pl.Float32, vectors.shape[1])),
+    })
+
+
+def store_embeddings(paths: CollectionPaths, work: EmbeddingWork, embedded: Iterable[pl.DataFrame], dimension: int | None) -> Embedded:
+    """Write the new embedding cache, one row group at a time: the kept vectors of current texts,
+    then each group of new ones as it comes (only one group is in memory); it replaces the old
+    cache under the collection's write lock when complete. Rewritten only when something changed.
+
+    The cache holds one vector width: rows of a model with another width are dropped. dimension:
+    the model's, when known before embedding (a local ONNX folder does not say).
+    """
+    embedded = iter(embedded)
+    # The first new group tells the width the kept rows must have.
+    first = next(embedded, None) if work.missing else None
     cache = _read_cache(paths)
-    cached = cache.filter(pl.col("model_id") == spec.model_id) if cache is not None else None
-    missing = texts.join(cached.select("text_sha256"), on="text_sha256", how="anti") if cached is not None else texts
-    with ProgressReporter(f"embedding {missing.height} chunks", total=missing.height) as progress:
-        vectors = embedder.embed(missing["text"].to_list(), batch_size, progress)
-    if missing.height:
-        dimension = vectors.shape[1]
-    elif cached is not None:
-        dimension = cached.schema["vector"].size
+    if first is not None:
+        dimension = first.schema["vector"].size
+    elif cache is not None:
+        dimension = cache.schema["vector"].size
     else:
-        dimension = spec.dimension or 0
-    new_rows = pl.DataFrame(
-        {
-            "text_sha256": missing["text_sha256"],
-            "model_id": [spec.model_id] * missing.height,
-            "vector": pl.Series("vector", vectors.reshape(missing.height, dimension), dtype=pl.Array(pl.Float32, dimension)),
-        }
-    )
+        dimension = dimension or 0
     kept = (
-        cache.filter(pl.col("text_sha256").is_in(texts["text_sha256"].implode()))
+        cache.filter(pl.col("text_sha256").is_in(work.texts.implode()))
         if cache is not None and cache.schema["vector"].size == dimension
-        else new_rows.clear()
+        else None
     )
-    if missing.height or cache is None or kept.height != cache.height:
-        with paths.write_lock():
-            write_table(pl.concat([kept, new_rows]), paths.embeddings, embeddings_spec(dimension))
-    return Embedded(missing.height, texts.height - missing.height, dimension, time.perf_counter() - started)
+    if work.missing or cache is None or kept is None or kept.height != cache.height:
+        frames = chain([kept] if kept is not None else [], [first] if first is not None else [], embedded)
+        write_table_in_groups(frames, paths.embeddings, embeddings_spec(dimension), replace_under=paths.write_lock())
+    return Embedded(work.missing, work.texts.len() - work.missing, dimension, time.time() - work.planned_at)
+
+
+def write_embedded_part(rows: pl.DataFrame, path: Path) -> Path:
+    """One group's rows of the embedding cache, in a file of their own (EmbeddingWork.part)."""
+    return write_table(rows, path, embeddings_spec(rows.schema["vector"].size))
+
+
+def read_embedded_parts(parts: Iterable[Path]) -> Iterator[pl.DataFrame]:
+    """The groups' rows, one file at a time."""
+    for part in parts:
+        yield read_table(part, embeddings_spec(pl.read_parquet_schema(part)["vector"].size))
+
+
+def embed_chunks(paths: CollectionPaths, chunks: pl.DataFrame, embedder: Embedder, batch_size: int, group_rows: int) -> Embedded:
+    """Embed the chunk texts the cache lacks for this model, a group at a time in this process,
+    and prune the cache to current texts (plan_embedding, embed_group, store_embeddings)."""
+    work = plan_embedding(paths, chunks, embedder.spec, group_rows)
+    with ProgressReporter(f"embedding {work.missing} chunks", total=work.missing) as progress:
+
+        def embedded_groups():
+            offset = 0
+            for group in work.groups:
+                yield embed_group(embedder, group, batch_size, lambda finished, _, offset=offset: progress(offset + finished, work.missing))
+                offset += group.height
+
+        return store_embeddings(paths, work, embedded_groups(), embedder.spec.dimension)
 
 
 def _read_cache(paths: CollectionPaths) -> pl.DataFrame | None:

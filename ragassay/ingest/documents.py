@@ -99,6 +99,10 @@ def build_rows(document: IncomingDocument, chunker: Chunker, now: datetime) -> t
     return document_row, chunk_rows
 
 
+# Documents whose rows are built as dicts before they become columns (merge_documents).
+ROW_BATCH = 1024
+
+
 def merge_documents(
     documents: pl.DataFrame,
     chunks: pl.DataFrame,
@@ -112,32 +116,30 @@ def merge_documents(
         for row in documents.select("doc_id", "sha256", "chunker").iter_rows(named=True)
     }
     outcomes: dict[str, Outcome] = {}
+    # Rows are gathered as dicts a batch of documents at a time and then kept as columns: a dict
+    # per chunk costs several times its text, and a large ingest holds every chunk until written.
+    document_frames: list[pl.DataFrame] = []
+    chunk_frames: list[pl.DataFrame] = []
     new_documents: list[dict] = []
     new_chunks: list[dict] = []
-    for document in incoming:
+    for position, document in enumerate(incoming, start=1):
         previous = stored.get(document.doc_id)
         if previous == (document.sha256, chunker.label):
             outcomes[document.doc_id] = "unchanged"
-            continue
-        if document.extracted is None:
-            raise ValueError(f"document {document.doc_id} was not extracted but is not stored unchanged")
-        outcomes[document.doc_id] = "replaced" if previous is not None else "ingested"
-        document_row, chunk_rows = build_rows(document, chunker, now)
-        new_documents.append(document_row)
-        new_chunks.extend(chunk_rows)
+        else:
+            if document.extracted is None:
+                raise ValueError(f"document {document.doc_id} was not extracted but is not stored unchanged")
+            outcomes[document.doc_id] = "replaced" if previous is not None else "ingested"
+            document_row, chunk_rows = build_rows(document, chunker, now)
+            new_documents.append(document_row)
+            new_chunks.extend(chunk_rows)
+        if len(new_documents) == ROW_BATCH or position == len(incoming):
+            document_frames.append(pl.DataFrame(new_documents, schema=DOCUMENTS.schema))
+            chunk_frames.append(pl.DataFrame(new_chunks, schema=CHUNKS.schema))
+            new_documents, new_chunks = [], []
     changed = [doc_id for doc_id, outcome in outcomes.items() if outcome != "unchanged"]
-    merged_documents = pl.concat(
-        [
-            documents.filter(~pl.col("doc_id").is_in(changed)),
-            pl.DataFrame(new_documents, schema=DOCUMENTS.schema),
-        ]
-    ).sort("doc_id")
-    merged_chunks = pl.concat(
-        [
-            chunks.filter(~pl.col("doc_id").is_in(changed)),
-            pl.DataFrame(new_chunks, schema=CHUNKS.schema),
-        ]
-    ).sort("doc_id", "ordinal")
+    merged_documents = pl.concat([documents.filter(~pl.col("doc_id").is_in(changed)), *document_frames]).sort("doc_id")
+    merged_chunks = pl.concat([chunks.filter(~pl.col("doc_id").is_in(changed)), *chunk_frames]).sort("doc_id", "ordinal")
     return MergeResult(merged_documents, merged_chunks, outcomes)
 
 

@@ -104,6 +104,26 @@ def extract_documents(
     return incoming, rejections
 
 
+def combine_extractions(
+    batches: list[tuple[list[IncomingDocument], list[Rejection]]],
+) -> tuple[list[IncomingDocument], list[Rejection]]:
+    """The documents and rejections of batches extracted apart, in batch order; a document whose
+    id an earlier batch already has is rejected as a duplicate, as within one batch."""
+    incoming: list[IncomingDocument] = []
+    rejections: list[Rejection] = []
+    seen: dict[str, str] = {}
+    for documents, rejected in batches:
+        for document in documents:
+            if document.doc_id in seen:
+                rejections.append(Rejection(path=document.source_path, reason="duplicate_id",
+                                            detail=f"doc_id {document.doc_id!r} is also {seen[document.doc_id]}"))
+            else:
+                seen[document.doc_id] = document.source_path
+                incoming.append(document)
+        rejections.extend(rejected)
+    return incoming, rejections
+
+
 def report_from(
     collection: str,
     outcomes: dict[str, str],

@@ -23,6 +23,7 @@ import importlib.util
 import json
 import logging
 import os
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,6 +91,11 @@ class ChatModel(Protocol):
     def option_probabilities(self, messages: list[dict], options: dict[str, tuple[str, ...]]) -> OptionProbabilities: ...
 
 
+def usable_cores() -> int:
+    """The cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
 def default_threads() -> int:
     """Cores free for a model now: the usable cores less the processes that keep running.
 
@@ -97,8 +103,14 @@ def default_threads() -> int:
     with one other busy process, 2 threads generated 2.2x slower than 1; idle, 2 threads were 1.5-2x
     faster than 1: BENCHMARKS.md, "Judge speed"). Other processes are counted as the fewest
     runnable in five looks 20 ms apart: a process busy for a moment (Prefect's server answering
-    this run's own calls) is not one that will compete for the whole evaluation."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    this run's own calls) is not one that will compete for the whole evaluation.
+
+    RAGASSAY_MODEL_THREADS, when set, is the answer: a Dask LocalCluster gives each of its worker
+    processes its share of the cores (flows/runners.py), as workers load their models at once and
+    would each see the machine idle."""
+    if os.environ.get("RAGASSAY_MODEL_THREADS", "").isdigit():
+        return max(1, int(os.environ["RAGASSAY_MODEL_THREADS"]))
+    cores = usable_cores()
     others = []
     for look in range(5):
         try:
@@ -164,16 +176,20 @@ class LlamaCppModel:
         logging.getLogger("ragassay").info("loaded %s on %d threads", path.name, self.threads)
         self.model_id = f"gguf:{path.name}"
         self.context_size = context_size
+        # One llama.cpp context serves one call at a time: the tasks of a thread pool with several
+        # workers share this model and take turns.
+        self._lock = threading.RLock()
 
     def complete(self, messages, schema, max_tokens, temperature, seed) -> Completion:
         started = time.perf_counter()
-        response = self._llama.create_chat_completion(
-            messages,
-            response_format={"type": "json_object", "schema": schema} if schema is not None else None,
-            max_tokens=max_tokens,
-            temperature=temperature,
-            seed=seed,
-        )
+        with self._lock:
+            response = self._llama.create_chat_completion(
+                messages,
+                response_format={"type": "json_object", "schema": schema} if schema is not None else None,
+                max_tokens=max_tokens,
+                temperature=temperature,
+                seed=seed,
+            )
         usage = response["usage"]
         return Completion(
             response["choices"][0]["message"]["content"] or "",
@@ -183,7 +199,8 @@ class LlamaCppModel:
         )
 
     def count_tokens(self, text: str) -> int:
-        return len(self._llama.tokenize(text.encode(), add_bos=False))
+        with self._lock:
+            return len(self._llama.tokenize(text.encode(), add_bos=False))
 
     def option_probabilities(self, messages, options) -> OptionProbabilities:
         """One forward pass over the prompt; the probabilities of each option's first token.
@@ -192,6 +209,10 @@ class LlamaCppModel:
         create_chat_completion, so the chat template is the model's own and llama.cpp keeps the
         longest common token prefix of the previous call (a judge's consecutive prompts that share
         instructions and context evaluate only what differs)."""
+        with self._lock:
+            return self._option_probabilities(messages, options)
+
+    def _option_probabilities(self, messages, options) -> OptionProbabilities:
         import numpy as np
         from llama_cpp import LogitsProcessorList
 
@@ -388,6 +409,8 @@ class ChatModels:
     def __init__(self, capacity: int = 4):
         self._capacity = capacity
         self._loaded: dict[ChatModelConfig, ChatModel] = {}
+        # Threads of one worker asking for the same model load it once.
+        self._lock = threading.Lock()
 
     def get(self, config: ChatModelConfig, cache: "CompletionCache | None" = None) -> ChatModel:
         """The model of config; with a cache, a CachedChatModel that loads it only on a miss."""
@@ -395,13 +418,14 @@ class ChatModels:
             from ragassay.llm.cache import CachedChatModel
 
             return CachedChatModel(model_id_of(config), cache_identity(config), config.context_size, lambda: self.get(config), cache)
-        model = self._loaded.pop(config, None)
-        if model is None:
-            model = load_chat_model(config)
-        self._loaded[config] = model
-        while len(self._loaded) > self._capacity:
-            del self._loaded[next(iter(self._loaded))]
-        return model
+        with self._lock:
+            model = self._loaded.pop(config, None)
+            if model is None:
+                model = load_chat_model(config)
+            self._loaded[config] = model
+            while len(self._loaded) > self._capacity:
+                del self._loaded[next(iter(self._loaded))]
+            return model
 
     def close(self) -> None:
         """Drop every loaded model (an in-process model frees its weights)."""

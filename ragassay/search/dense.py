@@ -157,16 +157,17 @@ class Embedder:
         pads a batch to its longest text), and the rows are put back in the caller's order.
         """
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        rows: list[np.ndarray] = []
+        vectors: np.ndarray | None = None
         for start in range(0, len(order), batch_size):
-            batch = [texts[i] for i in order[start : start + batch_size]]
-            rows.extend(self._model.embed(batch, batch_size=batch_size))
+            positions = order[start : start + batch_size]
+            batch = np.asarray(list(self._model.embed([texts[i] for i in positions], batch_size=batch_size)), dtype=np.float32)
+            if vectors is None:  # the width is known from the first batch (a local ONNX folder does not say)
+                vectors = np.empty((len(texts), batch.shape[1]), dtype=np.float32)
+            vectors[positions] = batch
             if on_progress is not None:
                 on_progress(min(start + batch_size, len(texts)), len(texts))
-        if not rows:
+        if vectors is None:
             return np.zeros((0, self.spec.dimension or 0), dtype=np.float32)
-        vectors = np.empty((len(texts), len(rows[0])), dtype=np.float32)
-        vectors[order] = np.asarray(rows, dtype=np.float32)
         return vectors
 
     def embed_query(self, query: str) -> np.ndarray:

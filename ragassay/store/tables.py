@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
+from typing import Iterable
 
 import polars as pl
 import pyarrow.parquet as pq
@@ -18,14 +20,37 @@ _METADATA_KEY = b"ragassay"
 
 def write_table(frame: pl.DataFrame, path: Path, spec: TableSpec) -> Path:
     """Write frame as spec's table: columns cast and ordered by the schema, then an atomic rename."""
+    arrow = _as_table(frame, path, spec)
+    atomic_write(path, lambda handle: pq.write_table(arrow, handle, compression="zstd"))
+    return path
+
+
+def write_table_in_groups(
+    frames: Iterable[pl.DataFrame], path: Path, spec: TableSpec, replace_under: AbstractContextManager | None = None
+) -> Path:
+    """Write spec's table one frame at a time, each frame its own row groups, so that only one
+    frame is in memory at a time (frames may be made as they are written); then an atomic rename,
+    under replace_under (a lock) when given. An empty iterable writes an empty table."""
+
+    def write(handle) -> None:
+        with pq.ParquetWriter(handle, _as_table(spec.empty(), path, spec).schema, compression="zstd") as writer:
+            for frame in frames:
+                if frame.height:
+                    writer.write_table(_as_table(frame, path, spec))
+
+    atomic_write(path, write, replace_under)
+    return path
+
+
+def _as_table(frame: pl.DataFrame, path: Path, spec: TableSpec):
+    """frame as an Arrow table of spec: columns cast and ordered by the schema, marked with the
+    table's name and version."""
     missing = [name for name in spec.schema if name not in frame.columns]
     if missing:
         raise TableSchemaError(f"{spec.name} table for {path} lacks columns {missing}")
     arrow = frame.select([pl.col(name).cast(dtype) for name, dtype in spec.schema.items()]).to_arrow()
     marker = json.dumps({"table": spec.name, "version": spec.version}).encode()
-    arrow = arrow.replace_schema_metadata({**(arrow.schema.metadata or {}), _METADATA_KEY: marker})
-    atomic_write(path, lambda handle: pq.write_table(arrow, handle, compression="zstd"))
-    return path
+    return arrow.replace_schema_metadata({**(arrow.schema.metadata or {}), _METADATA_KEY: marker})
 
 
 def read_table(path: Path, spec: TableSpec, columns: list[str] | None = None) -> pl.DataFrame:
@@ -61,8 +86,9 @@ def write_json(path: Path, value: object) -> Path:
     return path
 
 
-def atomic_write(path: Path, write) -> None:
-    """Call write(binary handle) on a temporary file beside path, then rename it over path."""
+def atomic_write(path: Path, write, replace_under: AbstractContextManager | None = None) -> None:
+    """Call write(binary handle) on a temporary file beside path, then rename it over path (under
+    replace_under, a lock, when given: the writing need not hold it)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     handle = tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", delete=False)
     try:
@@ -70,7 +96,8 @@ def atomic_write(path: Path, write) -> None:
             write(handle)
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(handle.name, path)
+        with replace_under or nullcontext():
+            os.replace(handle.name, path)
     except BaseException:
         Path(handle.name).unlink(missing_ok=True)
         raise

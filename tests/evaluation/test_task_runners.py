@@ -1,5 +1,6 @@
-"""Retrieval evaluation on a real Dask LocalCluster of two worker processes gives the numbers of the
-default thread runner: the same per-question rows, runs and means."""
+"""Retrieval and answer evaluation on a real Dask LocalCluster of two worker processes give the
+numbers of the default thread runner: the same per-question rows, runs and means, the same answers
+and verdicts."""
 
 from __future__ import annotations
 
@@ -7,12 +8,14 @@ import pytest
 from distributed import Client, LocalCluster
 from polars.testing import assert_frame_equal
 
+from flows.eval_answers import eval_answers_flow
 from flows.eval_retrieval import eval_retrieval_flow
 from flows.index import index_flow
 from flows.ingest import ingest_flow
 from ragassay import tracking
-from ragassay.config import IndexConfig, IngestConfig, RetrievalEvalConfig, TaskRunnerConfig, parse_config
+from ragassay.config import AnswerEvalConfig, IndexConfig, IngestConfig, RetrievalEvalConfig, TaskRunnerConfig, parse_config
 from ragassay.golden.store import add_from_file
+from ragassay.metrics.names import ANSWER_METRICS
 from tests.conftest import SAMPLE
 
 CONFIGURATIONS = [
@@ -41,6 +44,85 @@ def test_a_dask_local_cluster_gives_the_numbers_of_the_thread_runner(home):
         for label in threads.run_ids:
             for table in ("per_question", "run"):
                 assert_frame_equal(tracking.download_table(home, dask.run_ids[label], table), tracking.download_table(home, threads.run_ids[label], table))
+
+
+# What an answer's row holds besides its cost and timing, which differ from run to run.
+ANSWER_COLUMNS = ["configuration", "query_id", "answerable", "outcome", "reason", "answer", "statements", "citations", "sources",
+                  "relevance", "implied_question", *ANSWER_METRICS]
+
+
+def test_an_answer_evaluation_on_a_dask_local_cluster_matches_the_thread_runner(tmp_path, monkeypatch):
+    # Two workspaces and two completion caches, so that the Dask workers answer and judge for
+    # themselves instead of reading what the thread runner's calls stored. (The workers are started
+    # after the variable is set, and inherit it.)
+    unanswerable = tmp_path / "unanswerable.jsonl"
+    unanswerable.write_text("".join((SAMPLE / "unanswerable.jsonl").read_text().splitlines(keepends=True)[:1]))
+    reports = {}
+    # Threads: a task per configuration; Dask: a task per question, as questions_per_task says.
+    for name, runner, per_task in (("threads", {"kind": "threads"}, None), ("dask", {"kind": "dask", "workers": 2}, 1)):
+        home = tmp_path / name
+        monkeypatch.setenv("RAGASSAY_CACHE", str(home / "cache"))
+        ingest_flow(IngestConfig(collection="sample", paths=(SAMPLE / "corpus",), home=home))
+        index_flow(IndexConfig(collection="sample", home=home))
+        add_from_file(home, "sample", SAMPLE / "golden.jsonl")
+        config = parse_config(
+            AnswerEvalConfig, collections=["sample"], configurations=[{"label": "fulltext", "search_type": "fulltext"}, {"label": "hybrid"}],
+            unanswerable=unanswerable, max_questions=1, judge={"backend": "smollm2"}, questions_per_task=per_task, task_runner=runner, home=home,
+        )
+        reports[name] = (home, eval_answers_flow(config))
+    (threads_home, threads), (dask_home, dask) = reports["threads"], reports["dask"]
+    assert dask.judge_model == threads.judge_model and dask.questions == threads.questions == 1
+    # The same wins and ties; the judge's cost differs (a judge remembers its judgements per process).
+    assert [{k: v for k, v in t.items() if not k.startswith("judge_")} for t in dask.pairwise] == \
+        [{k: v for k, v in t.items() if not k.startswith("judge_")} for t in threads.pairwise]
+    for label in threads.run_ids:
+        for metric in [*ANSWER_METRICS, *(f"{m}_scored" for m in ANSWER_METRICS), "refusal_recall", "false_refusal_rate"]:
+            assert dask.metrics[label].get(metric) == threads.metrics[label].get(metric), (label, metric)
+        assert_frame_equal(
+            tracking.download_table(dask_home, dask.run_ids[label], "answers").select(ANSWER_COLUMNS),
+            tracking.download_table(threads_home, threads.run_ids[label], "answers").select(ANSWER_COLUMNS),
+        )
+        assert_frame_equal(
+            tracking.download_table(dask_home, dask.run_ids[label], "judgments"),
+            tracking.download_table(threads_home, threads.run_ids[label], "judgments"),
+        )
+        # The same model calls were asked, and the workers ran the models themselves. (Which calls
+        # the shared completion cache serves depends on which worker asked first.)
+        asked = {name: report.metrics[label]["answer_model_calls"] + report.metrics[label]["answer_model_cached_calls"]
+                 for name, report in (("threads", threads), ("dask", dask))}
+        assert asked["dask"] == asked["threads"] >= 1
+        assert dask.metrics[label]["answer_model_calls"] >= 1 and dask.metrics[label]["judge_calls"] >= 1
+
+
+def test_ingest_and_index_on_a_dask_local_cluster_store_what_threads_store(tmp_path):
+    import pyarrow.parquet as pq
+
+    from ragassay.store.schemas import embeddings_spec
+    from ragassay.store.tables import read_table
+    from ragassay.store.workspace import collection_paths, load_chunks, load_documents
+
+    stored = {}
+    for name, runner in (("threads", {"kind": "threads"}), ("dask", {"kind": "dask", "workers": 2})):
+        home = tmp_path / name
+        # Small tasks, so that several run on each runner: 4 files an extraction task, 8 chunk texts
+        # an embedding task (one row group of the embedding cache each).
+        ingest_flow(IngestConfig(collection="sample", paths=(SAMPLE / "corpus",), files_per_task=4, task_runner=runner, home=home))
+        report = index_flow(IndexConfig(collection="sample", chunks_per_task=8, task_runner=runner, home=home))
+        paths = collection_paths(home, "sample")
+        assert pq.ParquetFile(paths.embeddings).metadata.num_row_groups == -(-report.embedded // 8) > 2
+        stored[name] = (
+            load_documents(paths, with_text=True).drop("ingested_at"),
+            load_chunks(paths),
+            read_table(paths.embeddings, embeddings_spec(384)).sort("text_sha256"),
+        )
+        # The groups' part files are gone once the cache is written.
+        assert not list(paths.root.glob(".index-*"))
+    (documents, chunks, embeddings), (dask_documents, dask_chunks, dask_embeddings) = stored["threads"], stored["dask"]
+    assert documents.height > 8
+    assert_frame_equal(dask_documents, documents)
+    assert_frame_equal(dask_chunks, chunks)
+    assert dask_embeddings["text_sha256"].to_list() == embeddings["text_sha256"].to_list()
+    assert abs(dask_embeddings["vector"].to_numpy() - embeddings["vector"].to_numpy()).max() < 1e-6
 
 
 def test_a_scheduler_address_needs_the_dask_kind():

@@ -197,3 +197,46 @@ def test_a_local_onnx_folder_can_be_the_embedding_model(home, tmp_path):
     hits = search_hits(home, ["bees"], "when does wax melt", search_type="semantic", k=1)
     assert hits[0].doc_id == "wax.html"
     assert DEFAULT_MODEL_NAME not in report.embedding_model_id
+
+
+def test_embeddings_are_written_a_row_group_at_a_time_with_the_vectors_of_one_call(home, tmp_path):
+    import pyarrow.parquet as pq
+
+    from ragassay.config import DEFAULT_EMBEDDING_MODEL
+    from ragassay.index.build import embed_chunks, read_index_inputs
+    from ragassay.resources import Resources
+
+    ingest(home, make_corpus(tmp_path / "corpus"))
+    inputs = read_index_inputs(home, "bees", DEFAULT_EMBEDDING_MODEL)
+    embedder = Resources().embedders.get(inputs.spec)
+    embedded = embed_chunks(inputs.paths, inputs.chunks, embedder, batch_size=2, group_rows=4)
+    assert (embedded.embedded, embedded.reused, embedded.dimension) == (6, 0, 384)
+    # Six texts in groups of four: two row groups, each written when its texts were embedded.
+    assert pq.ParquetFile(inputs.paths.embeddings).metadata.num_row_groups == 2
+    cache = read_table(inputs.paths.embeddings, embeddings_spec(384))
+    texts = inputs.chunks.select("text_sha256", "text").unique("text_sha256", maintain_order=True)
+    stored = dict(zip(cache["text_sha256"], cache["vector"].to_numpy()))
+    at_once = embedder.embed(texts["text"].to_list(), batch_size=64)
+    for sha, vector in zip(texts["text_sha256"], at_once):
+        assert abs(stored[sha] - vector).max() < 1e-5
+    # Unchanged texts: nothing embedded, the cache kept as it is.
+    again = embed_chunks(inputs.paths, inputs.chunks, embedder, batch_size=2, group_rows=4)
+    assert (again.embedded, again.reused) == (0, 6) and read_table(inputs.paths.embeddings, embeddings_spec(384)).height == 6
+
+
+def test_batches_extracted_apart_reject_an_id_an_earlier_batch_has(tmp_path):
+    from ragassay.batches import in_batches
+    from ragassay.ingest.files import combine_extractions, discover_files, extract_documents
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    for folder in ("a", "b"):
+        (tmp_path / folder / "same.txt").write_text(f"Text of {folder}.", encoding="utf-8")
+    (tmp_path / "a" / "other.txt").write_text("Other text.", encoding="utf-8")
+    found = discover_files((tmp_path / "a", tmp_path / "b"))
+    batches = in_batches(found, 2)
+    assert [len(batch) for batch in batches] == [2, 1]
+    incoming, rejections = combine_extractions([extract_documents(batch, None, {}) for batch in batches])
+    # b/same.txt has the id of a/same.txt ("same.txt", its path under its root): the first one wins.
+    assert [d.doc_id for d in incoming] == ["other.txt", "same.txt"] and incoming[1].source_path.endswith("a/same.txt")
+    assert [(r.reason, Path(r.path).parent.name) for r in rejections] == [("duplicate_id", "b")]

@@ -1,0 +1,14 @@
+"""Cutting work into the parts that tasks take (files to extract, questions to answer)."""
+
+from __future__ import annotations
+
+from typing import Sequence, TypeVar
+
+T = TypeVar("T")
+
+
+def in_batches(items: Sequence[T], size: int | None) -> list[list[T]]:
+    """items in consecutive batches of at most size, in order (one batch of all when size is None;
+    none when there are no items)."""
+    size = size or max(1, len(items))
+    return [list(items[start : start + size]) for start in range(0, len(items), size)]
