@@ -85,6 +85,13 @@ class ChunkingConfig(_Frozen):
         return self
 
 
+# Files one extraction task reads: enough that starting its extraction worker is a small part of
+# the task, few enough that a large ingest shows progress per task and spreads over the workers.
+FILES_PER_TASK = 500
+# Chunk texts one embedding task embeds: 4,096 x 384 float32 vectors are 6 MB, what a task holds.
+CHUNKS_PER_TASK = 4096
+
+
 class IngestConfig(_Frozen):
     """One `ragassay ingest` run. files_per_task: files one extraction task reads (with one
     extraction worker process) on the task runner."""
@@ -94,9 +101,7 @@ class IngestConfig(_Frozen):
     format: Literal["files", "beir"] = "files"
     chunking: ChunkingConfig = ChunkingConfig()
     doc_id: str | None = None
-    # Enough that starting the extraction worker is a small part of a task, few enough that a large
-    # ingest shows progress per task and spreads over a task runner's workers.
-    files_per_task: int = Field(500, ge=1)
+    files_per_task: int = Field(FILES_PER_TASK, ge=1)
     task_runner: TaskRunnerConfig = TaskRunnerConfig()
     home: Path = Field(default_factory=workspace_home)
 
@@ -119,8 +124,7 @@ class IndexConfig(_Frozen):
     collection: str
     embedding_model: str = DEFAULT_EMBEDDING_MODEL
     batch_size: int = Field(64, ge=1, le=4096)
-    # 4,096 x 384 float32 vectors are 6 MB: what a task holds of what it embeds.
-    chunks_per_task: int = Field(4096, ge=1)
+    chunks_per_task: int = Field(CHUNKS_PER_TASK, ge=1)
     task_runner: TaskRunnerConfig = TaskRunnerConfig()
     home: Path = Field(default_factory=workspace_home)
 
@@ -340,6 +344,7 @@ class PipelineIngest(_Frozen):
     enabled: bool = True
     paths: tuple[Path, ...] = ()
     chunking: ChunkingConfig = ChunkingConfig()
+    files_per_task: int = Field(FILES_PER_TASK, ge=1)
 
 
 class PipelineIndex(_Frozen):
@@ -348,6 +353,7 @@ class PipelineIndex(_Frozen):
     enabled: bool = True
     embedding_model: str = DEFAULT_EMBEDDING_MODEL
     batch_size: int = Field(64, ge=1, le=4096)
+    chunks_per_task: int = Field(CHUNKS_PER_TASK, ge=1)
 
 
 class PipelineGolden(_Frozen):
@@ -390,6 +396,7 @@ class PipelineAnswers(_Frozen):
     seed: int = 0
     pairwise: bool = True
     assertions: tuple[str, ...] = ()
+    questions_per_task: int | None = Field(None, ge=1)
 
 
 PIPELINE_STAGES = ("ingest", "index", "golden", "retrieval", "answers")
@@ -443,12 +450,15 @@ class PipelineConfig(_Frozen):
     def ingest_config(self) -> IngestConfig | None:
         if not self.ingest.enabled:
             return None
-        return IngestConfig(collection=self.collection, paths=self.ingest.paths, chunking=self.ingest.chunking, task_runner=self.task_runner, home=self.home)
+        return IngestConfig(
+            collection=self.collection, paths=self.ingest.paths, chunking=self.ingest.chunking, files_per_task=self.ingest.files_per_task,
+            task_runner=self.task_runner, home=self.home,
+        )
 
     def index_config(self) -> IndexConfig:
         return IndexConfig(
             collection=self.collection, embedding_model=self.index.embedding_model, batch_size=self.index.batch_size,
-            task_runner=self.task_runner, home=self.home,
+            chunks_per_task=self.index.chunks_per_task, task_runner=self.task_runner, home=self.home,
         )
 
     def generate_config(self) -> GenerateConfig:
@@ -477,7 +487,7 @@ class PipelineConfig(_Frozen):
         return AnswerEvalConfig(
             collections=(self.collection,), configurations=configurations, judge=self._model(self.judge), unanswerable=answers.unanswerable,
             max_questions=answers.max_questions, seed=answers.seed, pairwise=answers.pairwise, assertions=answers.assertions,
-            task_runner=self.task_runner, home=self.home,
+            questions_per_task=answers.questions_per_task, task_runner=self.task_runner, home=self.home,
         )
 
 

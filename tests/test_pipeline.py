@@ -109,10 +109,22 @@ def test_the_pipeline_file_is_read_as_written_and_checked_before_any_work(home, 
     config = parse_config(PipelineConfig, **load_config_file(written))
     assert config.answer_config().configurations[0].groundedness == "off"
 
+    # Where the stages' tasks run, and how large they are, reach each stage's own config.
+    written.write_text(
+        "collection: sample\n"
+        "ingest: {paths: [data/sample/corpus], files_per_task: 7}\nindex: {chunks_per_task: 9}\nanswers: {questions_per_task: 3}\n"
+        "task_runner: {kind: dask, workers: 2}\n",
+        encoding="utf-8",
+    )
+    config = parse_config(PipelineConfig, **load_config_file(written))
+    stages = (config.ingest_config(), config.index_config(), config.retrieval_config(), config.answer_config())
+    assert [stage.task_runner.workers for stage in stages] == [2, 2, 2, 2]
+    assert (stages[0].files_per_task, stages[1].chunks_per_task, stages[3].questions_per_task) == (7, 9, 3)
+
     written.write_text("collection: sample\ningest: {paths: [data/sample/corpus], chunk_size: 500}\n", encoding="utf-8")
     refused = runner.invoke(app, ["run", "--config", str(written)])
     assert refused.exit_code == 2
-    assert "ingest.chunk_size: unknown key; allowed keys: chunking, enabled, paths" in refused.output
+    assert "ingest.chunk_size: unknown key; allowed keys: chunking, enabled, files_per_task, paths" in refused.output
     assert not home.exists(), "nothing ran"
 
     written.write_text("collection: sample\ningest: {paths: [data/sample/corpus]}\nretrieval: {assertions: ['dense:mrr>=0.5']}\n")
