@@ -20,7 +20,7 @@ the process's RSS before the stage's work, and its peak RSS:
   one at a time, per search type: mean latency and queries per second;
 - eval: the `eval retrieval` flow, 300 questions x 3 configurations (fulltext, semantic, hybrid RRF
   k 60, depth 100), with the default thread runner and with a Dask LocalCluster of two worker
-  processes (whose peak RSS is the largest worker's); the means of both must be identical.
+  processes (whose peak RSS is the largest worker's); whether the means of both are identical.
 
 The growth exponent k between two sizes is log(t2 / t1) / log(s2 / s1): 1 is linear growth.
 """
