@@ -12,8 +12,10 @@ from tasks.ingest import (
     combine_extractions,
     discover_files,
     extract_file_batch,
-    read_beir_dataset,
+    open_staging,
+    read_beir_queries,
     report_ingest,
+    stage_beir_corpus,
     store_beir_queries,
     store_documents,
     stored_digests,
@@ -22,19 +24,22 @@ from tasks.ingest import (
 
 @flow(name="ingest", validate_parameters=True)
 def ingest_flow(config: IngestConfig) -> IngestReport:
-    """Ingest files or folders (or one BEIR dataset) into a collection, creating it if needed."""
+    """Ingest files or folders (or one BEIR dataset) into a collection, creating it if needed.
+    Batches of documents are staged on disk as they are extracted, then merged in one pass."""
+    stored, staging = stored_digests(config), open_staging(config)
     if config.format == "beir":
-        incoming, queries, qrels = read_beir_dataset(config.paths[0])
-        outcomes = store_documents(config, incoming)
+        queries, qrels = read_beir_queries(config.paths[0])
+        parts, rejections = combine_extractions(stage_beir_corpus(config, stored, staging))
+        outcomes = store_documents(config, staging, parts)
         store_beir_queries(config, queries, qrels)
-        return report_ingest(config, outcomes, incoming, [], queries, qrels)
-    found, stored = discover_files(config.paths), stored_digests(config)
+        return report_ingest(config, outcomes, parts, rejections, queries, qrels)
+    found = discover_files(config.paths)
     # Batches of files are extracted where config.task_runner says (threads here, or Dask workers).
     with task_runner(config.task_runner) as runner:
         futures = [
-            runner.submit(extract_file_batch, {"config": config, "found": batch, "stored": stored})
+            runner.submit(extract_file_batch, {"config": config, "found": batch, "stored": stored, "staging": staging})
             for batch in in_batches(found, config.files_per_task)
         ]
         extracted = [future.result() for future in futures]
-    incoming, rejections = combine_extractions(extracted)
-    return report_ingest(config, store_documents(config, incoming), incoming, rejections)
+    parts, rejections = combine_extractions(extracted)
+    return report_ingest(config, store_documents(config, staging, parts), parts, rejections)

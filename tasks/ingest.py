@@ -12,7 +12,7 @@ from prefect.cache_policies import NO_CACHE
 
 from ragassay.config import IngestConfig
 from ragassay.ingest import beir, documents, files
-from ragassay.ingest.documents import Chunker, IncomingDocument
+from ragassay.ingest.documents import Chunker, IngestStaging, StagedPart
 from ragassay.ingest.files import IngestReport, Rejection
 from ragassay.store.workspace import collection_paths
 
@@ -26,39 +26,57 @@ def discover_files(paths: tuple[Path, ...]) -> list[tuple[Path, Path]]:
 @task(name="stored-digests", cache_policy=NO_CACHE)
 def stored_digests(config: IngestConfig) -> dict[str, str]:
     """{doc_id: sha256} of the documents the collection holds with this ingest's chunk settings."""
-    chunker = Chunker(config.chunking.chunk_size, config.chunking.chunk_overlap)
-    return documents.stored_digests(collection_paths(config.home, config.collection, must_exist=False), chunker)
+    return documents.stored_digests(collection_paths(config.home, config.collection, must_exist=False), _chunker(config))
+
+
+@task(name="open-staging", cache_policy=NO_CACHE)
+def open_staging(config: IngestConfig) -> IngestStaging:
+    """Where this ingest's batches wait until they are merged, and its documents' ingested_at."""
+    return IngestStaging.new(collection_paths(config.home, config.collection, must_exist=False), datetime.now(timezone.utc))
 
 
 @task(name="extract-file-batch", cache_policy=NO_CACHE)
 def extract_file_batch(
-    config: IngestConfig, found: list[tuple[Path, Path]], stored: dict[str, str]
-) -> tuple[list[IncomingDocument], list[Rejection]]:
+    config: IngestConfig, found: list[tuple[Path, Path]], stored: dict[str, str], staging: IngestStaging
+) -> tuple[StagedPart, list[Rejection]]:
     """Extract one batch of files (in an extraction worker process of its own), except files whose
-    digest the collection already holds; a file that fails becomes a rejection and the others go on."""
-    return files.extract_documents(found, config.doc_id, stored)
+    digest the collection already holds, and stage their rows; a file that fails becomes a
+    rejection and the others go on."""
+    incoming, rejections = files.extract_documents(found, config.doc_id, stored)
+    return documents.stage_part(staging, incoming, _chunker(config)), rejections
+
+
+@task(name="stage-beir-corpus", cache_policy=NO_CACHE)
+def stage_beir_corpus(config: IngestConfig, stored: dict[str, str], staging: IngestStaging) -> list[tuple[StagedPart, list[Rejection]]]:
+    """Stage a BEIR corpus.jsonl's documents, files_per_task documents to a part, read as staged."""
+    folder, chunker = config.paths[0], _chunker(config)
+    return [(documents.stage_part(staging, batch, chunker), []) for batch in beir.corpus_batches(folder, config.files_per_task, stored)]
 
 
 @task(name="combine-extractions", cache_policy=NO_CACHE)
 def combine_extractions(
-    batches: list[tuple[list[IncomingDocument], list[Rejection]]],
-) -> tuple[list[IncomingDocument], list[Rejection]]:
-    """The batches' documents and rejections in order, a document id seen twice rejected."""
+    batches: list[tuple[StagedPart, list[Rejection]]],
+) -> tuple[list[StagedPart], list[Rejection]]:
+    """The batches' parts and rejections in order, a document id seen twice rejected."""
     return files.combine_extractions(batches)
 
 
 @task(name="store-documents", cache_policy=NO_CACHE)
-def store_documents(config: IngestConfig, incoming: list[IncomingDocument]) -> dict[str, str]:
-    """Merge the documents into the collection (creating it with its first document)."""
-    chunker = Chunker(config.chunking.chunk_size, config.chunking.chunk_overlap)
+def store_documents(config: IngestConfig, staging: IngestStaging, parts: list[StagedPart]) -> pl.DataFrame:
+    """Merge the staged parts into the collection (creating it with its first document); each
+    document's outcome (doc_id, outcome)."""
     paths = collection_paths(config.home, config.collection, must_exist=False)
-    return documents.store_documents(paths, incoming, chunker, datetime.now(timezone.utc))
+    return documents.store_staged(paths, staging, parts, _chunker(config))
 
 
-@task(name="read-beir-dataset", cache_policy=NO_CACHE)
-def read_beir_dataset(folder: Path) -> tuple[list[IncomingDocument], pl.DataFrame, pl.DataFrame]:
-    """Documents, test queries and qrels of a BEIR folder."""
-    return beir.read_beir_dataset(folder)
+def _chunker(config: IngestConfig) -> Chunker:
+    return Chunker(config.chunking.chunk_size, config.chunking.chunk_overlap)
+
+
+@task(name="read-beir-queries", cache_policy=NO_CACHE)
+def read_beir_queries(folder: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Test queries and qrels of a BEIR folder."""
+    return beir.read_beir_queries(folder)
 
 
 @task(name="store-beir-queries", cache_policy=NO_CACHE)
@@ -69,12 +87,12 @@ def store_beir_queries(config: IngestConfig, queries: pl.DataFrame, qrels: pl.Da
 @task(name="report-ingest", cache_policy=NO_CACHE)
 def report_ingest(
     config: IngestConfig,
-    outcomes: dict[str, str],
-    incoming: list[IncomingDocument],
+    outcomes: pl.DataFrame,
+    parts: list[StagedPart],
     rejections: list[Rejection],
     queries: pl.DataFrame | None = None,
     qrels: pl.DataFrame | None = None,
 ) -> IngestReport:
     """What the ingest did: documents by outcome, rejections, and the BEIR queries it stored."""
     counts = {"queries": queries.height, "qrels": qrels.height} if queries is not None and qrels is not None else {}
-    return files.report_from(config.collection, outcomes, incoming, rejections, **counts)
+    return files.report_from(config.collection, outcomes, parts, rejections, **counts)

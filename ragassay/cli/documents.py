@@ -18,7 +18,7 @@ def documents_list(collection: str = COLLECTION_OPTION, as_json: bool = JSON_OPT
     from ragassay.store.workspace import collection_paths, load_documents
 
     try:
-        documents = load_documents(collection_paths(workspace_home(), collection))
+        documents = load_documents(collection_paths(workspace_home(), collection)).sort("doc_id")
     except RagassayError as error:
         fail(error)
 

@@ -212,8 +212,9 @@ def build_bm25_indexes(inputs: IndexInputs) -> Staged:
     a new staging folder."""
     started = time.perf_counter()
     staging = staging_folder(inputs.paths)
-    LexicalIndex.build(inputs.chunks["text"].to_list()).save(staging / "bm25")
-    LexicalIndex.build(inputs.documents["text"].to_list()).save(staging / "bm25_documents")
+    # The text columns go as they are: tokenization reads them a batch at a time.
+    LexicalIndex.build(inputs.chunks["text"]).save(staging / "bm25")
+    LexicalIndex.build(inputs.documents["text"]).save(staging / "bm25_documents")
     return Staged(staging, time.perf_counter() - started)
 
 

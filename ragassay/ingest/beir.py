@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Iterator
 
 import polars as pl
 
@@ -15,21 +16,43 @@ from ragassay.store.tables import write_table
 from ragassay.store.workspace import CollectionPaths
 
 
-def read_beir_dataset(folder: Path) -> tuple[list[IncomingDocument], pl.DataFrame, pl.DataFrame]:
-    """Documents from corpus.jsonl (title and text joined), test queries and qrels of a BEIR folder."""
+def beir_files(folder: Path) -> tuple[Path, Path, Path]:
+    """corpus.jsonl, queries.jsonl and qrels/test.tsv of a BEIR folder, each checked to exist."""
     corpus_path, queries_path, qrels_path = folder / "corpus.jsonl", folder / "queries.jsonl", folder / "qrels" / "test.tsv"
     for needed in (corpus_path, queries_path, qrels_path):
         if not needed.is_file():
             raise ConfigError(f"BEIR dataset {folder} lacks {needed.relative_to(folder)}")
-    incoming: list[IncomingDocument] = []
+    return corpus_path, queries_path, qrels_path
+
+
+def corpus_batches(folder: Path, size: int | None, stored: dict[str, str] | None = None) -> Iterator[list[IncomingDocument]]:
+    """corpus.jsonl's documents (title and text joined), size at a time (all at once for None), read
+    as they are yielded. A document whose text has its stored digest is not extracted (as files.extract_documents)."""
+    corpus_path = beir_files(folder)[0]
+    stored = stored or {}
+    batch: list[IncomingDocument] = []
+    first_line: dict[str, int] = {}
     for line_number, record in _jsonl(corpus_path):
         doc_id, title, body = str(record.get("_id", "")), record.get("title") or "", record.get("text") or ""
         if not doc_id:
             raise RagassayError(f"{corpus_path}:{line_number}: record has no '_id'")
+        if first_line.setdefault(doc_id, line_number) != line_number:
+            raise RagassayError(f"{corpus_path}:{line_number}: '_id' {doc_id!r} is also on line {first_line[doc_id]}")
         text = f"{title}\n\n{body}" if title else body
         raw = text.encode()
-        extracted = ExtractedText(text=text, title=title or doc_id, content_type="text/plain")
-        incoming.append(IncomingDocument(doc_id, f"{corpus_path}#{doc_id}", len(raw), sha256_hex(raw), extracted))
+        digest = sha256_hex(raw)
+        extracted = None if stored.get(doc_id) == digest else ExtractedText(text=text, title=title or doc_id, content_type="text/plain")
+        batch.append(IncomingDocument(doc_id, f"{corpus_path}#{doc_id}", len(raw), digest, extracted))
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def read_beir_queries(folder: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The test queries and their qrels of a BEIR folder."""
+    _, queries_path, qrels_path = beir_files(folder)
     qrels_rows = []
     for line_number, line in enumerate(qrels_path.read_text(encoding="utf-8").splitlines(), start=1):
         fields = line.strip().split("\t")
@@ -48,7 +71,7 @@ def read_beir_dataset(folder: Path) -> tuple[list[IncomingDocument], pl.DataFram
         ],
         schema=QUERIES.schema,
     )
-    return incoming, queries, qrels
+    return queries, qrels
 
 
 def _jsonl(path: Path):

@@ -1,6 +1,9 @@
 """Turning extracted documents into document and chunk rows, merging them into a collection, and
-removing them. The merge itself is pure (tables in, tables out); store_documents and
-delete_documents write the result. Rules of the merge:
+removing them. Each batch of documents is staged as rows on disk (stage_part); store_staged then
+copies the stored tables and the parts a row group at a time into new tables, so memory holds one
+batch, not the collection. Tables keep documents in the order they were stored (new and replaced
+ones after the rest), chunks grouped by document in the same order; nothing depends on the order
+but the index digest, and search breaks ties by doc_id. Rules of the merge (merge_outcomes):
 - a document whose sha256 and chunker match the stored one is `unchanged` and left as it is;
 - a stored document with the same id but other content (or chunker) is `replaced`: its old chunks
   are dropped and the new ones added, so no orphan chunk survives;
@@ -10,17 +13,20 @@ delete_documents write the result. Rules of the merge:
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+import shutil
+import uuid
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from pathlib import Path
+from typing import Iterator, Literal
 
 import polars as pl
 
 from ragassay.errors import DocumentNotFound
 from ragassay.ingest.chunking import chunk_document
 from ragassay.ingest.extraction import ExtractedText
-from ragassay.store.schemas import CHUNKS, DOCUMENTS
-from ragassay.store.tables import write_table
+from ragassay.store.schemas import CHUNKS, DOCUMENTS, TableSpec
+from ragassay.store.tables import read_row_groups, read_table, write_table, write_table_in_groups
 from ragassay.store.workspace import CollectionPaths, load_chunks, load_documents, remove_leftovers
 
 Outcome = Literal["ingested", "replaced", "unchanged"]
@@ -50,11 +56,34 @@ class Chunker:
         return f"spans:{self.chunk_size}/{self.overlap}"
 
 
-@dataclass
-class MergeResult:
-    documents: pl.DataFrame
-    chunks: pl.DataFrame
-    outcomes: dict[str, Outcome] = field(default_factory=dict)
+# What a part lists about each accepted document of its batch: the text waits on disk. staged is
+# False where the document was not extracted, as the collection holds these bytes with these
+# chunk settings. A table, not objects: Prefect walks every object a task is given.
+STAGED_DOCUMENTS = pl.Schema({"doc_id": pl.String, "source_path": pl.String, "sha256": pl.String, "staged": pl.Boolean, "truncated": pl.Boolean})
+
+
+@dataclass(frozen=True)
+class StagedPart:
+    """A batch of incoming documents whose rows wait in two Parquet files until store_staged
+    merges them in. Only the documents listed are taken from the files (combine_extractions drops
+    an id an earlier batch has)."""
+
+    documents_path: Path
+    chunks_path: Path
+    documents: pl.DataFrame  # STAGED_DOCUMENTS, in the batch's order
+
+
+@dataclass(frozen=True)
+class IngestStaging:
+    """Where one ingest's parts wait (a hidden folder in the collection's, on the workspace every
+    worker shares), and the time recorded as each of its documents' ingested_at."""
+
+    folder: Path
+    started_at: datetime
+
+    @classmethod
+    def new(cls, paths: CollectionPaths, now: datetime) -> IngestStaging:
+        return cls(paths.root / f".ingest-{uuid.uuid4().hex}", now)
 
 
 def sha256_hex(data: bytes) -> str:
@@ -99,58 +128,121 @@ def build_rows(document: IncomingDocument, chunker: Chunker, now: datetime) -> t
     return document_row, chunk_rows
 
 
-# Documents whose rows are built as dicts before they become columns (merge_documents).
+# Documents whose rows are built as dicts before they become columns (stage_part).
 ROW_BATCH = 1024
 
 
-def merge_documents(
-    documents: pl.DataFrame,
-    chunks: pl.DataFrame,
-    incoming: list[IncomingDocument],
-    chunker: Chunker,
-    now: datetime,
-) -> MergeResult:
-    """Merge incoming documents into a collection's tables (see the module docstring)."""
-    stored = {
-        row["doc_id"]: (row["sha256"], row["chunker"])
-        for row in documents.select("doc_id", "sha256", "chunker").iter_rows(named=True)
-    }
-    outcomes: dict[str, Outcome] = {}
+def stage_part(staging: IngestStaging, incoming: list[IncomingDocument], chunker: Chunker) -> StagedPart:
+    """Write the rows of a batch's extracted documents into the staging folder, in the batch's
+    order (chunks by document, then ordinal). Documents not extracted are listed but have no rows."""
     # Rows are gathered as dicts a batch of documents at a time and then kept as columns: a dict
-    # per chunk costs several times its text, and a large ingest holds every chunk until written.
-    document_frames: list[pl.DataFrame] = []
-    chunk_frames: list[pl.DataFrame] = []
-    new_documents: list[dict] = []
-    new_chunks: list[dict] = []
-    for position, document in enumerate(incoming, start=1):
-        previous = stored.get(document.doc_id)
-        if previous == (document.sha256, chunker.label):
-            outcomes[document.doc_id] = "unchanged"
-        else:
-            if document.extracted is None:
-                raise ValueError(f"document {document.doc_id} was not extracted but is not stored unchanged")
-            outcomes[document.doc_id] = "replaced" if previous is not None else "ingested"
-            document_row, chunk_rows = build_rows(document, chunker, now)
-            new_documents.append(document_row)
-            new_chunks.extend(chunk_rows)
-        if len(new_documents) == ROW_BATCH or position == len(incoming):
-            document_frames.append(pl.DataFrame(new_documents, schema=DOCUMENTS.schema))
-            chunk_frames.append(pl.DataFrame(new_chunks, schema=CHUNKS.schema))
-            new_documents, new_chunks = [], []
-    changed = [doc_id for doc_id, outcome in outcomes.items() if outcome != "unchanged"]
-    merged_documents = pl.concat([documents.filter(~pl.col("doc_id").is_in(changed)), *document_frames]).sort("doc_id")
-    merged_chunks = pl.concat([chunks.filter(~pl.col("doc_id").is_in(changed)), *chunk_frames]).sort("doc_id", "ordinal")
-    return MergeResult(merged_documents, merged_chunks, outcomes)
-
-
-def remove_documents(
-    documents: pl.DataFrame, chunks: pl.DataFrame, doc_ids: list[str]
-) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """The tables without the given documents and their chunks."""
-    return (
-        documents.filter(~pl.col("doc_id").is_in(doc_ids)),
-        chunks.filter(~pl.col("doc_id").is_in(doc_ids)),
+    # per chunk costs several times its text.
+    document_frames, chunk_frames = [DOCUMENTS.empty()], [CHUNKS.empty()]
+    extracted = [document for document in incoming if document.extracted is not None]
+    for first in range(0, len(extracted), ROW_BATCH):
+        rows = [build_rows(document, chunker, staging.started_at) for document in extracted[first : first + ROW_BATCH]]
+        document_frames.append(pl.DataFrame([document_row for document_row, _ in rows], schema=DOCUMENTS.schema))
+        chunk_frames.append(pl.DataFrame([chunk for _, chunk_rows in rows for chunk in chunk_rows], schema=CHUNKS.schema))
+    staging.folder.mkdir(parents=True, exist_ok=True)
+    name = uuid.uuid4().hex
+    part = StagedPart(
+        documents_path=staging.folder / f"{name}.documents.parquet",
+        chunks_path=staging.folder / f"{name}.chunks.parquet",
+        documents=pl.DataFrame(
+            [(d.doc_id, d.source_path, d.sha256, d.extracted is not None, d.extracted is not None and d.extracted.truncated) for d in incoming],
+            schema=STAGED_DOCUMENTS, orient="row",
+        ),
     )
+    write_table(pl.concat(chunk_frames), part.chunks_path, CHUNKS)
+    write_table(pl.concat(document_frames), part.documents_path, DOCUMENTS)
+    return part
+
+
+def merge_outcomes(stored: pl.DataFrame, parts: list[StagedPart], chunker: Chunker) -> pl.DataFrame:
+    """Each listed document's outcome (doc_id, outcome) against the stored documents (doc_id,
+    sha256, chunker; see the module docstring), in the parts' order."""
+    listed = pl.concat([STAGED_DOCUMENTS.to_frame(), *[part.documents for part in parts]])
+    before = stored.select("doc_id", stored_sha256="sha256", stored_chunker="chunker")
+    judged = listed.join(before, on="doc_id", how="left", maintain_order="left").with_columns(
+        outcome=pl.when((pl.col("stored_sha256") == pl.col("sha256")) & (pl.col("stored_chunker") == chunker.label))
+        .then(pl.lit("unchanged"))
+        .when(pl.col("stored_sha256").is_null())
+        .then(pl.lit("ingested"))
+        .otherwise(pl.lit("replaced"))
+    )
+    lost = judged.filter((pl.col("outcome") != "unchanged") & ~pl.col("staged"))
+    if lost.height:
+        raise ValueError(f"document {lost['doc_id'][0]} was not extracted but is not stored unchanged")
+    return judged.select("doc_id", "outcome")
+
+
+def store_staged(paths: CollectionPaths, staging: IngestStaging, parts: list[StagedPart], chunker: Chunker) -> pl.DataFrame:
+    """Merge staged parts into the collection, then remove the staging folder. Chunks are written,
+    then documents, each a row group at a time from the stored table and the parts into a new file
+    renamed over the old one, so memory holds a few thousand rows, not the collection. Stored
+    documents keep their place; new and replaced ones follow, in the order of their parts. A
+    collection is created by its first accepted document, never by rejections alone. Returns each
+    listed document's outcome (doc_id, outcome)."""
+    try:
+        # Read, merge and write under the collection's lock: a concurrent ingest waits, then merges
+        # into what this one wrote (store/locks.py).
+        with paths.write_lock():
+            remove_leftovers(paths.root, keep=staging.folder)
+            stored = load_documents(paths)
+            outcomes = merge_outcomes(stored, parts, chunker)
+            stored_ids = stored["doc_id"]
+            changed = outcomes.filter(pl.col("outcome") != "unchanged")["doc_id"]
+            if changed.len() or _has_orphan_chunks(paths, stored_ids):
+                # A part's rows of the documents it lists as changed; it may hold rows of an id an
+                # earlier part has (combine_extractions), which are not taken.
+                new_rows = [(part, pl.col("doc_id").is_in(_taken_from(part, changed).implode())) for part in parts]
+                kept_documents = ~pl.col("doc_id").is_in(changed.implode())
+                # Chunks of no document (an ingest killed between its two writes) are dropped: repaired here.
+                kept_chunks = kept_documents & pl.col("doc_id").is_in(stored_ids.implode())
+                write_table_in_groups(
+                    _rows(CHUNKS, [(paths.chunks, kept_chunks), *[(part.chunks_path, taken) for part, taken in new_rows]]), paths.chunks, CHUNKS
+                )
+                write_table_in_groups(
+                    _rows(DOCUMENTS, [(paths.documents, kept_documents), *[(part.documents_path, taken) for part, taken in new_rows]]),
+                    paths.documents, DOCUMENTS,
+                )
+    finally:
+        shutil.rmtree(staging.folder, ignore_errors=True)
+    return outcomes
+
+
+def _taken_from(part: StagedPart, changed: pl.Series) -> pl.Series:
+    """The ids of a part's documents whose staged rows go into the collection."""
+    return part.documents.filter(pl.col("staged") & pl.col("doc_id").is_in(changed.implode()))["doc_id"]
+
+
+# Rows in a row group of a collection's documents and chunks tables as ingest writes them: a
+# merge holds about one group at a time.
+GROUP_ROWS = 2048
+
+
+def _rows(spec: TableSpec, sources: list[tuple[Path, pl.Expr]]) -> Iterator[pl.DataFrame]:
+    """The rows of each source table (those that exist) that pass its filter, in order, read a row
+    group at a time and yielded in frames of about GROUP_ROWS rows."""
+    pending: list[pl.DataFrame] = []
+    for path, keep in sources:
+        if not path.exists():
+            continue
+        for group in read_row_groups(path, spec):
+            pending.append(group.filter(keep))
+            if sum(frame.height for frame in pending) >= GROUP_ROWS:
+                yield pl.concat(pending)
+                pending = []
+    if pending:
+        yield pl.concat(pending)
+
+
+def _has_orphan_chunks(paths: CollectionPaths, stored_ids: pl.Series) -> bool:
+    """Whether the chunks table holds chunks of no stored document."""
+    if not paths.chunks.exists():
+        return False
+    chunk_documents = read_table(paths.chunks, CHUNKS, columns=["doc_id"])["doc_id"]
+    return bool((~chunk_documents.is_in(stored_ids.implode())).any())
 
 
 def index_input_digest(documents: pl.DataFrame, chunks: pl.DataFrame) -> str:
@@ -173,32 +265,14 @@ def stored_digests(paths: CollectionPaths, chunker: Chunker) -> dict[str, str]:
     return dict(zip(documents["doc_id"].to_list(), documents["sha256"].to_list()))
 
 
-def store_documents(paths: CollectionPaths, incoming: list[IncomingDocument], chunker: Chunker, now: datetime) -> dict[str, str]:
-    """Merge documents into the collection and write chunks, then documents, atomically. A
-    collection is created by its first accepted document, never by rejections alone."""
-    if not incoming and not paths.documents.exists():
-        return {}
-    # Read, merge and write under the collection's lock: a concurrent ingest waits, then merges
-    # into what this one wrote (store/locks.py).
-    with paths.write_lock():
-        remove_leftovers(paths.root)
-        documents = load_documents(paths, with_text=True)
-        # Chunks of no document (an ingest killed between its two writes) are dropped: repaired here.
-        chunks = load_chunks(paths).filter(pl.col("doc_id").is_in(documents["doc_id"].implode()))
-        merged = merge_documents(documents, chunks, incoming, chunker, now)
-        write_table(merged.chunks, paths.chunks, CHUNKS)
-        write_table(merged.documents, paths.documents, DOCUMENTS)
-    return dict(merged.outcomes)
-
-
 def delete_documents(paths: CollectionPaths, doc_ids: list[str]) -> list[str]:
     """Remove documents and their chunks; nothing is removed when any id is unknown."""
     with paths.write_lock():
-        documents = load_documents(paths, with_text=True)
-        unknown = sorted(set(doc_ids) - set(documents["doc_id"].to_list()))
+        stored = load_documents(paths)["doc_id"]
+        unknown = sorted(set(doc_ids) - set(stored.to_list()))
         if unknown:
             raise DocumentNotFound(f"collection {paths.name!r} has no documents {', '.join(unknown)}")
-        kept_documents, kept_chunks = remove_documents(documents, load_chunks(paths), doc_ids)
-        write_table(kept_chunks, paths.chunks, CHUNKS)
-        write_table(kept_documents, paths.documents, DOCUMENTS)
+        kept = ~pl.col("doc_id").is_in(pl.Series(doc_ids, dtype=pl.String).implode())
+        write_table_in_groups(_rows(CHUNKS, [(paths.chunks, kept)]), paths.chunks, CHUNKS)
+        write_table_in_groups(_rows(DOCUMENTS, [(paths.documents, kept)]), paths.documents, DOCUMENTS)
     return sorted(set(doc_ids))

@@ -4,12 +4,14 @@ fails becomes a typed rejection and the others go on), and the report of what an
 from __future__ import annotations
 
 import unicodedata
+from dataclasses import replace
 from pathlib import Path
 
+import polars as pl
 from pydantic import BaseModel
 
 from ragassay.errors import ConfigError
-from ragassay.ingest.documents import IncomingDocument, sha256_hex
+from ragassay.ingest.documents import IncomingDocument, StagedPart, sha256_hex
 from ragassay.ingest.extraction import ExtractionError, read_file
 from ragassay.ingest.isolation import IsolatedExtractor
 from ragassay.progress import ProgressReporter
@@ -105,36 +107,37 @@ def extract_documents(
 
 
 def combine_extractions(
-    batches: list[tuple[list[IncomingDocument], list[Rejection]]],
-) -> tuple[list[IncomingDocument], list[Rejection]]:
-    """The documents and rejections of batches extracted apart, in batch order; a document whose
-    id an earlier batch already has is rejected as a duplicate, as within one batch."""
-    incoming: list[IncomingDocument] = []
+    batches: list[tuple[StagedPart, list[Rejection]]],
+) -> tuple[list[StagedPart], list[Rejection]]:
+    """The parts and rejections of batches extracted apart, in batch order; a document whose id an
+    earlier batch already has is rejected as a duplicate, as within one batch, and left out of its part."""
+    parts: list[StagedPart] = []
     rejections: list[Rejection] = []
     seen: dict[str, str] = {}
-    for documents, rejected in batches:
-        for document in documents:
-            if document.doc_id in seen:
-                rejections.append(Rejection(path=document.source_path, reason="duplicate_id",
-                                            detail=f"doc_id {document.doc_id!r} is also {seen[document.doc_id]}"))
+    for part, rejected in batches:
+        first_here = []
+        for doc_id, path in part.documents.select("doc_id", "source_path").iter_rows():
+            first_here.append(doc_id not in seen)
+            if doc_id in seen:
+                rejections.append(Rejection(path=path, reason="duplicate_id", detail=f"doc_id {doc_id!r} is also {seen[doc_id]}"))
             else:
-                seen[document.doc_id] = document.source_path
-                incoming.append(document)
+                seen[doc_id] = path
+        parts.append(replace(part, documents=part.documents.filter(pl.Series(first_here, dtype=pl.Boolean))))
         rejections.extend(rejected)
-    return incoming, rejections
+    return parts, rejections
 
 
 def report_from(
     collection: str,
-    outcomes: dict[str, str],
-    incoming: list[IncomingDocument],
+    outcomes: pl.DataFrame,
+    parts: list[StagedPart],
     rejections: list[Rejection],
     queries: int = 0,
     qrels: int = 0,
 ) -> IngestReport:
     """The report of one ingest: documents by outcome, truncated texts, rejections, BEIR counts."""
     report = IngestReport(collection=collection, rejected=rejections, queries=queries, qrels=qrels)
-    for doc_id, outcome in sorted(outcomes.items()):
+    for doc_id, outcome in outcomes.sort("doc_id").select("doc_id", "outcome").iter_rows():
         getattr(report, outcome).append(doc_id)
-    report.truncated = sorted(d.doc_id for d in incoming if d.extracted is not None and d.extracted.truncated)
+    report.truncated = sorted(doc_id for part in parts for doc_id in part.documents.filter("truncated")["doc_id"].to_list())
     return report

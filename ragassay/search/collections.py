@@ -5,6 +5,7 @@ the documents and chunks on disk, so a search never reads an index older than it
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +16,7 @@ from ragassay.ingest.documents import index_input_digest
 from ragassay.search.dense import Embedders, resolve_model
 from ragassay.search.lexical import LexicalIndex
 from ragassay.search.retrieval import SearchableCollection
-from ragassay.store.schemas import embeddings_spec
+from ragassay.store.schemas import CHUNKS, embeddings_spec
 from ragassay.store.tables import read_table
 from ragassay.store.workspace import (
     INDEX_FORMAT_VERSION,
@@ -34,7 +35,9 @@ def load_searchable(home: Path, name: str, need_dense: bool, embedders: Embedder
     manifest = read_manifest(paths)
     if manifest is None or manifest.get("format_version") != INDEX_FORMAT_VERSION:
         raise IndexMissing(f"collection {name!r} is not indexed; run `ragassay index --collection {name}`")
-    chunks = load_chunks(paths)
+    # Texts stay on disk until a snippet, an answer or the reranker asks for one (ChunkTexts):
+    # evaluation ranks by index alone, and a large collection's texts are most of its memory.
+    chunks = load_chunks(paths, with_text=False)
     documents = load_documents(paths)
     if index_input_digest(documents, chunks) != manifest["input_digest"]:
         raise IndexMissing(
@@ -53,7 +56,7 @@ def load_searchable(home: Path, name: str, need_dense: bool, embedders: Embedder
         chunk_start=chunks["char_start"].to_numpy(),
         chunk_end=chunks["char_end"].to_numpy(),
         chunk_page=chunks["page"].to_list(),
-        chunk_text=chunks["text"].to_list(),
+        chunk_text=ChunkTexts(paths, chunks["chunk_id"]),
         doc_ids=documents["doc_id"].to_list(),
         doc_titles=documents["title"].to_list(),
         doc_content_types=documents["content_type"].to_list(),
@@ -64,6 +67,36 @@ def load_searchable(home: Path, name: str, need_dense: bool, embedders: Embedder
         embed_queries=embed_queries,
         embedding_model_id=manifest["embedding_model_id"],
     )
+
+
+class ChunkTexts(Sequence[str]):
+    """A collection's chunk texts in index order, read from its chunks table on first use and then
+    kept as one Arrow column (a Python string per chunk would cost several times the text).
+    Reading checks that the table still holds the chunks the index was opened with, in the same
+    order, so a re-ingest between opening and reading cannot pair a hit with another text."""
+
+    def __init__(self, paths: CollectionPaths, chunk_ids: pl.Series):
+        self._paths, self._chunk_ids = paths, chunk_ids
+        self._texts: pl.Series | None = None
+
+    def _loaded(self) -> pl.Series:
+        if self._texts is None:
+            chunks = read_table(self._paths.chunks, CHUNKS, columns=["chunk_id", "text"])
+            if not chunks["chunk_id"].equals(self._chunk_ids):
+                raise IndexMissing(
+                    f"collection {self._paths.name!r} changed since it was opened for search; search again"
+                )
+            self._texts = chunks["text"]
+        return self._texts
+
+    def __getitem__(self, position):
+        return self._loaded()[int(position)]
+
+    def __iter__(self):
+        return iter(self._loaded())
+
+    def __len__(self) -> int:
+        return len(self._chunk_ids)
 
 
 def _dense_matrix(paths: CollectionPaths, chunks: pl.DataFrame, model_id: str, dimension: int) -> np.ndarray:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from functools import lru_cache
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 
@@ -40,6 +41,30 @@ def tokenize(texts: list[str]) -> list[list[str]]:
     )
 
 
+# Texts tokenized at once when an index is built: their token lists are the build's largest
+# Python objects, so they are turned into int32 arrays a batch at a time.
+TOKENIZE_BATCH = 2048
+
+
+def tokenize_to_ids(texts: Sequence[str], batch_size: int = TOKENIZE_BATCH) -> tuple[list[np.ndarray], dict[str, int]]:
+    """Each text's tokens (as `tokenize`) as an int32 array of ids into one vocabulary (token: id),
+    tokenized batch_size texts at a time: bm25s indexes these as it indexes token lists, and a
+    list of Python token lists for a large corpus costs several times its texts."""
+    vocabulary: dict[str, int] = {}
+    token_ids: list[np.ndarray] = []
+    for start in range(0, len(texts), batch_size):
+        batch = texts[start : start + batch_size]
+        tokenized = _bm25s().tokenize(
+            list(batch), lower=True, stopwords=STOPWORDS, stemmer=_stemmer(), return_ids=True, show_progress=False
+        )
+        # bm25s numbers each call's tokens from 0: map them into the one vocabulary.
+        to_shared = np.zeros(len(tokenized.vocab), dtype=np.int32)
+        for token, local_id in tokenized.vocab.items():
+            to_shared[local_id] = vocabulary.setdefault(token, len(vocabulary))
+        token_ids.extend(to_shared[np.asarray(ids, dtype=np.int64)] for ids in tokenized.ids)
+    return token_ids, vocabulary
+
+
 class LexicalIndex:
     """A BM25 index whose score vector lines up with the chunks it was built from."""
 
@@ -48,11 +73,12 @@ class LexicalIndex:
         self.size = size
 
     @classmethod
-    def build(cls, texts: list[str]) -> "LexicalIndex":
+    def build(cls, texts: Sequence[str], tokenize_batch: int = TOKENIZE_BATCH) -> "LexicalIndex":
+        """BM25 over texts (a list, or a Polars column: read a batch at a time)."""
         bm25s = _bm25s()
         retriever = bm25s.BM25()
-        if texts:
-            retriever.index(tokenize(texts), show_progress=False)
+        if len(texts):
+            retriever.index(tokenize_to_ids(texts, tokenize_batch), show_progress=False)
         return cls(retriever, len(texts))
 
     def save(self, folder: Path) -> None:

@@ -26,7 +26,7 @@ import fnmatch
 import itertools
 import re
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -48,7 +48,7 @@ class SearchableCollection:
     chunk_start: np.ndarray
     chunk_end: np.ndarray
     chunk_page: list[int | None]
-    chunk_text: list[str]
+    chunk_text: Sequence[str]  # indexable by chunk position; may read the texts on first use
     doc_ids: list[str]
     doc_titles: list[str]
     doc_content_types: list[str]

@@ -7,7 +7,7 @@ import os
 import tempfile
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Iterator
 
 import polars as pl
 import pyarrow.parquet as pq
@@ -55,6 +55,21 @@ def _as_table(frame: pl.DataFrame, path: Path, spec: TableSpec):
 
 def read_table(path: Path, spec: TableSpec, columns: list[str] | None = None) -> pl.DataFrame:
     """Read spec's table from path, refusing a file of another table, version or schema."""
+    _check_marker(path, spec)
+    return _checked_columns(pl.read_parquet(path, columns=columns), path, spec, columns)
+
+
+def read_row_groups(path: Path, spec: TableSpec) -> Iterator[pl.DataFrame]:
+    """spec's table at path one row group at a time, checked as read_table checks it: a table far
+    larger than memory can be filtered and written on."""
+    _check_marker(path, spec)
+    file = pq.ParquetFile(path)
+    for group in range(file.num_row_groups):
+        yield _checked_columns(pl.from_arrow(file.read_row_group(group)), path, spec, None)
+
+
+def _check_marker(path: Path, spec: TableSpec) -> None:
+    """TableSchemaError unless path is a Parquet file marked as spec's table and version."""
     try:
         metadata = pq.read_schema(path).metadata or {}
     except FileNotFoundError:
@@ -67,7 +82,9 @@ def read_table(path: Path, spec: TableSpec, columns: list[str] | None = None) ->
             f"{path} holds table {marker.get('table')!r} version {marker.get('version')!r}; "
             f"expected {spec.name!r} version {spec.version}"
         )
-    frame = pl.read_parquet(path, columns=columns)
+
+
+def _checked_columns(frame: pl.DataFrame, path: Path, spec: TableSpec, columns: list[str] | None) -> pl.DataFrame:
     expected = {name: spec.schema[name] for name in (columns or list(spec.schema))}
     if dict(frame.schema) != expected:
         raise TableSchemaError(f"{path} has columns {dict(frame.schema)}; expected {expected}")

@@ -29,8 +29,8 @@ import polars as pl
 
 from ragassay.errors import CollectionNotFound, ConfigError
 from ragassay.store.locks import collection_lock
-from ragassay.store.schemas import CHUNKS, DOCUMENTS
-from ragassay.store.tables import read_table, read_table_or_empty
+from ragassay.store.schemas import CHUNKS, DOCUMENTS, TableSpec
+from ragassay.store.tables import read_table
 
 DEFAULT_HOME = Path.home() / ".ragassay"
 INDEX_FORMAT_VERSION = 2
@@ -144,12 +144,18 @@ def delete_collection(home: Path, name: str) -> None:
 
 
 def load_documents(paths: CollectionPaths, with_text: bool = False) -> pl.DataFrame:
-    columns = [c for c in DOCUMENTS.schema if with_text or c != "text"]
-    return read_table(paths.documents, DOCUMENTS, columns=columns) if paths.documents.exists() else DOCUMENTS.empty().select(columns)
+    return _load_without_text(paths.documents, DOCUMENTS, with_text)
 
 
-def load_chunks(paths: CollectionPaths) -> pl.DataFrame:
-    return read_table_or_empty(paths.chunks, CHUNKS)
+def load_chunks(paths: CollectionPaths, with_text: bool = True) -> pl.DataFrame:
+    return _load_without_text(paths.chunks, CHUNKS, with_text)
+
+
+def _load_without_text(path: Path, spec: TableSpec, with_text: bool) -> pl.DataFrame:
+    """spec's table at path (empty when there is none yet), its text column only when asked for:
+    texts are most of a collection's bytes."""
+    columns = [c for c in spec.schema if with_text or c != "text"]
+    return read_table(path, spec, columns=columns) if path.exists() else spec.empty().select(columns)
 
 
 def read_manifest(paths: CollectionPaths) -> dict | None:
@@ -163,11 +169,11 @@ STALE_STAGING_SECONDS = 3600
 
 def remove_leftovers(root: Path, keep: Path | None = None) -> None:
     """Remove what killed writers left in a collection's folder: temporary table files
-    (`.chunks.parquet.XXXX`) and index staging folders older than STALE_STAGING_SECONDS (a
-    younger one may be another index build's, still running). Called under the write lock."""
+    (`.chunks.parquet.XXXX`) and index or ingest staging folders older than STALE_STAGING_SECONDS
+    (a younger one may be another build's or ingest's, still running). Called under the write lock."""
     now = time.time()
     for leftover in root.glob(".*"):
         if leftover.is_file() and ".parquet." in leftover.name:
             leftover.unlink(missing_ok=True)
-        elif leftover.is_dir() and leftover.name.startswith(".index-") and leftover != keep and now - leftover.stat().st_mtime > STALE_STAGING_SECONDS:
+        elif leftover.is_dir() and leftover.name.startswith((".index-", ".ingest-")) and leftover != keep and now - leftover.stat().st_mtime > STALE_STAGING_SECONDS:
             shutil.rmtree(leftover, ignore_errors=True)

@@ -11,7 +11,7 @@ import pytest
 from flows.index import index_flow
 from flows.ingest import ingest_flow
 from ragassay.config import IndexConfig, IngestConfig
-from ragassay.errors import IndexMissing
+from ragassay.errors import IndexMissing, RagassayError
 from ragassay.ingest.documents import delete_documents
 from ragassay.store.schemas import embeddings_spec
 from ragassay.store.tables import read_table
@@ -181,6 +181,16 @@ def test_beir_import_stores_documents_queries_and_qrels(home, tmp_path):
     assert pl.read_parquet(paths.beir_qrels).to_dicts() == [{"query_id": "q1", "doc_id": "d1", "relevance": 1}]
     assert pl.read_parquet(paths.beir_queries)["query_id"].to_list() == ["q1"]
 
+    # Read a document to a part: nothing changed, nothing staged, nothing rewritten.
+    written = paths.documents.stat().st_mtime_ns
+    again = ingest_flow(IngestConfig(collection="tiny", paths=(dataset,), format="beir", home=home, files_per_task=1))
+    assert again.unchanged == ["d1", "d2"] and not again.ingested and paths.documents.stat().st_mtime_ns == written
+    with (dataset / "corpus.jsonl").open("a", encoding="utf-8") as corpus_file:
+        corpus_file.write(json.dumps({"_id": "d1", "text": "Another d1."}) + "\n")
+    with pytest.raises(RagassayError, match=r"corpus.jsonl:3: '_id' 'd1' is also on line 1"):
+        ingest_flow(IngestConfig(collection="tiny", paths=(dataset,), format="beir", home=home))
+    assert load_documents(paths, with_text=True).equals(documents), "a refused import changes nothing"
+
 
 def test_a_local_onnx_folder_can_be_the_embedding_model(home, tmp_path):
     """Any folder with model.onnx and tokenizer files works; here a copy of the default model."""
@@ -224,8 +234,11 @@ def test_embeddings_are_written_a_row_group_at_a_time_with_the_vectors_of_one_ca
     assert (again.embedded, again.reused) == (0, 6) and read_table(inputs.paths.embeddings, embeddings_spec(384)).height == 6
 
 
-def test_batches_extracted_apart_reject_an_id_an_earlier_batch_has(tmp_path):
+def test_batches_extracted_apart_reject_an_id_an_earlier_batch_has(home, tmp_path):
+    from datetime import datetime, timezone
+
     from ragassay.batches import in_batches
+    from ragassay.ingest.documents import Chunker, IngestStaging, stage_part, store_staged
     from ragassay.ingest.files import combine_extractions, discover_files, extract_documents
 
     (tmp_path / "a").mkdir()
@@ -236,7 +249,19 @@ def test_batches_extracted_apart_reject_an_id_an_earlier_batch_has(tmp_path):
     found = discover_files((tmp_path / "a", tmp_path / "b"))
     batches = in_batches(found, 2)
     assert [len(batch) for batch in batches] == [2, 1]
-    incoming, rejections = combine_extractions([extract_documents(batch, None, {}) for batch in batches])
+    paths, chunker = collection_paths(home, "twins", must_exist=False), Chunker(1200, 150)
+    staging = IngestStaging.new(paths, datetime.now(timezone.utc))
+
+    def staged(batch):
+        incoming, rejected = extract_documents(batch, None, {})
+        return stage_part(staging, incoming, chunker), rejected
+
+    parts, rejections = combine_extractions([staged(batch) for batch in batches])
     # b/same.txt has the id of a/same.txt ("same.txt", its path under its root): the first one wins.
-    assert [d.doc_id for d in incoming] == ["other.txt", "same.txt"] and incoming[1].source_path.endswith("a/same.txt")
+    kept = pl.concat([part.documents for part in parts]).rows(named=True)
+    assert [d["doc_id"] for d in kept] == ["other.txt", "same.txt"] and kept[1]["source_path"].endswith("a/same.txt")
     assert [(r.reason, Path(r.path).parent.name) for r in rejections] == [("duplicate_id", "b")]
+    # The later batch's rows for that id stay in its part but are not merged in.
+    assert store_staged(paths, staging, parts, chunker).rows() == [("other.txt", "ingested"), ("same.txt", "ingested")]
+    stored = load_documents(paths, with_text=True)
+    assert stored["text"].to_list() == ["Other text.", "Text of a."] and not staging.folder.exists()

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from ragassay.search.fusion import reciprocal_rank_fusion
 from ragassay.search.lexical import LexicalIndex, tokenize
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_stemming_matches_plural_and_inflections():
@@ -26,6 +30,23 @@ def test_bm25_finds_the_stemmed_document_and_scores_others_zero(tmp_path):
     assert scores[0] > 0 and scores[1] == 0 and scores[2] == 0
     assert list(reloaded.scores("the of and")) == [0, 0, 0]
     assert list(reloaded.scores("unknownword")) == [0, 0, 0]
+
+
+def test_batched_token_ids_index_as_bm25s_indexes_token_lists():
+    """The build tokenizes into int32 ids a batch at a time, each batch numbering its tokens anew:
+    the scores must equal bm25s indexing the whole corpus's token lists at once."""
+    import bm25s
+    import numpy as np
+    import polars as pl
+
+    texts = [path.read_text(encoding="utf-8") for path in sorted((ROOT / "data" / "sample" / "corpus").rglob("*.md"))]
+    texts += ["", "the and of", "Swarming colonies swarmed; agents inspect hives."]
+    queries = tokenize(["swarm agents", "queen honey wax", "the", "unknownword", "varroa mites treatment"])
+    whole = bm25s.BM25()
+    whole.index(tokenize(texts), show_progress=False)
+    batched = LexicalIndex.build(pl.Series(texts), tokenize_batch=3)  # several batches, with tokens new to each
+    expected = LexicalIndex(whole, len(texts)).scores_for_tokens(queries)
+    assert np.array_equal(batched.scores_for_tokens(queries), expected) and (expected > 0).sum() > len(texts)
 
 
 def test_empty_index_scores_nothing(tmp_path):

@@ -160,3 +160,28 @@ def test_lexical_unit_scores_whole_documents_or_best_chunks(home, tmp_path):
     spread = next(h for h in by_document if h.doc_id == "spread.txt")
     shown = chunks.filter(chunks["chunk_id"] == spread.chunk_id)["text"].item()
     assert "alpha" in shown or "omega" in shown, "the chunk shown is one that matches the query"
+
+
+def test_chunk_texts_are_read_when_shown_and_never_from_a_table_changed_since(two_collections, tmp_path):
+    """Ranking needs no chunk text, so an opened collection reads its texts only when a snippet
+    asks; a re-ingest in between must not pair a hit with another chunk's text."""
+    from ragassay.search.collections import load_searchable
+    from ragassay.search.dense import Embedders
+    from ragassay.search.retrieval import rank_documents, search
+    from ragassay.store.workspace import collection_paths, load_chunks
+
+    settings = SearchSettings(search_type="fulltext")
+    opened = load_searchable(two_collections, "hives", need_dense=False, embedders=Embedders())
+    ranked = rank_documents([opened], ["varroa alcohol wash"], settings, k=2)
+    assert ranked[0][0][0] == ("hives", "long/mites.txt")
+
+    fresh = load_searchable(two_collections, "hives", need_dense=False, embedders=Embedders())
+    chunks = load_chunks(collection_paths(two_collections, "hives"))
+    assert list(fresh.chunk_text) == chunks["text"].to_list() and len(fresh.chunk_text) == chunks.height
+
+    # Another chunking of the same files: the chunks table changes under the collection opened above.
+    ingest_flow(IngestConfig(collection="hives", paths=(tmp_path / "hives",), home=two_collections, chunking={"chunk_size": 100, "chunk_overlap": 0}))
+    assert rank_documents([opened], ["varroa alcohol wash"], settings, k=2) == ranked, "ranking still reads only the opened index"
+    with pytest.raises(IndexMissing, match="changed since it was opened"):
+        search([opened], "varroa alcohol wash", settings, k=1)
+    assert "alcohol wash" in search([fresh], "varroa alcohol wash", settings, k=1)[0].snippet, "texts read before the change stay"
