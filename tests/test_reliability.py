@@ -87,7 +87,7 @@ def test_a_lock_held_too_long_names_its_holder(home, tmp_path):
 def test_an_ingest_killed_between_its_writes_is_refused_by_index_and_repaired_by_the_next_ingest(home, tmp_path):
     from ragassay.store.schemas import CHUNKS
     from ragassay.store.tables import write_table
-    from ragassay.store.workspace import collection_paths, load_chunks
+    from ragassay.store.workspace import STALE_STAGING_SECONDS, collection_paths, load_chunks
 
     corpus = small_corpus(tmp_path / "corpus", 4)
     assert ragassay("ingest", "-c", "s", str(corpus)).returncode == 0
@@ -98,12 +98,19 @@ def test_an_ingest_killed_between_its_writes_is_refused_by_index_and_repaired_by
     orphan = chunks.head(1).with_columns(pl.lit("ghost.txt").alias("doc_id"), pl.lit("ghost.txt#0").alias("chunk_id"))
     write_table(pl.concat([chunks, orphan]), paths.chunks, CHUNKS)
     (paths.root / ".chunks.parquet.tmp1234").write_bytes(b"half a table")
+    # Written before the kill, an hour and more ago: a younger one could be a live writer's.
+    stale = time.time() - STALE_STAGING_SECONDS - 60
+    os.utime(paths.root / ".chunks.parquet.tmp1234", (stale, stale))
+    # A young one, as an index build writing its embedding cache outside the lock leaves it.
+    (paths.root / ".embeddings.parquet.live").write_bytes(b"being written")
 
     refused = ragassay("index", "-c", "s")
     assert refused.returncode == 2 and "an ingest was interrupted" in refused.stderr and "ghost.txt" in refused.stderr
 
     assert ragassay("ingest", "-c", "s", str(corpus)).returncode == 0
     assert "ghost.txt" not in set(load_chunks(paths)["doc_id"]) and not (paths.root / ".chunks.parquet.tmp1234").exists()
+    assert (paths.root / ".embeddings.parquet.live").exists(), "a live writer's file is left to it"
+    (paths.root / ".embeddings.parquet.live").unlink()
     assert ragassay("index", "-c", "s").returncode == 0
     found = ragassay("search", "-c", "s", "--json", "hive inspected")
     assert found.returncode == 0 and json.loads(found.stdout)["results"]

@@ -18,7 +18,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Iterator, Literal
+from typing import Iterator
 
 import polars as pl
 
@@ -27,10 +27,7 @@ from ragassay.ingest.chunking import chunk_document
 from ragassay.ingest.extraction import ExtractedText
 from ragassay.store.schemas import CHUNKS, DOCUMENTS, TableSpec
 from ragassay.store.tables import read_row_groups, read_table, write_table, write_table_in_groups
-from ragassay.store.workspace import CollectionPaths, load_chunks, load_documents, remove_leftovers
-
-Outcome = Literal["ingested", "replaced", "unchanged"]
-
+from ragassay.store.workspace import CollectionPaths, load_documents, remove_leftovers
 
 @dataclass(frozen=True)
 class IncomingDocument:

@@ -58,6 +58,7 @@ def load_searchable(home: Path, name: str, need_dense: bool, embedders: Embedder
         chunk_page=chunks["page"].to_list(),
         chunk_text=ChunkTexts(paths, chunks["chunk_id"]),
         doc_ids=documents["doc_id"].to_list(),
+        doc_id_rank=documents["doc_id"].rank("ordinal").to_numpy() - 1,
         doc_titles=documents["title"].to_list(),
         doc_content_types=documents["content_type"].to_list(),
         doc_source_paths=documents["source_path"].to_list(),

@@ -50,6 +50,7 @@ class SearchableCollection:
     chunk_page: list[int | None]
     chunk_text: Sequence[str]  # indexable by chunk position; may read the texts on first use
     doc_ids: list[str]
+    doc_id_rank: np.ndarray  # each document's place among doc_ids sorted
     doc_titles: list[str]
     doc_content_types: list[str]
     doc_source_paths: list[str]
@@ -206,7 +207,8 @@ def _ranked_documents(
             if with_chunks:
                 chunk_scores = collection.lexical.scores_for_tokens(tokens)
                 valid = np.broadcast_to(mask & (document_scores > 0)[:, collection.chunk_doc], chunk_scores.shape)
-        for row, top in enumerate(_top_positions(scores, documents, limit)):
+        # Stored order is ingest order: equal scores go by doc_id, as the rules above say.
+        for row, top in enumerate(_top_positions(scores, collection.doc_id_rank[documents], limit)):
             top_documents, top_scores = documents[top].tolist(), scores[row, top].tolist()
             chunks = [_best_chunk(collection, chunk_scores[row], valid[row], d) for d in top_documents] if with_chunks else [-1] * len(top)
             keys = [(collection.name, collection.doc_ids[d]) for d in top_documents]
@@ -236,9 +238,9 @@ def _best_chunk_scores(collection: SearchableCollection, chunk_scores: np.ndarra
     return documents, np.maximum.reduceat(masked, starts, axis=1).astype(np.float64)
 
 
-def _top_positions(scores: np.ndarray, documents: np.ndarray, limit: int) -> list[np.ndarray]:
+def _top_positions(scores: np.ndarray, tie_order: np.ndarray, limit: int) -> list[np.ndarray]:
     """For each row, the columns of its best `limit` finite scores, best first; equal scores in
-    document order (documents are stored sorted by doc_id, so that is doc_id order)."""
+    the order of tie_order (each column's document's place in doc_id order)."""
     columns = scores.shape[1]
     if columns > limit:
         # Every score tied with a row's limit-th best stays a candidate, so the tie order decides.
@@ -249,7 +251,7 @@ def _top_positions(scores: np.ndarray, documents: np.ndarray, limit: int) -> lis
     tops = []
     for row, chosen in zip(scores, candidates):
         eligible = np.flatnonzero(chosen)
-        tops.append(eligible[np.lexsort((documents[eligible], -row[eligible]))][:limit])
+        tops.append(eligible[np.lexsort((tie_order[eligible], -row[eligible]))][:limit])
     return tops
 
 

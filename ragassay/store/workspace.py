@@ -169,11 +169,14 @@ STALE_STAGING_SECONDS = 3600
 
 def remove_leftovers(root: Path, keep: Path | None = None) -> None:
     """Remove what killed writers left in a collection's folder: temporary table files
-    (`.chunks.parquet.XXXX`) and index or ingest staging folders older than STALE_STAGING_SECONDS
-    (a younger one may be another build's or ingest's, still running). Called under the write lock."""
+    (`.chunks.parquet.XXXX`) and index or ingest staging folders, once older than
+    STALE_STAGING_SECONDS. A younger one may be a live writer's: an index build writes its
+    embedding cache outside the lock and takes the lock only to rename it. Called under the write lock."""
     now = time.time()
     for leftover in root.glob(".*"):
+        if leftover == keep or now - leftover.stat().st_mtime <= STALE_STAGING_SECONDS:
+            continue
         if leftover.is_file() and ".parquet." in leftover.name:
             leftover.unlink(missing_ok=True)
-        elif leftover.is_dir() and leftover.name.startswith((".index-", ".ingest-")) and leftover != keep and now - leftover.stat().st_mtime > STALE_STAGING_SECONDS:
+        elif leftover.is_dir() and leftover.name.startswith((".index-", ".ingest-")):
             shutil.rmtree(leftover, ignore_errors=True)

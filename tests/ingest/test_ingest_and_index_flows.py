@@ -82,6 +82,11 @@ def test_reingest_is_a_no_op_and_a_changed_file_replaces_its_chunks(home, tmp_pa
     assert smoke_chunks["chunk_id"].to_list() == [f"guides/smoke.md#{n}" for n in range(smoke_chunks.height)]
     assert chunks["chunk_id"].is_unique().all(), "no orphan or duplicate chunks survive a replace"
     assert set(chunks["doc_id"]) == set(load_documents(paths)["doc_id"])
+    # The merge copies the tables a row group at a time: kept documents keep their place, the
+    # replaced one follows them, and chunks stay grouped by document in the same order.
+    order = load_documents(paths)["doc_id"].to_list()
+    assert order == [d for d in before["doc_id"].to_list() if d != "guides/smoke.md"] + ["guides/smoke.md"]
+    assert chunks["doc_id"].unique(maintain_order=True).to_list() == order
 
 
 def test_unchanged_files_are_not_extracted_again_unless_the_chunk_settings_change(home, tmp_path):

@@ -185,3 +185,18 @@ def test_chunk_texts_are_read_when_shown_and_never_from_a_table_changed_since(tw
     with pytest.raises(IndexMissing, match="changed since it was opened"):
         search([opened], "varroa alcohol wash", settings, k=1)
     assert "alcohol wash" in search([fresh], "varroa alcohol wash", settings, k=1)[0].snippet, "texts read before the change stay"
+
+
+def test_equal_scores_go_by_doc_id_whatever_order_the_documents_were_stored_in(home, tmp_path):
+    """Tables keep documents in the order they were ingested; ties must still go by doc_id. BM25
+    ties exactly on equal texts (cosine scores of equal vectors can differ in the last bit, as
+    the matrix-vector product rounds each row by its place in memory)."""
+    from ragassay.store.workspace import collection_paths, load_documents
+
+    for name in ("zeta.txt", "alpha.txt", "mid.txt"):  # three ingests: stored in this order
+        (tmp_path / name).write_text("Propolis seals cracks in the hive.", encoding="utf-8")
+        ingest_flow(IngestConfig(collection="ties", paths=(tmp_path / name,), home=home))
+    index_flow(IndexConfig(collection="ties", home=home))
+    assert load_documents(collection_paths(home, "ties"))["doc_id"].to_list() == ["zeta.txt", "alpha.txt", "mid.txt"]
+    hits = search_hits(home, ["ties"], "propolis hive", search_type="fulltext", k=3)
+    assert len({hit.score for hit in hits}) == 1 and [hit.doc_id for hit in hits] == ["alpha.txt", "mid.txt", "zeta.txt"]
