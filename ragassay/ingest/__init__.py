@@ -4,6 +4,7 @@
 - extraction: one reader per format (txt md csv json html docx pdf) with size and safety limits.
 - isolation: extraction in a worker process, with a time bound per file and a memory cap.
 - chunking: cutting a text into chunks that are exact spans of it.
-- documents: document and chunk rows, merging them into a collection, removing them.
-- beir: reading a BEIR dataset folder (corpus, test queries, qrels).
+- documents: document and chunk rows, staged a batch at a time and merged into a collection a row
+  group at a time; removing them.
+- beir: reading a BEIR dataset folder (its corpus a batch at a time, test queries, qrels).
 """
