@@ -8,6 +8,7 @@ from typing import Iterator
 
 import polars as pl
 
+from ragassay.batches import streamed_batches
 from ragassay.errors import ConfigError, RagassayError
 from ragassay.ingest.documents import IncomingDocument, sha256_hex
 from ragassay.ingest.extraction import ExtractedText
@@ -28,9 +29,10 @@ def beir_files(folder: Path) -> tuple[Path, Path, Path]:
 def corpus_batches(folder: Path, size: int | None, stored: dict[str, str] | None = None) -> Iterator[list[IncomingDocument]]:
     """corpus.jsonl's documents (title and text joined), size at a time (all at once for None), read
     as they are yielded. A document whose text has its stored digest is not extracted (as files.extract_documents)."""
-    corpus_path = beir_files(folder)[0]
-    stored = stored or {}
-    batch: list[IncomingDocument] = []
+    return streamed_batches(_corpus_documents(beir_files(folder)[0], stored or {}), size)
+
+
+def _corpus_documents(corpus_path: Path, stored: dict[str, str]) -> Iterator[IncomingDocument]:
     first_line: dict[str, int] = {}
     for line_number, record in _jsonl(corpus_path):
         doc_id, title, body = str(record.get("_id", "")), record.get("title") or "", record.get("text") or ""
@@ -42,12 +44,7 @@ def corpus_batches(folder: Path, size: int | None, stored: dict[str, str] | None
         raw = text.encode()
         digest = sha256_hex(raw)
         extracted = None if stored.get(doc_id) == digest else ExtractedText(text=text, title=title or doc_id, content_type="text/plain")
-        batch.append(IncomingDocument(doc_id, f"{corpus_path}#{doc_id}", len(raw), digest, extracted))
-        if len(batch) == size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
+        yield IncomingDocument(doc_id, f"{corpus_path}#{doc_id}", len(raw), digest, extracted)
 
 
 def read_beir_queries(folder: Path) -> tuple[pl.DataFrame, pl.DataFrame]:

@@ -222,14 +222,16 @@ def _rows(spec: TableSpec, sources: list[tuple[Path, pl.Expr]]) -> Iterator[pl.D
     """The rows of each source table (those that exist) that pass its filter, in order, read a row
     group at a time and yielded in frames of about GROUP_ROWS rows."""
     pending: list[pl.DataFrame] = []
+    rows = 0
     for path, keep in sources:
         if not path.exists():
             continue
         for group in read_row_groups(path, spec):
             pending.append(group.filter(keep))
-            if sum(frame.height for frame in pending) >= GROUP_ROWS:
+            rows += pending[-1].height
+            if rows >= GROUP_ROWS:
                 yield pl.concat(pending)
-                pending = []
+                pending, rows = [], 0
     if pending:
         yield pl.concat(pending)
 
