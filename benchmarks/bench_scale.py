@@ -176,6 +176,7 @@ def stage_bm25(home: Path, collection: str, workdir: Path, size: int, resources)
 
     inputs = build.read_index_inputs(home, collection, DEFAULT_EMBEDDING_MODEL)
     staged = build.build_bm25_indexes(inputs)
+    build.release_index_inputs(inputs.snapshot)
     disk = sum(f.stat().st_size for f in staged.folder.rglob("*") if f.is_file())
     shutil.rmtree(staged.folder)
     return {"chunks": inputs.chunks.height, "bm25_on_disk_mb": round(disk / 2**20, 1), "seconds_bm25": round(staged.seconds, 2)}

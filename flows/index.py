@@ -7,7 +7,15 @@ from prefect import flow
 from flows.runners import task_runner
 from ragassay.config import IndexConfig
 from ragassay.index.build import IndexReport
-from tasks.index import build_bm25_indexes, embed_text_group, plan_embedding, publish_index, read_index_inputs, store_embeddings
+from tasks.index import (
+    build_bm25_indexes,
+    embed_text_group,
+    plan_embedding,
+    publish_index,
+    read_index_inputs,
+    release_index_inputs,
+    store_embeddings,
+)
 
 
 @flow(name="index", validate_parameters=True)
@@ -15,15 +23,18 @@ def index_flow(config: IndexConfig) -> IndexReport:
     """Index one collection: embed chunks the cache lacks, build BM25 over chunks and over whole
     documents, and swap the new index in."""
     inputs = read_index_inputs(config)
-    work = plan_embedding(inputs, config.chunks_per_task)
-    # Each group of texts is embedded where config.task_runner says (threads here, or Dask workers).
-    with task_runner(config.task_runner) as runner:
-        futures = [
-            runner.submit(embed_text_group, {"spec": inputs.spec, "group": group, "batch_size": config.batch_size, "part": work.part(number),
-                                             "label": f"group {number + 1} of {len(work.groups)} ({group.height} chunks)"})
-            for number, group in enumerate(work.groups)
-        ]
-        parts = [future.result() for future in futures]
-    embedded = store_embeddings(inputs, work, parts)
-    staged = build_bm25_indexes(inputs)
-    return publish_index(config, inputs, embedded, staged)
+    try:
+        work = plan_embedding(inputs, config.chunks_per_task)
+        # Each group of texts is embedded where config.task_runner says (threads here, or Dask workers).
+        with task_runner(config.task_runner) as runner:
+            futures = [
+                runner.submit(embed_text_group, {"spec": inputs.spec, "snapshot": inputs.snapshot, "group": group, "batch_size": config.batch_size,
+                                                 "part": work.part(number), "label": f"group {number + 1} of {len(work.groups)} ({group.height} chunks)"})
+                for number, group in enumerate(work.groups)
+            ]
+            parts = [future.result() for future in futures]
+        embedded = store_embeddings(inputs, work, parts)
+        staged = build_bm25_indexes(inputs)
+        return publish_index(config, inputs, embedded, staged)
+    finally:
+        release_index_inputs(inputs)

@@ -16,13 +16,21 @@ from ragassay.index import build
 from ragassay.index.build import Embedded, EmbeddingWork, IndexInputs, IndexReport, Staged
 from ragassay.progress import ProgressReporter
 from ragassay.search.dense import EmbeddingModelSpec
+from ragassay.store.workspace import CollectionPaths
 from tasks.resources import worker_resources
 
 
 @task(name="read-index-inputs", cache_policy=NO_CACHE)
 def read_index_inputs(config: IndexConfig) -> IndexInputs:
-    """The collection's documents and chunks, and the embedding model resolved offline."""
+    """The collection's documents and chunks (a snapshot of its tables), and the embedding model
+    resolved offline."""
     return build.read_index_inputs(config.home, config.collection, config.embedding_model)
+
+
+@task(name="release-index-inputs", cache_policy=NO_CACHE)
+def release_index_inputs(inputs: IndexInputs) -> None:
+    """Remove the build's snapshot of the tables, whether the build was published or failed."""
+    build.release_index_inputs(inputs.snapshot)
 
 
 @task(name="plan-embedding", cache_policy=NO_CACHE)
@@ -32,11 +40,14 @@ def plan_embedding(inputs: IndexInputs, chunks_per_task: int) -> EmbeddingWork:
 
 
 @task(name="embed-text-group", cache_policy=NO_CACHE)
-def embed_text_group(spec: EmbeddingModelSpec, group: pl.DataFrame, batch_size: int, part: Path, label: str) -> Path:
-    """Embed one group of texts with this worker process's model; its rows go to part (in the
-    collection's folder, which every worker sees), so only a path travels back."""
+def embed_text_group(
+    spec: EmbeddingModelSpec, snapshot: CollectionPaths, group: pl.DataFrame, batch_size: int, part: Path, label: str
+) -> Path:
+    """Embed one group of texts (read from the build's snapshot) with this worker process's model;
+    its rows go to part (in the collection's folder, which every worker sees, as it sees the
+    snapshot), so only digests travel out and a path back."""
     with ProgressReporter(f"embedding {label}", total=group.height) as progress:
-        rows = build.embed_group(worker_resources().embedders.get(spec), group, batch_size, progress)
+        rows = build.embed_group(worker_resources().embedders.get(spec), snapshot, group, batch_size, progress)
     return build.write_embedded_part(rows, part)
 
 

@@ -5,6 +5,7 @@ manifest, so readers see the old index or the new one, never a mix."""
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import time
 from dataclasses import dataclass
@@ -16,18 +17,19 @@ from typing import Callable, Iterable, Iterator
 import polars as pl
 from pydantic import BaseModel
 
-from ragassay.errors import InconsistentCollection
+from ragassay.errors import IndexMissing, InconsistentCollection
 from ragassay.ingest.documents import index_input_digest
 from ragassay.progress import ProgressReporter
 from ragassay.search.dense import Embedder, EmbeddingModelSpec, resolve_model
-from ragassay.search.lexical import STEMMER_LANGUAGE, STOPWORDS, LexicalIndex
-from ragassay.store.schemas import embeddings_spec
-from ragassay.store.tables import read_table, write_json, write_table, write_table_in_groups
+from ragassay.search.lexical import STEMMER_LANGUAGE, STOPWORDS, TOKENIZE_BATCH, LexicalIndex
+from ragassay.store.schemas import CHUNKS, DOCUMENTS, embeddings_spec
+from ragassay.store.tables import read_column_batches, read_row_groups, read_table, write_json, write_table, write_table_in_groups
 from ragassay.store.workspace import (
     remove_leftovers,
     INDEX_FORMAT_VERSION,
     CollectionPaths,
     collection_paths,
+    link_tables,
     load_chunks,
     load_documents,
     models_dir,
@@ -49,9 +51,14 @@ class IndexReport(BaseModel):
 
 @dataclass(frozen=True)
 class IndexInputs:
-    """What an index is built from: the collection's tables and the embedding model."""
+    """What an index is built from: the collection's documents and chunks without their texts (ids
+    and digests), a snapshot of its tables that the texts are read from a batch at a time when
+    they are tokenized or embedded, and the embedding model."""
 
     paths: CollectionPaths
+    # Hard links to the tables as they were when the build began (store/workspace.link_tables): an
+    # ingest during the build can't pair one version's ids with another's texts.
+    snapshot: CollectionPaths
     documents: pl.DataFrame
     chunks: pl.DataFrame
     embedding_model: str
@@ -59,14 +66,38 @@ class IndexInputs:
 
 
 def read_index_inputs(home: Path, collection: str, embedding_model: str) -> IndexInputs:
-    """The collection's documents (with text) and chunks, and the embedding model resolved offline."""
+    """The collection's documents and chunks (without text) from a snapshot of its tables, and the
+    embedding model resolved offline."""
     paths = collection_paths(home, collection)
     spec = resolve_model(embedding_model, models_dir(home))
     # Under the write lock: never the chunks of one ingest beside the documents of another.
     with paths.write_lock():
-        documents, chunks = load_documents(paths, with_text=True), load_chunks(paths)
-    check_consistent(paths.name, documents, chunks)
-    return IndexInputs(paths, documents, chunks, embedding_model, spec)
+        snapshot = link_tables(paths, staging_folder(paths).with_suffix(".inputs"))
+    try:
+        documents, chunks = load_documents(snapshot), load_chunks(snapshot, with_text=False)
+        check_consistent(paths.name, documents, chunks)
+    except BaseException:
+        release_index_inputs(snapshot)
+        raise
+    return IndexInputs(paths, snapshot, documents, chunks, embedding_model, spec)
+
+
+def release_index_inputs(snapshot: CollectionPaths) -> None:
+    """Remove an index build's snapshot of the tables (its links; the collection keeps its files)."""
+    shutil.rmtree(snapshot.root, ignore_errors=True)
+
+
+def snapshot_in_use(snapshot: CollectionPaths) -> CollectionPaths:
+    """The snapshot, marked as in use now: remove_leftovers removes a staging folder left untouched
+    for an hour as a killed build's, and embedding a large collection takes hours."""
+    try:
+        os.utime(snapshot.root)
+    except FileNotFoundError:
+        raise IndexMissing(
+            f"the index build's snapshot of collection {snapshot.root.parent.name!r} ({snapshot.root}) was removed while it ran: "
+            "run `ragassay index` again"
+        ) from None
+    return snapshot
 
 
 def check_consistent(collection: str, documents: pl.DataFrame, chunks: pl.DataFrame) -> None:
@@ -93,11 +124,12 @@ class Embedded:
 @dataclass(frozen=True)
 class EmbeddingWork:
     """What an index build embeds: the collection's distinct chunk texts (text_sha256), and those
-    the embedding cache lacks for the model, in groups of at most group_rows (text_sha256, text),
-    each embedded on its own (by a task of its own in the index flow) and written as row groups."""
+    the embedding cache lacks for the model, in groups of at most group_rows (their text_sha256),
+    each embedded on its own (by a task of its own in the index flow, which reads the group's
+    texts from the build's snapshot) and written as row groups."""
 
     texts: pl.Series
-    groups: tuple[pl.DataFrame, ...]
+    groups: tuple[pl.DataFrame, ...]  # text_sha256 only: each group's texts are read where it is embedded
     model_id: str
     planned_at: float  # time.time(), for the seconds the embedding took, across processes
     # Where the index flow's tasks write each group's rows (a staging folder, so a killed build's
@@ -114,9 +146,9 @@ class EmbeddingWork:
 
 def plan_embedding(paths: CollectionPaths, chunks: pl.DataFrame, spec: EmbeddingModelSpec, group_rows: int) -> EmbeddingWork:
     """The chunk texts to embed for this model: those whose digest the cache lacks (read without
-    its vectors)."""
+    its vectors). Only digests: no text is read here."""
     planned_at = time.time()
-    texts = chunks.select("text_sha256", "text").unique("text_sha256", keep="first", maintain_order=True)
+    texts = chunks.select("text_sha256").unique("text_sha256", keep="first", maintain_order=True)
     missing = texts
     if paths.embeddings.exists():
         cached = pl.scan_parquet(paths.embeddings).filter(pl.col("model_id") == spec.model_id).select("text_sha256").collect()
@@ -125,10 +157,29 @@ def plan_embedding(paths: CollectionPaths, chunks: pl.DataFrame, spec: Embedding
     return EmbeddingWork(texts["text_sha256"], groups, spec.model_id, planned_at, staging_folder(paths).with_suffix(".embeddings"))
 
 
+def read_group_texts(snapshot: CollectionPaths, group: pl.DataFrame) -> pl.DataFrame:
+    """The texts of one group's digests (text_sha256, text), in the group's order, from the
+    snapshot's chunks table, read a row group at a time (only the group's texts are kept)."""
+    chunks = snapshot_in_use(snapshot).chunks
+    texts = (
+        pl.scan_parquet(chunks)
+        .select("text_sha256", "text")
+        .filter(pl.col("text_sha256").is_in(group["text_sha256"].implode()))
+        .unique("text_sha256", keep="any")
+        .collect(engine="streaming")
+    )
+    found = group.select("text_sha256").join(texts, on="text_sha256", how="left", maintain_order="left")
+    if found["text"].null_count():
+        raise InconsistentCollection(f"the index build's snapshot {chunks} lacks texts it planned to embed: run `ragassay index` again")
+    return found
+
+
 def embed_group(
-    embedder: Embedder, group: pl.DataFrame, batch_size: int, on_progress: Callable[[int, int], None] | None = None
+    embedder: Embedder, snapshot: CollectionPaths, group: pl.DataFrame, batch_size: int, on_progress: Callable[[int, int], None] | None = None
 ) -> pl.DataFrame:
-    """The embedding cache's rows for one group of texts (text_sha256, model_id, vector)."""
+    """The embedding cache's rows for one group of texts (text_sha256, model_id, vector), its texts
+    read from the build's snapshot."""
+    group = read_group_texts(snapshot, group)
     vectors = embedder.embed(group["text"].to_list(), batch_size, on_progress)
     return pl.DataFrame({
         "text_sha256": group["text_sha256"],
@@ -148,20 +199,13 @@ def store_embeddings(paths: CollectionPaths, work: EmbeddingWork, embedded: Iter
     embedded = iter(embedded)
     # The first new group tells the width the kept rows must have.
     first = next(embedded, None) if work.missing else None
-    cache = _read_cache(paths)
-    if first is not None:
-        dimension = first.schema["vector"].size
-    elif cache is not None:
-        dimension = cache.schema["vector"].size
-    else:
-        dimension = dimension or 0
-    kept = (
-        cache.filter(pl.col("text_sha256").is_in(work.texts.implode()))
-        if cache is not None and cache.schema["vector"].size == dimension
-        else None
-    )
-    if work.missing or cache is None or kept is None or kept.height != cache.height:
-        frames = chain([kept] if kept is not None else [], [first] if first is not None else [], embedded)
+    cached_dimension = pl.read_parquet_schema(paths.embeddings)["vector"].size if paths.embeddings.exists() else None
+    dimension = first.schema["vector"].size if first is not None else cached_dimension or dimension or 0
+    keeps_cache = cached_dimension == dimension
+    if work.missing or not keeps_cache or _holds_other_texts(paths.embeddings, work.texts):
+        # The cache's current rows are read a row group at a time as they are written on.
+        kept = _cache_rows_of(paths.embeddings, dimension, work.texts) if keeps_cache else iter(())
+        frames = chain(kept, [first] if first is not None else [], embedded)
         write_table_in_groups(frames, paths.embeddings, embeddings_spec(dimension), replace_under=paths.write_lock())
     return Embedded(work.missing, work.texts.len() - work.missing, dimension, time.time() - work.planned_at)
 
@@ -177,26 +221,32 @@ def read_embedded_parts(parts: Iterable[Path]) -> Iterator[pl.DataFrame]:
         yield read_table(part, embeddings_spec(pl.read_parquet_schema(part)["vector"].size))
 
 
-def embed_chunks(paths: CollectionPaths, chunks: pl.DataFrame, embedder: Embedder, batch_size: int, group_rows: int) -> Embedded:
+def embed_chunks(inputs: IndexInputs, embedder: Embedder, batch_size: int, group_rows: int) -> Embedded:
     """Embed the chunk texts the cache lacks for this model, a group at a time in this process,
     and prune the cache to current texts (plan_embedding, embed_group, store_embeddings)."""
-    work = plan_embedding(paths, chunks, embedder.spec, group_rows)
+    paths = inputs.paths
+    work = plan_embedding(paths, inputs.chunks, embedder.spec, group_rows)
     with ProgressReporter(f"embedding {work.missing} chunks", total=work.missing) as progress:
 
         def embedded_groups():
             offset = 0
             for group in work.groups:
-                yield embed_group(embedder, group, batch_size, lambda finished, _, offset=offset: progress(offset + finished, work.missing))
+                yield embed_group(embedder, inputs.snapshot, group, batch_size, lambda finished, _, offset=offset: progress(offset + finished, work.missing))
                 offset += group.height
 
         return store_embeddings(paths, work, embedded_groups(), embedder.spec.dimension)
 
 
-def _read_cache(paths: CollectionPaths) -> pl.DataFrame | None:
-    if not paths.embeddings.exists():
-        return None
-    dimension = pl.read_parquet_schema(paths.embeddings)["vector"].size
-    return read_table(paths.embeddings, embeddings_spec(dimension))
+def _holds_other_texts(cache: Path, texts: pl.Series) -> bool:
+    """Whether the cache has rows of texts the collection no longer holds (read without vectors)."""
+    cached = pl.scan_parquet(cache).select("text_sha256").collect()["text_sha256"]
+    return bool((~cached.is_in(texts.implode())).any())
+
+
+def _cache_rows_of(cache: Path, dimension: int, texts: pl.Series) -> Iterator[pl.DataFrame]:
+    """The cache's rows of these texts, a row group at a time."""
+    for group in read_row_groups(cache, embeddings_spec(dimension)):
+        yield group.filter(pl.col("text_sha256").is_in(texts.implode()))
 
 
 @dataclass(frozen=True)
@@ -209,12 +259,14 @@ class Staged:
 
 def build_bm25_indexes(inputs: IndexInputs) -> Staged:
     """BM25 over the chunk texts and over whole document texts, each in table order, written into
-    a new staging folder."""
+    a new staging folder. The texts are read from the snapshot as they are tokenized, a batch at a
+    time; one index is built and written before the other is begun."""
     started = time.perf_counter()
     staging = staging_folder(inputs.paths)
-    # The text columns go as they are: tokenization reads them a batch at a time.
-    LexicalIndex.build(inputs.chunks["text"]).save(staging / "bm25")
-    LexicalIndex.build(inputs.documents["text"]).save(staging / "bm25_documents")
+    for table, spec, folder in ((inputs.snapshot.chunks, CHUNKS, "bm25"), (inputs.snapshot.documents, DOCUMENTS, "bm25_documents")):
+        snapshot_in_use(inputs.snapshot)
+        texts = read_column_batches(table, spec, "text", TOKENIZE_BATCH) if table.exists() else iter(())
+        LexicalIndex.build_from_batches(texts).save(staging / folder)
     return Staged(staging, time.perf_counter() - started)
 
 

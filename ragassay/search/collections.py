@@ -5,6 +5,7 @@ the documents and chunks on disk, so a search never reads an index older than it
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from ragassay.search.dense import Embedders, resolve_model
 from ragassay.search.lexical import LexicalIndex
 from ragassay.search.retrieval import SearchableCollection
 from ragassay.store.schemas import CHUNKS, embeddings_spec
-from ragassay.store.tables import read_table
+from ragassay.store.tables import read_row_groups, read_table
 from ragassay.store.workspace import (
     INDEX_FORMAT_VERSION,
     CollectionPaths,
@@ -101,33 +102,52 @@ class ChunkTexts(Sequence[str]):
 
 
 def _dense_matrix(paths: CollectionPaths, chunks: pl.DataFrame, model_id: str, dimension: int) -> np.ndarray:
-    """The chunk embeddings in chunk order, taken from the embedding cache."""
-    cache = read_table(paths.embeddings, embeddings_spec(dimension)).filter(pl.col("model_id") == model_id)
-    aligned = chunks.select("text_sha256").join(cache, on="text_sha256", how="left", maintain_order="left")
-    if aligned["vector"].null_count():
+    """The chunk embeddings in chunk order, taken from the embedding cache a row group at a time
+    into the matrix: the cache is as large as the matrix, and joining it whole held both and more
+    (+300 MB for a 214 MB matrix, 16x SciFact)."""
+    matrix = np.empty((chunks.height, dimension), dtype=np.float32)
+    filled = np.zeros(chunks.height, dtype=bool)
+    wanted = chunks.select("text_sha256").with_row_index("row")
+    if paths.embeddings.exists():
+        for group in read_row_groups(paths.embeddings, embeddings_spec(dimension)):
+            group = group.filter(pl.col("model_id") == model_id).with_row_index("at")
+            # Several chunks may share a text, and so one vector.
+            matches = wanted.join(group.select("text_sha256", "at"), on="text_sha256", how="inner")
+            if matches.height:
+                vectors = group["vector"].to_numpy().reshape(group.height, dimension)
+                rows = matches["row"].to_numpy()
+                matrix[rows] = vectors[matches["at"].to_numpy()]
+                filled[rows] = True
+    if not filled.all():
         raise IndexMissing(f"collection {paths.name!r} lacks embeddings; run `ragassay index --collection {paths.name}`")
-    return aligned["vector"].to_numpy().astype(np.float32, copy=False).reshape(chunks.height, dimension)
+    return matrix
 
 
 class OpenCollections:
     """Collections opened for search by one owner (a command, a worker process), each kept while
     it is unchanged on disk. The key is what a collection was loaded from (index digest, the
-    tables' sizes and times) and whether dense vectors were loaded: an evaluation that searches
-    many times loads each index once, and a re-ingested or re-indexed collection is loaded (and
-    checked) again."""
+    tables' sizes and times): an evaluation that searches many times loads each index once, and a
+    re-ingested or re-indexed collection is loaded (and checked) again. One version of a
+    collection is kept: opened with its dense vectors, it serves lexical searches too, and opening
+    it for dense search after a lexical one loads it again, with vectors, in its place."""
 
     def __init__(self, embedders: Embedders):
         self.embedders = embedders
         self._opened: dict[tuple, SearchableCollection] = {}
+        # Threads of one process (a thread runner of several workers) open a collection once.
+        self._lock = threading.Lock()
 
     def open(self, home: Path, name: str, need_dense: bool) -> SearchableCollection:
         paths = collection_paths(home, name)
         manifest = read_manifest(paths) or {}
         tables = tuple((p.stat().st_mtime_ns, p.stat().st_size) if p.exists() else None for p in (paths.documents, paths.chunks))
-        key = (home, name, str(manifest.get("index_digest")), tables, need_dense)
-        if key not in self._opened:
-            # An older version of the same collection is dropped: it can never be asked for again.
-            for stale in [k for k in self._opened if k[:2] == (home, name) and k[4] == need_dense]:
-                del self._opened[stale]
-            self._opened[key] = load_searchable(home, name, need_dense, self.embedders)
-        return self._opened[key]
+        key = (home, name, str(manifest.get("index_digest")), tables)
+        with self._lock:
+            opened = self._opened.get(key)
+            if opened is None or (need_dense and opened.dense is None):
+                # An older version of the same collection, or this one without vectors, is dropped:
+                # an evaluation of lexical and dense configurations holds its indexes once.
+                for stale in [k for k in self._opened if k[:2] == (home, name)]:
+                    del self._opened[stale]
+                opened = self._opened[key] = load_searchable(home, name, need_dense, self.embedders)
+        return opened

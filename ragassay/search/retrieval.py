@@ -107,8 +107,11 @@ class SearchHit:
 _DocScore = tuple[tuple[str, str], float, int, int]
 
 
-# How many queries are ranked at once: a block's score matrix is this many rows by every chunk.
-QUERY_BLOCK = 64
+# How many queries are ranked at once: a block's score matrix is this many rows by every chunk,
+# and the block's query vectors one embedding call. On 16x SciFact (146,432 chunks, 300 queries)
+# blocks of 64 raised evaluation's peak by 350 MB over the opened indexes; blocks of 16 by none,
+# and ranked as fast (BENCHMARKS.md).
+QUERY_BLOCK = 16
 
 
 def search(collections: list[SearchableCollection], query: str, settings: SearchSettings, k: int) -> list[SearchHit]:

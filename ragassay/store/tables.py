@@ -68,6 +68,24 @@ def read_row_groups(path: Path, spec: TableSpec) -> Iterator[pl.DataFrame]:
         yield _checked_columns(pl.from_arrow(file.read_row_group(group)), path, spec, None)
 
 
+def read_column_batches(path: Path, spec: TableSpec, column: str, batch_size: int) -> Iterator[list]:
+    """One column of spec's table at path as Python lists of at most batch_size values, in table
+    order, read as they are taken: a column of every text is never held at once."""
+    _check_marker(path, spec)
+    if column not in spec.schema:
+        raise TableSchemaError(f"{spec.name} table has no column {column!r}")
+    # Row group by row group: ParquetFile.iter_batches held about three times as much of the file
+    # (190 MB against 59 MB for the texts of 146,432 chunks).
+    file, pending = pq.ParquetFile(path), []
+    for group in range(file.num_row_groups):
+        pending.extend(file.read_row_group(group, columns=[column]).column(0).to_pylist())
+        while len(pending) >= batch_size:
+            yield pending[:batch_size]
+            del pending[:batch_size]
+    if pending:
+        yield pending
+
+
 def _check_marker(path: Path, spec: TableSpec) -> None:
     """TableSchemaError unless path is a Parquet file marked as spec's table and version."""
     try:

@@ -158,6 +158,22 @@ def _load_without_text(path: Path, spec: TableSpec, with_text: bool) -> pl.DataF
     return read_table(path, spec, columns=columns) if path.exists() else spec.empty().select(columns)
 
 
+def link_tables(paths: CollectionPaths, into: Path) -> CollectionPaths:
+    """The collection's documents and chunks tables as they are now, as hard links in the new
+    folder into (copies where the filesystem makes none): a writer replaces a table by renaming a
+    new file over it, so the links keep this version readable, a batch at a time, for as long as a
+    long task needs it. Call under the write lock, so both are of one ingest."""
+    snapshot = CollectionPaths(into)
+    into.mkdir(parents=True)
+    for table, link in ((paths.documents, snapshot.documents), (paths.chunks, snapshot.chunks)):
+        if table.exists():
+            try:
+                os.link(table, link)
+            except OSError:
+                shutil.copy2(table, link)
+    return snapshot
+
+
 def read_manifest(paths: CollectionPaths) -> dict | None:
     if not paths.index_manifest.exists():
         return None

@@ -151,6 +151,43 @@ def test_index_caches_embeddings_and_reembeds_only_changed_chunks(home, tmp_path
     assert cache.height == 6, "the cache keeps current texts only"
     manifest = read_manifest(paths)
     assert manifest["chunks"] == 6 and manifest["dimension"] == 384
+    assert not list(paths.root.glob(".index-*")), "the builds removed their snapshots and staging folders"
+
+
+def test_an_index_build_reads_the_tables_as_they_were_when_it_began(home, tmp_path):
+    """An ingest during an index build replaces the tables; the build reads its texts from its
+    snapshot of them (ids and texts of one version), and the snapshot goes when it is released."""
+    import shutil
+
+    from ragassay.config import DEFAULT_EMBEDDING_MODEL
+    from ragassay.index.build import build_bm25_indexes, plan_embedding, read_group_texts, read_index_inputs, release_index_inputs
+    from ragassay.search.lexical import LexicalIndex
+
+    corpus = make_corpus(tmp_path / "corpus")
+    ingest(home, corpus)
+    inputs = read_index_inputs(home, "bees", DEFAULT_EMBEDDING_MODEL)
+    before = load_chunks(inputs.paths)
+    (corpus / "wax.html").write_text("<title>Wax</title><p>Propolis seals the hive.</p>", encoding="utf-8")
+    (corpus / "drones.txt").write_text("Drones have no sting.", encoding="utf-8")
+    ingest(home, corpus)
+    assert load_chunks(inputs.paths).height == before.height + 1, "the collection's tables changed"
+
+    work = plan_embedding(inputs.paths, inputs.chunks, inputs.spec, group_rows=4)
+    assert [group.height for group in work.groups] == [4, 2]
+    texts = pl.concat([read_group_texts(inputs.snapshot, group) for group in work.groups])
+    assert texts.to_dicts() == before.select("text_sha256", "text").unique("text_sha256", maintain_order=True).to_dicts()
+
+    staged = build_bm25_indexes(inputs)
+    chunk_index = LexicalIndex.load(staged.folder / "bm25", inputs.chunks.height)
+    wax = before["doc_id"].to_list().index("wax.html")
+    assert chunk_index.scores("beeswax melts").argmax() == wax
+    assert chunk_index.scores("propolis drones").max() == 0, "nothing of the later version"
+    shutil.rmtree(staged.folder)
+
+    release_index_inputs(inputs.snapshot)
+    assert not inputs.snapshot.root.exists() and load_chunks(inputs.paths).height == before.height + 1
+    with pytest.raises(IndexMissing, match="was removed while it ran"):
+        read_group_texts(inputs.snapshot, work.groups[0])
 
 
 def test_deleting_a_document_removes_its_chunks_and_index_entries(home, tmp_path):
@@ -224,18 +261,18 @@ def test_embeddings_are_written_a_row_group_at_a_time_with_the_vectors_of_one_ca
     ingest(home, make_corpus(tmp_path / "corpus"))
     inputs = read_index_inputs(home, "bees", DEFAULT_EMBEDDING_MODEL)
     embedder = Resources().embedders.get(inputs.spec)
-    embedded = embed_chunks(inputs.paths, inputs.chunks, embedder, batch_size=2, group_rows=4)
+    embedded = embed_chunks(inputs, embedder, batch_size=2, group_rows=4)
     assert (embedded.embedded, embedded.reused, embedded.dimension) == (6, 0, 384)
     # Six texts in groups of four: two row groups, each written when its texts were embedded.
     assert pq.ParquetFile(inputs.paths.embeddings).metadata.num_row_groups == 2
     cache = read_table(inputs.paths.embeddings, embeddings_spec(384))
-    texts = inputs.chunks.select("text_sha256", "text").unique("text_sha256", maintain_order=True)
+    texts = load_chunks(inputs.paths).select("text_sha256", "text").unique("text_sha256", maintain_order=True)
     stored = dict(zip(cache["text_sha256"], cache["vector"].to_numpy()))
     at_once = embedder.embed(texts["text"].to_list(), batch_size=64)
     for sha, vector in zip(texts["text_sha256"], at_once):
         assert abs(stored[sha] - vector).max() < 1e-5
     # Unchanged texts: nothing embedded, the cache kept as it is.
-    again = embed_chunks(inputs.paths, inputs.chunks, embedder, batch_size=2, group_rows=4)
+    again = embed_chunks(inputs, embedder, batch_size=2, group_rows=4)
     assert (again.embedded, again.reused) == (0, 6) and read_table(inputs.paths.embeddings, embeddings_spec(384)).height == 6
 
 

@@ -200,3 +200,36 @@ def test_equal_scores_go_by_doc_id_whatever_order_the_documents_were_stored_in(h
     assert load_documents(collection_paths(home, "ties"))["doc_id"].to_list() == ["zeta.txt", "alpha.txt", "mid.txt"]
     hits = search_hits(home, ["ties"], "propolis hive", search_type="fulltext", k=3)
     assert len({hit.score for hit in hits}) == 1 and [hit.doc_id for hit in hits] == ["alpha.txt", "mid.txt", "zeta.txt"]
+
+
+def test_a_collection_is_held_once_whether_lexical_or_dense_search_opened_it(two_collections):
+    """An evaluation of fulltext and semantic configurations opens a collection for both: opened
+    with its vectors, it serves lexical searches too, and the lexical one it replaced is let go.
+    Its matrix holds the embedding cache's vectors in chunk order (read a row group at a time)."""
+    import gc
+    import weakref
+
+    import numpy as np
+
+    from ragassay.search.collections import OpenCollections
+    from ragassay.search.dense import Embedders
+    from ragassay.store.schemas import embeddings_spec
+    from ragassay.store.tables import read_table
+    from ragassay.store.workspace import collection_paths, load_chunks
+
+    collections = OpenCollections(Embedders())
+    lexical = collections.open(two_collections, "hives", need_dense=False)
+    assert lexical.dense is None
+    dense = collections.open(two_collections, "hives", need_dense=True)
+    assert dense is not lexical and dense.dense is not None
+    assert collections.open(two_collections, "hives", need_dense=False) is dense
+    assert collections.open(two_collections, "hives", need_dense=True) is dense
+    released = weakref.ref(lexical)
+    del lexical
+    gc.collect()
+    assert released() is None, "the lexical-only collection is no longer held"
+
+    paths = collection_paths(two_collections, "hives")
+    cache = read_table(paths.embeddings, embeddings_spec(dense.dense.shape[1]))
+    vectors = dict(zip(cache["text_sha256"].to_list(), cache["vector"].to_numpy()))
+    assert np.array_equal(dense.dense, np.stack([vectors[sha] for sha in load_chunks(paths)["text_sha256"]]))

@@ -7,7 +7,7 @@ import pytest
 
 from ragassay.errors import TableSchemaError
 from ragassay.store.schemas import QRELS, QUERIES
-from ragassay.store.tables import read_table, write_table
+from ragassay.store.tables import read_column_batches, read_table, write_table, write_table_in_groups
 
 
 def test_round_trip_casts_to_the_schema(tmp_path):
@@ -47,3 +47,21 @@ def test_a_damaged_file_is_a_typed_error(tmp_path):
     path.write_bytes(b"PAR1 not really")
     with pytest.raises(TableSchemaError, match="not a readable Parquet file"):
         read_table(path, QUERIES)
+
+
+def test_a_column_is_read_in_batches_across_row_groups(tmp_path):
+    import pyarrow.parquet as pq
+
+    groups = [
+        pl.DataFrame({"query_id": [f"q{i}" for i in range(start, start + 5)], "text": [f"text {i}" for i in range(start, start + 5)]})
+        for start in (0, 5, 10)
+    ]
+    path = write_table_in_groups(groups, tmp_path / "queries.parquet", QUERIES)
+    assert pq.ParquetFile(path).num_row_groups == 3
+    batches = list(read_column_batches(path, QUERIES, "text", 4))
+    assert [len(batch) for batch in batches] == [4, 4, 4, 3]
+    assert [text for batch in batches for text in batch] == [f"text {i}" for i in range(15)]
+    with pytest.raises(TableSchemaError, match="no column 'vector'"):
+        next(read_column_batches(path, QUERIES, "vector", 4))
+    with pytest.raises(TableSchemaError, match="holds table 'queries'"):
+        next(read_column_batches(path, QRELS, "query_id", 4))
