@@ -14,6 +14,8 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from ragassay.batches import streamed_batches
+
 STEMMER_LANGUAGE = "english"
 STOPWORDS = "en"
 
@@ -82,7 +84,7 @@ class LexicalIndex:
     @classmethod
     def build(cls, texts: Sequence[str], tokenize_batch: int = TOKENIZE_BATCH) -> "LexicalIndex":
         """BM25 over texts (a list, or a Polars column), tokenized tokenize_batch at a time."""
-        return cls.build_from_batches(texts[start : start + tokenize_batch] for start in range(0, len(texts), tokenize_batch))
+        return cls.build_from_batches(streamed_batches(texts, tokenize_batch))
 
     @classmethod
     def build_from_batches(cls, batches: Iterable[Sequence[str]]) -> "LexicalIndex":

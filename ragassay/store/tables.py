@@ -6,12 +6,14 @@ import json
 import os
 import tempfile
 from contextlib import AbstractContextManager, nullcontext
+from itertools import chain
 from pathlib import Path
 from typing import Iterable, Iterator
 
 import polars as pl
 import pyarrow.parquet as pq
 
+from ragassay.batches import streamed_batches
 from ragassay.errors import TableSchemaError
 from ragassay.store.schemas import TableSpec
 
@@ -76,14 +78,9 @@ def read_column_batches(path: Path, spec: TableSpec, column: str, batch_size: in
         raise TableSchemaError(f"{spec.name} table has no column {column!r}")
     # Row group by row group: ParquetFile.iter_batches held about three times as much of the file
     # (190 MB against 59 MB for the texts of 146,432 chunks).
-    file, pending = pq.ParquetFile(path), []
-    for group in range(file.num_row_groups):
-        pending.extend(file.read_row_group(group, columns=[column]).column(0).to_pylist())
-        while len(pending) >= batch_size:
-            yield pending[:batch_size]
-            del pending[:batch_size]
-    if pending:
-        yield pending
+    file = pq.ParquetFile(path)
+    values = (file.read_row_group(group, columns=[column]).column(0).to_pylist() for group in range(file.num_row_groups))
+    yield from streamed_batches(chain.from_iterable(values), batch_size)
 
 
 def _check_marker(path: Path, spec: TableSpec) -> None:
