@@ -39,9 +39,15 @@ def main() -> None:
         index_flow(IndexConfig(collection="sample", home=home))
         add_from_file(home, "sample", SAMPLE / "golden.jsonl")
         config = parse_config(
-            AnswerEvalConfig, collections=["sample"], home=home, unanswerable=SAMPLE / "unanswerable.jsonl",
+            AnswerEvalConfig,
+            collections=["sample"],
+            home=home,
+            unanswerable=SAMPLE / "unanswerable.jsonl",
             max_questions=arguments.max_questions,
-            configurations=[{"label": "fulltext", "search_type": "fulltext"}, {"label": "hybrid", "search_type": "hybrid"}],
+            configurations=[
+                {"label": "fulltext", "search_type": "fulltext"},
+                {"label": "hybrid", "search_type": "hybrid"},
+            ],
         )
         estimate = estimate_answer_eval(config)
         worker_resources().chat_models.get(ChatModelConfig())  # loading the model is not evaluation time
@@ -50,30 +56,44 @@ def main() -> None:
     questions = report.questions + report.unanswerable
     in_model = sum(m["answer_model_seconds"] + m["judge_seconds"] for m in report.metrics.values())
     in_model += sum(p["judge_seconds"] for p in report.pairwise)
-    print(f"answer evaluation (SmolLM2 answers and judge): {report.questions} golden + {report.unanswerable} unanswerable questions, "
-          f"2 configurations, {report.seconds:.1f}s in all")
+    print(
+        f"answer evaluation (SmolLM2 answers and judge): {report.questions} golden + {report.unanswerable} unanswerable questions, "
+        f"2 configurations, {report.seconds:.1f}s in all"
+    )
     for label, m in report.metrics.items():
         answered = answers[label].filter(outcome="answered", answerable=True)
-        print(f"  {label:<9} {(m['answer_seconds'] + m['judge_seconds']) / questions:.2f} s/question "
-              f"(answering {m['answer_seconds'] / questions:.2f}, judging {m['judge_seconds'] / questions:.2f}); "
-              f"model calls/question: answer {m['answer_model_calls'] / questions:.2f}, judge {m['judge_calls'] / questions:.2f}; "
-              f"answered golden questions average {answered['statements'].mean() or 0:.2f} statements and {answered['citations'].mean() or 0:.2f} citations")
+        print(
+            f"  {label:<9} {(m['answer_seconds'] + m['judge_seconds']) / questions:.2f} s/question "
+            f"(answering {m['answer_seconds'] / questions:.2f}, judging {m['judge_seconds'] / questions:.2f}); "
+            f"model calls/question: answer {m['answer_model_calls'] / questions:.2f}, judge {m['judge_calls'] / questions:.2f}; "
+            f"answered golden questions average {answered['statements'].mean() or 0:.2f} statements and {answered['citations'].mean() or 0:.2f} citations"
+        )
     for p in report.pairwise:
-        print(f"  pairwise {p['configuration_a']} vs {p['configuration_b']}: {p['judge_calls']} judge calls, {p['judge_seconds']:.1f}s")
+        print(
+            f"  pairwise {p['configuration_a']} vs {p['configuration_b']}: {p['judge_calls']} judge calls, {p['judge_seconds']:.1f}s"
+        )
     print(f"time outside the model: {1 - in_model / report.seconds:.1%}")
     for label, m in report.metrics.items():
         scores = ", ".join(
             f"{name} {m[name]:.3f} ({m[f'{name}_scored']:.0f})" if name in m else f"{name} - (0)"
             for name in ("faithfulness", "context_recall", "answer_relevancy", "citation_precision")
         )
-        print(f"  {label:<9} {scores}; refusal recall {m['refusal_recall']:.2f}, false-refusal rate {m['false_refusal_rate']:.2f}")
+        print(
+            f"  {label:<9} {scores}; refusal recall {m['refusal_recall']:.2f}, false-refusal rate {m['false_refusal_rate']:.2f}"
+        )
     for p in report.pairwise:
-        print(f"  pairwise: {p['wins_a']} / {p['ties']} / {p['wins_b']} wins-ties-losses, {p['inconsistent']} inconsistent "
-              f"(share {p['inconsistent_share']:.2f}), {p['unreadable']} unreadable")
+        print(
+            f"  pairwise: {p['wins_a']} / {p['ties']} / {p['wins_b']} wins-ties-losses, {p['inconsistent']} inconsistent "
+            f"(share {p['inconsistent_share']:.2f}), {p['unreadable']} unreadable"
+        )
     print(f"{len(report.warnings)} warnings")
-    actual = sum(m["answer_model_calls"] + m["judge_calls"] for m in report.metrics.values()) + sum(p["judge_calls"] for p in report.pairwise)
-    print(f"--estimate said {estimate['total_calls']} model calls and {estimate['total_seconds']}s ({estimate['judge_rate_basis']}); "
-          f"measured {actual} calls and {in_model:.1f}s in the model")
+    actual = sum(m["answer_model_calls"] + m["judge_calls"] for m in report.metrics.values()) + sum(
+        p["judge_calls"] for p in report.pairwise
+    )
+    print(
+        f"--estimate said {estimate['total_calls']} model calls and {estimate['total_seconds']}s ({estimate['judge_rate_basis']}); "
+        f"measured {actual} calls and {in_model:.1f}s in the model"
+    )
 
 
 if __name__ == "__main__":

@@ -49,7 +49,10 @@ def run_dataset(home: Path, dataset: str, chunk_size: int, chunk_overlap: int) -
 
     collection = f"{dataset}-{chunk_size}"
     chunking = {"chunk_size": chunk_size, "chunk_overlap": chunk_overlap}
-    report, seconds_import = timed(ingest_flow, IngestConfig(collection=collection, paths=(DATASETS / dataset,), format="beir", chunking=chunking, home=home))
+    report, seconds_import = timed(
+        ingest_flow,
+        IngestConfig(collection=collection, paths=(DATASETS / dataset,), format="beir", chunking=chunking, home=home),
+    )
     index_report, seconds_index = timed(index_flow, IndexConfig(collection=collection, home=home))
     golden, seconds_golden = timed(import_beir, home, collection)
     config = parse_config(
@@ -63,13 +66,19 @@ def run_dataset(home: Path, dataset: str, chunk_size: int, chunk_overlap: int) -
     eval_report, seconds_eval = timed(eval_retrieval_flow, config)
 
     print(f"\n## {dataset} (chunks of {chunk_size} characters, overlap {chunk_overlap})")
-    print(f"documents {len(report.ingested) + len(report.unchanged) + len(report.replaced)}, chunks {index_report.chunks}, "
-          f"test queries {eval_report.questions} (golden entries added by this run: {len(golden.added)}; already present: {golden.size - len(golden.added)})")
-    print(f"times: import {seconds_import:.1f}s, index {seconds_index:.1f}s (embedded {index_report.embedded}, "
-          f"cached {index_report.reused_embeddings}; embedding {index_report.seconds_embedding:.1f}s, BM25 {index_report.seconds_bm25:.1f}s), "
-          f"golden import {seconds_golden:.2f}s, evaluation {seconds_eval:.1f}s "
-          f"(searching: {', '.join(f'{k} {v:.1f}s' for k, v in eval_report.seconds_searching.items())})")
-    print("| configuration | nDCG@10 | recall@100 | MRR@10 | pytrec_eval nDCG@10 | recall@100 | MRR@10 | max per-question difference |")
+    print(
+        f"documents {len(report.ingested) + len(report.unchanged) + len(report.replaced)}, chunks {index_report.chunks}, "
+        f"test queries {eval_report.questions} (golden entries added by this run: {len(golden.added)}; already present: {golden.size - len(golden.added)})"
+    )
+    print(
+        f"times: import {seconds_import:.1f}s, index {seconds_index:.1f}s (embedded {index_report.embedded}, "
+        f"cached {index_report.reused_embeddings}; embedding {index_report.seconds_embedding:.1f}s, BM25 {index_report.seconds_bm25:.1f}s), "
+        f"golden import {seconds_golden:.2f}s, evaluation {seconds_eval:.1f}s "
+        f"(searching: {', '.join(f'{k} {v:.1f}s' for k, v in eval_report.seconds_searching.items())})"
+    )
+    print(
+        "| configuration | nDCG@10 | recall@100 | MRR@10 | pytrec_eval nDCG@10 | recall@100 | MRR@10 | max per-question difference |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for mode in MODES:
         per_question = tracking.download_table(home, eval_report.run_ids[mode], "per_question")
@@ -77,13 +86,17 @@ def run_dataset(home: Path, dataset: str, chunk_size: int, chunk_overlap: int) -
         qrels, trec_run = trec_inputs(home, collection, per_question, run, depth=10)
         reference = pytrec_eval_scores(qrels, trec_run)
         ours = [eval_report.means[mode][name] for name, _ in HEADLINE]
-        theirs = [statistics.fmean(reference[q][trec] if q in reference else 0.0 for q in qrels) for _, trec in HEADLINE]
+        theirs = [
+            statistics.fmean(reference[q][trec] if q in reference else 0.0 for q in qrels) for _, trec in HEADLINE
+        ]
         worst = max(
             abs(value - (reference.get(q, {}).get(trec, 0.0)))
             for name, trec in HEADLINE
             for q, value in zip(per_question["query_id"], per_question[name])
         )
-        print(f"| {mode} | {ours[0]:.4f} | {ours[1]:.4f} | {ours[2]:.4f} | {theirs[0]:.4f} | {theirs[1]:.4f} | {theirs[2]:.4f} | {worst:.1e} |")
+        print(
+            f"| {mode} | {ours[0]:.4f} | {ours[1]:.4f} | {ours[2]:.4f} | {theirs[0]:.4f} | {theirs[1]:.4f} | {theirs[2]:.4f} | {worst:.1e} |"
+        )
     time_metric_computation(home, collection, eval_report)
 
 
@@ -148,10 +161,12 @@ def time_metric_computation(home: Path, collection: str, eval_report) -> None:
     timings = {}
     for label, function in (("ragassay", ours), ("pytrec_eval", trec), ("ranx", ranx)):
         timings[label] = min(timed(function)[1] for _ in range(20))
-    print(f"metric computation on one run ({len(qrels)} queries, depth 100), best of 20: "
-          + ", ".join(f"{k} {v * 1000:.2f} ms" for k, v in timings.items())
-          + f"; pytrec_eval / ragassay = {timings['pytrec_eval'] / timings['ragassay']:.2f}x, "
-          f"ranx / ragassay = {timings['ranx'] / timings['ragassay']:.2f}x")
+    print(
+        f"metric computation on one run ({len(qrels)} queries, depth 100), best of 20: "
+        + ", ".join(f"{k} {v * 1000:.2f} ms" for k, v in timings.items())
+        + f"; pytrec_eval / ragassay = {timings['pytrec_eval'] / timings['ragassay']:.2f}x, "
+        f"ranx / ragassay = {timings['ranx'] / timings['ragassay']:.2f}x"
+    )
 
 
 if __name__ == "__main__":

@@ -60,17 +60,28 @@ def runners(home: Path, collection: str) -> None:
     from flows.eval_retrieval import eval_retrieval_flow
     from ragassay.config import RetrievalEvalConfig, parse_config
 
-    settings = dict(collections=[collection], configurations=[{"label": m, "search_type": m, "fusion": {"k": RRF_K}} for m in MODES], home=home)
-    eval_retrieval_flow(parse_config(RetrievalEvalConfig, **settings))  # warm: the flow's first run loads what later runs reuse
+    settings = dict(
+        collections=[collection],
+        configurations=[{"label": m, "search_type": m, "fusion": {"k": RRF_K}} for m in MODES],
+        home=home,
+    )
+    eval_retrieval_flow(
+        parse_config(RetrievalEvalConfig, **settings)
+    )  # warm: the flow's first run loads what later runs reuse
     timings, means = {}, {}
-    for name, runner in (("threads", {"kind": "threads"}), ("dask, 2 worker processes", {"kind": "dask", "workers": 2})):
+    for name, runner in (
+        ("threads", {"kind": "threads"}),
+        ("dask, 2 worker processes", {"kind": "dask", "workers": 2}),
+    ):
         started = time.perf_counter()
         report = eval_retrieval_flow(parse_config(RetrievalEvalConfig, **settings, task_runner=runner))
         timings[name], means[name] = time.perf_counter() - started, report.means
     (a, b) = timings
-    print(f"\neval retrieval flow, 3 configurations: {a} {timings[a]:.1f}s, {b} {timings[b]:.1f}s "
-          f"(ratio {timings[b] / timings[a]:.2f}; the Dask run starts its cluster and each worker loads the index and model); "
-          f"means identical: {means[a] == means[b]}")
+    print(
+        f"\neval retrieval flow, 3 configurations: {a} {timings[a]:.1f}s, {b} {timings[b]:.1f}s "
+        f"(ratio {timings[b] / timings[a]:.2f}; the Dask run starts its cluster and each worker loads the index and model); "
+        f"means identical: {means[a] == means[b]}"
+    )
 
 
 def prepare(home: Path, dataset: str, collection: str) -> None:
@@ -80,7 +91,15 @@ def prepare(home: Path, dataset: str, collection: str) -> None:
     from ragassay.config import IndexConfig, IngestConfig
     from ragassay.golden.store import import_beir
 
-    ingest_flow(IngestConfig(collection=collection, paths=(DATASETS / dataset,), format="beir", chunking={"chunk_size": 1200, "chunk_overlap": 150}, home=home))
+    ingest_flow(
+        IngestConfig(
+            collection=collection,
+            paths=(DATASETS / dataset,),
+            format="beir",
+            chunking={"chunk_size": 1200, "chunk_overlap": 150},
+            home=home,
+        )
+    )
     index_flow(IndexConfig(collection=collection, home=home))
     import_beir(home, collection)
 
@@ -96,18 +115,26 @@ def compare(home: Path, collection: str, rounds: int) -> None:
     resources = Resources()
     direct = DirectLibraries(home, collection, resources)
     print(f"{collection}: {len(queries)} questions, depth {DEPTH}, best of {rounds} rounds, warm")
-    print(f"{'configuration':<14} {'product s':>9} {'direct s':>9} {'ratio':>6} {'identical rankings':>18} {'up to near-ties':>17}")
+    print(
+        f"{'configuration':<14} {'product s':>9} {'direct s':>9} {'ratio':>6} {'identical rankings':>18} {'up to near-ties':>17}"
+    )
     for mode in MODES:
         configuration = RetrievalConfiguration(label=mode, search_type=mode, fusion={"k": RRF_K}, depth=DEPTH)
-        search_questions(resources, home, (collection,), questions, configuration, DEPTH)  # warm: opens the index, loads the model
-        product_seconds, product = best_of(rounds, lambda: search_questions(resources, home, (collection,), questions, configuration, DEPTH))
+        search_questions(
+            resources, home, (collection,), questions, configuration, DEPTH
+        )  # warm: opens the index, loads the model
+        product_seconds, product = best_of(
+            rounds, lambda: search_questions(resources, home, (collection,), questions, configuration, DEPTH)
+        )
         direct_seconds, theirs = best_of(rounds, lambda: direct.rank(mode, queries))
         ours = product.run.group_by("query_id", maintain_order=True).agg("doc_id", "score")
         by_query = {row["query_id"]: list(zip(row["doc_id"], row["score"])) for row in ours.iter_rows(named=True)}
         verdicts = [same_ranking(by_query.get(q.query_id, []), ranking) for q, ranking in zip(questions, theirs)]
         identical, near = sum(v[0] for v in verdicts), sum(v[1] for v in verdicts)
-        print(f"{mode:<14} {product_seconds:>9.3f} {direct_seconds:>9.3f} {product_seconds / direct_seconds:>6.2f} "
-              f"{identical:>11} of {len(queries)} {near:>14} of {len(queries)}")
+        print(
+            f"{mode:<14} {product_seconds:>9.3f} {direct_seconds:>9.3f} {product_seconds / direct_seconds:>6.2f} "
+            f"{identical:>11} of {len(queries)} {near:>14} of {len(queries)}"
+        )
 
 
 def best_of(rounds: int, function):
@@ -119,7 +146,9 @@ def best_of(rounds: int, function):
     return best, result
 
 
-def same_ranking(ours: list[tuple[str, float]], theirs: list[tuple[str, float]], tolerance: float = 1e-5) -> tuple[bool, bool]:
+def same_ranking(
+    ours: list[tuple[str, float]], theirs: list[tuple[str, float]], tolerance: float = 1e-5
+) -> tuple[bool, bool]:
     """(identical, identical up to near-ties): the same documents in the same order; or the same
     scores rank by rank (to `tolerance`) and the same documents, where documents whose scores are
     within `tolerance` may come in either order (numpy's matrix product rounds a block of queries
@@ -148,7 +177,9 @@ class DirectLibraries:
         opened = resources.collections.open(home, collection, True)  # its chunk vectors and ids, as stored
         self.doc_ids = opened.doc_ids
         self.dense = opened.dense
-        self.model = load_model(resolve_model(read_manifest(paths)["embedding_model"], models_dir(home)))  # a fastembed TextEmbedding
+        self.model = load_model(
+            resolve_model(read_manifest(paths)["embedding_model"], models_dir(home))
+        )  # a fastembed TextEmbedding
         self.bm25 = bm25s.BM25.load(str(paths.bm25_documents_dir), mmap=False)
         self.stemmer = Stemmer.Stemmer("english")
         self.order = np.argsort(opened.chunk_doc, kind="stable")
@@ -168,17 +199,25 @@ class DirectLibraries:
             for ranking in (one, two):
                 for rank, (doc, _) in enumerate(ranking, start=1):
                     scores[doc] = scores.get(doc, 0.0) + 1.0 / (RRF_K + rank)
-            fused.append(sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))[:DEPTH])  # ties by doc id, as search
+            fused.append(
+                sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))[:DEPTH]
+            )  # ties by doc id, as search
         return fused
 
     def fulltext(self, queries: list[str]) -> list[list[tuple[str, float]]]:
         import bm25s
 
-        tokens = bm25s.tokenize(queries, lower=True, stopwords="en", stemmer=self.stemmer, return_ids=False, show_progress=False)
+        tokens = bm25s.tokenize(
+            queries, lower=True, stopwords="en", stemmer=self.stemmer, return_ids=False, show_progress=False
+        )
         documents, scores = self.bm25.retrieve(tokens, k=DEPTH, show_progress=False, n_threads=1)
         # Ties by document position (doc id order), as search orders them; bm25s' own order differs.
         return [
-            [(self.doc_ids[d], float(s)) for d, s in sorted(zip(row_docs.tolist(), row_scores.tolist()), key=lambda pair: (-pair[1], pair[0])) if s > 0]
+            [
+                (self.doc_ids[d], float(s))
+                for d, s in sorted(zip(row_docs.tolist(), row_scores.tolist()), key=lambda pair: (-pair[1], pair[0]))
+                if s > 0
+            ]
             for row_docs, row_scores in zip(documents, scores)
         ]
 

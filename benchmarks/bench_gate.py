@@ -19,7 +19,15 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-MALFORMED_REASONS = {"unparseable", "not_a_question", "too_short", "too_long", "empty_answer", "copies_passage", "answer_not_in_page"}
+MALFORMED_REASONS = {
+    "unparseable",
+    "not_a_question",
+    "too_short",
+    "too_long",
+    "empty_answer",
+    "copies_passage",
+    "answer_not_in_page",
+}
 
 
 EXPECTED_REASONS = {
@@ -59,7 +67,12 @@ def main() -> None:
         if decision.accepted and judge is not None:
             support = judge.support(passage, answer_claim(pair))
             value = support.value
-            decision = gate_judged_support(value.verdict if value else None, value.p_supported if value else None, judge.support_threshold, support.error)
+            decision = gate_judged_support(
+                value.verdict if value else None,
+                value.p_supported if value else None,
+                judge.support_threshold,
+                support.error,
+            )
         reason = decision.reason or "accepted"
         confusion[(candidate["label"], reason)] += 1
         bad = candidate["label"] != "accept"
@@ -72,10 +85,14 @@ def main() -> None:
             per_label[candidate["label"]][0] += reason in expected
             per_label[candidate["label"]][1] += 1
     discarded = discarded_bad + discarded_good
-    print(f"{arguments.fixture.name}: {len(fixture['candidates'])} labelled candidates ({bad_total} bad, {len(fixture['candidates']) - bad_total} good); "
-          f"judged check: {judge.model_id + f' (threshold {judge.support_threshold})' if judge else 'off'}")
-    print(f"discard precision {discarded_bad / discarded:.3f} ({discarded_bad}/{discarded}), "
-          f"discard recall {discarded_bad / bad_total:.3f} ({discarded_bad}/{bad_total})")
+    print(
+        f"{arguments.fixture.name}: {len(fixture['candidates'])} labelled candidates ({bad_total} bad, {len(fixture['candidates']) - bad_total} good); "
+        f"judged check: {judge.model_id + f' (threshold {judge.support_threshold})' if judge else 'off'}"
+    )
+    print(
+        f"discard precision {discarded_bad / discarded:.3f} ({discarded_bad}/{discarded}), "
+        f"discard recall {discarded_bad / bad_total:.3f} ({discarded_bad}/{bad_total})"
+    )
     for label, (right, total) in sorted(per_label.items()):
         print(f"  {label}: discarded for the right reason {right}/{total} = {right / total:.3f}")
     print("label -> gate decision counts:")

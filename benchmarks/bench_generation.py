@@ -35,7 +35,13 @@ def main() -> None:
         home = workdir / "home"
         ingest_flow(IngestConfig(collection="sample", paths=(REPO / "data" / "sample" / "corpus",), home=home))
         index_flow(IndexConfig(collection="sample", home=home))
-        config = GenerateConfig(collection="sample", count=arguments.count, seed=arguments.seed, model=ChatModelConfig(backend=arguments.model), home=home)
+        config = GenerateConfig(
+            collection="sample",
+            count=arguments.count,
+            seed=arguments.seed,
+            model=ChatModelConfig(backend=arguments.model),
+            home=home,
+        )
         for model in (config.model, config.judge):
             worker_resources().chat_models.get(model)  # loading the models is not generation time
         report = generate_golden_flow(config)
@@ -45,10 +51,12 @@ def main() -> None:
         for row in load_golden(collection_paths(home, "sample")).iter_rows(named=True):
             print(f"  accepted: {row['question']}  ->  {row['reference_answer']}  [{row['expected_document_ids'][0]}]")
     outside = 1 - report.seconds_in_model / report.seconds
-    print(f"generation ({report.model_id}, judged by {report.judge_model_id}, seed {report.seed}): {report.attempted} pages in {report.seconds:.1f}s = "
-          f"{report.attempted / report.seconds * 60:.1f} pages/minute; accepted {len(report.accepted)} of {report.requested} requested "
-          f"(acceptance rate {report.acceptance_rate:.0%}); time outside the model {outside:.1%} (aim < 10%); "
-          f"discarded {({k: v for k, v in report.discarded.items() if v})}")
+    print(
+        f"generation ({report.model_id}, judged by {report.judge_model_id}, seed {report.seed}): {report.attempted} pages in {report.seconds:.1f}s = "
+        f"{report.attempted / report.seconds * 60:.1f} pages/minute; accepted {len(report.accepted)} of {report.requested} requested "
+        f"(acceptance rate {report.acceptance_rate:.0%}); time outside the model {outside:.1%} (aim < 10%); "
+        f"discarded { ({k: v for k, v in report.discarded.items() if v}) }"
+    )
 
 
 if __name__ == "__main__":

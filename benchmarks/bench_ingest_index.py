@@ -52,21 +52,29 @@ def run(arguments, workdir: Path) -> None:
     files = [p for p in corpus.rglob("*") if p.is_file()]
     megabytes = sum(p.stat().st_size for p in files) / 1e6
     report, seconds = timed(ingest_flow, IngestConfig(collection="files", paths=(corpus,), home=home))
-    print(f"file ingest: {len(files)} files ({megabytes:.1f} MB) in {seconds:.2f}s = {len(files) / seconds:.0f} files/s, "
-          f"{megabytes / seconds:.2f} MB/s (ingested {len(report.ingested)}, rejected {len(report.rejected)})")
+    print(
+        f"file ingest: {len(files)} files ({megabytes:.1f} MB) in {seconds:.2f}s = {len(files) / seconds:.0f} files/s, "
+        f"{megabytes / seconds:.2f} MB/s (ingested {len(report.ingested)}, rejected {len(report.rejected)})"
+    )
     _, seconds_again = timed(ingest_flow, IngestConfig(collection="files", paths=(corpus,), home=home))
     print(f"file re-ingest, nothing changed: {seconds_again:.2f}s")
 
     # BEIR import and index build.
     dataset = DATASETS / arguments.dataset
-    report, seconds = timed(ingest_flow, IngestConfig(collection=arguments.dataset, paths=(dataset,), format="beir", home=home))
+    report, seconds = timed(
+        ingest_flow, IngestConfig(collection=arguments.dataset, paths=(dataset,), format="beir", home=home)
+    )
     paths = collection_paths(home, arguments.dataset)
     chunks = load_chunks(paths)
-    print(f"BEIR import ({arguments.dataset}): {len(report.ingested)} documents -> {chunks.height} chunks in {seconds:.2f}s "
-          f"= {len(report.ingested) / seconds:.0f} docs/s")
+    print(
+        f"BEIR import ({arguments.dataset}): {len(report.ingested)} documents -> {chunks.height} chunks in {seconds:.2f}s "
+        f"= {len(report.ingested) / seconds:.0f} docs/s"
+    )
     index_report, seconds = timed(index_flow, IndexConfig(collection=arguments.dataset, home=home))
-    print(f"index build: {seconds:.1f}s total, embedding {index_report.seconds_embedding:.1f}s "
-          f"({index_report.embedded / index_report.seconds_embedding:.0f} chunks/s), BM25 {index_report.seconds_bm25:.2f}s")
+    print(
+        f"index build: {seconds:.1f}s total, embedding {index_report.seconds_embedding:.1f}s "
+        f"({index_report.embedded / index_report.seconds_embedding:.0f} chunks/s), BM25 {index_report.seconds_bm25:.2f}s"
+    )
 
     # Embedding ratio: the index path's Embedder.embed versus fastembed called directly.
     spec = resolve_model("all-MiniLM-L6-v2-int8", models_dir(home))
@@ -80,8 +88,10 @@ def run(arguments, workdir: Path) -> None:
         model_direct_seconds.append(direct)
         ours_seconds.append(ours)
     direct, ours = statistics.median(model_direct_seconds), statistics.median(ours_seconds)
-    print(f"embedding {len(texts)} chunks: fastembed direct {direct:.2f}s ({len(texts) / direct:.0f}/s), "
-          f"ragassay {ours:.2f}s; ratio {ours / direct:.3f} (limit 1.0, aim <= 1.1)")
+    print(
+        f"embedding {len(texts)} chunks: fastembed direct {direct:.2f}s ({len(texts) / direct:.0f}/s), "
+        f"ragassay {ours:.2f}s; ratio {ours / direct:.3f} (limit 1.0, aim <= 1.1)"
+    )
 
     # Re-index after one document changed.
     documents = pl.read_parquet(paths.documents)
@@ -90,8 +100,10 @@ def run(arguments, workdir: Path) -> None:
     changed_file.write_text(first["text"] + "\n\nAn added sentence changes this document.", encoding="utf-8")
     ingest_flow(IngestConfig(collection=arguments.dataset, paths=(changed_file,), doc_id=first["doc_id"], home=home))
     reindex, seconds_reindex = timed(index_flow, IndexConfig(collection=arguments.dataset, home=home))
-    print(f"re-index after one document changed: {seconds_reindex:.2f}s, embedded {reindex.embedded} chunks, "
-          f"reused {reindex.reused_embeddings}; {seconds_reindex / seconds:.3f} of the full build's time")
+    print(
+        f"re-index after one document changed: {seconds_reindex:.2f}s, embedded {reindex.embedded} chunks, "
+        f"reused {reindex.reused_embeddings}; {seconds_reindex / seconds:.3f} of the full build's time"
+    )
 
 
 if __name__ == "__main__":

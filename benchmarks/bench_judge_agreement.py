@@ -44,7 +44,9 @@ def split_questions(rows: list[dict]) -> dict[str, list[str]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--half", choices=("dev", "test"), required=True)
-    parser.add_argument("--model", action="append", help="smollm2, qwen2.5-1.5b or a .gguf path (repeatable; default qwen2.5-1.5b)")
+    parser.add_argument(
+        "--model", action="append", help="smollm2, qwen2.5-1.5b or a .gguf path (repeatable; default qwen2.5-1.5b)"
+    )
     parser.add_argument("--sweep", action="store_true", help="also print agreement at other thresholds (dev half only)")
     parser.add_argument("--out", type=Path, help="write each model's report (with every row) as JSON here")
     arguments = parser.parse_args()
@@ -57,32 +59,52 @@ def main() -> None:
 
     rows = [json.loads(line) for line in LABELS.read_text().splitlines() if line.strip()]
     split = split_questions(rows)
-    SPLIT_FILE.write_text(json.dumps({"source": "memerag-ext-en/labelled_statements.jsonl", "seed": SPLIT_SEED, **split}, indent=1) + "\n")
+    SPLIT_FILE.write_text(
+        json.dumps({"source": "memerag-ext-en/labelled_statements.jsonl", "seed": SPLIT_SEED, **split}, indent=1) + "\n"
+    )
     chosen = set(split[arguments.half])
     half_rows = [row for row in rows if question_of(row["id"]) in chosen]
-    print(f"MEMERAG-EXT {arguments.half} half: {len(chosen)} questions, {len(half_rows)} sentences "
-          f"({sum(r['label'] == 'unsupported' for r in half_rows)} unsupported); split in {SPLIT_FILE.name}")
+    print(
+        f"MEMERAG-EXT {arguments.half} half: {len(chosen)} questions, {len(half_rows)} sentences "
+        f"({sum(r['label'] == 'unsupported' for r in half_rows)} unsupported); split in {SPLIT_FILE.name}"
+    )
     reports = {}
     with tempfile.TemporaryDirectory(prefix="ragassay-bench-judge-") as workdir:
         labels = Path(workdir) / f"memerag-{arguments.half}.jsonl"
         labels.write_text("".join(json.dumps(row) + "\n" for row in half_rows))
         for name in arguments.model or ["qwen2.5-1.5b"]:
-            config = ChatModelConfig(backend="gguf", path=Path(name)) if name.endswith(".gguf") else ChatModelConfig(backend=name)
+            config = (
+                ChatModelConfig(backend="gguf", path=Path(name))
+                if name.endswith(".gguf")
+                else ChatModelConfig(backend=name)
+            )
             models = ChatModels()
             report = calibrate_judge(models, config, labels)
             models.close()
             reports[name] = report
             print(f"\n{report['judge_model']} ({report['prompt_version']}, threshold {report['support_threshold']}):")
-            print(f"  balanced accuracy {_f(report['balanced_accuracy'])}  kappa {_f(report['kappa'])} "
-                  f"(95% CI {_f(report['kappa_ci_low'])} to {_f(report['kappa_ci_high'])})  accuracy {_f(report['accuracy'])}")
-            print(f"  recall supported {_f(report['recall_supported'])}  recall unsupported {_f(report['recall_unsupported'])}  "
-                  f"unreadable {report['unreadable_rate']:.1%}  too long {report['too_long']}  {_f(report['seconds_per_verdict'], 1)} s/verdict")
+            print(
+                f"  balanced accuracy {_f(report['balanced_accuracy'])}  kappa {_f(report['kappa'])} "
+                f"(95% CI {_f(report['kappa_ci_low'])} to {_f(report['kappa_ci_high'])})  accuracy {_f(report['accuracy'])}"
+            )
+            print(
+                f"  recall supported {_f(report['recall_supported'])}  recall unsupported {_f(report['recall_unsupported'])}  "
+                f"unreadable {report['unreadable_rate']:.1%}  too long {report['too_long']}  {_f(report['seconds_per_verdict'], 1)} s/verdict"
+            )
             if arguments.sweep:
-                scored = [(row["label"] == "supported", row["p_supported"]) for row in report["rows"] if row["p_supported"] is not None]
-                print(f"    AUC {_f(auc(scored))} (threshold-free: P(a supported sentence scores above an unsupported one))")
+                scored = [
+                    (row["label"] == "supported", row["p_supported"])
+                    for row in report["rows"]
+                    if row["p_supported"] is not None
+                ]
+                print(
+                    f"    AUC {_f(auc(scored))} (threshold-free: P(a supported sentence scores above an unsupported one))"
+                )
                 for threshold in (0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.92, 0.95):
                     result = agreement([label for label, _ in scored], [p >= threshold for _, p in scored])
-                    print(f"    threshold {threshold:.2f}: balanced accuracy {_f(result.balanced_accuracy)}  kappa {_f(result.kappa)}")
+                    print(
+                        f"    threshold {threshold:.2f}: balanced accuracy {_f(result.balanced_accuracy)}  kappa {_f(result.kappa)}"
+                    )
     if arguments.out:
         arguments.out.write_text(json.dumps(reports, indent=1))
 

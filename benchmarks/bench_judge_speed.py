@@ -43,7 +43,11 @@ def _contexts(count: int) -> list[tuple[str, list[str]]]:
     """Contexts of ~3,600 characters (the sample documents are short: each context is one document
     followed by the next ones, as retrieved sources are), with the first document's first four
     sentences as the statements of an answer."""
-    texts = [" ".join(p.read_text(encoding="utf-8").split()) for p in sorted(CORPUS.rglob("*")) if p.suffix in (".md", ".txt")]
+    texts = [
+        " ".join(p.read_text(encoding="utf-8").split())
+        for p in sorted(CORPUS.rglob("*"))
+        if p.suffix in (".md", ".txt")
+    ]
     found = []
     for index, text in enumerate(texts):
         sentences = [s for s in re.split(r"(?<=[.!?])\s+", text) if 40 <= len(s) <= 300][:4]
@@ -70,7 +74,9 @@ def threads(name: str, context: str) -> None:
                 started = time.perf_counter()
                 output = llama.create_completion("Bees", max_tokens=48, temperature=0.0, seed=0)
                 generated = output["usage"]["completion_tokens"] / (time.perf_counter() - started)
-                print(f"{load}: threads {count}: prompt {prompt_rate:.1f} tokens/s, generation {generated:.1f} tokens/s")
+                print(
+                    f"{load}: threads {count}: prompt {prompt_rate:.1f} tokens/s, generation {generated:.1f} tokens/s"
+                )
                 del llama
         finally:
             if busy is not None:
@@ -100,10 +106,12 @@ def prefix_reuse(name: str, contexts: list[tuple[str, list[str]]]) -> None:
             warm.append(time.perf_counter() - started)
     models.close()
     cold_mean, warm_mean = sum(cold) / len(cold), sum(warm) / len(warm)
-    print(f"{name} support verdicts, {len(contexts)} contexts x 4 statements, ~{prompt_tokens / len(cold):.0f} prompt tokens each "
-          f"(threads {model.threads}): cold cache {cold_mean:.2f} s/verdict, context reused {warm_mean:.2f} s/verdict "
-          f"(first of each context {sum(warm[::4]) / len(warm[::4]):.2f} s, later ones {sum(w for i, w in enumerate(warm) if i % 4) / (len(warm) * 3 / 4):.2f} s); "
-          f"speed-up {cold_mean / warm_mean:.1f}x")
+    print(
+        f"{name} support verdicts, {len(contexts)} contexts x 4 statements, ~{prompt_tokens / len(cold):.0f} prompt tokens each "
+        f"(threads {model.threads}): cold cache {cold_mean:.2f} s/verdict, context reused {warm_mean:.2f} s/verdict "
+        f"(first of each context {sum(warm[::4]) / len(warm[::4]):.2f} s, later ones {sum(w for i, w in enumerate(warm) if i % 4) / (len(warm) * 3 / 4):.2f} s); "
+        f"speed-up {cold_mean / warm_mean:.1f}x"
+    )
 
 
 if __name__ == "__main__":

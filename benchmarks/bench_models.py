@@ -41,9 +41,14 @@ def overhead(rounds: int) -> None:
 
     model = load_chat_model(ChatModelConfig())
     llama = model._llama  # the same loaded weights, called directly
-    sources = [Source(1, "s", "wax.md", "wax.md#0", 0, 60, None, "Beeswax melts between 62 and 64 degrees Celsius."),
-               Source(2, "s", "smoke.txt", "smoke.txt#0", 0, 60, None, "Cool smoke masks the alarm pheromone of guard bees.")]
-    prompts = [answer_messages(q, sources) for q in ("When does wax melt?", "Why use smoke?", "What calms bees?", "How hot is wax?")]
+    sources = [
+        Source(1, "s", "wax.md", "wax.md#0", 0, 60, None, "Beeswax melts between 62 and 64 degrees Celsius."),
+        Source(2, "s", "smoke.txt", "smoke.txt#0", 0, 60, None, "Cool smoke masks the alarm pheromone of guard bees."),
+    ]
+    prompts = [
+        answer_messages(q, sources)
+        for q in ("When does wax melt?", "Why use smoke?", "What calms bees?", "How hot is wax?")
+    ]
     schema = answer_schema(len(sources))
     direct_seconds, direct_tokens, layer_seconds, layer_tokens = [], 0, [], 0
     for _ in range(rounds):
@@ -52,20 +57,28 @@ def overhead(rounds: int) -> None:
             llama.reset()
             started = time.perf_counter()
             response = llama.create_chat_completion(
-                messages, response_format={"type": "json_object", "schema": schema}, max_tokens=128, temperature=0.0, seed=seed
+                messages,
+                response_format={"type": "json_object", "schema": schema},
+                max_tokens=128,
+                temperature=0.0,
+                seed=seed,
             )
             direct_seconds.append(time.perf_counter() - started)
             direct_tokens += response["usage"]["completion_tokens"]
             llama.reset()
             started = time.perf_counter()
-            result = generate_structured(model, messages, AnswerOutput, schema=schema, max_tokens=128, temperature=0.0, seed=seed)
+            result = generate_structured(
+                model, messages, AnswerOutput, schema=schema, max_tokens=128, temperature=0.0, seed=seed
+            )
             layer_seconds.append(time.perf_counter() - started)
             layer_tokens += sum(c.completion_tokens for c in result.completions)
     direct, layer = sum(direct_seconds), sum(layer_seconds)
-    print(f"model layer vs llama-cpp-python direct ({len(direct_seconds)} calls each, SmolLM2, schema-constrained): "
-          f"direct {direct_tokens / direct:.1f} tokens/s ({statistics.median(direct_seconds):.2f} s median), "
-          f"layer {layer_tokens / layer:.1f} tokens/s ({statistics.median(layer_seconds):.2f} s median); "
-          f"time ratio layer/direct {layer / direct:.3f} (aim <= 1.05); completion tokens {layer_tokens} vs {direct_tokens}")
+    print(
+        f"model layer vs llama-cpp-python direct ({len(direct_seconds)} calls each, SmolLM2, schema-constrained): "
+        f"direct {direct_tokens / direct:.1f} tokens/s ({statistics.median(direct_seconds):.2f} s median), "
+        f"layer {layer_tokens / layer:.1f} tokens/s ({statistics.median(layer_seconds):.2f} s median); "
+        f"time ratio layer/direct {layer / direct:.3f} (aim <= 1.05); completion tokens {layer_tokens} vs {direct_tokens}"
+    )
 
 
 def answers(workdir: Path) -> None:
@@ -79,7 +92,12 @@ def answers(workdir: Path) -> None:
     home = workdir / "home"
     ingest_flow(IngestConfig(collection="sample", paths=(SAMPLE / "corpus",), home=home))
     index_flow(IndexConfig(collection="sample", home=home))
-    rows = [json.loads(line) for name in ("golden.jsonl", "unanswerable.jsonl") for line in (SAMPLE / name).read_text().splitlines() if line.strip()]
+    rows = [
+        json.loads(line)
+        for name in ("golden.jsonl", "unanswerable.jsonl")
+        for line in (SAMPLE / name).read_text().splitlines()
+        if line.strip()
+    ]
     questions = [row["question"] for row in rows]
     config = AnswerSettings()
     resources = Resources()
@@ -93,13 +111,19 @@ def answers(workdir: Path) -> None:
         usage = usage + answer.usage
         cited = {citation.doc_id for statement in answer.statements for citation in statement.citations}
         expected_cited += bool(cited & set(row.get("expected_document_ids", [])))
-        kind = answer.outcome if answer.outcome == "answered" else ("declined before the model" if answer.reason.startswith("nothing relevant") else "refused")
+        kind = (
+            answer.outcome
+            if answer.outcome == "answered"
+            else ("declined before the model" if answer.reason.startswith("nothing relevant") else "refused")
+        )
         outcomes[kind] = outcomes.get(kind, 0) + 1
     seconds = time.perf_counter() - started
-    print(f"grounded answers on the sample corpus: {len(questions)} questions in {seconds:.1f}s = {seconds / len(questions):.2f} s/answer; "
-          f"model calls {usage.calls} ({usage.prompt_tokens} prompt + {usage.completion_tokens} completion tokens, "
-          f"{usage.seconds:.1f}s in the model = {usage.seconds / seconds:.0%}), unparseable {usage.unparseable}; outcomes {outcomes}; "
-          f"golden questions whose answer cites an expected document: {expected_cited} of {sum('expected_document_ids' in row for row in rows)}")
+    print(
+        f"grounded answers on the sample corpus: {len(questions)} questions in {seconds:.1f}s = {seconds / len(questions):.2f} s/answer; "
+        f"model calls {usage.calls} ({usage.prompt_tokens} prompt + {usage.completion_tokens} completion tokens, "
+        f"{usage.seconds:.1f}s in the model = {usage.seconds / seconds:.0%}), unparseable {usage.unparseable}; outcomes {outcomes}; "
+        f"golden questions whose answer cites an expected document: {expected_cited} of {sum('expected_document_ids' in row for row in rows)}"
+    )
 
 
 if __name__ == "__main__":

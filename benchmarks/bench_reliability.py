@@ -38,12 +38,17 @@ RAGASSAY = str(Path(sys.executable).parent / "ragassay")
 def corpus(root: Path, count: int, prefix: str) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     for number in range(count):
-        (root / f"{prefix}-{number:03d}.txt").write_text(f"Note {prefix} {number}: hive {number} inspected on day {number}.\n" * 20)
+        (root / f"{prefix}-{number:03d}.txt").write_text(
+            f"Note {prefix} {number}: hive {number} inspected on day {number}.\n" * 20
+        )
     return root
 
 
 def both(commands: list[list[str]], env: dict[str, str]) -> list[subprocess.CompletedProcess]:
-    processes = [subprocess.Popen(command, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for command in commands]
+    processes = [
+        subprocess.Popen(command, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for command in commands
+    ]
     results = []
     for process, command in zip(processes, commands):
         try:
@@ -72,7 +77,9 @@ def tables(home: Path):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=10)
-    parser.add_argument("--only", nargs="+", choices=("writers", "kills", "hostile"), default=["writers", "kills", "hostile"])
+    parser.add_argument(
+        "--only", nargs="+", choices=("writers", "kills", "hostile"), default=["writers", "kills", "hostile"]
+    )
     arguments = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="ragassay-bench-reliability-"))
     try:
@@ -92,15 +99,31 @@ def writers(rounds_asked: int, folder: Path) -> None:
     # 1. Concurrent golden adds.
     home = folder / "golden-home"
     env = {**os.environ, "RAGASSAY_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
-    subprocess.run([RAGASSAY, "ingest", "-c", "s", str(corpus(folder / "golden-corpus", 5, "g"))], env=env, cwd=REPO, capture_output=True, check=True)
+    subprocess.run(
+        [RAGASSAY, "ingest", "-c", "s", str(corpus(folder / "golden-corpus", 5, "g"))],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        check=True,
+    )
     documents = sorted(p.name for p in (folder / "golden-corpus").iterdir())
     counts = {"lost": 0, "duplicated": 0, "crashed": 0, "hung": 0, "inconsistent": 0}
     for round_ in range(rounds_asked):
         files = []
         for tag in "ab":
             file = folder / f"golden-{round_}-{tag}.jsonl"
-            file.write_text("".join(json.dumps({"question": f"Round {round_} {tag}: what happened to hive {n}?",
-                                                "expected_document_ids": [documents[n % 5]]}) + "\n" for n in range(15)))
+            file.write_text(
+                "".join(
+                    json.dumps(
+                        {
+                            "question": f"Round {round_} {tag}: what happened to hive {n}?",
+                            "expected_document_ids": [documents[n % 5]],
+                        }
+                    )
+                    + "\n"
+                    for n in range(15)
+                )
+            )
             files.append(file)
         results = both([[RAGASSAY, "golden", "add", "-c", "s", "--file", str(f)] for f in files], env)
         counts["crashed"] += sum(crashed(r) for r in results)
@@ -117,7 +140,13 @@ def writers(rounds_asked: int, folder: Path) -> None:
     for round_ in range(rounds):
         home = folder / f"ingest-home-{round_}"
         env = {**os.environ, "RAGASSAY_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
-        subprocess.run([RAGASSAY, "ingest", "-c", "s", str(corpus(folder / f"base-{round_}", 150, "base"))], env=env, cwd=REPO, capture_output=True, check=True)
+        subprocess.run(
+            [RAGASSAY, "ingest", "-c", "s", str(corpus(folder / f"base-{round_}", 150, "base"))],
+            env=env,
+            cwd=REPO,
+            capture_output=True,
+            check=True,
+        )
         halves = [corpus(folder / f"{half}-{round_}", 40, half) for half in ("left", "right")]
         results = both([[RAGASSAY, "ingest", "-c", "s", str(h)] for h in halves], env)
         counts["crashed"] += sum(crashed(r) for r in results)
@@ -136,23 +165,41 @@ def writers(rounds_asked: int, folder: Path) -> None:
         home = folder / f"kill-home-{round_}"
         env = {**os.environ, "RAGASSAY_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
         source = corpus(folder / f"kill-{round_}", 120, "k")
-        process = subprocess.Popen([RAGASSAY, "ingest", "-c", "s", str(source)], env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        process = subprocess.Popen(
+            [RAGASSAY, "ingest", "-c", "s", str(source)],
+            env=env,
+            cwd=REPO,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         time.sleep(generator.uniform(3.0, 9.0))
         process.send_signal(signal.SIGKILL)
         process.wait()
-        index = subprocess.run([RAGASSAY, "index", "-c", "s"], env=env, cwd=REPO, capture_output=True, text=True, timeout=300)
+        index = subprocess.run(
+            [RAGASSAY, "index", "-c", "s"], env=env, cwd=REPO, capture_output=True, text=True, timeout=300
+        )
         counts["crashed"] += crashed(index)
         refused_index += index.returncode == 2 and "interrupted" in index.stderr
-        again = subprocess.run([RAGASSAY, "ingest", "-c", "s", str(source)], env=env, cwd=REPO, capture_output=True, text=True, timeout=300)
+        again = subprocess.run(
+            [RAGASSAY, "ingest", "-c", "s", str(source)], env=env, cwd=REPO, capture_output=True, text=True, timeout=300
+        )
         counts["crashed"] += crashed(again)
         docs, chunks, _ = tables(home)
         counts["lost"] += max(0, 120 - docs.height)
         counts["inconsistent"] += int(set(chunks["doc_id"].to_list()) != set(docs["doc_id"].to_list()))
-    rows.append((f"ingest SIGKILLed at 3-9 s, then index, then ingest again ({refused_index} index refusals of an interrupted collection)", rounds, counts))
+    rows.append(
+        (
+            f"ingest SIGKILLed at 3-9 s, then index, then ingest again ({refused_index} index refusals of an interrupted collection)",
+            rounds,
+            counts,
+        )
+    )
 
     print(f"{'experiment':<100} {'rounds':>6} {'lost':>5} {'dup':>5} {'crash':>6} {'hung':>5} {'incons':>7}")
     for name, rounds, counts in rows:
-        print(f"{name:<100} {rounds:>6} {counts['lost']:>5} {counts['duplicated']:>5} {counts['crashed']:>6} {counts['hung']:>5} {counts['inconsistent']:>7}")
+        print(
+            f"{name:<100} {rounds:>6} {counts['lost']:>5} {counts['duplicated']:>5} {counts['crashed']:>6} {counts['hung']:>5} {counts['inconsistent']:>7}"
+        )
 
 
 def process_table() -> list[tuple[int, int, str]]:
@@ -187,9 +234,19 @@ def kills(rounds: int, folder: Path) -> None:
     for round_ in range(rounds):
         env = {name: value for name, value in os.environ.items() if name != "PREFECT_API_URL"}
         env.update(RAGASSAY_HOME=str(folder / f"kill-children-home-{round_}"), PREFECT_SERVER_ANALYTICS_ENABLED="false")
-        process = subprocess.Popen([RAGASSAY, "ingest", "-c", "s", str(source)], env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        process = subprocess.Popen(
+            [RAGASSAY, "ingest", "-c", "s", str(source)],
+            env=env,
+            cwd=REPO,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         deadline, children = time.monotonic() + 180, {}
-        while time.monotonic() < deadline and process.poll() is None and not any("ragassay.ingest.isolation" in a for a in children.values()):
+        while (
+            time.monotonic() < deadline
+            and process.poll() is None
+            and not any("ragassay.ingest.isolation" in a for a in children.values())
+        ):
             children = {pid: args for pid, ppid, args in process_table() if ppid == process.pid}
             time.sleep(0.1)
         stop_at = time.monotonic() + generator.uniform(0.0, 3.0)
@@ -208,9 +265,11 @@ def kills(rounds: int, folder: Path) -> None:
         for pid in [*servers, *workers]:
             if running(pid):
                 os.kill(pid, signal.SIGKILL)
-    print(f"\ningest SIGKILLed 0-3 s after its extraction worker started, {rounds} rounds: "
-          f"{left_servers} servers and {left_workers} extraction workers still running 5 s later "
-          f"(a server was running in {caught_servers} rounds, a worker in {caught_workers})")
+    print(
+        f"\ningest SIGKILLed 0-3 s after its extraction worker started, {rounds} rounds: "
+        f"{left_servers} servers and {left_workers} extraction workers still running 5 s later "
+        f"(a server was running in {caught_servers} rounds, a worker in {caught_workers})"
+    )
 
 
 def hostile_corpus(root: Path, slow_copies: int = 1) -> Path:
@@ -231,9 +290,15 @@ def hostile_files(folder: Path) -> None:
     def docx(body: str, lie_about_size: bool = False) -> bytes:
         buffer = io.BytesIO()
         with zipfile.ZipFile(buffer, "w") as archive:
-            archive.writestr("[Content_Types].xml", '<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"/>')
-            document = ('<?xml version="1.0"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>'
-                        + body + "</w:body></w:document>")
+            archive.writestr(
+                "[Content_Types].xml",
+                '<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"/>',
+            )
+            document = (
+                '<?xml version="1.0"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>'
+                + body
+                + "</w:body></w:document>"
+            )
             archive.writestr(zipfile.ZipInfo("word/document.xml"), document, compress_type=zipfile.ZIP_DEFLATED)
         data = buffer.getvalue()
         if lie_about_size:
@@ -245,10 +310,22 @@ def hostile_files(folder: Path) -> None:
     block = "<div>" * 1000 + "x" + "</div>" * 1000
     hostile = {
         "deep.json (nested 100k)": ("deep.json", ("[" * 100_000 + "]" * 100_000).encode()),
-        "deep.html (400k nested divs, 4.4 MB)": ("deep.html", ("<html><body>" + "<div>" * 400_000 + "x" + "</div>" * 400_000 + "</body></html>").encode()),
-        "slow.html (1000 deep x 400, 4.4 MB)": ("slow.html", ("<html><body>" + block * 400 + "</body></html>").encode()),
-        "deep.docx (w:sdt nested 100k)": ("deep.docx", docx("<w:sdt><w:sdtContent>" * 100_000 + "<w:p/>" + "</w:sdtContent></w:sdt>" * 100_000)),
-        "bomb.docx (declares 1 KB, inflates to 1 GB)": ("bomb.docx", docx("<w:p><w:r><w:t>" + "a" * 1_000_000_000 + "</w:t></w:r></w:p>", lie_about_size=True)),
+        "deep.html (400k nested divs, 4.4 MB)": (
+            "deep.html",
+            ("<html><body>" + "<div>" * 400_000 + "x" + "</div>" * 400_000 + "</body></html>").encode(),
+        ),
+        "slow.html (1000 deep x 400, 4.4 MB)": (
+            "slow.html",
+            ("<html><body>" + block * 400 + "</body></html>").encode(),
+        ),
+        "deep.docx (w:sdt nested 100k)": (
+            "deep.docx",
+            docx("<w:sdt><w:sdtContent>" * 100_000 + "<w:p/>" + "</w:sdtContent></w:sdt>" * 100_000),
+        ),
+        "bomb.docx (declares 1 KB, inflates to 1 GB)": (
+            "bomb.docx",
+            docx("<w:p><w:r><w:t>" + "a" * 1_000_000_000 + "</w:t></w:r></w:p>", lie_about_size=True),
+        ),
         "huge.json (6M empty objects, 18 MB)": ("huge.json", ("[" + ",".join(["{}"] * 6_000_000) + "]").encode()),
     }
     print(f"\n{'hostile file':<46} {'outcome':<64} {'exit':>4} {'ingest s':>8} {'read s':>7} {'reader peak MB':>14}")
@@ -257,19 +334,38 @@ def hostile_files(folder: Path) -> None:
         corpus_dir.mkdir()
         (corpus_dir / name).write_bytes(data)
         (corpus_dir / "good.txt").write_text("Hive 7 was inspected on day 3.\n")
-        env = {**os.environ, "RAGASSAY_HOME": str(folder / f"hostile-home-{name}"), "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-               "RAGASSAY_EXTRACT_TIMEOUT": "10"}
+        env = {
+            **os.environ,
+            "RAGASSAY_HOME": str(folder / f"hostile-home-{name}"),
+            "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+            "RAGASSAY_EXTRACT_TIMEOUT": "10",
+        }
         started = time.perf_counter()
-        result = subprocess.run([RAGASSAY, "ingest", "-c", "s", "--json", str(corpus_dir)], env=env, cwd=REPO, capture_output=True, text=True, timeout=600)
+        result = subprocess.run(
+            [RAGASSAY, "ingest", "-c", "s", "--json", str(corpus_dir)],
+            env=env,
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         seconds = time.perf_counter() - started
         try:
             report = json.loads(result.stdout)
             rejected = {Path(r["path"]).name: f"{r['reason']}: {r['detail']}" for r in report["rejected"]}
-            outcome = rejected.get(name, "ingested") + ("" if report["ingested"] == ["good.txt"] or "good.txt" in report["ingested"] else " (good.txt LOST)")
+            outcome = rejected.get(name, "ingested") + (
+                "" if report["ingested"] == ["good.txt"] or "good.txt" in report["ingested"] else " (good.txt LOST)"
+            )
         except (json.JSONDecodeError, KeyError):
             outcome = f"CRASH: {result.stderr.strip().splitlines()[-1] if result.stderr.strip() else result.returncode}"
-        probe = subprocess.run([sys.executable, "-c", PROBE, str(corpus_dir / name)], cwd=REPO, capture_output=True, text=True, timeout=600,
-                               env={**os.environ, "RAGASSAY_EXTRACT_TIMEOUT": "10"})
+        probe = subprocess.run(
+            [sys.executable, "-c", PROBE, str(corpus_dir / name)],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env={**os.environ, "RAGASSAY_EXTRACT_TIMEOUT": "10"},
+        )
         read_seconds, peak_mb = probe.stdout.split() if probe.returncode == 0 else ("?", "?")
         print(f"{label:<46} {outcome[:64]:<64} {result.returncode:>4} {seconds:>8.1f} {read_seconds:>7} {peak_mb:>14}")
 

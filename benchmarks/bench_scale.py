@@ -52,7 +52,9 @@ STAGES = ("ingest", "bm25", "index", "search", "eval")
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1, 4, 16])
-    parser.add_argument("--workdir", type=Path, help="where corpora and workspaces go (default: a temporary folder, removed)")
+    parser.add_argument(
+        "--workdir", type=Path, help="where corpora and workspaces go (default: a temporary folder, removed)"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the workdir")
     parser.add_argument("--stage", choices=[*STAGES, "embed-rate"], help=argparse.SUPPRESS)  # one stage in this process
     parser.add_argument("--size", type=int, help=argparse.SUPPRESS)
@@ -97,7 +99,9 @@ def copies_of_scifact(folder: Path, size: int) -> dict:
     (folder / "qrels").mkdir(parents=True, exist_ok=True)
     shutil.copy(SCIFACT / "queries.jsonl", folder / "queries.jsonl")
     shutil.copy(SCIFACT / "qrels" / "test.tsv", folder / "qrels" / "test.tsv")
-    records = [json.loads(line) for line in (SCIFACT / "corpus.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
+    records = [
+        json.loads(line) for line in (SCIFACT / "corpus.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()
+    ]
     with (folder / "corpus.jsonl").open("w", encoding="utf-8") as out:
         for copy in range(size):
             for record in records:
@@ -128,12 +132,19 @@ def seed_embedding_cache(workdir: Path, size: int) -> None:
 
 def child(stage: str, workdir: Path, size: int, api_url: str) -> dict:
     """Run one stage in a fresh process against the parent's Prefect server; its RESULT line."""
-    environment = {**os.environ, "PREFECT_API_URL": api_url, "PREFECT_LOGGING_LEVEL": "WARNING", "PYTHONPATH": str(REPO)}
+    environment = {
+        **os.environ,
+        "PREFECT_API_URL": api_url,
+        "PREFECT_LOGGING_LEVEL": "WARNING",
+        "PYTHONPATH": str(REPO),
+    }
     command = [sys.executable, __file__, "--stage", stage, "--workdir", str(workdir), "--size", str(size)]
     finished = subprocess.run(command, cwd=REPO, env=environment, capture_output=True, text=True)
     lines = [line for line in finished.stdout.splitlines() if line.startswith("RESULT ")]
     if finished.returncode != 0 or not lines:
-        raise RuntimeError(f"stage {stage} at {size}x failed ({finished.returncode}):\n{finished.stdout[-3000:]}\n{finished.stderr[-5000:]}")
+        raise RuntimeError(
+            f"stage {stage} at {size}x failed ({finished.returncode}):\n{finished.stdout[-3000:]}\n{finished.stderr[-5000:]}"
+        )
     return json.loads(lines[-1].removeprefix("RESULT "))
 
 
@@ -159,14 +170,23 @@ def run_stage(stage: str, workdir: Path, size: int) -> dict:
     before = status_mb("VmRSS")
     started = time.perf_counter()
     figures = globals()[f"stage_{stage.replace('-', '_')}"](home, collection, workdir, size, Resources())
-    return {"seconds": round(time.perf_counter() - started, 2), **figures, "rss_before_mb": before, "peak_rss_mb": status_mb("VmHWM")}
+    return {
+        "seconds": round(time.perf_counter() - started, 2),
+        **figures,
+        "rss_before_mb": before,
+        "peak_rss_mb": status_mb("VmHWM"),
+    }
 
 
 def stage_ingest(home: Path, collection: str, workdir: Path, size: int, resources) -> dict:
     from flows.ingest import ingest_flow
     from ragassay.config import IngestConfig
 
-    report = ingest_flow(IngestConfig(collection=collection, paths=(workdir / f"scifact-x{size}",), format="beir", chunking=CHUNKING, home=home))
+    report = ingest_flow(
+        IngestConfig(
+            collection=collection, paths=(workdir / f"scifact-x{size}",), format="beir", chunking=CHUNKING, home=home
+        )
+    )
     return {"documents": len(report.ingested) + len(report.unchanged) + len(report.replaced)}
 
 
@@ -179,7 +199,11 @@ def stage_bm25(home: Path, collection: str, workdir: Path, size: int, resources)
     build.release_index_inputs(inputs.snapshot)
     disk = sum(f.stat().st_size for f in staged.folder.rglob("*") if f.is_file())
     shutil.rmtree(staged.folder)
-    return {"chunks": inputs.chunks.height, "bm25_on_disk_mb": round(disk / 2**20, 1), "seconds_bm25": round(staged.seconds, 2)}
+    return {
+        "chunks": inputs.chunks.height,
+        "bm25_on_disk_mb": round(disk / 2**20, 1),
+        "seconds_bm25": round(staged.seconds, 2),
+    }
 
 
 def stage_index(home: Path, collection: str, workdir: Path, size: int, resources) -> dict:
@@ -188,8 +212,13 @@ def stage_index(home: Path, collection: str, workdir: Path, size: int, resources
 
     report = index_flow(IndexConfig(collection=collection, home=home))
     matrix_mb = report.chunks * 384 * 4 / 2**20
-    return {"chunks": report.chunks, "embedded": report.embedded, "reused": report.reused_embeddings,
-            "seconds_embedding": report.seconds_embedding, "embedding_matrix_mb": round(matrix_mb, 1)}
+    return {
+        "chunks": report.chunks,
+        "embedded": report.embedded,
+        "reused": report.reused_embeddings,
+        "seconds_embedding": report.seconds_embedding,
+        "embedding_matrix_mb": round(matrix_mb, 1),
+    }
 
 
 def stage_embed_rate(home: Path, collection: str, workdir: Path, size: int, resources) -> dict:
@@ -224,7 +253,10 @@ def stage_search(home: Path, collection: str, workdir: Path, size: int, resource
         for query in queries:
             run_search(resources, home, [collection], query, settings)
         seconds = time.perf_counter() - started
-        figures[mode] = {"ms_per_query": round(1000 * seconds / len(queries), 2), "qps": round(len(queries) / seconds, 1)}
+        figures[mode] = {
+            "ms_per_query": round(1000 * seconds / len(queries), 2),
+            "qps": round(len(queries) / seconds, 1),
+        }
     return {"queries": len(queries), **figures}
 
 
@@ -234,7 +266,11 @@ def stage_eval(home: Path, collection: str, workdir: Path, size: int, resources)
     from flows.eval_retrieval import eval_retrieval_flow
     from ragassay.config import RetrievalEvalConfig, parse_config
 
-    settings = dict(collections=[collection], configurations=[{"label": m, "search_type": m, "fusion": {"k": 60}} for m in MODES], home=home)
+    settings = dict(
+        collections=[collection],
+        configurations=[{"label": m, "search_type": m, "fusion": {"k": 60}} for m in MODES],
+        home=home,
+    )
     started = time.perf_counter()
     threads = eval_retrieval_flow(parse_config(RetrievalEvalConfig, **settings))
     seconds_threads = time.perf_counter() - started
@@ -242,14 +278,27 @@ def stage_eval(home: Path, collection: str, workdir: Path, size: int, resources)
     # The cluster `task_runner: {kind: dask, workers: 2}` starts, started here so that the workers'
     # peak RSS can be read before it closes; its start is timed with the evaluation.
     started = time.perf_counter()
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, Client(cluster) as client:
-        dask = eval_retrieval_flow(parse_config(RetrievalEvalConfig, **settings, task_runner={"kind": "dask", "address": cluster.scheduler_address}))
+    with (
+        LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster,
+        Client(cluster) as client,
+    ):
+        dask = eval_retrieval_flow(
+            parse_config(
+                RetrievalEvalConfig, **settings, task_runner={"kind": "dask", "address": cluster.scheduler_address}
+            )
+        )
         seconds_dask = time.perf_counter() - started
         workers_peak = client.run(status_mb, "VmHWM")
-    return {"questions": threads.questions, "seconds_threads": round(seconds_threads, 2), "seconds_dask": round(seconds_dask, 2),
-            "searching": {m: round(s, 2) for m, s in threads.seconds_searching.items()},
-            "peak_rss_threads_mb": peak_threads, "peak_rss_dask_worker_mb": max(workers_peak.values()),
-            "means_identical": threads.means == dask.means, "ndcg@10": {m: round(threads.means[m]["ndcg@10"], 4) for m in MODES}}
+    return {
+        "questions": threads.questions,
+        "seconds_threads": round(seconds_threads, 2),
+        "seconds_dask": round(seconds_dask, 2),
+        "searching": {m: round(s, 2) for m, s in threads.seconds_searching.items()},
+        "peak_rss_threads_mb": peak_threads,
+        "peak_rss_dask_worker_mb": max(workers_peak.values()),
+        "means_identical": threads.means == dask.means,
+        "ndcg@10": {m: round(threads.means[m]["ndcg@10"], 4) for m in MODES},
+    }
 
 
 def exponent(small: float, large: float, ratio: float) -> str:
@@ -272,7 +321,10 @@ def report(results: dict, sizes: list[int]) -> None:
         ("peak RSS ingest MB", [m["ingest"]["peak_rss_mb"] for m in by_size]),
         ("peak RSS BM25 build MB", [m["bm25"]["peak_rss_mb"] for m in by_size]),
         ("peak RSS index flow MB", [m["index"]["peak_rss_mb"] for m in by_size]),
-        ("peak RSS embedding (sample, batches of 64; size-independent) MB", [results["embed_rate"]["peak_rss_mb"] for _ in by_size]),
+        (
+            "peak RSS embedding (sample, batches of 64; size-independent) MB",
+            [results["embed_rate"]["peak_rss_mb"] for _ in by_size],
+        ),
         ("peak RSS search MB", [m["search"]["peak_rss_mb"] for m in by_size]),
         ("peak RSS eval (threads) MB", [m["eval"]["peak_rss_threads_mb"] for m in by_size]),
         ("peak RSS eval, largest Dask worker MB", [m["eval"]["peak_rss_dask_worker_mb"] for m in by_size]),
@@ -281,14 +333,33 @@ def report(results: dict, sizes: list[int]) -> None:
         ("embedding matrix MB", [m["index"]["embedding_matrix_mb"] for m in by_size]),
     ]
     pairs = list(zip(sizes, sizes[1:]))
-    print("\n| | " + " | ".join(f"{s}x ({m['documents']:,} docs, {m['index']['chunks']:,} chunks)" for s, m in zip(sizes, by_size))
-          + " | " + " | ".join(f"k {a}x→{b}x" for a, b in pairs) + " |")
+    print(
+        "\n| | "
+        + " | ".join(f"{s}x ({m['documents']:,} docs, {m['index']['chunks']:,} chunks)" for s, m in zip(sizes, by_size))
+        + " | "
+        + " | ".join(f"k {a}x→{b}x" for a, b in pairs)
+        + " |"
+    )
     print("|---" * (1 + len(sizes) + len(pairs)) + "|")
     for name, values in rows:
         ks = [exponent(values[sizes.index(a)], values[sizes.index(b)], b / a) for a, b in pairs]
-        print(f"| {name} | " + " | ".join(f"{v:,.1f}" if v >= 10 else f"{v:.2f}" for v in values) + " | " + " | ".join(ks) + " |")
-    print("\nmeans identical (threads vs Dask): " + ", ".join(f"{s}x {m['eval']['means_identical']}" for s, m in zip(sizes, by_size)))
-    print("nDCG@10 (threads): " + "; ".join(f"{s}x " + ", ".join(f"{k} {v}" for k, v in m["eval"]["ndcg@10"].items()) for s, m in zip(sizes, by_size)))
+        print(
+            f"| {name} | "
+            + " | ".join(f"{v:,.1f}" if v >= 10 else f"{v:.2f}" for v in values)
+            + " | "
+            + " | ".join(ks)
+            + " |"
+        )
+    print(
+        "\nmeans identical (threads vs Dask): "
+        + ", ".join(f"{s}x {m['eval']['means_identical']}" for s, m in zip(sizes, by_size))
+    )
+    print(
+        "nDCG@10 (threads): "
+        + "; ".join(
+            f"{s}x " + ", ".join(f"{k} {v}" for k, v in m["eval"]["ndcg@10"].items()) for s, m in zip(sizes, by_size)
+        )
+    )
 
 
 if __name__ == "__main__":

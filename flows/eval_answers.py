@@ -37,18 +37,31 @@ def eval_answers_flow(config: AnswerEvalConfig, batch: Batch | None = None) -> A
     parts = in_batches(questions.all, config.questions_per_task)
     with task_runner(config.task_runner) as runner:
         answering = {
-            c.label: [runner.submit(answer_questions, {"home": config.home, "collections": config.collections, "questions": part, "configuration": c})
-                      for part in parts]
+            c.label: [
+                runner.submit(
+                    answer_questions,
+                    {"home": config.home, "collections": config.collections, "questions": part, "configuration": c},
+                )
+                for part in parts
+            ]
             for c in config.configurations
         }
-        answered = {label: [item for future in futures for item in future.result()] for label, futures in answering.items()}
+        answered = {
+            label: [item for future in futures for item in future.result()] for label, futures in answering.items()
+        }
         judging = {
-            label: [runner.submit(judge_answers, {**judge, "answered": part, "label": label}) for part in in_batches(items, config.questions_per_task)]
+            label: [
+                runner.submit(judge_answers, {**judge, "answered": part, "label": label})
+                for part in in_batches(items, config.questions_per_task)
+            ]
             for label, items in answered.items()
         }
         pairs = configuration_pairs(list(answered)) if config.pairwise else []
         comparing = [
-            runner.submit(compare_answers, {**judge, "label_a": a, "answered_a": answered[a], "label_b": b, "answered_b": answered[b]})
+            runner.submit(
+                compare_answers,
+                {**judge, "label_a": a, "answered_a": answered[a], "label_b": b, "answered_b": answered[b]},
+            )
             for a, b in pairs
         ]
         judged = {label: [future.result() for future in futures] for label, futures in judging.items()}

@@ -26,13 +26,22 @@ def eval_retrieval_flow(config: RetrievalEvalConfig, batch: Batch | None = None)
     # Configurations are searched where config.task_runner says (threads here, or Dask workers).
     with task_runner(config.task_runner) as runner:
         futures = {
-            c.label: runner.submit(search_golden_questions, {"home": config.home, "collections": config.collections, "questions": questions,
-                                                            "configuration": c, "depth": config.depth})
+            c.label: runner.submit(
+                search_golden_questions,
+                {
+                    "home": config.home,
+                    "collections": config.collections,
+                    "questions": questions,
+                    "configuration": c,
+                    "depth": config.depth,
+                },
+            )
             for c in config.configurations
         }
         searched = {label: future.result() for label, future in futures.items()}
     per_question = {
-        label: score_configuration(label, questions, found.rankings, config.metrics(), config.depth) for label, found in searched.items()
+        label: score_configuration(label, questions, found.rankings, config.metrics(), config.depth)
+        for label, found in searched.items()
     }
     summary = summarize_batch(config, per_question)
     report = log_retrieval_batch(config, context, searched, per_question, summary, batch)

@@ -28,8 +28,17 @@ def index_flow(config: IndexConfig) -> IndexReport:
         # Each group of texts is embedded where config.task_runner says (threads here, or Dask workers).
         with task_runner(config.task_runner) as runner:
             futures = [
-                runner.submit(embed_text_group, {"spec": inputs.spec, "snapshot": inputs.snapshot, "group": group, "batch_size": config.batch_size,
-                                                 "part": work.part(number), "label": f"group {number + 1} of {len(work.groups)} ({group.height} chunks)"})
+                runner.submit(
+                    embed_text_group,
+                    {
+                        "spec": inputs.spec,
+                        "snapshot": inputs.snapshot,
+                        "group": group,
+                        "batch_size": config.batch_size,
+                        "part": work.part(number),
+                        "label": f"group {number + 1} of {len(work.groups)} ({group.height} chunks)",
+                    },
+                )
                 for number, group in enumerate(work.groups)
             ]
             parts = [future.result() for future in futures]

@@ -42,9 +42,19 @@ def _ingest(config: PipelineConfig, batch: Batch):
 
 def _index(config: PipelineConfig, batch: Batch):
     report = index_flow(config.index_config())
-    log_stage_run(config, batch, "index", {"chunks": report.chunks, "embedded": report.embedded, "reused_embeddings": report.reused_embeddings,
-                                            "seconds_embedding": report.seconds_embedding, "seconds_bm25": report.seconds_bm25},
-                  {"embedding_model": report.embedding_model_id, "index_digest": report.index_digest})
+    log_stage_run(
+        config,
+        batch,
+        "index",
+        {
+            "chunks": report.chunks,
+            "embedded": report.embedded,
+            "reused_embeddings": report.reused_embeddings,
+            "seconds_embedding": report.seconds_embedding,
+            "seconds_bm25": report.seconds_bm25,
+        },
+        {"embedding_model": report.embedding_model_id, "index_digest": report.index_digest},
+    )
     return report
 
 

@@ -24,6 +24,11 @@ def task_runner(config: TaskRunnerConfig):
     workers = config.workers or 2
     return DaskTaskRunner(
         cluster_class="distributed.LocalCluster",
-        cluster_kwargs={"n_workers": workers, "threads_per_worker": 1, "processes": True, "dashboard_address": None,
-                        "env": {"RAGASSAY_MODEL_THREADS": str(max(1, usable_cores() // workers))}},
+        cluster_kwargs={
+            "n_workers": workers,
+            "threads_per_worker": 1,
+            "processes": True,
+            "dashboard_address": None,
+            "env": {"RAGASSAY_MODEL_THREADS": str(max(1, usable_cores() // workers))},
+        },
     )

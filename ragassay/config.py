@@ -36,8 +36,7 @@ class _Frozen(BaseModel):
 def _check_collection(name: str) -> str:
     if not COLLECTION_NAME.match(name):
         raise ValueError(
-            f"collection name {name!r} must be 1-64 letters, digits, '_', '.' or '-', "
-            "starting with a letter or digit"
+            f"collection name {name!r} must be 1-64 letters, digits, '_', '.' or '-', starting with a letter or digit"
         )
     return name
 
@@ -66,7 +65,9 @@ class TaskRunnerConfig(_Frozen):
         if self.address is not None and self.kind != "dask":
             raise ValueError("task_runner.address is a Dask scheduler's address: set kind: dask with it")
         if self.address is not None and self.workers is not None:
-            raise ValueError("task_runner: give a Dask scheduler's address or a number of workers for a local cluster, not both")
+            raise ValueError(
+                "task_runner: give a Dask scheduler's address or a number of workers for a local cluster, not both"
+            )
         return self
 
 
@@ -195,7 +196,9 @@ class RetrievalEvalConfig(_Frozen):
         for text in self.assertions:
             assertion = parse_assertion(text)
             if assertion.label not in labels:
-                raise ValueError(f"assertion {text!r} names configuration {assertion.label!r}; labels: {', '.join(labels)}")
+                raise ValueError(
+                    f"assertion {text!r} names configuration {assertion.label!r}; labels: {', '.join(labels)}"
+                )
             if assertion.metric.k is not None and assertion.metric.k > max(self.ks):
                 raise ValueError(f"assertion {text!r} needs k <= max(ks) = {max(self.ks)}")
         return self
@@ -236,6 +239,7 @@ class AnswerSettings(SearchSettings):
     def _off_as_written(cls, value):
         # YAML 1.1 readers (Prefect's, most YAML libraries) turn a written `off` into false.
         return "off" if value is False else value
+
     model: ChatModelConfig = ChatModelConfig()
     max_answer_tokens: int = Field(384, ge=16, le=8192)
     min_relevance: float = Field(MIN_RELEVANCE, ge=-1.0, le=1.0)
@@ -282,7 +286,9 @@ class AnswerEvalConfig(_Frozen):
         for text in self.assertions:
             assertion = parse_answer_assertion(text)
             if assertion.label not in labels:
-                raise ValueError(f"assertion {text!r} names configuration {assertion.label!r}; labels: {', '.join(labels)}")
+                raise ValueError(
+                    f"assertion {text!r} names configuration {assertion.label!r}; labels: {', '.join(labels)}"
+                )
         return self
 
 
@@ -429,43 +435,72 @@ class PipelineConfig(_Frozen):
     @model_validator(mode="after")
     def _stages_valid(self) -> "PipelineConfig":
         if self.ingest.enabled and not self.ingest.paths:
-            raise ValueError("ingest.paths: give the files or folders to ingest, or switch the stage off (ingest: {enabled: false})")
+            raise ValueError(
+                "ingest.paths: give the files or folders to ingest, or switch the stage off (ingest: {enabled: false})"
+            )
         # Building each stage's config checks what only the whole can check (labels, assertions).
-        for stage, build in (("ingest", self.ingest_config), ("index", self.index_config), ("golden", self.generate_config),
-                             ("retrieval", self.retrieval_config), ("answers", self.answer_config)):
+        for stage, build in (
+            ("ingest", self.ingest_config),
+            ("index", self.index_config),
+            ("golden", self.generate_config),
+            ("retrieval", self.retrieval_config),
+            ("answers", self.answer_config),
+        ):
             try:
                 build()
             except ValidationError as error:
-                raise ValueError(f"{stage}: " + "; ".join(item["msg"].removeprefix("Value error, ") for item in error.errors())) from None
+                raise ValueError(
+                    f"{stage}: " + "; ".join(item["msg"].removeprefix("Value error, ") for item in error.errors())
+                ) from None
         return self
 
     def _model(self, model: ChatModelConfig) -> ChatModelConfig:
         return model if self.cache else model.model_copy(update={"cache": False})
 
     def enabled_stages(self) -> list[str]:
-        flags = {"ingest": self.ingest.enabled, "index": self.index.enabled, "golden": bool(self.golden.file) or self.golden.generate,
-                 "retrieval": self.retrieval.enabled, "answers": self.answers.enabled}
+        flags = {
+            "ingest": self.ingest.enabled,
+            "index": self.index.enabled,
+            "golden": bool(self.golden.file) or self.golden.generate,
+            "retrieval": self.retrieval.enabled,
+            "answers": self.answers.enabled,
+        }
         return [stage for stage in PIPELINE_STAGES if flags[stage]]
 
     def ingest_config(self) -> IngestConfig | None:
         if not self.ingest.enabled:
             return None
         return IngestConfig(
-            collection=self.collection, paths=self.ingest.paths, chunking=self.ingest.chunking, files_per_task=self.ingest.files_per_task,
-            task_runner=self.task_runner, home=self.home,
+            collection=self.collection,
+            paths=self.ingest.paths,
+            chunking=self.ingest.chunking,
+            files_per_task=self.ingest.files_per_task,
+            task_runner=self.task_runner,
+            home=self.home,
         )
 
     def index_config(self) -> IndexConfig:
         return IndexConfig(
-            collection=self.collection, embedding_model=self.index.embedding_model, batch_size=self.index.batch_size,
-            chunks_per_task=self.index.chunks_per_task, task_runner=self.task_runner, home=self.home,
+            collection=self.collection,
+            embedding_model=self.index.embedding_model,
+            batch_size=self.index.batch_size,
+            chunks_per_task=self.index.chunks_per_task,
+            task_runner=self.task_runner,
+            home=self.home,
         )
 
     def generate_config(self) -> GenerateConfig:
         golden = self.golden
         return GenerateConfig(
-            collection=self.collection, count=golden.count, seed=golden.seed, model=self._model(golden.model), judge=self._model(self.judge),
-            max_attempts_factor=golden.max_attempts_factor, temperature=golden.temperature, count_is_total=True, home=self.home,
+            collection=self.collection,
+            count=golden.count,
+            seed=golden.seed,
+            model=self._model(golden.model),
+            judge=self._model(self.judge),
+            max_attempts_factor=golden.max_attempts_factor,
+            temperature=golden.temperature,
+            count_is_total=True,
+            home=self.home,
         )
 
     def retrieval_config(self) -> RetrievalEvalConfig:
@@ -474,20 +509,36 @@ class PipelineConfig(_Frozen):
             c.model_copy(update={"rerank_model": self._model(c.rerank_model)}) for c in retrieval.configurations
         )
         return RetrievalEvalConfig(
-            collections=(self.collection,), configurations=configurations, ks=retrieval.ks, max_questions=retrieval.max_questions,
-            seed=retrieval.seed, assertions=retrieval.assertions, task_runner=self.task_runner, home=self.home,
+            collections=(self.collection,),
+            configurations=configurations,
+            ks=retrieval.ks,
+            max_questions=retrieval.max_questions,
+            seed=retrieval.seed,
+            assertions=retrieval.assertions,
+            task_runner=self.task_runner,
+            home=self.home,
         )
 
     def answer_config(self) -> AnswerEvalConfig:
         answers = self.answers
         configurations = tuple(
-            c.model_copy(update={"model": self._model(c.model), "rerank_model": c.rerank_model and self._model(c.rerank_model)})
+            c.model_copy(
+                update={"model": self._model(c.model), "rerank_model": c.rerank_model and self._model(c.rerank_model)}
+            )
             for c in answers.configurations
         )
         return AnswerEvalConfig(
-            collections=(self.collection,), configurations=configurations, judge=self._model(self.judge), unanswerable=answers.unanswerable,
-            max_questions=answers.max_questions, seed=answers.seed, pairwise=answers.pairwise, assertions=answers.assertions,
-            questions_per_task=answers.questions_per_task, task_runner=self.task_runner, home=self.home,
+            collections=(self.collection,),
+            configurations=configurations,
+            judge=self._model(self.judge),
+            unanswerable=answers.unanswerable,
+            max_questions=answers.max_questions,
+            seed=answers.seed,
+            pairwise=answers.pairwise,
+            assertions=answers.assertions,
+            questions_per_task=answers.questions_per_task,
+            task_runner=self.task_runner,
+            home=self.home,
         )
 
 
@@ -516,7 +567,9 @@ def parse_config(config_class: type[BaseModel], /, **values) -> BaseModel:
         nested = [item["loc"] for item in items]
         for item in items:
             # A list whose only item failed also reports itself "too short": noise beside the cause.
-            if item["type"] == "too_short" and any(len(loc) > len(item["loc"]) and loc[: len(item["loc"])] == item["loc"] for loc in nested):
+            if item["type"] == "too_short" and any(
+                len(loc) > len(item["loc"]) and loc[: len(item["loc"])] == item["loc"] for loc in nested
+            ):
                 continue
             field = ".".join(str(part) for part in item["loc"]) or config_class.__name__
             message = item["msg"]

@@ -37,8 +37,10 @@ def missing_inputs(config: PipelineConfig, stage: str) -> str | None:
     if stage == "golden" and config.golden.file is not None and not config.golden.file.is_file():
         return f"golden.file {config.golden.file} does not exist"
     if stage in ("retrieval", "answers") and load_golden(paths).height == 0:
-        return (f"collection {config.collection!r} has an empty golden set: run the golden stage (golden: {{file: ...}} or "
-                "{generate: true}) or `ragassay golden add`")
+        return (
+            f"collection {config.collection!r} has an empty golden set: run the golden stage (golden: {{file: ...}} or "
+            "{generate: true}) or `ragassay golden add`"
+        )
     if stage == "answers" and config.answers.unanswerable is not None and not config.answers.unanswerable.is_file():
         return f"answers.unanswerable {config.answers.unanswerable} does not exist"
     return None
@@ -54,7 +56,12 @@ def golden_file_outcome(change: GoldenChange) -> dict:
     """Entries the golden file added, already held, and refused for another reason (those are real
     problems: a document id the collection lacks, a malformed row)."""
     refused = [p for p in change.problems if p["reason"] not in ALREADY_STORED]
-    return {"added": len(change.added), "already_stored": len(change.problems) - len(refused), "refused": refused, "size": change.size}
+    return {
+        "added": len(change.added),
+        "already_stored": len(change.problems) - len(refused),
+        "refused": refused,
+        "size": change.size,
+    }
 
 
 def generation_totals(config: PipelineConfig) -> dict:
@@ -63,7 +70,8 @@ def generation_totals(config: PipelineConfig) -> dict:
     accepted, and discards by reason; and the golden set's size now."""
     paths = collection_paths(config.home, config.collection)
     log = read_table_or_empty(paths.generation_log, GENERATION_CANDIDATES).filter(
-        (pl.col("seed") == config.golden.seed) & (pl.col("model") == model_id_of(config.golden.model))
+        (pl.col("seed") == config.golden.seed)
+        & (pl.col("model") == model_id_of(config.golden.model))
         & (pl.col("prompt_version") == GENERATION_PROMPT_VERSION)
     )
     reasons = log.filter(~pl.col("accepted"))["reason"].to_list()
@@ -103,14 +111,18 @@ def cache_lines(ingest: dict | None, index: dict | None, golden: dict | None, an
     """Per stage, what was served from a cache instead of done again."""
     lines = {}
     if ingest is not None:
-        lines["ingest"] = f"{len(ingest['unchanged'])} unchanged documents kept (not extracted again), {len(ingest['ingested']) + len(ingest['replaced'])} (re)ingested"
+        lines["ingest"] = (
+            f"{len(ingest['unchanged'])} unchanged documents kept (not extracted again), {len(ingest['ingested']) + len(ingest['replaced'])} (re)ingested"
+        )
     if index is not None:
         lines["index"] = f"{index['reused_embeddings']} embeddings from cache, {index['embedded']} computed"
     if golden is not None and golden.get("generation") is not None:
         generation = golden["generation"]
         usage, judge = generation["usage"], generation["judge_usage"]
-        lines["golden"] = (f"{generation['attempted']} new candidates; model calls {usage['model_calls']:.0f} asked, "
-                           f"{usage['model_cached_calls'] + judge['judge_cached_calls']:.0f} from cache")
+        lines["golden"] = (
+            f"{generation['attempted']} new candidates; model calls {usage['model_calls']:.0f} asked, "
+            f"{usage['model_cached_calls'] + judge['judge_cached_calls']:.0f} from cache"
+        )
     if answers is not None:
         metrics = answers["metrics"].values()
         asked = sum(m["answer_model_calls"] + m["judge_calls"] for m in metrics)
@@ -122,15 +134,31 @@ def cache_lines(ingest: dict | None, index: dict | None, golden: dict | None, an
 def pipeline_markdown(report: PipelineReport) -> str:
     """The pipeline run's summary for the Prefect UI: stage times, what came from cache, the
     golden set, gates and warnings; the stages' own artifacts hold their tables."""
-    lines = [f"# Pipeline run on `{report.collection}`", "",
-             f"MLflow batch [`{report.batch_id}`]({report.mlflow_url})" if report.mlflow_url else f"MLflow batch `{report.batch_id}` (`{report.mlflow_ui_command}`)",
-             "", "| stage | seconds | from cache |", "|---|---:|---|"]
-    lines += [f"| {stage} | {report.stage_seconds.get(stage, 0):.1f} | {report.cache.get(stage, '')} |" for stage in report.stages]
+    lines = [
+        f"# Pipeline run on `{report.collection}`",
+        "",
+        f"MLflow batch [`{report.batch_id}`]({report.mlflow_url})"
+        if report.mlflow_url
+        else f"MLflow batch `{report.batch_id}` (`{report.mlflow_ui_command}`)",
+        "",
+        "| stage | seconds | from cache |",
+        "|---|---:|---|",
+    ]
+    lines += [
+        f"| {stage} | {report.stage_seconds.get(stage, 0):.1f} | {report.cache.get(stage, '')} |"
+        for stage in report.stages
+    ]
     if report.golden:
         totals = report.golden["totals"]
-        lines += ["", f"Golden set: {totals['golden_size']} entries; generation (seed {totals['seed']}): {totals['accepted']} accepted of "
-                  f"{totals['candidates']} candidates" + "".join(f", {count} {reason}" for reason, count in totals["discarded"].items())]
+        lines += [
+            "",
+            f"Golden set: {totals['golden_size']} entries; generation (seed {totals['seed']}): {totals['accepted']} accepted of "
+            f"{totals['candidates']} candidates"
+            + "".join(f", {count} {reason}" for reason, count in totals["discarded"].items()),
+        ]
     if report.assertions:
-        lines += ["", "## Gates", ""] + [f"- `{a['assertion']}`: {'passed' if a['passed'] else '**FAILED**'}" for a in report.assertions]
+        lines += ["", "## Gates", ""] + [
+            f"- `{a['assertion']}`: {'passed' if a['passed'] else '**FAILED**'}" for a in report.assertions
+        ]
     lines += ["", f"## Warnings ({len(report.warnings)})", ""] + ([f"- {w}" for w in report.warnings] or ["none"])
     return "\n".join(lines) + "\n"

@@ -36,15 +36,28 @@ def interval_figure(intervals: pl.DataFrame, metrics: list[str], title: str) -> 
         rows = {r["metric"]: r for r in shown.filter(pl.col("configuration") == label).iter_rows(named=True)}
         positions = np.arange(len(metrics)) + (index - (len(labels) - 1) / 2) * width
         means = [rows[m]["mean"] if m in rows else np.nan for m in metrics]
-        low = [rows[m]["mean"] - rows[m]["ci_low"] if m in rows and rows[m]["ci_low"] is not None else 0 for m in metrics]
-        high = [rows[m]["ci_high"] - rows[m]["mean"] if m in rows and rows[m]["ci_high"] is not None else 0 for m in metrics]
+        low = [
+            rows[m]["mean"] - rows[m]["ci_low"] if m in rows and rows[m]["ci_low"] is not None else 0 for m in metrics
+        ]
+        high = [
+            rows[m]["ci_high"] - rows[m]["mean"] if m in rows and rows[m]["ci_high"] is not None else 0 for m in metrics
+        ]
         axes.bar(positions, means, width, yerr=[low, high], capsize=3, label=label, color=PALETTE[index % len(PALETTE)])
         # Each bar's value and the questions behind it, at its foot (a zero bar still shows its 0.00).
         for position, metric in zip(positions, metrics):
             if metric in rows:
-                axes.text(position, 0.01, f"{rows[metric]['mean']:.2f}\nn={rows[metric]['scored']}", ha="center", va="bottom",
-                          fontsize=6.5, color="white" if rows[metric]["mean"] > 0.12 else "black")
-    axes.set_xticks(np.arange(len(metrics)), [f"{m}\n(lower is better)" if m in LOWER_IS_BETTER else m for m in metrics], fontsize=8)
+                axes.text(
+                    position,
+                    0.01,
+                    f"{rows[metric]['mean']:.2f}\nn={rows[metric]['scored']}",
+                    ha="center",
+                    va="bottom",
+                    fontsize=6.5,
+                    color="white" if rows[metric]["mean"] > 0.12 else "black",
+                )
+    axes.set_xticks(
+        np.arange(len(metrics)), [f"{m}\n(lower is better)" if m in LOWER_IS_BETTER else m for m in metrics], fontsize=8
+    )
     axes.set_ylim(0, 1.05)
     axes.set_ylabel("mean, with 95% bootstrap interval")
     axes.set_title(title, fontsize=10)
@@ -59,7 +72,13 @@ def recall_curve_figure(means: dict[str, dict[str, float]], ks: list[int], title
     figure = Figure(figsize=(6.0, 4.0))
     axes = figure.subplots()
     for index, (label, values) in enumerate(means.items()):
-        axes.plot(ks, [values.get(f"recall@{k}", np.nan) for k in ks], marker="o", label=label, color=PALETTE[index % len(PALETTE)])
+        axes.plot(
+            ks,
+            [values.get(f"recall@{k}", np.nan) for k in ks],
+            marker="o",
+            label=label,
+            color=PALETTE[index % len(PALETTE)],
+        )
     axes.set_xticks(ks)
     axes.set_xlabel("k (documents retrieved)")
     axes.set_ylabel("recall@k")
@@ -77,7 +96,9 @@ def discards_figure(accepted: int, discarded: dict[str, int], title: str) -> Fig
     figure = Figure(figsize=(6.0, 0.45 * len(counts) + 1.4))
     axes = figure.subplots()
     names = list(counts)[::-1]
-    bars = axes.barh(names, [counts[n] for n in names], color=["#009E73" if n == "accepted" else "#D55E00" for n in names])
+    bars = axes.barh(
+        names, [counts[n] for n in names], color=["#009E73" if n == "accepted" else "#D55E00" for n in names]
+    )
     axes.bar_label(bars, padding=3)
     axes.set_xlabel("candidate questions")
     axes.set_title(title, fontsize=10)

@@ -37,7 +37,11 @@ class ProgressReporter:
             from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
             self._bar = Progress(
-                TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn(),
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TimeRemainingColumn(),
                 transient=True,
             )
             self._bar.start()
@@ -53,7 +57,9 @@ class ProgressReporter:
             self._bar.update(self._task_id, completed=done, total=total)
         percent = 100 * done // total if total else 100
         now = time.perf_counter()
-        step_due = percent >= self._next_log_percent and (total >= LOG_STEPS_FROM or now - self._last_log >= SLOW_SECONDS)
+        step_due = percent >= self._next_log_percent and (
+            total >= LOG_STEPS_FROM or now - self._last_log >= SLOW_SECONDS
+        )
         if done == total or step_due:
             logger.info("%s: %d/%d (%d%%) after %.1fs", self.description, done, total, percent, now - self._started)
             self._next_log_percent = (percent // 10 + 1) * 10

@@ -12,7 +12,10 @@ import re
 MASK = "***"
 # scheme://user:password@ or scheme://user@ (a user name alone can be a token).
 _USERINFO = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<userinfo>[^\s/@:?#]*(?::[^\s/@?#]*)?)@")
-_SECRET_QUERY = re.compile(r"(?P<name>[?&](?:api[_-]?key|access[_-]?token|token|password|passwd|secret|key|auth)=)(?P<value>[^&#\s\"]*)", re.IGNORECASE)
+_SECRET_QUERY = re.compile(
+    r"(?P<name>[?&](?:api[_-]?key|access[_-]?token|token|password|passwd|secret|key|auth)=)(?P<value>[^&#\s\"]*)",
+    re.IGNORECASE,
+)
 
 
 def redact(text: str) -> str:

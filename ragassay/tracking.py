@@ -108,7 +108,9 @@ def git_commit(folder: Path) -> str | None:
     return result.stdout.strip() if result.returncode == 0 else None
 
 
-def origin_tags(source: str, prefect_flow_run_id: str | None = None, prefect_flow_run_url: str | None = None) -> dict[str, str]:
+def origin_tags(
+    source: str, prefect_flow_run_id: str | None = None, prefect_flow_run_url: str | None = None
+) -> dict[str, str]:
     """Where a run came from, as MLflow's own tags (user, source, git commit: its UI shows them)
     and the Prefect flow run that made it."""
     tags = {"mlflow.user": getpass.getuser(), "mlflow.source.name": source, "mlflow.source.type": "JOB"}
@@ -143,7 +145,9 @@ def new_batch_id() -> str:
     return uuid.uuid4().hex[:12]
 
 
-def open_batch(home: Path, collections: list[str], kind: str, params: dict[str, str], origin: dict[str, str], owned: bool = True) -> Batch:
+def open_batch(
+    home: Path, collections: list[str], kind: str, params: dict[str, str], origin: dict[str, str], owned: bool = True
+) -> Batch:
     """The parent run of a new batch, named `kind-batchid`, with its params."""
     mlflow_client = client(home)
     experiment_id = ensure_experiment(mlflow_client, home, collections)
@@ -205,9 +209,15 @@ def log_batch_summary(
     """What the batch's parent shows: each configuration's headline metrics as
     `kind/label/metric` (so the experiment's chart view has them), the batch's tables, and its
     pictures under `plots/`."""
-    flat = {f"{kind}/{label}/{mlflow_key(name)}": value for label, values in metrics.items() for name, value in values.items()}
+    flat = {
+        f"{kind}/{label}/{mlflow_key(name)}": value
+        for label, values in metrics.items()
+        for name, value in values.items()
+    }
     log_values(mlflow_client, batch.parent_run_id, {}, flat)
-    log_tables(mlflow_client, batch.parent_run_id, {batch.prefixed(kind, name): table for name, table in tables.items()})
+    log_tables(
+        mlflow_client, batch.parent_run_id, {batch.prefixed(kind, name): table for name, table in tables.items()}
+    )
     for name, figure in figures.items():
         mlflow_client.log_figure(batch.parent_run_id, figure, f"plots/{name}.png")
 
@@ -247,6 +257,7 @@ def log_tables(mlflow_client, run_id: str, tables: dict[str, pl.DataFrame]) -> N
 
 def _json_columns(table: pl.DataFrame) -> dict[str, list]:
     """The table as columns of JSON values (nested values written as JSON text)."""
+
     def plain(value):
         return value if value is None or isinstance(value, (str, int, float, bool)) else json.dumps(value, default=str)
 
@@ -268,7 +279,9 @@ def find_runs(home: Path, batch_id: str | None = None, collection: str | None = 
         filters.append(f"tags.`{TAG_BATCH}` = '{_quote(batch_id)}'")
     if role:
         filters.append(f"tags.`{TAG_ROLE}` = '{_quote(role)}'")
-    runs = mlflow_client.search_runs(experiments, " and ".join(filters), order_by=["attributes.start_time DESC"], max_results=5000)
+    runs = mlflow_client.search_runs(
+        experiments, " and ".join(filters), order_by=["attributes.start_time DESC"], max_results=5000
+    )
     if collection:
         runs = [r for r in runs if collection in r.data.tags.get(TAG_COLLECTIONS, "").split(",")]
     return list(runs)
@@ -298,18 +311,31 @@ def download_table(home: Path, run_id: str, name: str) -> pl.DataFrame | None:
 CALIBRATION_EXPERIMENT = "ragassay/judge-calibration"
 
 
-def log_calibration(home: Path, kind: str, params: dict[str, str], metrics: dict[str, float], rows: pl.DataFrame, confusion: dict[str, int] | None) -> str:
+def log_calibration(
+    home: Path,
+    kind: str,
+    params: dict[str, str],
+    metrics: dict[str, float],
+    rows: pl.DataFrame,
+    confusion: dict[str, int] | None,
+) -> str:
     """One run in the judge-calibration experiment: the judge and labels as params, the agreement
     figures as metrics, every row as a Parquet artifact, and (for support verdicts) a
     confusion-matrix picture."""
     mlflow_client = client(home)
     experiment_id = ensure_named_experiment(mlflow_client, home, CALIBRATION_EXPERIMENT)
-    run = mlflow_client.create_run(experiment_id, run_name=f"{kind}-{params.get('judge_model', '')}", tags={TAG_KIND: kind, TAG_ROLE: "calibration"})
+    run = mlflow_client.create_run(
+        experiment_id,
+        run_name=f"{kind}-{params.get('judge_model', '')}",
+        tags={TAG_KIND: kind, TAG_ROLE: "calibration"},
+    )
     run_id = run.info.run_id
     log_values(mlflow_client, run_id, params, {k: v for k, v in metrics.items() if v is not None})
     log_tables(mlflow_client, run_id, {"rows": rows})
     if confusion is not None:
-        mlflow_client.log_figure(run_id, plots.confusion_figure(confusion, params.get("judge_model", "")), "confusion_matrix.png")
+        mlflow_client.log_figure(
+            run_id, plots.confusion_figure(confusion, params.get("judge_model", "")), "confusion_matrix.png"
+        )
     mlflow_client.set_terminated(run_id, "FINISHED")
     return run_id
 
@@ -335,7 +361,11 @@ def latest_batch(home: Path, collections: str, excluding: str) -> str | None:
     """The newest batch over the same collections, other than `excluding` (the default candidate)."""
     for run in find_runs(home, role="batch"):
         batch = run.data.tags.get(TAG_BATCH)
-        if batch != excluding and run.data.tags.get(TAG_COLLECTIONS) == collections and run.data.tags.get(TAG_KIND) in ("retrieval", "answers", "pipeline"):
+        if (
+            batch != excluding
+            and run.data.tags.get(TAG_COLLECTIONS) == collections
+            and run.data.tags.get(TAG_KIND) in ("retrieval", "answers", "pipeline")
+        ):
             return batch
     return None
 

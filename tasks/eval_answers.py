@@ -94,7 +94,10 @@ def load_judge(config: ChatModelConfig, home: Path) -> Judge:
 
 @task(name="answer-questions", cache_policy=NO_CACHE, **MODEL_SERVER_RETRIES)
 def answer_questions(
-    home: Path, collections: tuple[str, ...], questions: list[tuple[EvalQuestion, bool]], configuration: AnswerConfiguration
+    home: Path,
+    collections: tuple[str, ...],
+    questions: list[tuple[EvalQuestion, bool]],
+    configuration: AnswerConfiguration,
 ) -> list[AnsweredQuestion]:
     """Each (question, answerable) through exactly `ragassay answer`'s code path under one
     configuration (all of its questions, or one part of them)."""
@@ -102,14 +105,18 @@ def answer_questions(
 
 
 @task(name="judge-answers", cache_policy=NO_CACHE, **MODEL_SERVER_RETRIES)
-def judge_answers(home: Path, judge: ChatModelConfig, evaluation: str, answered: list[AnsweredQuestion], label: str) -> JudgedConfiguration:
+def judge_answers(
+    home: Path, judge: ChatModelConfig, evaluation: str, answered: list[AnsweredQuestion], label: str
+) -> JudgedConfiguration:
     """Every answer metric of each answerable question (of a configuration, or of one part of its
     questions). The judge is this process's for the evaluation (tasks/resources.worker_judge)."""
     return answers.judge_answers(worker_resources(), home, worker_judge(judge, home, evaluation), answered, label)
 
 
 @task(name="summarize-answers", cache_policy=NO_CACHE)
-def summarize_answers(label: str, answered: list[AnsweredQuestion], judged: list[JudgedConfiguration]) -> ConfigurationSummary:
+def summarize_answers(
+    label: str, answered: list[AnsweredQuestion], judged: list[JudgedConfiguration]
+) -> ConfigurationSummary:
     """A configuration's answer metrics and cost, from its answers and the parts they were judged in."""
     combined = JudgedConfiguration.combined(judged)
     return summarize_configuration(label, answered, combined.judgements, combined.usage, combined.reused)
@@ -117,8 +124,13 @@ def summarize_answers(label: str, answered: list[AnsweredQuestion], judged: list
 
 @task(name="compare-answers", cache_policy=NO_CACHE, **MODEL_SERVER_RETRIES)
 def compare_answers(
-    home: Path, judge: ChatModelConfig, evaluation: str,
-    label_a: str, answered_a: list[AnsweredQuestion], label_b: str, answered_b: list[AnsweredQuestion],
+    home: Path,
+    judge: ChatModelConfig,
+    evaluation: str,
+    label_a: str,
+    answered_a: list[AnsweredQuestion],
+    label_b: str,
+    answered_b: list[AnsweredQuestion],
 ) -> PairComparison:
     """The judge's preference per answerable question, asked in both orders, and its cost."""
     return answers.compare_answers(worker_judge(judge, home, evaluation), label_a, answered_a, label_b, answered_b)
@@ -144,21 +156,23 @@ def log_answer_batch(
     warnings = batch_warnings([summary.warnings for summary in summaries.values()], context)
     intervals = answer_intervals({label: summary.answers for label, summary in summaries.items()}, config.seed)
     collections = list(config.collections)
-    shared = tracking.flatten_params({
-        "collections": collections,
-        "max_questions": config.max_questions,
-        "seed": config.seed,
-        "questions": len(context.questions),
-        "unanswerable_questions": unanswerable_count,
-        "unanswerable_file": str(config.unanswerable) if config.unanswerable else None,
-        "judge": config.judge.model_dump(exclude_none=True),
-        "judge_model_id": judge_model_id,
-        "judge_support_threshold": support_threshold_for(judge_model_id),
-        "prompt_version": {"answer": ANSWER_PROMPT_VERSION, **PROMPT_VERSIONS},
-        "index_digest": context.index_digests,
-        "golden_digest": context.golden_digests,
-        "embedding_model": context.embedding_models,
-    })
+    shared = tracking.flatten_params(
+        {
+            "collections": collections,
+            "max_questions": config.max_questions,
+            "seed": config.seed,
+            "questions": len(context.questions),
+            "unanswerable_questions": unanswerable_count,
+            "unanswerable_file": str(config.unanswerable) if config.unanswerable else None,
+            "judge": config.judge.model_dump(exclude_none=True),
+            "judge_model_id": judge_model_id,
+            "judge_support_threshold": support_threshold_for(judge_model_id),
+            "prompt_version": {"answer": ANSWER_PROMPT_VERSION, **PROMPT_VERSIONS},
+            "index_digest": context.index_digests,
+            "golden_digest": context.golden_digests,
+            "embedding_model": context.embedding_models,
+        }
+    )
     batch = stage_batch(config.home, collections, "answers", shared, batch, "ragassay eval answers")
     mlflow_client = tracking.client(config.home)
     child_ids = {}
@@ -170,7 +184,12 @@ def log_answer_batch(
             batch,
             "answers",
             label,
-            params={**shared, **tracking.flatten_params({"answer_model_id": answer_model_ids[label], "config": configuration.applicable_settings()})},
+            params={
+                **shared,
+                **tracking.flatten_params(
+                    {"answer_model_id": answer_model_ids[label], "config": configuration.applicable_settings()}
+                ),
+            },
             metrics=summary.metrics,
             artifacts={"answers": summary.answers, "judgments": summary.judgments},
         )
@@ -181,14 +200,21 @@ def log_answer_batch(
         if key not in ("configuration_a", "configuration_b")
     }
     tracking.log_values(mlflow_client, batch.parent_run_id, {}, tallies)
-    headline = {label: {m: s.metrics[m] for m in ANSWER_INTERVAL_METRICS if m in s.metrics} for label, s in summaries.items()}
+    headline = {
+        label: {m: s.metrics[m] for m in ANSWER_INTERVAL_METRICS if m in s.metrics} for label, s in summaries.items()
+    }
     figure = plots.interval_figure(
-        intervals, list(ANSWER_INTERVAL_METRICS),
+        intervals,
+        list(ANSWER_INTERVAL_METRICS),
         f"answers, batch {batch.batch_id}: {len(questions.golden)} answerable + {unanswerable_count} unanswerable, judge {judge_model_id}",
     )
     tracking.log_batch_summary(
-        mlflow_client, batch, "answers", headline,
-        {"pairwise": pairwise, "warnings": warnings_frame(warnings), "intervals": intervals}, {"answer_metrics": figure},
+        mlflow_client,
+        batch,
+        "answers",
+        headline,
+        {"pairwise": pairwise, "warnings": warnings_frame(warnings), "intervals": intervals},
+        {"answer_metrics": figure},
     )
     if batch.owned:
         tracking.finish(mlflow_client, batch.parent_run_id)
@@ -202,7 +228,9 @@ def log_answer_batch(
         metrics={label: summary.metrics for label, summary in summaries.items()},
         pairwise=pairwise_tallies,
         warnings=warnings,
-        assertions=check_assertions([parse_answer_assertion(a) for a in config.assertions], {label: s.metrics for label, s in summaries.items()}),
+        assertions=check_assertions(
+            [parse_answer_assertion(a) for a in config.assertions], {label: s.metrics for label, s in summaries.items()}
+        ),
         judge_model=judge_model_id,
         prompt_versions={"answer": ANSWER_PROMPT_VERSION, **PROMPT_VERSIONS},
         intervals=intervals.to_dicts(),
@@ -219,8 +247,19 @@ def publish_answer_report(config: AnswerEvalConfig, report: AnswerEvalReport) ->
     95% intervals, and the Markdown report (refusal both ways, pairwise, warnings, MLflow link)."""
     table = [
         {**row, "mean": round(row["mean"], 4), "ci_low": round(row["ci_low"], 4), "ci_high": round(row["ci_high"], 4)}
-        for row in report.intervals if row["mean"] is not None
+        for row in report.intervals
+        if row["mean"] is not None
     ]
-    markdown = answers_markdown(report.batch_id, report.questions, report.unanswerable, report.judge_model, report.metrics,
-                                report.pairwise, report.assertions, report.warnings, report.mlflow_url, report.ui_command)
+    markdown = answers_markdown(
+        report.batch_id,
+        report.questions,
+        report.unanswerable,
+        report.judge_model,
+        report.metrics,
+        report.pairwise,
+        report.assertions,
+        report.warnings,
+        report.mlflow_url,
+        report.ui_command,
+    )
     publish("answers", list(config.collections), table, markdown, f"answer evaluation, MLflow batch {report.batch_id}")

@@ -58,7 +58,11 @@ def load_golden_questions(config: RetrievalEvalConfig) -> tuple[list[EvalQuestio
 
 @task(name="search-golden-questions", cache_policy=NO_CACHE, **MODEL_SERVER_RETRIES)
 def search_golden_questions(
-    home: Path, collections: tuple[str, ...], questions: list[EvalQuestion], configuration: RetrievalConfiguration, depth: int
+    home: Path,
+    collections: tuple[str, ...],
+    questions: list[EvalQuestion],
+    configuration: RetrievalConfiguration,
+    depth: int,
 ) -> SearchedConfiguration:
     """Each question through `ragassay search`'s code path at depth max(ks); the run as a table,
     and the cost of any model calls (reranking) with the reranker's fallbacks."""
@@ -91,7 +95,9 @@ def summarize_batch(config: RetrievalEvalConfig, per_question: dict[str, pl.Data
     means = {label: mean_scores(table, metrics) for label, table in per_question.items()}
     intervals = interval_table(per_question, [str(m) for m in metrics], seed=config.seed)
     comparisons = compare_configurations(per_question, metrics, seed=config.seed)
-    return BatchSummary(means, intervals, comparisons, check_assertions([parse_assertion(a) for a in config.assertions], means))
+    return BatchSummary(
+        means, intervals, comparisons, check_assertions([parse_assertion(a) for a in config.assertions], means)
+    )
 
 
 @task(name="log-retrieval-batch", cache_policy=NO_CACHE, **TRACKING_RETRIES)
@@ -108,17 +114,19 @@ def log_retrieval_batch(
     the tracking server may be briefly unreachable."""
     means, costs = summary.means, {label: result.costs for label, result in searched.items()}
     collections = list(config.collections)
-    shared = tracking.flatten_params({
-        "collections": list(config.collections),
-        "ks": list(config.ks),
-        "max_questions": config.max_questions,
-        "seed": config.seed,
-        "questions": len(context.questions),
-        "index_digest": context.index_digests,
-        "golden_digest": context.golden_digests,
-        "golden_size": context.golden_sizes,
-        "embedding_model": context.embedding_models,
-    })
+    shared = tracking.flatten_params(
+        {
+            "collections": list(config.collections),
+            "ks": list(config.ks),
+            "max_questions": config.max_questions,
+            "seed": config.seed,
+            "questions": len(context.questions),
+            "index_digest": context.index_digests,
+            "golden_digest": context.golden_digests,
+            "golden_size": context.golden_sizes,
+            "embedding_model": context.embedding_models,
+        }
+    )
     batch = stage_batch(config.home, collections, "retrieval", shared, batch, "ragassay eval retrieval")
     mlflow_client = tracking.client(config.home)
     child_ids = {}
@@ -136,12 +144,18 @@ def log_retrieval_batch(
     headline = headline_retrieval_metrics(config.ks)
     warnings = pl.DataFrame({"warning": context.warnings}, schema={"warning": pl.String})
     figures = {
-        "retrieval_metrics": plots.interval_figure(summary.intervals, headline, f"retrieval, batch {batch.batch_id}: {len(context.questions)} questions"),
+        "retrieval_metrics": plots.interval_figure(
+            summary.intervals, headline, f"retrieval, batch {batch.batch_id}: {len(context.questions)} questions"
+        ),
         "retrieval_recall_at_k": plots.recall_curve_figure(means, list(config.ks), f"recall@k, batch {batch.batch_id}"),
     }
     tracking.log_batch_summary(
-        mlflow_client, batch, "retrieval", {label: {m: values[m] for m in headline} for label, values in means.items()},
-        {"comparisons": summary.comparisons, "warnings": warnings, "intervals": summary.intervals}, figures,
+        mlflow_client,
+        batch,
+        "retrieval",
+        {label: {m: values[m] for m in headline} for label, values in means.items()},
+        {"comparisons": summary.comparisons, "warnings": warnings, "intervals": summary.intervals},
+        figures,
     )
     if batch.owned:
         tracking.finish(mlflow_client, batch.parent_run_id)
@@ -172,8 +186,20 @@ def publish_retrieval_report(config: RetrievalEvalConfig, report: RetrievalEvalR
     headline = headline_retrieval_metrics(config.ks)
     table = [
         {**row, "mean": round(row["mean"], 4), "ci_low": round(row["ci_low"], 4), "ci_high": round(row["ci_high"], 4)}
-        for row in report.intervals if row["metric"] in headline and row["mean"] is not None
+        for row in report.intervals
+        if row["metric"] in headline and row["mean"] is not None
     ]
-    markdown = retrieval_markdown(report.batch_id, report.questions, report.means, headline, report.comparisons,
-                                  report.assertions, report.warnings, report.mlflow_url, report.ui_command)
-    publish("retrieval", list(config.collections), table, markdown, f"retrieval evaluation, MLflow batch {report.batch_id}")
+    markdown = retrieval_markdown(
+        report.batch_id,
+        report.questions,
+        report.means,
+        headline,
+        report.comparisons,
+        report.assertions,
+        report.warnings,
+        report.mlflow_url,
+        report.ui_command,
+    )
+    publish(
+        "retrieval", list(config.collections), table, markdown, f"retrieval evaluation, MLflow batch {report.batch_id}"
+    )

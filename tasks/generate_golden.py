@@ -35,22 +35,47 @@ def generate_golden_questions(config: GenerateConfig, seed: int) -> tuple[Genera
 
 
 @task(name="log-generation-run", cache_policy=NO_CACHE, **TRACKING_RETRIES)
-def log_generation_run(config: GenerateConfig, report: GenerationReport, candidates: pl.DataFrame, batch: Batch | None = None) -> GenerationReport:
+def log_generation_run(
+    config: GenerateConfig, report: GenerationReport, candidates: pl.DataFrame, batch: Batch | None = None
+) -> GenerationReport:
     """One MLflow run (in a batch of its own, or the pipeline's): seed, model, prompt version and
     count; acceptance and discards; candidates; the discards picture on the batch's parent.
     Returns the report with the run's id. Retried: the tracking server may be briefly unreachable."""
     batch = stage_batch(config.home, [config.collection], "generation", {}, batch, "ragassay golden generate")
     mlflow_client = tracking.client(config.home)
-    params = {"seed": str(report.seed), "model": report.model_id, "prompt_version": report.prompt_version, "count": str(report.requested),
-              "judge_model": report.judge_model_id, "support_threshold": str(report.support_threshold),
-              "collection": config.collection, "temperature": str(config.temperature), "count_is_total": str(config.count_is_total)}
-    metrics = {"acceptance_rate": report.acceptance_rate, "attempted": report.attempted, "accepted": len(report.accepted),
-               **{f"discarded_{reason}": count for reason, count in report.discarded.items()}, **report.usage, **report.judge_usage}
+    params = {
+        "seed": str(report.seed),
+        "model": report.model_id,
+        "prompt_version": report.prompt_version,
+        "count": str(report.requested),
+        "judge_model": report.judge_model_id,
+        "support_threshold": str(report.support_threshold),
+        "collection": config.collection,
+        "temperature": str(config.temperature),
+        "count_is_total": str(config.count_is_total),
+    }
+    metrics = {
+        "acceptance_rate": report.acceptance_rate,
+        "attempted": report.attempted,
+        "accepted": len(report.accepted),
+        **{f"discarded_{reason}": count for reason, count in report.discarded.items()},
+        **report.usage,
+        **report.judge_usage,
+    }
     run_id = tracking.log_configuration_run(
-        mlflow_client, batch, "golden", f"generate-seed{report.seed}", params, metrics,
+        mlflow_client,
+        batch,
+        "golden",
+        f"generate-seed{report.seed}",
+        params,
+        metrics,
         {"candidates": candidates, "discarded": candidates.filter(~pl.col("accepted"))},
     )
-    figure = plots.discards_figure(len(report.accepted), report.discarded, f"golden-set generation, seed {report.seed}: {report.attempted} candidates")
+    figure = plots.discards_figure(
+        len(report.accepted),
+        report.discarded,
+        f"golden-set generation, seed {report.seed}: {report.attempted} candidates",
+    )
     tracking.log_batch_summary(mlflow_client, batch, "golden", {}, {}, {"golden_discards": figure})
     if batch.owned:
         tracking.finish(mlflow_client, batch.parent_run_id)

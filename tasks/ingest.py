@@ -26,13 +26,17 @@ def discover_files(paths: tuple[Path, ...]) -> list[tuple[Path, Path]]:
 @task(name="stored-digests", cache_policy=NO_CACHE)
 def stored_digests(config: IngestConfig) -> dict[str, str]:
     """{doc_id: sha256} of the documents the collection holds with this ingest's chunk settings."""
-    return documents.stored_digests(collection_paths(config.home, config.collection, must_exist=False), _chunker(config))
+    return documents.stored_digests(
+        collection_paths(config.home, config.collection, must_exist=False), _chunker(config)
+    )
 
 
 @task(name="open-staging", cache_policy=NO_CACHE)
 def open_staging(config: IngestConfig) -> IngestStaging:
     """Where this ingest's batches wait until they are merged, and its documents' ingested_at."""
-    return IngestStaging.new(collection_paths(config.home, config.collection, must_exist=False), datetime.now(timezone.utc))
+    return IngestStaging.new(
+        collection_paths(config.home, config.collection, must_exist=False), datetime.now(timezone.utc)
+    )
 
 
 @task(name="extract-file-batch", cache_policy=NO_CACHE)
@@ -47,10 +51,15 @@ def extract_file_batch(
 
 
 @task(name="stage-beir-corpus", cache_policy=NO_CACHE)
-def stage_beir_corpus(config: IngestConfig, stored: dict[str, str], staging: IngestStaging) -> list[tuple[StagedPart, list[Rejection]]]:
+def stage_beir_corpus(
+    config: IngestConfig, stored: dict[str, str], staging: IngestStaging
+) -> list[tuple[StagedPart, list[Rejection]]]:
     """Stage a BEIR corpus.jsonl's documents, files_per_task documents to a part, read as staged."""
     folder, chunker = config.paths[0], _chunker(config)
-    return [(documents.stage_part(staging, batch, chunker), []) for batch in beir.corpus_batches(folder, config.files_per_task, stored)]
+    return [
+        (documents.stage_part(staging, batch, chunker), [])
+        for batch in beir.corpus_batches(folder, config.files_per_task, stored)
+    ]
 
 
 @task(name="combine-extractions", cache_policy=NO_CACHE)

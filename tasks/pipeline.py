@@ -30,7 +30,9 @@ def open_pipeline_batch(config: PipelineConfig) -> Batch:
     """The pipeline run's MLflow batch: one parent run whose children are every stage's runs.
     Retried: the tracking server may be briefly unreachable."""
     params = tracking.flatten_params({"pipeline": config.model_dump(mode="json", exclude={"home"}, exclude_none=True)})
-    return tracking.open_batch(config.home, [config.collection], "pipeline", params, run_origin("ragassay run"), owned=False)
+    return tracking.open_batch(
+        config.home, [config.collection], "pipeline", params, run_origin("ragassay run"), owned=False
+    )
 
 
 @task(name="check-stage-inputs", cache_policy=NO_CACHE)
@@ -46,16 +48,26 @@ def add_golden_file(config: PipelineConfig) -> dict:
 
 
 @task(name="log-stage-run", cache_policy=NO_CACHE, **TRACKING_RETRIES)
-def log_stage_run(config: PipelineConfig, batch: Batch, stage: str, metrics: dict[str, float], params: dict[str, str]) -> str:
+def log_stage_run(
+    config: PipelineConfig, batch: Batch, stage: str, metrics: dict[str, float], params: dict[str, str]
+) -> str:
     """A stage without configurations of its own (ingest, index) as one child run of the batch."""
-    return tracking.log_configuration_run(tracking.client(config.home), batch, stage, config.collection, params, metrics, {})
+    return tracking.log_configuration_run(
+        tracking.client(config.home), batch, stage, config.collection, params, metrics, {}
+    )
 
 
 @task(name="summarize-golden-stage", cache_policy=NO_CACHE)
-def summarize_golden_stage(config: PipelineConfig, file_outcome: dict | None, generation: GenerationReport | None) -> dict:
+def summarize_golden_stage(
+    config: PipelineConfig, file_outcome: dict | None, generation: GenerationReport | None
+) -> dict:
     """The golden stage's outcome: the file's entries, this run's generation, and the totals of
     this seed over every run."""
-    return {"file": file_outcome, "generation": generation.model_dump() if generation else None, "totals": pipeline.generation_totals(config)}
+    return {
+        "file": file_outcome,
+        "generation": generation.model_dump() if generation else None,
+        "totals": pipeline.generation_totals(config),
+    }
 
 
 @task(name="mark-pipeline-failed", cache_policy=NO_CACHE)
@@ -94,11 +106,24 @@ def finish_pipeline(
     assertions = (retrieval.assertions if retrieval else []) + (answers.assertions if answers else [])
     flow_run_id = flow_run.root_flow_run_id or flow_run.id
     report = PipelineReport(
-        collection=config.collection, batch_id=batch.batch_id, parent_run_id=batch.parent_run_id, stages=config.enabled_stages(),
-        stage_seconds=stage_seconds, ingest=ingest_dump, index=index_dump, golden=golden, retrieval=retrieval_dump, answers=answers_dump,
-        cache=pipeline.cache_lines(ingest_dump, index_dump, golden, answers_dump), warnings=warnings, assertions=assertions,
-        seconds=round(time.time() - started, 3), mlflow_url=tracking.run_url(config.home, batch),
-        mlflow_ui_command=tracking.ui_command(config.home), prefect_flow_run_id=flow_run_id, prefect_flow_run_url=flow_run_url(flow_run_id),
+        collection=config.collection,
+        batch_id=batch.batch_id,
+        parent_run_id=batch.parent_run_id,
+        stages=config.enabled_stages(),
+        stage_seconds=stage_seconds,
+        ingest=ingest_dump,
+        index=index_dump,
+        golden=golden,
+        retrieval=retrieval_dump,
+        answers=answers_dump,
+        cache=pipeline.cache_lines(ingest_dump, index_dump, golden, answers_dump),
+        warnings=warnings,
+        assertions=assertions,
+        seconds=round(time.time() - started, 3),
+        mlflow_url=tracking.run_url(config.home, batch),
+        mlflow_ui_command=tracking.ui_command(config.home),
+        prefect_flow_run_id=flow_run_id,
+        prefect_flow_run_url=flow_run_url(flow_run_id),
     )
     metrics = {f"seconds/{stage}": seconds for stage, seconds in stage_seconds.items()}
     metrics["seconds/total"] = report.seconds
@@ -111,5 +136,11 @@ def finish_pipeline(
     mlflow_client = tracking.client(config.home)
     tracking.log_values(mlflow_client, batch.parent_run_id, {}, metrics)
     tracking.finish(mlflow_client, batch.parent_run_id)
-    publish("pipeline", [config.collection], [], pipeline.pipeline_markdown(report), f"pipeline run, MLflow batch {batch.batch_id}")
+    publish(
+        "pipeline",
+        [config.collection],
+        [],
+        pipeline.pipeline_markdown(report),
+        f"pipeline run, MLflow batch {batch.batch_id}",
+    )
     return report

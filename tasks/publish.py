@@ -41,7 +41,9 @@ def publish(stage: str, collection_names: list[str], table: list[dict], markdown
     create_markdown_artifact(markdown=markdown, key=f"{key}-report", description=description)
 
 
-def stage_batch(home, collections: list[str], kind: str, params: dict[str, str], batch: tracking.Batch | None, source: str) -> tracking.Batch:
+def stage_batch(
+    home, collections: list[str], kind: str, params: dict[str, str], batch: tracking.Batch | None, source: str
+) -> tracking.Batch:
     """The batch a stage logs into: a new one of its own (finished by the stage, `batch.owned`),
     or the pipeline's, whose parent then gets the stage's params under the stage's name."""
     if batch is None:

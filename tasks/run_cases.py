@@ -50,7 +50,9 @@ def log_cases_run(suite: CaseSuite, result: SuiteResult, judge_model_id: str) ->
         "judge_model_id": judge_model_id,
         "prompt_version": PROMPT_VERSIONS,
     }
-    batch = tracking.open_batch(suite.home, collections, "cases", tracking.flatten_params(params), run_origin("ragassay cases run"))
+    batch = tracking.open_batch(
+        suite.home, collections, "cases", tracking.flatten_params(params), run_origin("ragassay cases run")
+    )
     batch_id, run_id = batch.batch_id, batch.parent_run_id
     mlflow_client = tracking.client(suite.home)
     tracking.log_values(mlflow_client, run_id, {}, result.metrics)

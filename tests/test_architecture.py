@@ -33,7 +33,9 @@ def test_every_library_module_is_under_the_layer_contracts():
     contracts = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
     no_upward = next(c for c in contracts if "Prefect" in c["name"])["source_modules"]
     for module in library_modules():
-        assert any(module == s or module.startswith(s + ".") for s in no_upward), f"{module} is outside the layer contract"
+        assert any(module == s or module.startswith(s + ".") for s in no_upward), (
+            f"{module} is outside the layer contract"
+        )
 
 
 def test_every_library_subpackage_describes_each_of_its_modules():

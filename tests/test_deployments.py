@@ -32,8 +32,12 @@ TEST_CONFIG = {
     "ingest": {"paths": ["data/sample/corpus"]},
     "golden": {"file": "data/sample/golden.jsonl", "generate": False},
     "retrieval": {"assertions": ["hybrid:recall@5>=0.5"]},
-    "answers": {"unanswerable": "data/sample/unanswerable.jsonl", "max_questions": 2, "pairwise": False,
-                "configurations": [{"label": "hybrid", "search_type": "hybrid", "groundedness": "off"}]},
+    "answers": {
+        "unanswerable": "data/sample/unanswerable.jsonl",
+        "max_questions": 2,
+        "pairwise": False,
+        "configurations": [{"label": "hybrid", "search_type": "hybrid", "groundedness": "off"}],
+    },
     "judge": {"backend": "smollm2"},
 }
 
@@ -69,7 +73,9 @@ class Services:
 
     def start(self, name: str, command: list[str], env: dict[str, str]) -> tuple[subprocess.Popen, Path]:
         log = self.folder / f"{name}.log"
-        process = subprocess.Popen(command, env=env, cwd=REPO, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
+        process = subprocess.Popen(
+            command, env=env, cwd=REPO, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True
+        )
         self.processes.append(process)
         return process, log
 
@@ -103,19 +109,41 @@ def start_postgres(services: Services) -> str | None:
     if os.geteuid() == 0:
         shutil.chown(folder, "postgres", "postgres")
     port = free_port()
-    subprocess.run(as_postgres_user([initdb, "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8"]), check=True, capture_output=True, timeout=120)
+    subprocess.run(
+        as_postgres_user([initdb, "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8"]),
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     services.stops.append(as_postgres_user([pg_ctl, "-D", str(data), "stop", "-m", "fast"]))
     services.stops.append(["rm", "-rf", str(folder)])
     subprocess.run(
-        as_postgres_user([pg_ctl, "-D", str(data), "-l", str(folder / "postgres.log"), "-w", "-t", "60", "start",
-                          "-o", f"-p {port} -h 127.0.0.1 -k {folder}"]),
-        check=True, capture_output=True, timeout=120,
+        as_postgres_user(
+            [
+                pg_ctl,
+                "-D",
+                str(data),
+                "-l",
+                str(folder / "postgres.log"),
+                "-w",
+                "-t",
+                "60",
+                "start",
+                "-o",
+                f"-p {port} -h 127.0.0.1 -k {folder}",
+            ]
+        ),
+        check=True,
+        capture_output=True,
+        timeout=120,
     )
     return f"postgresql://postgres@127.0.0.1:{port}/postgres"
 
 
 def prefect_cli(*args: str, env: dict[str, str], timeout: int = 600) -> subprocess.CompletedProcess:
-    result = subprocess.run([PREFECT, "--no-prompt", *args], env=env, cwd=REPO, capture_output=True, text=True, timeout=timeout)
+    result = subprocess.run(
+        [PREFECT, "--no-prompt", *args], env=env, cwd=REPO, capture_output=True, text=True, timeout=timeout
+    )
     assert result.returncode == 0, f"prefect {' '.join(args)} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
     return result
 
@@ -129,19 +157,43 @@ def servers(tmp_path, outer_models_dir):
         database = start_postgres(services)
         mlflow_port, prefect_port = free_port(), free_port()
         base = {key: value for key, value in os.environ.items() if not key.startswith(("PREFECT_", "MLFLOW_"))}
-        backend = database.replace("postgresql://", "postgresql+psycopg2://") if database else f"sqlite:///{tmp_path / 'mlflow.db'}"
-        mlflow, mlflow_log = services.start("mlflow", [
-            MLFLOW, "server", "--host", "127.0.0.1", "--port", str(mlflow_port), "--workers", "1",
-            "--backend-store-uri", backend, "--artifacts-destination", (tmp_path / "mlartifacts").as_uri(),
-        ], base)
+        backend = (
+            database.replace("postgresql://", "postgresql+psycopg2://")
+            if database
+            else f"sqlite:///{tmp_path / 'mlflow.db'}"
+        )
+        mlflow, mlflow_log = services.start(
+            "mlflow",
+            [
+                MLFLOW,
+                "server",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(mlflow_port),
+                "--workers",
+                "1",
+                "--backend-store-uri",
+                backend,
+                "--artifacts-destination",
+                (tmp_path / "mlartifacts").as_uri(),
+            ],
+            base,
+        )
         prefect_env = {**base, "PREFECT_HOME": str(tmp_path / "prefect"), "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
-        prefect, prefect_log = services.start("prefect", [PREFECT, "server", "start", "--host", "127.0.0.1", "--port", str(prefect_port)], prefect_env)
+        prefect, prefect_log = services.start(
+            "prefect", [PREFECT, "server", "start", "--host", "127.0.0.1", "--port", str(prefect_port)], prefect_env
+        )
         mlflow_url, api_url = f"http://127.0.0.1:{mlflow_port}", f"http://127.0.0.1:{prefect_port}/api"
         wait_until_up(f"{mlflow_url}/health", mlflow, mlflow_log)
         wait_until_up(f"{api_url}/health", prefect, prefect_log)
         env = {
-            **prefect_env, "PREFECT_API_URL": api_url, "MLFLOW_TRACKING_URI": mlflow_url, "RAGASSAY_REPO": str(REPO),
-            "RAGASSAY_HOME": str(tmp_path / "workspace"), "RAGASSAY_MODELS": str(outer_models_dir),
+            **prefect_env,
+            "PREFECT_API_URL": api_url,
+            "MLFLOW_TRACKING_URI": mlflow_url,
+            "RAGASSAY_REPO": str(REPO),
+            "RAGASSAY_HOME": str(tmp_path / "workspace"),
+            "RAGASSAY_MODELS": str(outer_models_dir),
         }
         yield {"env": env, "api": api_url, "mlflow": mlflow_url, "database": database, "services": services}
     finally:
@@ -159,10 +211,19 @@ def test_pipeline_deployment_runs_on_real_servers(servers):
     assert deployment["job_variables"]["env"]["RAGASSAY_HOME"] == env["RAGASSAY_HOME"]
     assert deployment["job_variables"]["env"]["MLFLOW_TRACKING_URI"] == servers["mlflow"]
 
-    started = prefect_cli("deployment", "run", "pipeline/sample-pipeline-nightly", "--params", json.dumps({"config": TEST_CONFIG}), env=env)
+    started = prefect_cli(
+        "deployment",
+        "run",
+        "pipeline/sample-pipeline-nightly",
+        "--params",
+        json.dumps({"config": TEST_CONFIG}),
+        env=env,
+    )
     assert "Created flow run" in started.stdout
     # --run-once: the worker takes the scheduled run, waits for it to finish, and exits.
-    worker, worker_log = servers["services"].start("worker", [PREFECT, "worker", "start", "--pool", "ragassay-local", "--run-once"], env)
+    worker, worker_log = servers["services"].start(
+        "worker", [PREFECT, "worker", "start", "--pool", "ragassay-local", "--run-once"], env
+    )
     try:
         worker.wait(timeout=900)
     except subprocess.TimeoutExpired:
@@ -171,14 +232,24 @@ def test_pipeline_deployment_runs_on_real_servers(servers):
     # Prefect: the pipeline run and its five stages completed, and the stages published artifacts.
     flows = {f["id"]: f["name"] for f in httpx.post(f"{api}/flows/filter", json={}, timeout=30).json()}
     # The nightly schedule has put future runs on the server too; these are the ones that ran.
-    runs = [run for run in httpx.post(f"{api}/flow_runs/filter", json={}, timeout=30).json() if run["state"]["type"] != "SCHEDULED"]
+    runs = [
+        run
+        for run in httpx.post(f"{api}/flow_runs/filter", json={}, timeout=30).json()
+        if run["state"]["type"] != "SCHEDULED"
+    ]
     states = {flows[run["flow_id"]]: run["state"]["type"] for run in runs}
     assert states.get("pipeline") == "COMPLETED", f"{states}\n{worker_log.read_text()[-4000:]}"
     for stage in ("ingest", "index", "eval-retrieval", "eval-answers"):
         assert states.get(stage) == "COMPLETED", (stage, states)
     pipeline_run = next(run for run in runs if flows[run["flow_id"]] == "pipeline")
     artifacts = {a["key"]: a for a in httpx.post(f"{api}/artifacts/filter", json={}, timeout=30).json() if a["key"]}
-    for key in ("retrieval-sample-metrics", "retrieval-sample-report", "answers-sample-metrics", "answers-sample-report", "pipeline-sample-report"):
+    for key in (
+        "retrieval-sample-metrics",
+        "retrieval-sample-report",
+        "answers-sample-metrics",
+        "answers-sample-report",
+        "pipeline-sample-report",
+    ):
         assert key in artifacts, sorted(artifacts)
     table = json.loads(artifacts["retrieval-sample-metrics"]["data"])
     assert {row["configuration"] for row in table} == {"fulltext", "semantic", "hybrid"}
@@ -203,18 +274,38 @@ def test_pipeline_deployment_runs_on_real_servers(servers):
     plots = {a.path for a in client.list_artifacts(parent.info.run_id, "plots")}
     assert {"plots/retrieval_metrics.png", "plots/retrieval_recall_at_k.png", "plots/answer_metrics.png"} <= plots
     batch_id = parent.data.tags["ragassay.batch_id"]
-    children = client.search_runs([experiment.experiment_id], f"tags.`ragassay.batch_id` = '{batch_id}' and tags.`ragassay.role` = 'configuration'")
+    children = client.search_runs(
+        [experiment.experiment_id],
+        f"tags.`ragassay.batch_id` = '{batch_id}' and tags.`ragassay.role` = 'configuration'",
+    )
     names = {run.info.run_name for run in children}
-    assert names == {f"{batch_id} {n}" for n in ("ingest/sample", "index/sample", "retrieval/fulltext", "retrieval/semantic",
-                                                    "retrieval/hybrid", "answers/hybrid")}
+    assert names == {
+        f"{batch_id} {n}"
+        for n in (
+            "ingest/sample",
+            "index/sample",
+            "retrieval/fulltext",
+            "retrieval/semantic",
+            "retrieval/hybrid",
+            "answers/hybrid",
+        )
+    }
     fulltext = next(run for run in children if run.info.run_name.endswith("retrieval/fulltext"))
-    assert not any(key.startswith(("config.fusion", "config.rerank_model")) for key in fulltext.data.params), "only params that apply"
+    assert not any(key.startswith(("config.fusion", "config.rerank_model")) for key in fulltext.data.params), (
+        "only params that apply"
+    )
     assert fulltext.data.tags["ragassay.prefect.flow_run_id"] == pipeline_run["id"]
 
     # --json stays pure JSON on stdout when MLflow is a tracking server (MLflow's own "View run"
     # lines are switched off).
-    evaluated = subprocess.run([str(BIN / "ragassay"), "eval", "retrieval", "-c", "sample", "--mode", "fulltext", "--json"],
-                               env=env, cwd=REPO, capture_output=True, text=True, timeout=300)
+    evaluated = subprocess.run(
+        [str(BIN / "ragassay"), "eval", "retrieval", "-c", "sample", "--mode", "fulltext", "--json"],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert evaluated.returncode == 0, evaluated.stderr[-3000:]
     report = json.loads(evaluated.stdout)
     assert report["mlflow_url"].startswith(servers["mlflow"]) and report["means"]["fulltext"]["recall@5"] > 0

@@ -22,11 +22,28 @@ def pipeline_settings(corpus) -> dict:
     return {
         "collection": "sample",
         "ingest": {"paths": [str(corpus)]},
-        "golden": {"file": str(SAMPLE / "golden.jsonl"), "generate": True, "count": 1, "seed": 3, "model": SMOLLM2, "max_attempts_factor": 2},
-        "retrieval": {"configurations": [{"label": "fulltext", "search_type": "fulltext"}, {"label": "hybrid", "search_type": "hybrid"}],
-                      "assertions": ["hybrid:recall@5>=0.8"]},
-        "answers": {"unanswerable": str(SAMPLE / "unanswerable.jsonl"), "max_questions": 2, "pairwise": False,
-                    "configurations": [{"label": "hybrid", "search_type": "hybrid"}], "assertions": ["hybrid:false_refusal_rate<=1"]},
+        "golden": {
+            "file": str(SAMPLE / "golden.jsonl"),
+            "generate": True,
+            "count": 1,
+            "seed": 3,
+            "model": SMOLLM2,
+            "max_attempts_factor": 2,
+        },
+        "retrieval": {
+            "configurations": [
+                {"label": "fulltext", "search_type": "fulltext"},
+                {"label": "hybrid", "search_type": "hybrid"},
+            ],
+            "assertions": ["hybrid:recall@5>=0.8"],
+        },
+        "answers": {
+            "unanswerable": str(SAMPLE / "unanswerable.jsonl"),
+            "max_questions": 2,
+            "pairwise": False,
+            "configurations": [{"label": "hybrid", "search_type": "hybrid"}],
+            "assertions": ["hybrid:false_refusal_rate<=1"],
+        },
         "judge": SMOLLM2,
     }
 
@@ -43,7 +60,10 @@ def test_pipeline_runs_every_stage_then_reruns_from_cache(home, tmp_path):
     first = pipeline_flow(config)
     assert first.stages == ["ingest", "index", "golden", "retrieval", "answers"]
     documents = first.ingest["counts"]["ingested"]
-    assert documents == len([p for p in corpus.rglob("*") if p.is_file()]) and first.index["embedded"] == first.index["chunks"]
+    assert (
+        documents == len([p for p in corpus.rglob("*") if p.is_file()])
+        and first.index["embedded"] == first.index["chunks"]
+    )
     assert first.golden["file"]["added"] == 30 and first.golden["totals"]["candidates"] >= 1
     assert first.retrieval["means"]["hybrid"]["recall@5"] >= 0.8 and all(a["passed"] for a in first.assertions)
     asked = first.answers["metrics"]["hybrid"]
@@ -53,11 +73,22 @@ def test_pipeline_runs_every_stage_then_reruns_from_cache(home, tmp_path):
     runs = tracking.find_runs(home, batch_id=first.batch_id)
     parent = next(r for r in runs if r.data.tags[tracking.TAG_ROLE] == "batch")
     assert parent.data.tags[tracking.TAG_KIND] == "pipeline" and parent.info.status == "FINISHED"
-    assert parent.data.metrics["retrieval/hybrid/recall_at_5"] == pytest.approx(first.retrieval["means"]["hybrid"]["recall@5"])
+    assert parent.data.metrics["retrieval/hybrid/recall_at_5"] == pytest.approx(
+        first.retrieval["means"]["hybrid"]["recall@5"]
+    )
     assert parent.data.metrics["golden/size"] == first.golden["totals"]["golden_size"]
     names = sorted(r.info.run_name for r in runs if r.data.tags[tracking.TAG_ROLE] == "configuration")
-    assert names == sorted(f"{first.batch_id} {n}" for n in ("ingest/sample", "index/sample", "golden/generate-seed3",
-                                                              "retrieval/fulltext", "retrieval/hybrid", "answers/hybrid"))
+    assert names == sorted(
+        f"{first.batch_id} {n}"
+        for n in (
+            "ingest/sample",
+            "index/sample",
+            "golden/generate-seed3",
+            "retrieval/fulltext",
+            "retrieval/hybrid",
+            "answers/hybrid",
+        )
+    )
     comparisons = tracking.download_table(home, parent.info.run_id, "retrieval/comparisons")
     assert comparisons is not None and set(comparisons["metric"]) >= {"recall@5", "mrr"}
 
@@ -76,7 +107,10 @@ def test_pipeline_runs_every_stage_then_reruns_from_cache(home, tmp_path):
 
     # One document changed: it alone is re-ingested and re-embedded.
     changed = corpus / "guides" / "overview.md"
-    changed.write_text(changed.read_text(encoding="utf-8") + "\n\nA note added for the test: hives need shade at noon.\n", encoding="utf-8")
+    changed.write_text(
+        changed.read_text(encoding="utf-8") + "\n\nA note added for the test: hives need shade at noon.\n",
+        encoding="utf-8",
+    )
     third = pipeline_flow(config)
     assert third.ingest["counts"]["replaced"] == 1 and third.ingest["counts"]["unchanged"] == documents - 1
     assert 0 < third.index["embedded"] < third.index["chunks"]
@@ -127,9 +161,13 @@ def test_the_pipeline_file_is_read_as_written_and_checked_before_any_work(home, 
     assert "ingest.chunk_size: unknown key; allowed keys: chunking, enabled, files_per_task, paths" in refused.output
     assert not home.exists(), "nothing ran"
 
-    written.write_text("collection: sample\ningest: {paths: [data/sample/corpus]}\nretrieval: {assertions: ['dense:mrr>=0.5']}\n")
+    written.write_text(
+        "collection: sample\ningest: {paths: [data/sample/corpus]}\nretrieval: {assertions: ['dense:mrr>=0.5']}\n"
+    )
     refused = runner.invoke(app, ["run", "--config", str(written)])
-    assert refused.exit_code == 2 and "names configuration 'dense'; labels: fulltext, semantic, hybrid" in refused.output
+    assert (
+        refused.exit_code == 2 and "names configuration 'dense'; labels: fulltext, semantic, hybrid" in refused.output
+    )
 
 
 def test_the_sample_pipeline_file_and_prefect_yaml_are_valid(home):

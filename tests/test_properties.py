@@ -54,9 +54,18 @@ def test_metrics_equal_pytrec_eval_on_random_runs(run, k):
     judged = judge_run(rankings, judgements, 10)
     qrels = {f"q{i}": dict(grades) for i, grades in enumerate(judgements)}
     # Distinct descending scores, so pytrec_eval ranks exactly as given.
-    trec_run = {f"q{i}": {doc: float(100 - rank) for rank, doc in enumerate(ranking)} for i, ranking in enumerate(rankings)}
-    reference = pytrec_eval.RelevanceEvaluator(qrels, {f"recall.{k}", f"P.{k}", f"ndcg_cut.{k}", "recip_rank"}).evaluate(trec_run)
-    ours = {"recall": recall_at_k(judged, k), "P": precision_at_k(judged, k), "ndcg_cut": ndcg_at_k(judged, k), "recip_rank": reciprocal_rank(judged)}
+    trec_run = {
+        f"q{i}": {doc: float(100 - rank) for rank, doc in enumerate(ranking)} for i, ranking in enumerate(rankings)
+    }
+    reference = pytrec_eval.RelevanceEvaluator(
+        qrels, {f"recall.{k}", f"P.{k}", f"ndcg_cut.{k}", "recip_rank"}
+    ).evaluate(trec_run)
+    ours = {
+        "recall": recall_at_k(judged, k),
+        "P": precision_at_k(judged, k),
+        "ndcg_cut": ndcg_at_k(judged, k),
+        "recip_rank": reciprocal_rank(judged),
+    }
     for i in range(len(rankings)):
         expected = reference.get(f"q{i}")
         if expected is None:  # pytrec_eval leaves out a question whose run is empty: every metric 0
@@ -69,8 +78,11 @@ def test_metrics_equal_pytrec_eval_on_random_runs(run, k):
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.lists(st.sampled_from(DOCS), unique=True, max_size=10), min_size=1, max_size=4), st.randoms(use_true_random=False),
-       st.integers(1, 100))
+@given(
+    st.lists(st.lists(st.sampled_from(DOCS), unique=True, max_size=10), min_size=1, max_size=4),
+    st.randoms(use_true_random=False),
+    st.integers(1, 100),
+)
 def test_rrf_scores_do_not_depend_on_the_order_of_the_lists(rankings, random, k):
     shuffled = list(rankings)
     random.shuffle(shuffled)
@@ -80,8 +92,12 @@ def test_rrf_scores_do_not_depend_on_the_order_of_the_lists(rankings, random, k)
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.text(alphabet=st.sampled_from("ab c.\n\t"), max_size=3000), st.integers(100, 800), st.integers(0, 99),
-       st.lists(st.integers(1, 2999), max_size=5))
+@given(
+    st.text(alphabet=st.sampled_from("ab c.\n\t"), max_size=3000),
+    st.integers(100, 800),
+    st.integers(0, 99),
+    st.lists(st.integers(1, 2999), max_size=5),
+)
 def test_chunk_spans_stay_in_bounds_cover_the_text_and_never_cross_a_page(text, size, overlap, cuts):
     pages = tuple(sorted({0, *[c for c in cuts if c < len(text)]})) if text else None
     chunks = chunk_document(text, size, overlap, pages)
@@ -93,18 +109,33 @@ def test_chunk_spans_stay_in_bounds_cover_the_text_and_never_cross_a_page(text, 
             page_start = pages[chunk.page - 1]
             page_end = pages[chunk.page] if chunk.page < len(pages) else len(text)
             assert page_start <= chunk.start and chunk.end <= page_end, "a chunk never crosses a page"
-    assert all(covered[i] for i, character in enumerate(text) if not character.isspace()), "every visible character is in a chunk"
+    assert all(covered[i] for i, character in enumerate(text) if not character.isspace()), (
+        "every visible character is in a chunk"
+    )
 
 
-SAFE = st.text(alphabet=st.sampled_from("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~!$'()*+,;="), min_size=4, max_size=24)
+SAFE = st.text(
+    alphabet=st.sampled_from("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~!$'()*+,;="),
+    min_size=4,
+    max_size=24,
+)
 
 
 @settings(max_examples=200, deadline=None)
-@given(SAFE, SAFE, st.sampled_from(["http", "https", "postgresql+psycopg2", "redis"]),
-       st.sampled_from(["api_key", "API-KEY", "token", "access_token", "password", "secret", "key"]))
+@given(
+    SAFE,
+    SAFE,
+    st.sampled_from(["http", "https", "postgresql+psycopg2", "redis"]),
+    st.sampled_from(["api_key", "API-KEY", "token", "access_token", "password", "secret", "key"]),
+)
 def test_redaction_removes_every_credential_form(user, secret, scheme, parameter):
-    for text in (f"{scheme}://{user}:{secret}@host:8080/v1", f"{scheme}://{secret}@host/x", f"see {scheme}://{user}:{secret}@h and more",
-                 f"http://host/v1?{parameter}={secret}", f"http://host/v1?a=1&{parameter}={secret}#frag"):
+    for text in (
+        f"{scheme}://{user}:{secret}@host:8080/v1",
+        f"{scheme}://{secret}@host/x",
+        f"see {scheme}://{user}:{secret}@h and more",
+        f"http://host/v1?{parameter}={secret}",
+        f"http://host/v1?a=1&{parameter}={secret}#frag",
+    ):
         assert secret not in redact(text), text
 
 
@@ -131,5 +162,7 @@ def test_the_gates_verdicts_do_not_depend_on_the_order_of_the_rows_or_the_bounds
     baseline, candidate, (baseline_order, candidate_order) = pair
     bounds = [DropBound("recall@5", max_drop), DropBound("recall@5", max_drop, label="hybrid")]
     as_given = compare_batches({"hybrid": baseline}, {"hybrid": candidate}, bounds)
-    shuffled = compare_batches({"hybrid": baseline[list(baseline_order)]}, {"hybrid": candidate[list(candidate_order)]}, bounds[::-1])
+    shuffled = compare_batches(
+        {"hybrid": baseline[list(baseline_order)]}, {"hybrid": candidate[list(candidate_order)]}, bounds[::-1]
+    )
     assert_frame_equal(as_given, shuffled)

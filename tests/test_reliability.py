@@ -24,18 +24,25 @@ runner = CliRunner()
 
 
 def ragassay(*args: str, env: dict[str, str] | None = None, timeout: int = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([RAGASSAY, *args], env=env or os.environ.copy(), cwd=REPO, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [RAGASSAY, *args], env=env or os.environ.copy(), cwd=REPO, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def small_corpus(root: Path, documents: int, prefix: str = "note") -> Path:
     root.mkdir(parents=True, exist_ok=True)
     for number in range(documents):
-        (root / f"{prefix}-{number:03d}.txt").write_text(f"Note {prefix} {number}: hive {number} was inspected on day {number}.\n", encoding="utf-8")
+        (root / f"{prefix}-{number:03d}.txt").write_text(
+            f"Note {prefix} {number}: hive {number} was inspected on day {number}.\n", encoding="utf-8"
+        )
     return root
 
 
 def golden_file(path: Path, tag: str, documents: list[str]) -> Path:
-    rows = [{"question": f"What happened to hive {n} ({tag})?", "expected_document_ids": [documents[n % len(documents)]]} for n in range(15)]
+    rows = [
+        {"question": f"What happened to hive {n} ({tag})?", "expected_document_ids": [documents[n % len(documents)]]}
+        for n in range(15)
+    ]
     path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
     return path
 
@@ -48,8 +55,16 @@ def test_concurrent_golden_adds_keep_every_entry(home, tmp_path):
     documents = load_documents(collection_paths(home, "s"))["doc_id"].to_list()
     for round_ in range(3):
         files = [golden_file(tmp_path / f"{round_}-{tag}.jsonl", f"{round_}{tag}", documents) for tag in "ab"]
-        writers = [subprocess.Popen([RAGASSAY, "golden", "add", "-c", "s", "--file", str(f), "--json"], cwd=REPO,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for f in files]
+        writers = [
+            subprocess.Popen(
+                [RAGASSAY, "golden", "add", "-c", "s", "--file", str(f), "--json"],
+                cwd=REPO,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for f in files
+        ]
         outputs = [writer.communicate(timeout=300) for writer in writers]
         assert all(w.returncode == 0 for w in writers), outputs
         assert [len(json.loads(out)["added"]) for out, _ in outputs] == [15, 15]
@@ -61,8 +76,16 @@ def test_concurrent_ingests_of_two_halves_keep_every_document(home, tmp_path):
 
     assert ragassay("ingest", "-c", "s", str(small_corpus(tmp_path / "base", 150, "base"))).returncode == 0
     halves = [small_corpus(tmp_path / half, 40, half) for half in ("left", "right")]
-    writers = [subprocess.Popen([RAGASSAY, "ingest", "-c", "s", str(half)], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-               for half in halves]
+    writers = [
+        subprocess.Popen(
+            [RAGASSAY, "ingest", "-c", "s", str(half)],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for half in halves
+    ]
     outputs = [writer.communicate(timeout=300) for writer in writers]
     assert all(w.returncode == 0 for w in writers), outputs
     paths = collection_paths(home, "s")
@@ -78,10 +101,20 @@ def test_a_lock_held_too_long_names_its_holder(home, tmp_path):
     assert ragassay("ingest", "-c", "s", str(small_corpus(tmp_path / "corpus", 3))).returncode == 0
     documents = load_documents(collection_paths(home, "s"))["doc_id"].to_list()
     with collection_lock(collection_paths(home, "s").lock_file):
-        waited = ragassay("golden", "add", "-c", "s", "--file", str(golden_file(tmp_path / "g.jsonl", "x", documents)),
-                          env={**os.environ, "RAGASSAY_LOCK_TIMEOUT": "1"})
+        waited = ragassay(
+            "golden",
+            "add",
+            "-c",
+            "s",
+            "--file",
+            str(golden_file(tmp_path / "g.jsonl", "x", documents)),
+            env={**os.environ, "RAGASSAY_LOCK_TIMEOUT": "1"},
+        )
     assert waited.returncode == 2
-    assert f"collection 's' is being written by process {os.getpid()}" in waited.stderr and "gave up after 1s" in waited.stderr
+    assert (
+        f"collection 's' is being written by process {os.getpid()}" in waited.stderr
+        and "gave up after 1s" in waited.stderr
+    )
 
 
 def test_an_ingest_killed_between_its_writes_is_refused_by_index_and_repaired_by_the_next_ingest(home, tmp_path):
@@ -108,7 +141,9 @@ def test_an_ingest_killed_between_its_writes_is_refused_by_index_and_repaired_by
     assert refused.returncode == 2 and "an ingest was interrupted" in refused.stderr and "ghost.txt" in refused.stderr
 
     assert ragassay("ingest", "-c", "s", str(corpus)).returncode == 0
-    assert "ghost.txt" not in set(load_chunks(paths)["doc_id"]) and not (paths.root / ".chunks.parquet.tmp1234").exists()
+    assert (
+        "ghost.txt" not in set(load_chunks(paths)["doc_id"]) and not (paths.root / ".chunks.parquet.tmp1234").exists()
+    )
     assert (paths.root / ".embeddings.parquet.live").exists(), "a live writer's file is left to it"
     (paths.root / ".embeddings.parquet.live").unlink()
     assert ragassay("index", "-c", "s").returncode == 0
@@ -128,18 +163,26 @@ def test_links_out_of_the_root_and_unsafe_names_are_refused(home, tmp_path):
     assert result.exit_code == 1, result.output
     report = json.loads(result.stdout)
     reasons = {Path(r["path"]).name: r["reason"] for r in report["rejected"]}
-    assert reasons == {"passwd.txt": "outside_root", "evil\u202etxt.md": "unsafe_name", "line\nbreak.txt": "unsafe_name"}
+    assert reasons == {
+        "passwd.txt": "outside_root",
+        "evil\u202etxt.md": "unsafe_name",
+        "line\nbreak.txt": "unsafe_name",
+    }
     assert report["counts"]["ingested"] == 2
     assert runner.invoke(app, ["index", "-c", "s"]).exit_code == 0
     found = runner.invoke(app, ["search", "-c", "s", "--mode", "fulltext", "--json", "password hunter2"])
     assert all("hunter2" not in hit["snippet"] for hit in json.loads(found.stdout)["results"])
 
 
-@pytest.mark.parametrize("name, text", [("deep.json", "[" * 100_000 + "]" * 100_000), ("deep.yaml", "- " * 3_000 + "x")])
+@pytest.mark.parametrize(
+    "name, text", [("deep.json", "[" * 100_000 + "]" * 100_000), ("deep.yaml", "- " * 3_000 + "x")]
+)
 def test_a_configuration_file_nested_too_deeply_is_one_clear_error(home, tmp_path, name, text):
     (tmp_path / name).write_text(text, encoding="utf-8")
     result = runner.invoke(app, ["eval", "retrieval", "-c", "s", "--configs", str(tmp_path / name)])
-    assert result.exit_code == 2 and f"{name} is nested too deeply to be a configuration file" in result.output, result.output
+    assert result.exit_code == 2 and f"{name} is nested too deeply to be a configuration file" in result.output, (
+        result.output
+    )
 
 
 def test_a_collection_name_with_a_newline_is_refused(home, tmp_path):
@@ -153,17 +196,24 @@ def test_relevance_grades_are_validated_strictly_with_file_and_line(home, tmp_pa
     from ragassay.store.workspace import collection_paths
 
     assert runner.invoke(app, ["ingest", "-c", "s", str(small_corpus(tmp_path / "corpus", 1))]).exit_code == 0
-    rows = [{"question": "What was inspected?", "expected_document_ids": ["note-000.txt"], "relevance": grades},
-            {"question": "Which day was hive 0 inspected?", "expected_document_ids": ["note-000.txt"]}]
+    rows = [
+        {"question": "What was inspected?", "expected_document_ids": ["note-000.txt"], "relevance": grades},
+        {"question": "Which day was hive 0 inspected?", "expected_document_ids": ["note-000.txt"]},
+    ]
     file = tmp_path / "golden.jsonl"
     deep = '{"question": "deep", "x": ' + "[" * 100_000 + "]" * 100_000 + "}"
     file.write_text(json.dumps(rows[0]) + "\n" + json.dumps(rows[1]) + "\n" + deep + "\n", encoding="utf-8")
     result = runner.invoke(app, ["golden", "add", "-c", "s", "--file", str(file), "--json"])
     assert result.exit_code == 1, result.output
     problems = json.loads(result.stdout)["problems"]
-    assert [(p["source"], p["reason"]) for p in problems] == [(f"{file}:1", "malformed_row"), (f"{file}:3", "malformed_row")]
+    assert [(p["source"], p["reason"]) for p in problems] == [
+        (f"{file}:1", "malformed_row"),
+        (f"{file}:3", "malformed_row"),
+    ]
     assert "relevance" in problems[0]["detail"] and "nested too deeply" in problems[1]["detail"]
-    assert load_golden(collection_paths(home, "s"))["question"].to_list() == ["Which day was hive 0 inspected?"], "the good row is kept"
+    assert load_golden(collection_paths(home, "s"))["question"].to_list() == ["Which day was hive 0 inspected?"], (
+        "the good row is kept"
+    )
 
 
 def test_an_unexpected_error_is_exit_code_3_with_one_line_and_a_traceback_under_debug(tmp_path):
@@ -211,11 +261,20 @@ def port_open(port: int) -> bool:
 @pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
 def test_a_killed_command_leaves_no_prefect_server_behind(home, tmp_path, stop):
     env = {name: value for name, value in os.environ.items() if name != "PREFECT_API_URL"}
-    command = subprocess.Popen([RAGASSAY, "ingest", "-c", "s", str(small_corpus(tmp_path / "corpus", 30))], env=env, cwd=REPO,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    command = subprocess.Popen(
+        [RAGASSAY, "ingest", "-c", "s", str(small_corpus(tmp_path / "corpus", 30))],
+        env=env,
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline, server = time.monotonic() + 180, None
     while server is None and time.monotonic() < deadline and command.poll() is None:
-        servers = [(pid, args) for pid, ppid, args in process_table() if ppid == command.pid and "ragassay.cli.temporary_server" in args]
+        servers = [
+            (pid, args)
+            for pid, ppid, args in process_table()
+            if ppid == command.pid and "ragassay.cli.temporary_server" in args
+        ]
         if servers and port_open(int(servers[0][1].split()[-2])):
             server = servers[0]
         time.sleep(0.1)
@@ -237,25 +296,43 @@ def hostile_pages(root: Path, slow_copies: int = 1) -> Path:
     block = "<div>" * 1000 + "x" + "</div>" * 1000  # under the depth limit, over a second for lexbor
     for copy in range(slow_copies):
         (root / f"slow-{copy}.html").write_text("<html><body>" + block * 400 + "</body></html>", encoding="utf-8")
-    (root / "deep.html").write_text("<html><body>" + "<div>" * 400_000 + "x" + "</div>" * 400_000 + "</body></html>", encoding="utf-8")
+    (root / "deep.html").write_text(
+        "<html><body>" + "<div>" * 400_000 + "x" + "</div>" * 400_000 + "</body></html>", encoding="utf-8"
+    )
     (root / "good.txt").write_text("Hive 7 was inspected on day 3.\n", encoding="utf-8")
     return root
 
 
 def test_a_file_past_the_time_bound_is_rejected_alone_and_the_ingest_goes_on(home, tmp_path):
-    ingested = ragassay("ingest", "-c", "s", "--json", str(hostile_pages(tmp_path / "corpus")), env={**os.environ, "RAGASSAY_EXTRACT_TIMEOUT": "0.5"})
+    ingested = ragassay(
+        "ingest",
+        "-c",
+        "s",
+        "--json",
+        str(hostile_pages(tmp_path / "corpus")),
+        env={**os.environ, "RAGASSAY_EXTRACT_TIMEOUT": "0.5"},
+    )
     assert ingested.returncode == 1, ingested.stderr
     report = json.loads(ingested.stdout)
-    assert {Path(r["path"]).name: r["reason"] for r in report["rejected"]} == {"slow-0.html": "too_slow", "deep.html": "unreadable"}
+    assert {Path(r["path"]).name: r["reason"] for r in report["rejected"]} == {
+        "slow-0.html": "too_slow",
+        "deep.html": "unreadable",
+    }
     assert report["ingested"] == ["good.txt"]
 
 
 def test_a_killed_ingest_leaves_no_extraction_worker_behind(home, tmp_path):
-    command = subprocess.Popen([RAGASSAY, "ingest", "-c", "s", str(hostile_pages(tmp_path / "corpus", slow_copies=20))], cwd=REPO,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    command = subprocess.Popen(
+        [RAGASSAY, "ingest", "-c", "s", str(hostile_pages(tmp_path / "corpus", slow_copies=20))],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline, worker = time.monotonic() + 180, None
     while worker is None and time.monotonic() < deadline and command.poll() is None:
-        workers = [pid for pid, ppid, args in process_table() if ppid == command.pid and "ragassay.ingest.isolation" in args]
+        workers = [
+            pid for pid, ppid, args in process_table() if ppid == command.pid and "ragassay.ingest.isolation" in args
+        ]
         worker = workers[0] if workers else None
         time.sleep(0.05)
     assert worker is not None and command.poll() is None, "the ingest extracts in a worker process"
@@ -273,10 +350,15 @@ def test_a_killed_ingest_leaves_no_extraction_worker_behind(home, tmp_path):
 SECRET = "S3cret-p4ss"
 
 
-@pytest.mark.parametrize("url", [
-    f"http://alice:{SECRET}@127.0.0.1:9/v1", f"https://{SECRET}@models.example/v1", f"http://127.0.0.1:9/v1?api_key={SECRET}",
-    f"http://127.0.0.1:9/v1?x=1&token={SECRET}#part",
-])
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"http://alice:{SECRET}@127.0.0.1:9/v1",
+        f"https://{SECRET}@models.example/v1",
+        f"http://127.0.0.1:9/v1?api_key={SECRET}",
+        f"http://127.0.0.1:9/v1?x=1&token={SECRET}#part",
+    ],
+)
 def test_credentials_in_a_model_url_are_never_shown(home, tmp_path, url):
     from ragassay import tracking
     from ragassay.llm.models import ChatModelConfig, model_id_of
@@ -285,14 +367,30 @@ def test_credentials_in_a_model_url_are_never_shown(home, tmp_path, url):
     assert SECRET not in redact(url) and "***" in redact(url)
     config = ChatModelConfig(backend="openai", url=url, model="m", timeout_seconds=2)
     assert SECRET not in model_id_of(config)
-    assert SECRET not in json.dumps(tracking.flatten_params({"judge": config.model_dump(), "judge_model_id": model_id_of(config)}))
+    assert SECRET not in json.dumps(
+        tracking.flatten_params({"judge": config.model_dump(), "judge_model_id": model_id_of(config)})
+    )
 
     assert runner.invoke(app, ["ingest", "-c", "s", str(small_corpus(tmp_path / "corpus", 2))]).exit_code == 0
     assert runner.invoke(app, ["index", "-c", "s"]).exit_code == 0
     # The server is unreachable: the error names the endpoint, without its credentials.
     for output in ("--json", None):
-        result = runner.invoke(app, ["answer", "-c", "s", "--model-backend", "openai", "--model-url", url, "--model-name", "m",
-                                     *([output] if output else []), "On which day was hive 1 inspected?"])
+        result = runner.invoke(
+            app,
+            [
+                "answer",
+                "-c",
+                "s",
+                "--model-backend",
+                "openai",
+                "--model-url",
+                url,
+                "--model-name",
+                "m",
+                *([output] if output else []),
+                "On which day was hive 1 inspected?",
+            ],
+        )
         assert result.exit_code == 2, result.output
         assert "chat endpoint openai:m@" in result.output and SECRET not in result.output
 
@@ -302,8 +400,25 @@ def test_credentials_in_a_model_url_stay_out_of_prefect_flow_run_parameters(home
 
     url = f"http://alice:{SECRET}@127.0.0.1:9/v1"
     # The collection is missing, so the flow fails at once, after Prefect stored its parameters.
-    generated = runner.invoke(app, ["golden", "generate", "-c", "nosuch", "--count", "1", "--model-url", url, "--model-name", "m",
-                                    "--judge-url", url, "--judge-name", "m"])
+    generated = runner.invoke(
+        app,
+        [
+            "golden",
+            "generate",
+            "-c",
+            "nosuch",
+            "--count",
+            "1",
+            "--model-url",
+            url,
+            "--model-name",
+            "m",
+            "--judge-url",
+            url,
+            "--judge-name",
+            "m",
+        ],
+    )
     assert generated.exit_code == 2 and SECRET not in generated.output, generated.output
     with get_client(sync_client=True) as client:
         stored = json.dumps([run.parameters for run in client.read_flow_runs()])
@@ -315,15 +430,34 @@ def test_an_api_key_comes_from_the_environment_variable_it_names(home, monkeypat
     from ragassay.llm.models import ChatModelConfig, ModelError, load_chat_model
 
     with pytest.raises(ModelError, match="RAGASSAY_TEST_KEY"):
-        load_chat_model(ChatModelConfig(backend="openai", url="http://127.0.0.1:9", model="m", api_key_env="RAGASSAY_TEST_KEY"))
+        load_chat_model(
+            ChatModelConfig(backend="openai", url="http://127.0.0.1:9", model="m", api_key_env="RAGASSAY_TEST_KEY")
+        )
     monkeypatch.setenv("RAGASSAY_TEST_KEY", SECRET)
-    model = load_chat_model(ChatModelConfig(backend="openai", url="http://127.0.0.1:9", model="m", api_key_env="RAGASSAY_TEST_KEY"))
+    model = load_chat_model(
+        ChatModelConfig(backend="openai", url="http://127.0.0.1:9", model="m", api_key_env="RAGASSAY_TEST_KEY")
+    )
     assert SECRET not in model.model_id
     # The judge options take it too.
     monkeypatch.delenv("RAGASSAY_TEST_KEY")
-    refused = runner.invoke(app, ["judge", "calibrate", "--labels", str(REPO / "data" / "judge" / "labelled_statements.jsonl"),
-                                  "--judge-url", "http://127.0.0.1:9", "--judge-name", "m", "--judge-api-key-env", "RAGASSAY_TEST_KEY"])
-    assert refused.exit_code == 2 and "api_key_env names 'RAGASSAY_TEST_KEY', which is not set" in refused.output, refused.output
+    refused = runner.invoke(
+        app,
+        [
+            "judge",
+            "calibrate",
+            "--labels",
+            str(REPO / "data" / "judge" / "labelled_statements.jsonl"),
+            "--judge-url",
+            "http://127.0.0.1:9",
+            "--judge-name",
+            "m",
+            "--judge-api-key-env",
+            "RAGASSAY_TEST_KEY",
+        ],
+    )
+    assert refused.exit_code == 2 and "api_key_env names 'RAGASSAY_TEST_KEY', which is not set" in refused.output, (
+        refused.output
+    )
 
 
 def test_commands_write_nothing_outside_the_workspace(home, tmp_path):
@@ -332,8 +466,12 @@ def test_commands_write_nothing_outside_the_workspace(home, tmp_path):
     temporary.mkdir()
     # Prefect's own state (its temporary server's database) goes where PREFECT_HOME says.
     env = {**os.environ, "HOME": str(user_home), "TMPDIR": str(temporary), "PREFECT_HOME": str(tmp_path / "prefect")}
-    for command in (["ingest", "-c", "s", str(small_corpus(tmp_path / "corpus", 3))], ["index", "-c", "s"],
-                    ["search", "-c", "s", "hive inspected"], ["answer", "-c", "s", "On which day was hive 1 inspected?"]):
+    for command in (
+        ["ingest", "-c", "s", str(small_corpus(tmp_path / "corpus", 3))],
+        ["index", "-c", "s"],
+        ["search", "-c", "s", "hive inspected"],
+        ["answer", "-c", "s", "On which day was hive 1 inspected?"],
+    ):
         result = ragassay(*command, env=env)
         assert result.returncode == 0, result.stderr
     written = sorted(str(path.relative_to(tmp_path)) for folder in (user_home, temporary) for path in folder.rglob("*"))
@@ -358,20 +496,31 @@ def test_collections_stay_isolated_at_every_entry_point(home, tmp_path):
     corpus_a = small_corpus(tmp_path / "a", 3, "a")
     corpus_b = tmp_path / "b"
     corpus_b.mkdir()
-    (corpus_b / "planted.txt").write_text(f"The hive password is {token}. Hive {token} was inspected on day 1.", encoding="utf-8")
+    (corpus_b / "planted.txt").write_text(
+        f"The hive password is {token}. Hive {token} was inspected on day 1.", encoding="utf-8"
+    )
     for name, corpus in (("a", corpus_a), ("b", corpus_b)):
         assert runner.invoke(app, ["ingest", "-c", name, str(corpus)]).exit_code == 0
         assert runner.invoke(app, ["index", "-c", name]).exit_code == 0
 
     for mode in ("fulltext", "semantic", "hybrid"):
-        found = json.loads(runner.invoke(app, ["search", "-c", "a", "--mode", mode, "--json", f"{token} hive password"]).stdout)
-        assert found["results"] and all(hit["collection"] == "a" and token not in hit["snippet"] for hit in found["results"])
-    answer = answer_question(Resources(), home, ["a"], f"What is the hive password {token}?", AnswerSettings(min_relevance=-1.0))
+        found = json.loads(
+            runner.invoke(app, ["search", "-c", "a", "--mode", mode, "--json", f"{token} hive password"]).stdout
+        )
+        assert found["results"] and all(
+            hit["collection"] == "a" and token not in hit["snippet"] for hit in found["results"]
+        )
+    answer = answer_question(
+        Resources(), home, ["a"], f"What is the hive password {token}?", AnswerSettings(min_relevance=-1.0)
+    )
     # (The answer may repeat the question's words; what matters is where its sources come from.)
     assert answer.sources and all(source.collection == "a" and token not in source.text for source in answer.sources)
 
     golden = tmp_path / "golden.jsonl"
-    golden.write_text(json.dumps({"question": f"hive password {token}", "expected_document_ids": ["a-000.txt"]}) + "\n", encoding="utf-8")
+    golden.write_text(
+        json.dumps({"question": f"hive password {token}", "expected_document_ids": ["a-000.txt"]}) + "\n",
+        encoding="utf-8",
+    )
     assert runner.invoke(app, ["golden", "add", "-c", "a", "--file", str(golden)]).exit_code == 0
     evaluated = runner.invoke(app, ["eval", "retrieval", "-c", "a", "--mode", "fulltext", "--json"])
     assert evaluated.exit_code == 0, evaluated.output

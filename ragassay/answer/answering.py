@@ -26,7 +26,9 @@ from ragassay.search.run import run_search
 PROMPT_OVERHEAD_TOKENS = 320
 
 
-def answer_question(resources: Resources, home: Path, collections: list[str], question: str, config: AnswerSettings) -> GroundedAnswer:
+def answer_question(
+    resources: Resources, home: Path, collections: list[str], question: str, config: AnswerSettings
+) -> GroundedAnswer:
     """Retrieve, check relevance, and (when something relevant was found) ask the model. The
     answer carries what its model calls cost (reranking included)."""
     searched = run_search(resources, home, collections, question, config.search_settings(), config.k)
@@ -41,7 +43,16 @@ def answer_question(resources: Resources, home: Path, collections: list[str], qu
         collection = loaded[hit.collection]
         position = collection.chunk_position(hit.chunk_id)
         candidates.append(
-            Source(hit.rank, hit.collection, hit.doc_id, hit.chunk_id, hit.char_start, hit.char_end, hit.page, collection.chunk_text[position])
+            Source(
+                hit.rank,
+                hit.collection,
+                hit.doc_id,
+                hit.chunk_id,
+                hit.char_start,
+                hit.char_end,
+                hit.page,
+                collection.chunk_text[position],
+            )
         )
         similarities.append(float(collection.dense[position] @ query_vectors[hit.collection]))
     relevance = max(similarities)
@@ -73,9 +84,7 @@ def answer_payload(answer: GroundedAnswer, config: AnswerSettings) -> dict:
         "outcome": answer.outcome,
         "reason": answer.reason,
         "text": answer.text,
-        "statements": [
-            {"text": s.text, "citations": [c.__dict__ for c in s.citations]} for s in answer.statements
-        ],
+        "statements": [{"text": s.text, "citations": [c.__dict__ for c in s.citations]} for s in answer.statements],
         "sources": [s.__dict__ for s in answer.sources],
         "dropped_citations": answer.dropped_citations,
         "dropped_statements": answer.dropped_statements,

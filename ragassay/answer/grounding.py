@@ -137,7 +137,9 @@ _EXAMPLE_USER = (
     "[2] (doc wax.md) Beeswax melts between 62 and 64 degrees Celsius.\n\nQuestion: At what temperature does beeswax melt?"
 )
 _EXAMPLE_ANSWER = '{"statements": [{"text": "Beeswax melts between 62 and 64 degrees Celsius.", "citations": [2]}]}'
-_EXAMPLE_REFUSAL_USER = "Sources:\n[1] (doc guide.md) The hive tool is a flat steel lever.\n\nQuestion: Who invented the hive tool?"
+_EXAMPLE_REFUSAL_USER = (
+    "Sources:\n[1] (doc guide.md) The hive tool is a flat steel lever.\n\nQuestion: Who invented the hive tool?"
+)
 _EXAMPLE_REFUSAL = '{"statements": []}'
 
 # A source's own "[n]" markers: in its text, "[2] (doc manual.md) ..." would read as another source.
@@ -182,11 +184,22 @@ def answer_schema(source_count: int) -> dict:
 
 
 def resolve_answer(
-    question: str, output: AnswerOutput | None, sources: list[Source], groundedness: Groundedness, raw: str | None = None
+    question: str,
+    output: AnswerOutput | None,
+    sources: list[Source],
+    groundedness: Groundedness,
+    raw: str | None = None,
 ) -> GroundedAnswer:
     """Map the model's statements onto the provided sources and decide the outcome."""
     if output is None:
-        return GroundedAnswer(question, "refused", "the model's output could not be read", sources=sources, unparseable=True, raw_output=raw)
+        return GroundedAnswer(
+            question,
+            "refused",
+            "the model's output could not be read",
+            sources=sources,
+            unparseable=True,
+            raw_output=raw,
+        )
     by_number = {source.number: source for source in sources}
     kept: list[AnsweredStatement] = []
     dropped_citations = dropped_statements = 0
@@ -198,16 +211,29 @@ def resolve_answer(
             continue
         kept.append(AnsweredStatement(statement.text.strip(), [_citation(by_number[n]) for n in valid]))
     if not kept:
-        reason = "no statement cites a provided source" if output.statements else "the model found no answer in the sources"
-        return GroundedAnswer(question, "refused", reason, sources=sources, dropped_citations=dropped_citations,
-                              dropped_statements=dropped_statements, raw_output=raw)
-    return GroundedAnswer(question, "answered", "", kept, sources, dropped_citations, dropped_statements, raw_output=raw)
+        reason = (
+            "no statement cites a provided source" if output.statements else "the model found no answer in the sources"
+        )
+        return GroundedAnswer(
+            question,
+            "refused",
+            reason,
+            sources=sources,
+            dropped_citations=dropped_citations,
+            dropped_statements=dropped_statements,
+            raw_output=raw,
+        )
+    return GroundedAnswer(
+        question, "answered", "", kept, sources, dropped_citations, dropped_statements, raw_output=raw
+    )
 
 
 def _citation(source: Source) -> Citation:
     return Citation(source.number, source.doc_id, source.chunk_id, source.char_start, source.char_end, source.text)
 
 
-def declined(question: str, reason: str, sources: list[Source], relevance: float | None, usage: Usage = Usage()) -> GroundedAnswer:
+def declined(
+    question: str, reason: str, sources: list[Source], relevance: float | None, usage: Usage = Usage()
+) -> GroundedAnswer:
     """A refusal decided before the answer model was called (usage: what retrieval's reranker cost)."""
     return GroundedAnswer(question, "refused", reason, sources=sources, relevance=relevance, usage=usage)

@@ -32,7 +32,9 @@ cases_app = typer.Typer(help="Run suites of evaluation cases (a CI gate for answ
 
 @cases_app.command("run")
 def cases_run(
-    suite_file: Path = typer.Argument(..., help="Suite file (YAML or JSON): collections, optional answer and judge settings, cases."),
+    suite_file: Path = typer.Argument(
+        ..., help="Suite file (YAML or JSON): collections, optional answer and judge settings, cases."
+    ),
     judge_model: Optional[str] = JUDGE_MODEL_OPTION,
     judge_backend: Optional[str] = JUDGE_BACKEND_OPTION,
     judge_path: Optional[Path] = JUDGE_PATH_OPTION,
@@ -65,7 +67,9 @@ def cases_run(
         fail(error)
 
     def render() -> None:
-        table = Table(title=f"suite {report.suite}: {report.passed} passed, {report.failed} failed (judge {report.judge_model})")
+        table = Table(
+            title=f"suite {report.suite}: {report.passed} passed, {report.failed} failed (judge {report.judge_model})"
+        )
         table.add_column("case", no_wrap=True)
         table.add_column("result", no_wrap=True)
         table.add_column("checks (judge score and reason; grounded claims and passages)", overflow="fold")
@@ -79,7 +83,10 @@ def cases_run(
 
     emit(as_json, report.model_dump(), render)
     if report.failed:
-        err.print(f"{report.failed} of {report.failed + report.passed} cases failed"
-                  + (f" ({report.judge_errors} with judge errors)" if report.judge_errors else ""), highlight=False)
+        err.print(
+            f"{report.failed} of {report.failed + report.passed} cases failed"
+            + (f" ({report.judge_errors} with judge errors)" if report.judge_errors else ""),
+            highlight=False,
+        )
         raise typer.Exit(EXIT_PARTIAL)
     raise typer.Exit(EXIT_OK)

@@ -21,18 +21,28 @@ def collections_list(as_json: bool = JSON_OPTION) -> None:
     for name in list_collections(home):
         paths = collection_paths(home, name)
         manifest = read_manifest(paths) or {}
-        rows.append({"collection": name, "documents": load_documents(paths).height, "index_digest": manifest.get("index_digest")})
+        rows.append(
+            {
+                "collection": name,
+                "documents": load_documents(paths).height,
+                "index_digest": manifest.get("index_digest"),
+            }
+        )
 
     def render() -> None:
         out.print(f"workspace {home}")
         for row in rows:
-            out.print(f"  {row['collection']}: {row['documents']} documents, index {row['index_digest'] or 'not built'}")
+            out.print(
+                f"  {row['collection']}: {row['documents']} documents, index {row['index_digest'] or 'not built'}"
+            )
 
     emit(as_json, {"workspace": str(home), "collections": rows}, render)
 
 
 @collections_app.command("delete")
-def collections_delete(name: str = typer.Argument(..., help="Collection to delete."), as_json: bool = JSON_OPTION) -> None:
+def collections_delete(
+    name: str = typer.Argument(..., help="Collection to delete."), as_json: bool = JSON_OPTION
+) -> None:
     """Delete a collection with all its documents, chunks, embeddings and indexes."""
     from ragassay.store.workspace import delete_collection
 

@@ -62,7 +62,9 @@ def exit_on_failed_assertions(assertions: list[dict]) -> NoReturn:
 
     failed = [r for r in assertions if not r["passed"]]
     if failed:
-        err.print("quality gate failed: " + "; ".join(f"{r['assertion']} ({measured(r)})" for r in failed), highlight=False)
+        err.print(
+            "quality gate failed: " + "; ".join(f"{r['assertion']} ({measured(r)})" for r in failed), highlight=False
+        )
         raise typer.Exit(EXIT_PARTIAL)
     raise typer.Exit(EXIT_OK)
 
@@ -77,31 +79,53 @@ def fail(error: Exception) -> NoReturn:
 # The chat model of a command (answers, generation) and the judge model, chosen the same way
 # everywhere: by name (smollm2, qwen2.5-1.5b), a local GGUF file, or an OpenAI-compatible server.
 MODEL_OPTION = typer.Option(
-    None, "--model", help="Chat model: smollm2 (bundled: fast, weak), qwen2.5-1.5b (assembled at set-up) or a .gguf file. Default: the config's."
+    None,
+    "--model",
+    help="Chat model: smollm2 (bundled: fast, weak), qwen2.5-1.5b (assembled at set-up) or a .gguf file. Default: the config's.",
 )
-MODEL_BACKEND_OPTION = typer.Option(None, help="smollm2, qwen2.5-1.5b, gguf (--model-path) or openai (--model-url, --model-name).")
+MODEL_BACKEND_OPTION = typer.Option(
+    None, help="smollm2, qwen2.5-1.5b, gguf (--model-path) or openai (--model-url, --model-name)."
+)
 MODEL_PATH_OPTION = typer.Option(None, help="A GGUF file, for --model-backend gguf.")
 MODEL_URL_OPTION = typer.Option(None, help="Base URL of an OpenAI-compatible server, for --model-backend openai.")
 MODEL_NAME_OPTION = typer.Option(None, help="Model name at that server.")
 MODEL_API_KEY_ENV_OPTION = typer.Option(
-    None, "--model-api-key-env", help="Environment variable holding the server's API key (sent as a bearer token, never recorded). Never put credentials in --model-url."
+    None,
+    "--model-api-key-env",
+    help="Environment variable holding the server's API key (sent as a bearer token, never recorded). Never put credentials in --model-url.",
 )
 JUDGE_MODEL_OPTION = typer.Option(
-    None, "--judge-model", help="Judge model: qwen2.5-1.5b (the default), smollm2 (fast smoke tests: its verdicts do not agree with people) or a .gguf file."
+    None,
+    "--judge-model",
+    help="Judge model: qwen2.5-1.5b (the default), smollm2 (fast smoke tests: its verdicts do not agree with people) or a .gguf file.",
 )
 JUDGE_BACKEND_OPTION = typer.Option(
-    None, "--judge-backend", help="Judge model: qwen2.5-1.5b (the default), smollm2, gguf (--judge-path) or openai (--judge-url, --judge-name)."
+    None,
+    "--judge-backend",
+    help="Judge model: qwen2.5-1.5b (the default), smollm2, gguf (--judge-path) or openai (--judge-url, --judge-name).",
 )
 JUDGE_PATH_OPTION = typer.Option(None, "--judge-path", help="A GGUF file, for --judge-backend gguf.")
-JUDGE_URL_OPTION = typer.Option(None, "--judge-url", help="Base URL of an OpenAI-compatible server, for --judge-backend openai.")
+JUDGE_URL_OPTION = typer.Option(
+    None, "--judge-url", help="Base URL of an OpenAI-compatible server, for --judge-backend openai."
+)
 JUDGE_NAME_OPTION = typer.Option(None, "--judge-name", help="Judge model name at that server.")
 JUDGE_API_KEY_ENV_OPTION = typer.Option(
-    None, "--judge-api-key-env", help="Environment variable holding the judge server's API key (sent as a bearer token, never recorded). Never put credentials in --judge-url."
+    None,
+    "--judge-api-key-env",
+    help="Environment variable holding the judge server's API key (sent as a bearer token, never recorded). Never put credentials in --judge-url.",
 )
 
-TASK_RUNNER_OPTION = typer.Option(None, "--task-runner", help="Where the fanned-out tasks run (configurations, embedding groups, extraction batches): threads (default) or dask.")
-DASK_ADDRESS_OPTION = typer.Option(None, "--dask-address", help="A running Dask scheduler (tcp://host:8786); implies --task-runner dask.")
-WORKERS_OPTION = typer.Option(None, "--workers", help="Threads, or the Dask LocalCluster's worker processes (default 1 and 2).")
+TASK_RUNNER_OPTION = typer.Option(
+    None,
+    "--task-runner",
+    help="Where the fanned-out tasks run (configurations, embedding groups, extraction batches): threads (default) or dask.",
+)
+DASK_ADDRESS_OPTION = typer.Option(
+    None, "--dask-address", help="A running Dask scheduler (tcp://host:8786); implies --task-runner dask."
+)
+WORKERS_OPTION = typer.Option(
+    None, "--workers", help="Threads, or the Dask LocalCluster's worker processes (default 1 and 2)."
+)
 
 
 def with_task_runner(settings: dict, kind: str | None, address: str | None, workers: int | None) -> dict:
@@ -117,7 +141,13 @@ def with_task_runner(settings: dict, kind: str | None, address: str | None, work
 
 
 def model_settings(
-    choice: str | None, backend: str | None, path, url: str | None, name: str | None, option: str = "--model", api_key_env: str | None = None
+    choice: str | None,
+    backend: str | None,
+    path,
+    url: str | None,
+    name: str | None,
+    option: str = "--model",
+    api_key_env: str | None = None,
 ) -> dict:
     """A ChatModelConfig's fields from the model options; {} when none was given (the config's
     default model). `choice` is the --model/--judge-model shorthand: a model name or a .gguf file."""
@@ -131,7 +161,9 @@ def model_settings(
         elif choice.endswith(".gguf") or Path(choice).expanduser().is_file():
             backend, path = "gguf", Path(choice).expanduser()
         else:
-            raise ConfigError(f"{option} {choice!r} is neither a model name ({', '.join(NAMED_BACKENDS)}) nor a .gguf file")
+            raise ConfigError(
+                f"{option} {choice!r} is neither a model name ({', '.join(NAMED_BACKENDS)}) nor a .gguf file"
+            )
     if backend is None and url is not None:
         backend = "openai"
     if backend is None and path is not None:
@@ -161,7 +193,9 @@ def read_yaml(text: str):
         first: [(tag, pattern) for tag, pattern in resolvers if tag != "tag:yaml.org,2002:bool"]
         for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
     }
-    Yaml12Loader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
+    Yaml12Loader.add_implicit_resolver(
+        "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+    )
     return yaml.load(text, Loader=Yaml12Loader)
 
 

@@ -28,8 +28,13 @@ def documents_list(collection: str = COLLECTION_OPTION, as_json: bool = JSON_OPT
             table.add_column(column, overflow="fold")
         for row in documents.iter_rows(named=True):
             table.add_row(
-                row["doc_id"], row["content_type"], str(row["bytes"]), str(row["characters"]) + ("*" if row["truncated"] else ""),
-                str(row["chunk_count"]), row["title"], f"{row['ingested_at']:%Y-%m-%d %H:%M}",
+                row["doc_id"],
+                row["content_type"],
+                str(row["bytes"]),
+                str(row["characters"]) + ("*" if row["truncated"] else ""),
+                str(row["chunk_count"]),
+                row["title"],
+                f"{row['ingested_at']:%Y-%m-%d %H:%M}",
             )
         out.print(table)
 
@@ -58,5 +63,10 @@ def documents_delete(
             index_flow(IndexConfig(collection=collection, embedding_model=manifest["embedding_model"]))
     except RagassayError as error:
         fail(error)
-    emit(as_json, {"collection": collection, "deleted": deleted, "reindexed": manifest is not None},
-          lambda: out.print(f"deleted {len(deleted)} documents from {collection}" + (" and re-indexed" if manifest else "")))
+    emit(
+        as_json,
+        {"collection": collection, "deleted": deleted, "reindexed": manifest is not None},
+        lambda: out.print(
+            f"deleted {len(deleted)} documents from {collection}" + (" and re-indexed" if manifest else "")
+        ),
+    )

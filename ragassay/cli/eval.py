@@ -47,13 +47,23 @@ eval_app = typer.Typer(help="Evaluate retrieval and answers on golden sets.", no
 
 @eval_app.command("retrieval")
 def eval_retrieval(
-    collection: list[str] = typer.Option([], "--collection", "-c", help="Collection whose golden set is evaluated; repeatable."),
-    configs: Optional[Path] = typer.Option(None, "--configs", help="YAML/JSON: a list of configurations, or a mapping of these settings."),
-    mode: list[str] = typer.Option([], "--mode", help=f"Add a configuration of this search type ({', '.join(SEARCH_TYPES)}); repeatable."),
+    collection: list[str] = typer.Option(
+        [], "--collection", "-c", help="Collection whose golden set is evaluated; repeatable."
+    ),
+    configs: Optional[Path] = typer.Option(
+        None, "--configs", help="YAML/JSON: a list of configurations, or a mapping of these settings."
+    ),
+    mode: list[str] = typer.Option(
+        [], "--mode", help=f"Add a configuration of this search type ({', '.join(SEARCH_TYPES)}); repeatable."
+    ),
     ks: Optional[str] = typer.Option(None, "--ks", help="Cut-offs, comma-separated (default 1,3,5,10)."),
     max_questions: Optional[int] = typer.Option(None, help="Evaluate a seeded sample of at most this many questions."),
-    seed: Optional[int] = typer.Option(None, help="Seed of the question sample and the significance tests (default 0)."),
-    assertion: list[str] = typer.Option([], "--assert", help="Quality gate such as 'hybrid:recall@5>=0.8'; repeatable."),
+    seed: Optional[int] = typer.Option(
+        None, help="Seed of the question sample and the significance tests (default 0)."
+    ),
+    assertion: list[str] = typer.Option(
+        [], "--assert", help="Quality gate such as 'hybrid:recall@5>=0.8'; repeatable."
+    ),
     task_runner: Optional[str] = TASK_RUNNER_OPTION,
     dask_address: Optional[str] = DASK_ADDRESS_OPTION,
     workers: Optional[int] = WORKERS_OPTION,
@@ -95,7 +105,9 @@ def eval_retrieval(
         fail(error)
 
     def render() -> None:
-        render_means(f"batch {report.batch_id}: {report.questions} questions", report.means, headline_metrics(list(config.ks)))
+        render_means(
+            f"batch {report.batch_id}: {report.questions} questions", report.means, headline_metrics(list(config.ks))
+        )
         render_comparisons(report.comparisons, [f"ndcg@{max(config.ks)}", "mrr"])
         for warning in report.warnings:
             out.print(f"[yellow]warning[/yellow] {warning}", highlight=False)
@@ -108,16 +120,30 @@ def eval_retrieval(
 
 @eval_app.command("answers")
 def eval_answers(
-    collection: list[str] = typer.Option([], "--collection", "-c", help="Collection whose golden set is answered; repeatable."),
-    configs: Optional[Path] = typer.Option(None, "--configs", help="YAML/JSON: a list of answer configurations, or a mapping of these settings."),
-    mode: list[str] = typer.Option([], "--mode", help=f"Add a configuration of this search type ({', '.join(SEARCH_TYPES)}); repeatable."),
+    collection: list[str] = typer.Option(
+        [], "--collection", "-c", help="Collection whose golden set is answered; repeatable."
+    ),
+    configs: Optional[Path] = typer.Option(
+        None, "--configs", help="YAML/JSON: a list of answer configurations, or a mapping of these settings."
+    ),
+    mode: list[str] = typer.Option(
+        [], "--mode", help=f"Add a configuration of this search type ({', '.join(SEARCH_TYPES)}); repeatable."
+    ),
     groundedness: str = typer.Option("strict", help="Groundedness of the --mode configurations: strict or off."),
-    unanswerable: Optional[Path] = typer.Option(None, help="JSONL/CSV of questions the corpus cannot answer (id, question)."),
-    max_questions: Optional[int] = typer.Option(None, help="Answer a seeded sample of at most this many golden questions."),
+    unanswerable: Optional[Path] = typer.Option(
+        None, help="JSONL/CSV of questions the corpus cannot answer (id, question)."
+    ),
+    max_questions: Optional[int] = typer.Option(
+        None, help="Answer a seeded sample of at most this many golden questions."
+    ),
     seed: Optional[int] = typer.Option(None, help="Seed of the question sample (default 0)."),
     no_pairwise: bool = typer.Option(False, "--no-pairwise", help="Skip the pairwise comparison of configurations."),
     estimate: bool = typer.Option(False, "--estimate", help="Print model calls, tokens and time, and run nothing."),
-    assertion: list[str] = typer.Option([], "--assert", help="Quality gate such as 'hybrid:faithfulness>=0.7' or 'hybrid:false_refusal_rate<=0.2'; repeatable."),
+    assertion: list[str] = typer.Option(
+        [],
+        "--assert",
+        help="Quality gate such as 'hybrid:faithfulness>=0.7' or 'hybrid:false_refusal_rate<=0.2'; repeatable.",
+    ),
     judge_model: Optional[str] = JUDGE_MODEL_OPTION,
     judge_backend: Optional[str] = JUDGE_BACKEND_OPTION,
     judge_path: Optional[Path] = JUDGE_PATH_OPTION,
@@ -142,7 +168,9 @@ def eval_answers(
             settings["collections"] = collection
         if mode:
             settings["configurations"] = [{"label": m, "search_type": m, "groundedness": groundedness} for m in mode]
-        settings.setdefault("configurations", [{"label": "hybrid", "search_type": "hybrid", "groundedness": groundedness}])
+        settings.setdefault(
+            "configurations", [{"label": "hybrid", "search_type": "hybrid", "groundedness": groundedness}]
+        )
         for key, value in (("unanswerable", unanswerable), ("max_questions", max_questions), ("seed", seed)):
             if value is not None:
                 settings[key] = value
@@ -180,7 +208,10 @@ def eval_answers(
         render_pairwise(report.pairwise)
         render_answer_warnings(report.warnings)
         render_assertions(report.assertions)
-        out.print(f"{report.seconds:.0f}s. MLflow experiment {report.experiment!r}; open it with:\n  {report.ui_command}", highlight=False)
+        out.print(
+            f"{report.seconds:.0f}s. MLflow experiment {report.experiment!r}; open it with:\n  {report.ui_command}",
+            highlight=False,
+        )
 
     emit(as_json, report.model_dump(), render)
     exit_on_failed_assertions(report.assertions)

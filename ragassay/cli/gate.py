@@ -12,9 +12,15 @@ from ragassay.errors import ConfigError, RagassayError
 
 
 def gate(
-    baseline: str = typer.Option(..., "--baseline", help="Batch id of the accepted state (from `ragassay run`, `eval` or `runs list`)."),
-    candidate: Optional[str] = typer.Option(None, "--candidate", help="Batch id of the change (default: the newest other batch over the same collections)."),
-    max_drop: list[str] = typer.Option(..., "--max-drop", help="[LABEL:]METRIC=NUMBER, e.g. recall@5=0.02 or hybrid:faithfulness=0.05; repeatable."),
+    baseline: str = typer.Option(
+        ..., "--baseline", help="Batch id of the accepted state (from `ragassay run`, `eval` or `runs list`)."
+    ),
+    candidate: Optional[str] = typer.Option(
+        None, "--candidate", help="Batch id of the change (default: the newest other batch over the same collections)."
+    ),
+    max_drop: list[str] = typer.Option(
+        ..., "--max-drop", help="[LABEL:]METRIC=NUMBER, e.g. recall@5=0.02 or hybrid:faithfulness=0.05; repeatable."
+    ),
     alpha: float = typer.Option(0.05, help="A drop counts only when its randomization p-value is below this."),
     seed: int = typer.Option(0, help="Seed of the paired tests."),
     as_json: bool = JSON_OPTION,
@@ -35,7 +41,11 @@ def gate(
             raise ConfigError(f"no batch {baseline!r}; `ragassay runs list` shows the batches")
         candidate = candidate or tracking.latest_batch(home, collections, excluding=baseline)
         if candidate is None or tracking.batch_collections(home, candidate) is None:
-            raise ConfigError(f"no candidate batch {candidate!r}" if candidate else f"no other batch over {collections} to compare with {baseline}")
+            raise ConfigError(
+                f"no candidate batch {candidate!r}"
+                if candidate
+                else f"no other batch over {collections} to compare with {baseline}"
+            )
         before, after = tracking.batch_tables(home, baseline), tracking.batch_tables(home, candidate)
         results = []
         for kind in ("retrieval", "answers"):
@@ -43,27 +53,60 @@ def gate(
             if not kind_bounds:
                 continue
             if kind not in before or kind not in after:
-                raise ConfigError(f"--max-drop {kind_bounds[0].metric}: both batches need {kind} results "
-                                  f"(baseline has {', '.join(before) or 'none'}, candidate {', '.join(after) or 'none'})")
-            scores = [{label: per_question_scores(kind, table) for label, table in tables[kind].items()} for tables in (before, after)]
+                raise ConfigError(
+                    f"--max-drop {kind_bounds[0].metric}: both batches need {kind} results "
+                    f"(baseline has {', '.join(before) or 'none'}, candidate {', '.join(after) or 'none'})"
+                )
+            scores = [
+                {label: per_question_scores(kind, table) for label, table in tables[kind].items()}
+                for tables in (before, after)
+            ]
             results += compare_batches(*scores, kind_bounds, alpha, seed).to_dicts()
     except RagassayError as error:
         fail(error)
 
     def render() -> None:
-        table = Table(title=f"candidate {candidate} against baseline {baseline} (drop = how much worse; fails when > bound and p < {alpha})")
-        for column in ("configuration", "metric", "questions", "baseline", "candidate", "drop", "95% CI", "p", "bound", ""):
+        table = Table(
+            title=f"candidate {candidate} against baseline {baseline} (drop = how much worse; fails when > bound and p < {alpha})"
+        )
+        for column in (
+            "configuration",
+            "metric",
+            "questions",
+            "baseline",
+            "candidate",
+            "drop",
+            "95% CI",
+            "p",
+            "bound",
+            "",
+        ):
             table.add_column(column, justify="left" if column in ("configuration", "metric", "") else "right")
         for r in results:
-            table.add_row(r["configuration"], r["metric"], str(r["questions"]), f"{r['baseline']:.4f}", f"{r['candidate']:.4f}",
-                          f"{r['drop']:+.4f}", f"[{r['ci_low']:+.4f}, {r['ci_high']:+.4f}]", f"{r['p_value']:.4f}", f"{r['max_drop']:g}",
-                          "[red]FAILED[/red]" if r["failed"] else "[green]ok[/green]")
+            table.add_row(
+                r["configuration"],
+                r["metric"],
+                str(r["questions"]),
+                f"{r['baseline']:.4f}",
+                f"{r['candidate']:.4f}",
+                f"{r['drop']:+.4f}",
+                f"[{r['ci_low']:+.4f}, {r['ci_high']:+.4f}]",
+                f"{r['p_value']:.4f}",
+                f"{r['max_drop']:g}",
+                "[red]FAILED[/red]" if r["failed"] else "[green]ok[/green]",
+            )
         out.print(table)
 
     emit(as_json, {"baseline": baseline, "candidate": candidate, "alpha": alpha, "results": results}, render)
     failed = [r for r in results if r["failed"]]
     if failed:
-        err.print("regression gate failed: " + "; ".join(
-            f"{r['configuration']}:{r['metric']} dropped {r['drop']:.4f} > {r['max_drop']:g} (p {r['p_value']:.4f})" for r in failed), highlight=False)
+        err.print(
+            "regression gate failed: "
+            + "; ".join(
+                f"{r['configuration']}:{r['metric']} dropped {r['drop']:.4f} > {r['max_drop']:g} (p {r['p_value']:.4f})"
+                for r in failed
+            ),
+            highlight=False,
+        )
         raise typer.Exit(EXIT_PARTIAL)
     raise typer.Exit(EXIT_OK)

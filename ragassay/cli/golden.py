@@ -39,10 +39,14 @@ golden_app = typer.Typer(help="Golden sets: questions with the documents that an
 
 def _report_change(change, as_json: bool) -> None:
     def render() -> None:
-        out.print(f"golden set of [bold]{change.collection}[/bold]: {len(change.added)} added, "
-                  f"{len(change.problems)} refused, {change.size} entries in all")
+        out.print(
+            f"golden set of [bold]{change.collection}[/bold]: {len(change.added)} added, "
+            f"{len(change.problems)} refused, {change.size} entries in all"
+        )
         for problem in change.problems:
-            out.print(f"[red]refused[/red] {problem['source']}: {problem['reason']} ({problem['detail']})", highlight=False)
+            out.print(
+                f"[red]refused[/red] {problem['source']}: {problem['reason']} ({problem['detail']})", highlight=False
+            )
 
     emit(as_json, change.model_dump(), render)
     raise typer.Exit(EXIT_PARTIAL if change.problems else EXIT_OK)
@@ -51,7 +55,9 @@ def _report_change(change, as_json: bool) -> None:
 @golden_app.command("add")
 def golden_add(
     collection: str = COLLECTION_OPTION,
-    file: Optional[Path] = typer.Option(None, "--file", "-f", help="JSONL or CSV of entries (question, expected_document_ids, reference_answer, id)."),
+    file: Optional[Path] = typer.Option(
+        None, "--file", "-f", help="JSONL or CSV of entries (question, expected_document_ids, reference_answer, id)."
+    ),
     question: Optional[str] = typer.Option(None, help="The question of one entry."),
     expected_doc: list[str] = typer.Option([], "--expected-doc", help="A document id that answers it; repeatable."),
     reference_answer: Optional[str] = typer.Option(None, help="The expected answer."),
@@ -68,7 +74,9 @@ def golden_add(
         if file is not None:
             change = add_from_file(workspace_home(), collection, file)
         else:
-            candidate = GoldenCandidate(question, tuple(expected_doc), "--question", reference_answer=reference_answer, entry_id=entry_id)
+            candidate = GoldenCandidate(
+                question, tuple(expected_doc), "--question", reference_answer=reference_answer, entry_id=entry_id
+            )
             change = add_candidates(workspace_home(), collection, [candidate], [])
     except RagassayError as error:
         fail(error)
@@ -78,7 +86,9 @@ def golden_add(
 @golden_app.command("import")
 def golden_import(
     collection: str = COLLECTION_OPTION,
-    format: str = typer.Option("beir", "--format", help="beir: the test queries and graded qrels of an ingested BEIR dataset."),
+    format: str = typer.Option(
+        "beir", "--format", help="beir: the test queries and graded qrels of an ingested BEIR dataset."
+    ),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Import golden entries from data that came with the collection."""
@@ -122,8 +132,12 @@ def golden_generate(
         writer = model_settings(model, model_backend, model_path, model_url, model_name, api_key_env=model_api_key_env)
         # Options not given keep the config's defaults (Qwen2.5 1.5B writes, and judges).
         config = parse_config(
-            GenerateConfig, collection=collection, count=count, seed=seed,
-            **({"model": writer} if writer else {}), **({"judge": judge} if judge else {}),
+            GenerateConfig,
+            collection=collection,
+            count=count,
+            seed=seed,
+            **({"model": writer} if writer else {}),
+            **({"judge": judge} if judge else {}),
         )
         prefect_defaults()
         from flows.generate_golden import generate_golden_flow
@@ -137,13 +151,18 @@ def golden_generate(
             f"generated for [bold]{report.collection}[/bold] with seed {report.seed} ({report.model_id}, {report.prompt_version}; "
             f"answers checked by {report.judge_model_id}): "
             f"requested {report.requested}, attempted {report.attempted}, accepted {len(report.accepted)} "
-            f"(acceptance rate {report.acceptance_rate:.0%})", highlight=False,
+            f"(acceptance rate {report.acceptance_rate:.0%})",
+            highlight=False,
         )
         reasons = ", ".join(f"{reason} {n}" for reason, n in report.discarded.items() if n)
-        out.print(f"discarded: {reasons or 'none'}; pages skipped as already used: {report.skipped_pages}", highlight=False)
+        out.print(
+            f"discarded: {reasons or 'none'}; pages skipped as already used: {report.skipped_pages}", highlight=False
+        )
         if len(report.accepted) < report.requested:
-            out.print(f"[yellow]only {len(report.accepted)} of {report.requested} questions passed the gate[/yellow]: "
-                      "a fact about this corpus and model, see the discarded candidates in MLflow run " + str(report.run_id))
+            out.print(
+                f"[yellow]only {len(report.accepted)} of {report.requested} questions passed the gate[/yellow]: "
+                "a fact about this corpus and model, see the discarded candidates in MLflow run " + str(report.run_id)
+            )
         out.print(f"model time {report.seconds_in_model:.1f}s of {report.seconds:.1f}s", style="dim")
 
     emit(as_json, report.model_dump(), render)
@@ -166,7 +185,8 @@ def golden_list(collection: str = COLLECTION_OPTION, as_json: bool = JSON_OPTION
             table.add_column(column, overflow="fold")
         for row in golden.iter_rows(named=True):
             expected = ", ".join(
-                doc if grade == 1 else f"{doc} ({grade})" for doc, grade in zip(row["expected_document_ids"], row["relevance"])
+                doc if grade == 1 else f"{doc} ({grade})"
+                for doc, grade in zip(row["expected_document_ids"], row["relevance"])
             )
             table.add_row(row["entry_id"], row["question"], expected, row["origin"], "stale" if row["stale"] else "")
         out.print(table)
@@ -187,4 +207,8 @@ def golden_delete(
         deleted = delete_entries(workspace_home(), collection, entry_ids)
     except RagassayError as error:
         fail(error)
-    emit(as_json, {"collection": collection, "deleted": deleted}, lambda: out.print(f"deleted {len(deleted)} golden entries"))
+    emit(
+        as_json,
+        {"collection": collection, "deleted": deleted},
+        lambda: out.print(f"deleted {len(deleted)} golden entries"),
+    )

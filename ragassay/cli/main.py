@@ -66,12 +66,18 @@ app.command("gate")(gate)
 
 @app.command()
 def ingest(
-    paths: list[Path] = typer.Argument(..., help="Files or folders (searched recursively); for --format beir, the dataset folder."),
+    paths: list[Path] = typer.Argument(
+        ..., help="Files or folders (searched recursively); for --format beir, the dataset folder."
+    ),
     collection: str = COLLECTION_OPTION,
-    format: str = typer.Option("files", "--format", help="files, or beir (corpus.jsonl, queries.jsonl, qrels/test.tsv)."),
+    format: str = typer.Option(
+        "files", "--format", help="files, or beir (corpus.jsonl, queries.jsonl, qrels/test.tsv)."
+    ),
     chunk_size: int = typer.Option(1200, help="Most characters in one chunk."),
     chunk_overlap: int = typer.Option(150, help="Characters a chunk repeats from the previous one."),
-    doc_id: Optional[str] = typer.Option(None, help="Document id for a single file (default: its path relative to the ingest root)."),
+    doc_id: Optional[str] = typer.Option(
+        None, help="Document id for a single file (default: its path relative to the ingest root)."
+    ),
     task_runner: Optional[str] = TASK_RUNNER_OPTION,
     dask_address: Optional[str] = DASK_ADDRESS_OPTION,
     workers: Optional[int] = WORKERS_OPTION,
@@ -83,8 +89,13 @@ def ingest(
     from ragassay.config import IngestConfig, parse_config
 
     try:
-        settings = dict(collection=collection, paths=tuple(paths), format=format,
-                        chunking=dict(chunk_size=chunk_size, chunk_overlap=chunk_overlap), doc_id=doc_id)
+        settings = dict(
+            collection=collection,
+            paths=tuple(paths),
+            format=format,
+            chunking=dict(chunk_size=chunk_size, chunk_overlap=chunk_overlap),
+            doc_id=doc_id,
+        )
         config = parse_config(IngestConfig, **with_task_runner(settings, task_runner, dask_address, workers))
         prefect_defaults()
         from flows.ingest import ingest_flow
@@ -112,7 +123,9 @@ def ingest(
 @app.command()
 def index(
     collection: str = COLLECTION_OPTION,
-    embedding_model: str = typer.Option(DEFAULT_EMBEDDING_MODEL, help="fastembed model name, or a folder with model.onnx and tokenizer files."),
+    embedding_model: str = typer.Option(
+        DEFAULT_EMBEDDING_MODEL, help="fastembed model name, or a folder with model.onnx and tokenizer files."
+    ),
     batch_size: int = typer.Option(64, help="Chunks embedded per batch."),
     task_runner: Optional[str] = TASK_RUNNER_OPTION,
     dask_address: Optional[str] = DASK_ADDRESS_OPTION,
@@ -125,8 +138,12 @@ def index(
     from ragassay.config import IndexConfig, parse_config
 
     try:
-        settings = with_task_runner({"collection": collection, "embedding_model": embedding_model, "batch_size": batch_size},
-                                    task_runner, dask_address, workers)
+        settings = with_task_runner(
+            {"collection": collection, "embedding_model": embedding_model, "batch_size": batch_size},
+            task_runner,
+            dask_address,
+            workers,
+        )
         config = parse_config(IndexConfig, **settings)
         prefect_defaults()
         from flows.index import index_flow
@@ -159,8 +176,12 @@ def search(
     k: int = typer.Option(10, "--k", help="Documents to return."),
     depth: int = typer.Option(100, help="Documents each retriever contributes to hybrid fusion."),
     rrf_k: int = typer.Option(60, help="Reciprocal-rank fusion constant."),
-    content_type: list[str] = typer.Option([], "--content-type", help="Keep only this type (pdf, .md or text/markdown); repeatable."),
-    path_glob: Optional[str] = typer.Option(None, help="Keep only documents whose id or source path matches this glob."),
+    content_type: list[str] = typer.Option(
+        [], "--content-type", help="Keep only this type (pdf, .md or text/markdown); repeatable."
+    ),
+    path_glob: Optional[str] = typer.Option(
+        None, help="Keep only documents whose id or source path matches this glob."
+    ),
     lexical_unit: str = typer.Option("document", help="What BM25 scores: document (whole text) or chunk (best chunk)."),
     rerank: str = typer.Option("off", help="off, or llm: the chat model scores the top 20 passages 0-10."),
     as_json: bool = JSON_OPTION,
@@ -174,8 +195,14 @@ def search(
     try:
         check_search_type(mode)
         config = parse_config(
-            SearchSettings, search_type=mode, depth=depth, fusion=dict(k=rrf_k), content_types=tuple(content_type),
-            path_glob=path_glob, lexical_unit=lexical_unit, rerank=rerank,
+            SearchSettings,
+            search_type=mode,
+            depth=depth,
+            fusion=dict(k=rrf_k),
+            content_types=tuple(content_type),
+            path_glob=path_glob,
+            lexical_unit=lexical_unit,
+            rerank=rerank,
         )
         started = time.perf_counter()
         result = run_search(Resources(), workspace_home(), collection, query, config, k)
@@ -185,15 +212,23 @@ def search(
         fail(error)
 
     def render() -> None:
-        out.print(f"[bold]{config.search_type}[/bold] search for {query!r}: {len(hits)} results in {elapsed * 1000:.0f} ms")
+        out.print(
+            f"[bold]{config.search_type}[/bold] search for {query!r}: {len(hits)} results in {elapsed * 1000:.0f} ms"
+        )
         for hit in hits:
             document = hit.doc_id if len(collection) == 1 else f"{hit.collection}/{hit.doc_id}"
             page = f", page {hit.page}" if hit.page else ""
-            out.print(f"{hit.rank:>3}. {hit.score:.4f}  [bold]{document}[/bold]  ({hit.chunk_id}, chars {hit.char_start}-{hit.char_end}{page})", highlight=False)
+            out.print(
+                f"{hit.rank:>3}. {hit.score:.4f}  [bold]{document}[/bold]  ({hit.chunk_id}, chars {hit.char_start}-{hit.char_end}{page})",
+                highlight=False,
+            )
             out.print(f"     {hit.snippet}", style="dim", highlight=False)
         if config.rerank == "llm":
             state = "fell back to the fused order" if rerank_stats.fallbacks else "reordered by the model's 0-10 scores"
-            out.print(f"rerank: {state}; {usage.calls} model calls, {usage.prompt_tokens}+{usage.completion_tokens} tokens", style="dim")
+            out.print(
+                f"rerank: {state}; {usage.calls} model calls, {usage.prompt_tokens}+{usage.completion_tokens} tokens",
+                style="dim",
+            )
 
     payload = {"query": query, "config": {**config.model_dump(), "k": k}, "results": [h.__dict__ for h in hits]}
     if config.rerank == "llm":
@@ -208,7 +243,9 @@ def answer(
     mode: str = typer.Option("hybrid", help=f"Retrieval: one of {', '.join(SEARCH_TYPES)}."),
     k: int = typer.Option(5, "--k", help="Documents retrieved; each gives its best chunk as a source."),
     lexical_unit: str = typer.Option("document", help="What BM25 scores: document or chunk."),
-    groundedness: str = typer.Option("strict", help="strict: every statement must cite a source; off: a plain RAG answer."),
+    groundedness: str = typer.Option(
+        "strict", help="strict: every statement must cite a source; off: a plain RAG answer."
+    ),
     model: Optional[str] = MODEL_OPTION,
     model_backend: Optional[str] = MODEL_BACKEND_OPTION,
     model_path: Optional[Path] = MODEL_PATH_OPTION,
@@ -233,8 +270,12 @@ def answer(
             search_type=mode,
             k=k,
             lexical_unit=lexical_unit,
-            model=dict(model_settings(model, model_backend, model_path, model_url, model_name, api_key_env=model_api_key_env), context_size=context_size,
-                       threads=threads, gpu_layers=gpu_layers),
+            model=dict(
+                model_settings(model, model_backend, model_path, model_url, model_name, api_key_env=model_api_key_env),
+                context_size=context_size,
+                threads=threads,
+                gpu_layers=gpu_layers,
+            ),
             groundedness=groundedness,
             seed=seed,
         )
@@ -249,12 +290,20 @@ def answer(
             out.print(f"(declined: {result.reason})", style="dim", highlight=False)
         for statement in result.statements:
             for citation in statement.citations:
-                out.print(f"  [{citation.number}] {citation.doc_id} chars {citation.char_start}-{citation.char_end}", style="dim", highlight=False)
+                out.print(
+                    f"  [{citation.number}] {citation.doc_id} chars {citation.char_start}-{citation.char_end}",
+                    style="dim",
+                    highlight=False,
+                )
         dropped = f", {result.dropped_citations} invalid citations dropped" if result.dropped_citations else ""
         usage = result.usage
         cached = f", {usage.cached_calls} from cache" if usage.cached_calls else ""
-        out.print(f"{payload['model_id']} ({payload['prompt_version']}): {usage.calls} calls{cached}, "
-                  f"{usage.prompt_tokens}+{usage.completion_tokens} tokens, {usage.seconds:.1f}s{dropped}", style="dim", highlight=False)
+        out.print(
+            f"{payload['model_id']} ({payload['prompt_version']}): {usage.calls} calls{cached}, "
+            f"{usage.prompt_tokens}+{usage.completion_tokens} tokens, {usage.seconds:.1f}s{dropped}",
+            style="dim",
+            highlight=False,
+        )
 
     emit(as_json, payload, render)
 

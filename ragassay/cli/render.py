@@ -30,8 +30,12 @@ def render_comparisons(comparisons: list[dict], metrics: list[str]) -> None:
         table.add_column(column, justify="right" if column in ("difference", "p") else "left")
     for c in shown:
         table.add_row(
-            c["configuration_a"], c["configuration_b"], c["metric"], f"{c['mean_difference']:+.4f}",
-            f"[{c['ci_low']:+.4f}, {c['ci_high']:+.4f}]", f"{c['p_value']:.4f}",
+            c["configuration_a"],
+            c["configuration_b"],
+            c["metric"],
+            f"{c['mean_difference']:+.4f}",
+            f"[{c['ci_low']:+.4f}, {c['ci_high']:+.4f}]",
+            f"{c['p_value']:.4f}",
         )
     out.print(table)
 
@@ -82,7 +86,8 @@ def render_answer_warnings(warnings: list[dict]) -> None:
 def render_estimate(estimate: dict) -> None:
     out.print(
         f"{estimate['questions']} answerable and {estimate['unanswerable']} unanswerable questions "
-        f"({estimate['reference_sentences']} reference-answer sentences)", highlight=False,
+        f"({estimate['reference_sentences']} reference-answer sentences)",
+        highlight=False,
     )
     table = Table(title="estimate before running: expected model calls (at most), tokens, seconds")
     for column in ("configuration", "answer calls", "judge calls", "tokens", "seconds"):
@@ -94,17 +99,36 @@ def render_estimate(estimate: dict) -> None:
     for row in estimate["configurations"]:
         answer, judge = row["answer"], row["judge"]
         tokens = None if None in (answer["tokens"], judge["tokens"]) else answer["tokens"] + judge["tokens"]
-        seconds = None if None in (answer["seconds"], judge["seconds"]) else round(answer["seconds"] + judge["seconds"], 1)
-        table.add_row(row["configuration"], f"{answer['calls']} ({answer['at_most']})", f"{judge['calls']} ({judge['at_most']})", number(tokens), number(seconds))
+        seconds = (
+            None if None in (answer["seconds"], judge["seconds"]) else round(answer["seconds"] + judge["seconds"], 1)
+        )
+        table.add_row(
+            row["configuration"],
+            f"{answer['calls']} ({answer['at_most']})",
+            f"{judge['calls']} ({judge['at_most']})",
+            number(tokens),
+            number(seconds),
+        )
     pairwise = estimate["pairwise"]
     if pairwise["calls"]:
-        table.add_row("pairwise", "", f"{pairwise['calls']} ({pairwise['at_most']})", number(pairwise["tokens"]), number(pairwise["seconds"]))
+        table.add_row(
+            "pairwise",
+            "",
+            f"{pairwise['calls']} ({pairwise['at_most']})",
+            number(pairwise["tokens"]),
+            number(pairwise["seconds"]),
+        )
     out.print(table)
     for row in estimate["configurations"]:
-        out.print(f"answer model rates ({row['configuration']}): {row['answer_rate_basis']}", style="dim", highlight=False)
+        out.print(
+            f"answer model rates ({row['configuration']}): {row['answer_rate_basis']}", style="dim", highlight=False
+        )
     out.print(f"judge rates: {estimate['judge_rate_basis']}", style="dim", highlight=False)
     total = estimate["total_seconds"]
-    out.print(f"total: {estimate['total_calls']:,} model calls, about {'an unknown time' if total is None else f'{total / 60:.1f} minutes'}", highlight=False)
+    out.print(
+        f"total: {estimate['total_calls']:,} model calls, about {'an unknown time' if total is None else f'{total / 60:.1f} minutes'}",
+        highlight=False,
+    )
 
 
 ANSWER_COLUMNS = {

@@ -54,7 +54,11 @@ def runs_list(
     def render() -> None:
         out.print(f"{len(rows)} runs, newest first")
         for row in rows:
-            headline = "  ".join(f"{k} {v:.3f}" if k not in COUNTS else f"{k} {v:.0f}" for k, v in row["metrics"].items() if k in HEADLINE_METRICS)
+            headline = "  ".join(
+                f"{k} {v:.3f}" if k not in COUNTS else f"{k} {v:.0f}"
+                for k, v in row["metrics"].items()
+                if k in HEADLINE_METRICS
+            )
             out.print(
                 f"{row['started'][:16].replace('T', ' ')}  {row['kind']:<9} batch {row['batch_id']}  "
                 f"{row['configuration'] or '(batch)':<12} {row['run_id']}  ({row['collections']})  {headline}",
@@ -78,7 +82,9 @@ def runs_show(run_id: str = typer.Argument(..., help="MLflow run id."), as_json:
     payload = {**_run_row(run), "params": dict(run.data.params), "tags": dict(run.data.tags)}
 
     def render() -> None:
-        out.print(f"run {run_id} ({payload['kind']}, batch {payload['batch_id']}, {payload['configuration'] or 'batch parent'})")
+        out.print(
+            f"run {run_id} ({payload['kind']}, batch {payload['batch_id']}, {payload['configuration'] or 'batch parent'})"
+        )
         for name, value in sorted(payload["params"].items()):
             out.print(f"  param {name} = {value}", highlight=False)
         for name, value in payload["metrics"].items():
@@ -88,7 +94,9 @@ def runs_show(run_id: str = typer.Argument(..., help="MLflow run id."), as_json:
 
 
 @runs_app.command("compare")
-def runs_compare(batch_id: str = typer.Argument(..., help="Batch id printed by `eval`."), as_json: bool = JSON_OPTION) -> None:
+def runs_compare(
+    batch_id: str = typer.Argument(..., help="Batch id printed by `eval`."), as_json: bool = JSON_OPTION
+) -> None:
     """Configurations × metrics of one batch, with the pairwise differences logged beside them."""
     from ragassay import tracking
 
@@ -105,12 +113,16 @@ def runs_compare(batch_id: str = typer.Argument(..., help="Batch id printed by `
     for run in reversed(children):
         kind = run.data.tags.get(tracking.TAG_KIND)
         if kind in tracking.PER_QUESTION_TABLES:
-            by_kind.setdefault(kind, {})[run.data.tags[tracking.TAG_LABEL]] = {display_name(k): v for k, v in run.data.metrics.items()}
+            by_kind.setdefault(kind, {})[run.data.tags[tracking.TAG_LABEL]] = {
+                display_name(k): v for k, v in run.data.metrics.items()
+            }
     if "answers" in by_kind and "retrieval" not in by_kind:
         _compare_answer_batch(home, batch_id, parent_id, by_kind["answers"], as_json, prefix.format(kind="answers"))
         return
     means = by_kind.get("retrieval", {})
-    comparisons_table = tracking.download_table(home, parent_id, prefix.format(kind="retrieval") + "comparisons") if parent_id else None
+    comparisons_table = (
+        tracking.download_table(home, parent_id, prefix.format(kind="retrieval") + "comparisons") if parent_id else None
+    )
     comparisons = comparisons_table.to_dicts() if comparisons_table is not None else []
     metric_names = [m for m in next(iter(means.values()), {}) if m != "questions_scored"]
 
@@ -120,13 +132,27 @@ def runs_compare(batch_id: str = typer.Argument(..., help="Batch id printed by `
         render_comparisons(comparisons, [f"ndcg@{max(ks)}", "mrr"] if ks else ["mrr"])
 
     if "answers" in by_kind:
-        emit(as_json, {"batch_id": batch_id, "means": means, "comparisons": comparisons, "answers": by_kind["answers"]}, lambda: (
-            render(), render_answer_metrics(f"batch {batch_id}: answers", by_kind["answers"]), render_answer_costs(by_kind["answers"])))
+        emit(
+            as_json,
+            {"batch_id": batch_id, "means": means, "comparisons": comparisons, "answers": by_kind["answers"]},
+            lambda: (
+                render(),
+                render_answer_metrics(f"batch {batch_id}: answers", by_kind["answers"]),
+                render_answer_costs(by_kind["answers"]),
+            ),
+        )
         return
     emit(as_json, {"batch_id": batch_id, "means": means, "comparisons": comparisons}, render)
 
 
-def _compare_answer_batch(home: Path, batch_id: str, parent_run_id: str | None, metrics: dict[str, dict[str, float]], as_json: bool, prefix: str = "") -> None:
+def _compare_answer_batch(
+    home: Path,
+    batch_id: str,
+    parent_run_id: str | None,
+    metrics: dict[str, dict[str, float]],
+    as_json: bool,
+    prefix: str = "",
+) -> None:
     """An answer batch: metrics with their scored counts, costs, and the pairwise tallies."""
     from ragassay import tracking
     from ragassay.metrics.answers import tally_pairs
@@ -147,4 +173,13 @@ def _compare_answer_batch(home: Path, batch_id: str, parent_run_id: str | None, 
 
 # What `runs list` shows of each kind of run: retrieval, answers and cases share one list.
 COUNTS = ("cases_passed", "cases_failed")
-HEADLINE_METRICS = ("recall@5", "ndcg@10", "mrr", "faithfulness", "context_recall", "refusal_recall", "false_refusal_rate", *COUNTS)
+HEADLINE_METRICS = (
+    "recall@5",
+    "ndcg@10",
+    "mrr",
+    "faithfulness",
+    "context_recall",
+    "refusal_recall",
+    "false_refusal_rate",
+    *COUNTS,
+)

@@ -120,7 +120,14 @@ def _serve(port: int, parent_pid: int) -> None:
     import uvicorn
 
     end_when_orphaned(parent_pid, _shut_down)
-    uvicorn.run("prefect.server.api.server:create_app", factory=True, host="127.0.0.1", port=port, log_level="error", lifespan="on")
+    uvicorn.run(
+        "prefect.server.api.server:create_app",
+        factory=True,
+        host="127.0.0.1",
+        port=port,
+        log_level="error",
+        lifespan="on",
+    )
 
 
 if __name__ == "__main__":

@@ -44,7 +44,11 @@ class ConfigurationSummary:
 
 
 def summarize_configuration(
-    label: str, answered: list[AnsweredQuestion], judgements: dict[str, AnswerJudgement], judge_usage: Usage, judge_reused: int = 0
+    label: str,
+    answered: list[AnsweredQuestion],
+    judgements: dict[str, AnswerJudgement],
+    judge_usage: Usage,
+    judge_reused: int = 0,
 ) -> ConfigurationSummary:
     """Run metrics (each answer metric with the number of questions it scored; refusal in both
     directions; cost), the answers and judgments tables, and a warning per unreadable output."""
@@ -79,7 +83,9 @@ def summarize_configuration(
     )
 
 
-def _answers_frame(label: str, answered: list[AnsweredQuestion], judgements: dict[str, AnswerJudgement]) -> pl.DataFrame:
+def _answers_frame(
+    label: str, answered: list[AnsweredQuestion], judgements: dict[str, AnswerJudgement]
+) -> pl.DataFrame:
     rows = []
     for a in answered:
         judgement = judgements.get(a.key)
@@ -111,9 +117,16 @@ def _answers_frame(label: str, answered: list[AnsweredQuestion], judgements: dic
     return pl.DataFrame(rows, schema=ANSWERS.schema)
 
 
-def _judgments_frame(label: str, answerable: list[AnsweredQuestion], judgements: dict[str, AnswerJudgement]) -> pl.DataFrame:
+def _judgments_frame(
+    label: str, answerable: list[AnsweredQuestion], judgements: dict[str, AnswerJudgement]
+) -> pl.DataFrame:
     rows = [
-        {"configuration": label, "query_collection": a.question.query_collection, "query_id": a.question.query_id, **verdict}
+        {
+            "configuration": label,
+            "query_collection": a.question.query_collection,
+            "query_id": a.question.query_id,
+            **verdict,
+        }
         for a in answerable
         if a.key in judgements
         for verdict in judgements[a.key].verdicts
@@ -126,8 +139,12 @@ def _warnings(label: str, answered: list[AnsweredQuestion], judgements: dict[str
     for a in answered:
         if a.answer.unparseable:
             warnings.append(
-                {"configuration": label, "metric": "answer", "question": a.key,
-                 "reason": "the answer model's output could not be read; the user saw a refusal, and it counts as one"}
+                {
+                    "configuration": label,
+                    "metric": "answer",
+                    "question": a.key,
+                    "reason": "the answer model's output could not be read; the user saw a refusal, and it counts as one",
+                }
             )
         judgement = judgements.get(a.key)
         for name, scored in (judgement.scores() if judgement else {}).items():
@@ -136,8 +153,12 @@ def _warnings(label: str, answered: list[AnsweredQuestion], judgements: dict[str
     missing = [a.key for a in answered if a.answerable and not a.question.reference_answer]
     if missing:
         warnings.append(
-            {"configuration": label, "metric": "context_recall", "question": ", ".join(missing[:5]) + (" …" if len(missing) > 5 else ""),
-             "reason": f"{len(missing)} questions have no reference answer, so context recall cannot score them"}
+            {
+                "configuration": label,
+                "metric": "context_recall",
+                "question": ", ".join(missing[:5]) + (" …" if len(missing) > 5 else ""),
+                "reason": f"{len(missing)} questions have no reference answer, so context recall cannot score them",
+            }
         )
     return warnings
 

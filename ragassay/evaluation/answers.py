@@ -27,11 +27,17 @@ IDENTICAL = "identical"
 
 
 def answer_questions(
-    resources: Resources, home: Path, collections: tuple[str, ...], questions: list[tuple[EvalQuestion, bool]], configuration: AnswerConfiguration
+    resources: Resources,
+    home: Path,
+    collections: tuple[str, ...],
+    questions: list[tuple[EvalQuestion, bool]],
+    configuration: AnswerConfiguration,
 ) -> list[AnsweredQuestion]:
     """Each (question, answerable) through exactly `ragassay answer`'s code path."""
     answered = []
-    with ProgressReporter(f"answering {len(questions)} questions ({configuration.label})", total=len(questions)) as progress:
+    with ProgressReporter(
+        f"answering {len(questions)} questions ({configuration.label})", total=len(questions)
+    ) as progress:
         for done, (question, answerable) in enumerate(questions, start=1):
             started = time.perf_counter()
             answer = answer_question(resources, home, list(collections), question.question, configuration)
@@ -60,7 +66,9 @@ class JudgedConfiguration:
         )
 
 
-def judge_answers(resources: Resources, home: Path, judge: Judge, answered: list[AnsweredQuestion], label: str) -> JudgedConfiguration:
+def judge_answers(
+    resources: Resources, home: Path, judge: Judge, answered: list[AnsweredQuestion], label: str
+) -> JudgedConfiguration:
     """Judge each answerable question's answer; answer relevancy embeds with the question
     collection's own model."""
     answerable = [a for a in answered if a.answerable]
@@ -106,7 +114,9 @@ def compare_answers(
     """The judge's preference per answerable question, asked with a first and with b first."""
     pairs = [(a, b) for a, b in zip(answered_a, answered_b, strict=True) if a.answerable]
     rows, asked = [], []
-    with ProgressReporter(f"comparing {label_a} with {label_b} on {len(pairs)} questions", total=len(pairs)) as progress:
+    with ProgressReporter(
+        f"comparing {label_a} with {label_b} on {len(pairs)} questions", total=len(pairs)
+    ) as progress:
         for done, (a, b) in enumerate(pairs, start=1):
             if a.answer.text == b.answer.text:
                 a_first = b_first = IDENTICAL
@@ -121,8 +131,15 @@ def compare_answers(
                 b_first = second.value.preferred if second.value else None
                 outcome = pair_outcome(a_first, b_first)
             rows.append(
-                {"configuration_a": label_a, "configuration_b": label_b, "query_collection": a.question.query_collection,
-                 "query_id": a.question.query_id, "a_first": a_first, "b_first": b_first, "outcome": outcome}
+                {
+                    "configuration_a": label_a,
+                    "configuration_b": label_b,
+                    "query_collection": a.question.query_collection,
+                    "query_id": a.question.query_id,
+                    "a_first": a_first,
+                    "b_first": b_first,
+                    "outcome": outcome,
+                }
             )
             progress(done, len(pairs))
     return PairComparison(label_a, label_b, pl.DataFrame(rows, schema=PAIRWISE.schema), judging_cost(asked)[0])
@@ -131,4 +148,6 @@ def compare_answers(
 def batch_warnings(configuration_warnings: list[list[dict]], context: GoldenContext) -> list[dict]:
     """Every configuration's warnings, then the golden set's (which belong to no configuration)."""
     warnings = [warning for warnings in configuration_warnings for warning in warnings]
-    return warnings + [{"configuration": "", "metric": "golden", "question": "", "reason": text} for text in context.warnings]
+    return warnings + [
+        {"configuration": "", "metric": "golden", "question": "", "reason": text} for text in context.warnings
+    ]

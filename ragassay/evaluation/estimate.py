@@ -55,8 +55,14 @@ class CallRate:
 # implied-question calls of an answer a judge call averages ~3.5 s.
 _REFERENCE = "figures measured on the 2-core reference machine"
 REFERENCE_RATES = {
-    "smollm2": {"answer": CallRate(4.5, 1570, f"SmolLM2 {_REFERENCE}"), "judge": CallRate(1.7, 1030, f"SmolLM2 {_REFERENCE}")},
-    "qwen2.5-1.5b": {"answer": CallRate(18.4, 1660, f"Qwen2.5 1.5B {_REFERENCE}"), "judge": CallRate(3.5, 900, f"Qwen2.5 1.5B {_REFERENCE}")},
+    "smollm2": {
+        "answer": CallRate(4.5, 1570, f"SmolLM2 {_REFERENCE}"),
+        "judge": CallRate(1.7, 1030, f"SmolLM2 {_REFERENCE}"),
+    },
+    "qwen2.5-1.5b": {
+        "answer": CallRate(18.4, 1660, f"Qwen2.5 1.5B {_REFERENCE}"),
+        "judge": CallRate(3.5, 900, f"Qwen2.5 1.5B {_REFERENCE}"),
+    },
 }
 
 

@@ -47,13 +47,17 @@ def gather_golden_questions(
                 continue
             gone = sorted(set(row["expected_document_ids"]) - known)
             if gone:
-                warnings.append(f"{name}/{row['entry_id']}: expected documents no longer in the collection: {', '.join(gone)}")
+                warnings.append(
+                    f"{name}/{row['entry_id']}: expected documents no longer in the collection: {', '.join(gone)}"
+                )
             questions.append(
                 EvalQuestion(
                     query_collection=name,
                     query_id=row["entry_id"],
                     question=row["question"],
-                    judgements={(name, doc): grade for doc, grade in zip(row["expected_document_ids"], row["relevance"])},
+                    judgements={
+                        (name, doc): grade for doc, grade in zip(row["expected_document_ids"], row["relevance"])
+                    },
                     reference_answer=row["reference_answer"],
                 )
             )

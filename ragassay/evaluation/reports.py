@@ -38,45 +38,85 @@ def warning_text(warning: dict) -> str:
 def _gate_lines(assertions: list[dict]) -> list[str]:
     if not assertions:
         return []
-    return ["", "## Gates", ""] + [f"- `{a['assertion']}`: {'passed' if a['passed'] else '**FAILED**'} ({measured(a)})" for a in assertions]
+    return ["", "## Gates", ""] + [
+        f"- `{a['assertion']}`: {'passed' if a['passed'] else '**FAILED**'} ({measured(a)})" for a in assertions
+    ]
 
 
 def retrieval_markdown(
-    batch_id: str, questions: int, means: dict[str, dict[str, float]], headline: list[str], comparisons: list[dict],
-    assertions: list[dict], warnings: list[str], mlflow_url: str | None, ui_command: str,
+    batch_id: str,
+    questions: int,
+    means: dict[str, dict[str, float]],
+    headline: list[str],
+    comparisons: list[dict],
+    assertions: list[dict],
+    warnings: list[str],
+    mlflow_url: str | None,
+    ui_command: str,
 ) -> str:
     """Means of the headline metrics, paired differences with their significance, gates, warnings."""
     lines = [f"# Retrieval evaluation, {questions} golden questions", "", _link(mlflow_url, batch_id, ui_command), ""]
     lines += ["| configuration | " + " | ".join(headline) + " |", "|---|" + "---:|" * len(headline)]
-    lines += [f"| {label} | " + " | ".join(f"{values.get(m, float('nan')):.4f}" for m in headline) + " |" for label, values in means.items()]
+    lines += [
+        f"| {label} | " + " | ".join(f"{values.get(m, float('nan')):.4f}" for m in headline) + " |"
+        for label, values in means.items()
+    ]
     comparison_lines = _comparison_lines(comparisons, headline)
     if comparison_lines:
-        lines += ["", f"## Paired differences (bootstrap 95% CI, randomization p; significant when p < {ALPHA})", "", *comparison_lines]
+        lines += [
+            "",
+            f"## Paired differences (bootstrap 95% CI, randomization p; significant when p < {ALPHA})",
+            "",
+            *comparison_lines,
+        ]
     lines += _gate_lines(assertions)
     lines += ["", f"## Warnings ({len(warnings)})", ""] + ([f"- {w}" for w in warnings] or ["none"])
     return "\n".join(lines) + "\n"
 
 
 def answers_markdown(
-    batch_id: str, questions: int, unanswerable: int, judge_model: str, metrics: dict[str, dict[str, float]],
-    pairwise: list[dict], assertions: list[dict], warnings: list[dict], mlflow_url: str | None, ui_command: str,
+    batch_id: str,
+    questions: int,
+    unanswerable: int,
+    judge_model: str,
+    metrics: dict[str, dict[str, float]],
+    pairwise: list[dict],
+    assertions: list[dict],
+    warnings: list[dict],
+    mlflow_url: str | None,
+    ui_command: str,
 ) -> str:
     """Answer metrics with their counts, refusal both ways, pairwise tallies, gates, warnings."""
-    names = ("faithfulness", "context_recall", "answer_relevancy", "citation_precision", "refusal_recall", "false_refusal_rate")
+    names = (
+        "faithfulness",
+        "context_recall",
+        "answer_relevancy",
+        "citation_precision",
+        "refusal_recall",
+        "false_refusal_rate",
+    )
     counts = {"refusal_recall": "unanswerable_questions", "false_refusal_rate": "answerable_questions"}
-    lines = [f"# Answer evaluation, {questions} answerable + {unanswerable} unanswerable questions", "",
-             f"Judge: `{judge_model}`. " + _link(mlflow_url, batch_id, ui_command), ""]
+    lines = [
+        f"# Answer evaluation, {questions} answerable + {unanswerable} unanswerable questions",
+        "",
+        f"Judge: `{judge_model}`. " + _link(mlflow_url, batch_id, ui_command),
+        "",
+    ]
     lines += ["| metric | " + " | ".join(metrics) + " |", "|---|" + "---:|" * len(metrics)]
     for name in names:
         count = counts.get(name, f"{name}_scored")
-        cells = [f"{v[name]:.3f} ({int(v.get(count, 0))})" if name in v else f"- ({int(v.get(count, 0))})" for v in metrics.values()]
+        cells = [
+            f"{v[name]:.3f} ({int(v.get(count, 0))})" if name in v else f"- ({int(v.get(count, 0))})"
+            for v in metrics.values()
+        ]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     lines += ["", "Each cell: value (questions it scored)."]
     if pairwise:
         lines += ["", "## Pairwise (the judge's preference, asked in both orders)", ""]
         lines += [
             f"- {p['configuration_a']} vs {p['configuration_b']}: {p['wins_a']} / {p['ties']} ties / {p['wins_b']}, "
-            f"inconsistent {p['inconsistent']}, unreadable {p['unreadable']}" for p in pairwise
+            f"inconsistent {p['inconsistent']}, unreadable {p['unreadable']}"
+            for p in pairwise
         ]
     lines += _gate_lines(assertions)
     lines += ["", f"## Warnings ({len(warnings)})", ""]
@@ -84,10 +124,17 @@ def answers_markdown(
     return "\n".join(lines) + "\n"
 
 
-def generation_markdown(collection: str, seed: int, accepted: int, attempted: int, discarded: dict[str, int], golden_size: int) -> str:
+def generation_markdown(
+    collection: str, seed: int, accepted: int, attempted: int, discarded: dict[str, int], golden_size: int
+) -> str:
     """What golden-set generation kept and threw away, by reason."""
-    lines = [f"# Golden-set generation, collection `{collection}`, seed {seed}", "",
-             f"{accepted} questions accepted of {attempted} candidates; the golden set holds {golden_size} entries.", "",
-             "| discarded because | candidates |", "|---|---:|"]
+    lines = [
+        f"# Golden-set generation, collection `{collection}`, seed {seed}",
+        "",
+        f"{accepted} questions accepted of {attempted} candidates; the golden set holds {golden_size} entries.",
+        "",
+        "| discarded because | candidates |",
+        "|---|---:|",
+    ]
     lines += [f"| {reason} | {count} |" for reason, count in discarded.items() if count] or ["| (none) | 0 |"]
     return "\n".join(lines) + "\n"

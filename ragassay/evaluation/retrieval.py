@@ -38,7 +38,12 @@ class SearchedConfiguration:
 
 
 def search_questions(
-    resources: Resources, home: Path, collections: tuple[str, ...], questions: list[EvalQuestion], configuration: RetrievalConfiguration, depth: int
+    resources: Resources,
+    home: Path,
+    collections: tuple[str, ...],
+    questions: list[EvalQuestion],
+    configuration: RetrievalConfiguration,
+    depth: int,
 ) -> SearchedConfiguration:
     """Each question ranked as `ragassay search` ranks it, with the configuration's settings, at
     depth max(ks): all questions in one batch (search/run.rank_queries), or one by one through
@@ -46,10 +51,14 @@ def search_questions(
     started = time.perf_counter()
     usage, rerank = Usage(), RerankStats()
     ranked: list[list[tuple[DocKey, float]]] = []
-    with ProgressReporter(f"searching {len(questions)} questions ({configuration.label})", total=len(questions)) as progress:
+    with ProgressReporter(
+        f"searching {len(questions)} questions ({configuration.label})", total=len(questions)
+    ) as progress:
         if configuration.rerank == "off":
             # All questions at once: one tokenization, one batched embedding call, scores by block.
-            ranked = rank_queries(resources, home, list(collections), [q.question for q in questions], configuration, depth, progress)
+            ranked = rank_queries(
+                resources, home, list(collections), [q.question for q in questions], configuration, depth, progress
+            )
         else:
             for done, question in enumerate(questions, start=1):
                 result = run_search(resources, home, list(collections), question.question, configuration, depth)
@@ -58,7 +67,9 @@ def search_questions(
                 progress(done, len(questions))
     rankings = [[key for key, _ in ranking] for ranking in ranked]
     costs = {**usage.as_metrics(), **rerank.as_metrics()} if configuration.rerank != "off" else {}
-    return SearchedConfiguration(rankings, run_table(configuration.label, questions, ranked), costs, round(time.perf_counter() - started, 3))
+    return SearchedConfiguration(
+        rankings, run_table(configuration.label, questions, ranked), costs, round(time.perf_counter() - started, 3)
+    )
 
 
 def run_table(label: str, questions: list[EvalQuestion], ranked: list[list[tuple[DocKey, float]]]) -> pl.DataFrame:
@@ -109,9 +120,7 @@ def per_question_frame(
     )
 
 
-def compare_configurations(
-    per_question: dict[str, pl.DataFrame], metrics: list[MetricName], seed: int
-) -> pl.DataFrame:
+def compare_configurations(per_question: dict[str, pl.DataFrame], metrics: list[MetricName], seed: int) -> pl.DataFrame:
     """Every pair (a, b) of configurations: mean of b - a per metric, bootstrap 95% CI, p-value."""
     rows = []
     for label_a, label_b in itertools.combinations(per_question, 2):

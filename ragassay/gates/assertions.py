@@ -15,7 +15,9 @@ from ragassay.metrics.names import ANSWER_METRICS, MetricName, parse_metric
 ANSWER_ASSERTION_METRICS = (*ANSWER_METRICS, "refusal_recall", "false_refusal_rate")
 
 _OPERATORS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt, "==": operator.eq}
-_ASSERTION = re.compile(r"^\s*(?P<label>[^:\s]+)\s*:\s*(?P<metric>[\w@]+)\s*(?P<op>>=|<=|==|>|<)\s*(?P<bound>[-+]?\d*\.?\d+)\s*$")
+_ASSERTION = re.compile(
+    r"^\s*(?P<label>[^:\s]+)\s*:\s*(?P<metric>[\w@]+)\s*(?P<op>>=|<=|==|>|<)\s*(?P<bound>[-+]?\d*\.?\d+)\s*$"
+)
 
 
 @dataclass(frozen=True)

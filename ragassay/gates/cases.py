@@ -25,20 +25,30 @@ class CheckResult:
 def check_contains(answer: str, needles: Sequence[str]) -> CheckResult:
     """Passes when the answer holds every needle (case-insensitive)."""
     missing = [n for n in needles if n.casefold() not in answer.casefold()]
-    return CheckResult("contains", not missing, "missing: " + ", ".join(repr(n) for n in missing) if missing else f"all {len(needles)} found")
+    return CheckResult(
+        "contains",
+        not missing,
+        "missing: " + ", ".join(repr(n) for n in missing) if missing else f"all {len(needles)} found",
+    )
 
 
 def check_excludes(answer: str, needles: Sequence[str]) -> CheckResult:
     """Passes when the answer holds none of the needles (case-insensitive)."""
     found = [n for n in needles if n.casefold() in answer.casefold()]
-    return CheckResult("excludes", not found, "found: " + ", ".join(repr(n) for n in found) if found else f"none of {len(needles)} found")
+    return CheckResult(
+        "excludes",
+        not found,
+        "found: " + ", ".join(repr(n) for n in found) if found else f"none of {len(needles)} found",
+    )
 
 
 def check_judge_score(score: CriteriaScore | None, error: str | None, min_score: float) -> CheckResult:
     """Passes when the judge's score is at least min_score; unreadable output fails as a judge error."""
     if score is None:
         return CheckResult("judge", False, f"judge error: {error or 'no output'}", judge_error=True)
-    return CheckResult("judge", score.score >= min_score, f"score {score.score:.2f} (min {min_score:.2f}): {score.reason}")
+    return CheckResult(
+        "judge", score.score >= min_score, f"score {score.score:.2f} (min {min_score:.2f}): {score.reason}"
+    )
 
 
 def check_grounded(verdicts: Sequence[Verdict], passages: int, min_supported: float) -> CheckResult:
@@ -47,13 +57,17 @@ def check_grounded(verdicts: Sequence[Verdict], passages: int, min_supported: fl
     unsupported and passes; an unreadable verdict fails the check as a judge error."""
     if any(v is None for v in verdicts):
         unreadable = sum(1 for v in verdicts if v is None)
-        return CheckResult("grounded", False, f"judge error: {unreadable} of {len(verdicts)} verdicts unreadable", judge_error=True)
+        return CheckResult(
+            "grounded", False, f"judge error: {unreadable} of {len(verdicts)} verdicts unreadable", judge_error=True
+        )
     if not verdicts:
         return CheckResult("grounded", True, f"no claims to check ({passages} passages)")
     supported = sum(1 for v in verdicts if v)
     share = supported / len(verdicts)
     return CheckResult(
-        "grounded", share >= min_supported, f"{supported}/{len(verdicts)} claims supported by {passages} passages (min {min_supported:.2f})"
+        "grounded",
+        share >= min_supported,
+        f"{supported}/{len(verdicts)} claims supported by {passages} passages (min {min_supported:.2f})",
     )
 
 

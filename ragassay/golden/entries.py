@@ -89,7 +89,10 @@ def validate_candidates(
                 "reference_answer": candidate.reference_answer,
                 "origin": candidate.origin,
                 "created_at": now,
-                **{key: candidate.lineage.get(key) for key in ("seed", "model", "prompt_version", "source_chunk_id", "source_document_sha256")},
+                **{
+                    key: candidate.lineage.get(key)
+                    for key in ("seed", "model", "prompt_version", "source_chunk_id", "source_document_sha256")
+                },
             }
         )
     return pl.DataFrame(rows, schema=GOLDEN.schema), problems
@@ -193,7 +196,9 @@ def candidate_from_record(record: object, source: str) -> GoldenCandidate:
         # Strict: 1.9, "2" and true are not grades (they would be silently changed), and a grade
         # must fit the stored Int32 column.
         if not isinstance(relevance, list) or not all(type(g) is int and 0 <= g <= MAX_GRADE for g in relevance):
-            raise ValueError(f"field 'relevance' must be a list of whole numbers from 0 to {MAX_GRADE}, got {str(relevance)[:80]}")
+            raise ValueError(
+                f"field 'relevance' must be a list of whole numbers from 0 to {MAX_GRADE}, got {str(relevance)[:80]}"
+            )
         relevance = tuple(relevance)
     answer = record.get("reference_answer")
     if answer is not None and not isinstance(answer, str):
@@ -214,8 +219,8 @@ def candidate_from_record(record: object, source: str) -> GoldenCandidate:
 def golden_digest(golden: pl.DataFrame) -> str:
     """Digest of a golden set's questions and judgements (order-independent)."""
     digest = hashlib.sha256()
-    for entry_id, question, expected, relevance in golden.sort("entry_id").select(
-        "entry_id", "question", "expected_document_ids", "relevance"
-    ).iter_rows():
+    for entry_id, question, expected, relevance in (
+        golden.sort("entry_id").select("entry_id", "question", "expected_document_ids", "relevance").iter_rows()
+    ):
         digest.update(json.dumps([entry_id, question, expected, relevance]).encode())
     return digest.hexdigest()[:16]

@@ -49,8 +49,17 @@ FUZZY_DUPLICATE = 90
 EMBEDDING_DUPLICATE = 0.92
 
 DISCARD_REASONS = (
-    "unparseable", "not_a_question", "too_short", "too_long", "empty_answer", "passage_dependent",
-    "copies_passage", "answer_not_in_page", "near_duplicate", "answer_unsupported", "judge_unreadable",
+    "unparseable",
+    "not_a_question",
+    "too_short",
+    "too_long",
+    "empty_answer",
+    "passage_dependent",
+    "copies_passage",
+    "answer_not_in_page",
+    "near_duplicate",
+    "answer_unsupported",
+    "judge_unreadable",
 )
 
 
@@ -75,9 +84,47 @@ _REFERRING_WORDS = {"it", "its", "they", "them", "their", "he", "she", "his", "h
 
 # Words that cannot be an antecedent: question words and auxiliaries.
 _FUNCTION_WORDS = {
-    "what", "which", "who", "whom", "whose", "why", "how", "when", "where", "does", "do", "did", "is", "are",
-    "was", "were", "has", "have", "had", "can", "could", "will", "would", "should", "may", "might", "must",
-    "shall", "the", "a", "an", "of", "to", "in", "on", "for", "and", "or", "long", "many", "much",
+    "what",
+    "which",
+    "who",
+    "whom",
+    "whose",
+    "why",
+    "how",
+    "when",
+    "where",
+    "does",
+    "do",
+    "did",
+    "is",
+    "are",
+    "was",
+    "were",
+    "has",
+    "have",
+    "had",
+    "can",
+    "could",
+    "will",
+    "would",
+    "should",
+    "may",
+    "might",
+    "must",
+    "shall",
+    "the",
+    "a",
+    "an",
+    "of",
+    "to",
+    "in",
+    "on",
+    "for",
+    "and",
+    "or",
+    "long",
+    "many",
+    "much",
 }
 
 
@@ -89,7 +136,9 @@ def is_passage_dependent(question: str) -> bool:
     words = [re.sub(r"n't$|'s$|'t$", "", word.lower()) for word in re.findall(r"[A-Za-z']+", question)]
     for position, word in enumerate(words):
         if word in _REFERRING_WORDS:
-            return not any(w not in _FUNCTION_WORDS and w not in _REFERRING_WORDS and len(w) >= 3 for w in words[:position])
+            return not any(
+                w not in _FUNCTION_WORDS and w not in _REFERRING_WORDS and len(w) >= 3 for w in words[:position]
+            )
     return False
 
 
@@ -138,7 +187,9 @@ def gate_candidate(
             normalize_question(question), [normalize_question(q) for q in known_questions], scorer=fuzz.token_sort_ratio
         )
         if match is not None and match[1] >= FUZZY_DUPLICATE:
-            return GateDecision(False, "near_duplicate", f"like {known_questions[match[2]]!r} (token_sort_ratio {match[1]:.0f})")
+            return GateDecision(
+                False, "near_duplicate", f"like {known_questions[match[2]]!r} (token_sort_ratio {match[1]:.0f})"
+            )
     if question_vector is not None and known_vectors is not None and len(known_vectors):
         cosines = known_vectors @ question_vector
         best = int(np.argmax(cosines))
@@ -152,7 +203,9 @@ def answer_claim(pair: GeneratedPair) -> str:
     return question_answer_claim(pair.question, pair.answer)
 
 
-def gate_judged_support(verdict: str | None, p_supported: float | None, threshold: float, error: str | None = None) -> GateDecision:
+def gate_judged_support(
+    verdict: str | None, p_supported: float | None, threshold: float, error: str | None = None
+) -> GateDecision:
     """Keep a pair whose answer the judge found supported by its page (verdict from
     Judge.support on `answer_claim`); verdict None means the judge's output was unreadable."""
     if verdict is None:

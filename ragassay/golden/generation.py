@@ -55,7 +55,9 @@ def sample_pages(chunks: pl.DataFrame, seed: int, skip_chunk_ids: set[str]) -> p
     """At most one page per document, in the order of a seeded hash of (seed, chunk id); pages
     that already produced an entry are skipped (the document's next page by hash is drawn)."""
     keyed = chunks.filter(~pl.col("chunk_id").is_in(list(skip_chunk_ids))).with_columns(
-        pl.col("chunk_id").map_elements(lambda chunk_id: draw_key(seed, chunk_id), return_dtype=pl.String).alias("draw_key")
+        pl.col("chunk_id")
+        .map_elements(lambda chunk_id: draw_key(seed, chunk_id), return_dtype=pl.String)
+        .alias("draw_key")
     )
     return keyed.sort("draw_key").unique("doc_id", keep="first", maintain_order=True)
 
@@ -73,7 +75,9 @@ _EXAMPLE_PAIR = '{"question": "At what temperature does beeswax melt?", "answer"
 def generation_messages(passage: str) -> list[dict]:
     """The prompt (version GENERATION_PROMPT_VERSION) that writes one question for a page."""
     return few_shot_messages(
-        _GENERATION_INSTRUCTION, [(f"Passage: {quoted('passage', _EXAMPLE_PASSAGE)}", _EXAMPLE_PAIR)], f"Passage: {quoted('passage', one_line(passage))}"
+        _GENERATION_INSTRUCTION,
+        [(f"Passage: {quoted('passage', _EXAMPLE_PASSAGE)}", _EXAMPLE_PAIR)],
+        f"Passage: {quoted('passage', one_line(passage))}",
     )
 
 
@@ -103,7 +107,9 @@ class GenerationReport(BaseModel):
     run_id: str | None = None
 
 
-def generate_questions(resources: Resources, paths: CollectionPaths, config: GenerateConfig, seed: int) -> tuple[GenerationReport, pl.DataFrame]:
+def generate_questions(
+    resources: Resources, paths: CollectionPaths, config: GenerateConfig, seed: int
+) -> tuple[GenerationReport, pl.DataFrame]:
     """Draw pages, ask the model for a question on each, gate it, store it; stop at count accepted
     or max_attempts_factor × count pages. Returns the report and this call's candidates."""
     started = datetime.now(timezone.utc)
@@ -113,7 +119,9 @@ def generate_questions(resources: Resources, paths: CollectionPaths, config: Gen
     chunks = load_chunks(paths)
     log = read_table_or_empty(paths.generation_log, GENERATION_CANDIDATES)
     same_run = log.filter(
-        (pl.col("seed") == seed) & (pl.col("model") == model.model_id) & (pl.col("prompt_version") == GENERATION_PROMPT_VERSION)
+        (pl.col("seed") == seed)
+        & (pl.col("model") == model.model_id)
+        & (pl.col("prompt_version") == GENERATION_PROMPT_VERSION)
     )
     golden = load_golden(paths)
     done_pages = set(golden["source_chunk_id"].drop_nulls().to_list()) | set(same_run["chunk_id"].to_list())
@@ -122,7 +130,11 @@ def generate_questions(resources: Resources, paths: CollectionPaths, config: Gen
         resolve_model((read_manifest(paths) or {}).get("embedding_model", DEFAULT_MODEL_NAME), models_dir(config.home))
     )
     known_questions = golden["question"].to_list()
-    known_vectors = embedder.embed(known_questions) if known_questions else np.zeros((0, embedder.spec.dimension or 384), np.float32)
+    known_vectors = (
+        embedder.embed(known_questions)
+        if known_questions
+        else np.zeros((0, embedder.spec.dimension or 384), np.float32)
+    )
     digests = dict(zip(documents["doc_id"], documents["sha256"]))
     usage = judge_usage = Usage()
     rows: list[dict] = []
@@ -137,8 +149,12 @@ def generate_questions(resources: Resources, paths: CollectionPaths, config: Gen
         for attempt, page in enumerate(pages.head(limit).iter_rows(named=True), start=1):
             page_seed = int(draw_key(seed, page["chunk_id"])[:8], 16)
             result = generate_structured(
-                model, generation_messages(page["text"]), GeneratedPair,
-                max_tokens=MAX_GENERATION_TOKENS, temperature=config.temperature, seed=page_seed,
+                model,
+                generation_messages(page["text"]),
+                GeneratedPair,
+                max_tokens=MAX_GENERATION_TOKENS,
+                temperature=config.temperature,
+                seed=page_seed,
             )
             usage = usage + result.usage
             vector = embedder.embed_query(result.value.question) if result.ok else None
@@ -147,8 +163,10 @@ def generate_questions(resources: Resources, paths: CollectionPaths, config: Gen
                 support = judge.support(page["text"], answer_claim(result.value))
                 judge_usage = judge_usage + support.usage
                 decision = gate_judged_support(
-                    support.value.verdict if support.value else None, support.value.p_supported if support.value else None,
-                    judge.support_threshold, support.error,
+                    support.value.verdict if support.value else None,
+                    support.value.p_supported if support.value else None,
+                    judge.support_threshold,
+                    support.error,
                 )
             entry_id = None
             if decision.accepted:
@@ -161,10 +179,17 @@ def generate_questions(resources: Resources, paths: CollectionPaths, config: Gen
                     known_questions.append(result.value.question)
                     known_vectors = np.vstack([known_vectors, vector[None, :]])
             row = {
-                "seed": seed, "model": model.model_id, "prompt_version": GENERATION_PROMPT_VERSION,
-                "chunk_id": page["chunk_id"], "doc_id": page["doc_id"],
-                "question": result.value.question if result.ok else None, "answer": result.value.answer if result.ok else None,
-                "raw_output": result.raw, "accepted": decision.accepted, "reason": decision.reason, "detail": decision.detail,
+                "seed": seed,
+                "model": model.model_id,
+                "prompt_version": GENERATION_PROMPT_VERSION,
+                "chunk_id": page["chunk_id"],
+                "doc_id": page["doc_id"],
+                "question": result.value.question if result.ok else None,
+                "answer": result.value.answer if result.ok else None,
+                "raw_output": result.raw,
+                "accepted": decision.accepted,
+                "reason": decision.reason,
+                "detail": decision.detail,
                 "entry_id": entry_id,
             }
             rows.append(row)
@@ -181,18 +206,30 @@ def generate_questions(resources: Resources, paths: CollectionPaths, config: Gen
     discarded = {reason: int((candidates["reason"] == reason).sum()) for reason in DISCARD_REASONS}
     seconds = (datetime.now(timezone.utc) - started).total_seconds()
     report = GenerationReport(
-        collection=paths.name, seed=seed, model_id=model.model_id, prompt_version=GENERATION_PROMPT_VERSION,
-        judge_model_id=judge.model_id, support_threshold=judge.support_threshold,
-        requested=config.count, attempted=candidates.height, accepted=accepted, discarded=discarded,
-        skipped_pages=len(done_pages), pages_available=pages.height,
+        collection=paths.name,
+        seed=seed,
+        model_id=model.model_id,
+        prompt_version=GENERATION_PROMPT_VERSION,
+        judge_model_id=judge.model_id,
+        support_threshold=judge.support_threshold,
+        requested=config.count,
+        attempted=candidates.height,
+        accepted=accepted,
+        discarded=discarded,
+        skipped_pages=len(done_pages),
+        pages_available=pages.height,
         acceptance_rate=len(accepted) / candidates.height if candidates.height else 0.0,
-        usage=usage.as_metrics(), judge_usage=judge_usage.as_metrics("judge"), seconds=round(seconds, 3),
+        usage=usage.as_metrics(),
+        judge_usage=judge_usage.as_metrics("judge"),
+        seconds=round(seconds, 3),
         seconds_in_model=round(usage.seconds + judge_usage.seconds, 3),
     )
     return report, candidates
 
 
-def _store_entry(paths: CollectionPaths, pair: GeneratedPair, page: dict, seed: int, model_id: str, document_sha: str) -> str | None:
+def _store_entry(
+    paths: CollectionPaths, pair: GeneratedPair, page: dict, seed: int, model_id: str, document_sha: str
+) -> str | None:
     """Append one accepted question to the golden set (atomically); None if it is a duplicate."""
     candidate = GoldenCandidate(
         question=pair.question.strip(),
@@ -201,8 +238,11 @@ def _store_entry(paths: CollectionPaths, pair: GeneratedPair, page: dict, seed: 
         reference_answer=pair.answer.strip(),
         origin="generated",
         lineage={
-            "seed": seed, "model": model_id, "prompt_version": GENERATION_PROMPT_VERSION,
-            "source_chunk_id": page["chunk_id"], "source_document_sha256": document_sha,
+            "seed": seed,
+            "model": model_id,
+            "prompt_version": GENERATION_PROMPT_VERSION,
+            "source_chunk_id": page["chunk_id"],
+            "source_document_sha256": document_sha,
         },
     )
     stored = load_golden(paths)

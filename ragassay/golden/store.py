@@ -34,11 +34,15 @@ def load_golden_with_staleness(paths: CollectionPaths) -> pl.DataFrame:
     documents = load_documents(paths).select("doc_id", pl.col("sha256").alias("current_sha256"))
     golden = load_golden(paths).with_columns(pl.col("expected_document_ids").list.first().alias("source_doc_id"))
     joined = golden.join(documents, left_on="source_doc_id", right_on="doc_id", how="left", maintain_order="left")
-    stale = pl.col("source_document_sha256").is_not_null() & (pl.col("current_sha256").is_null() | (pl.col("current_sha256") != pl.col("source_document_sha256")))
+    stale = pl.col("source_document_sha256").is_not_null() & (
+        pl.col("current_sha256").is_null() | (pl.col("current_sha256") != pl.col("source_document_sha256"))
+    )
     return joined.with_columns(stale.alias("stale")).drop("source_doc_id", "current_sha256")
 
 
-def add_candidates(home: Path, collection: str, candidates: list[GoldenCandidate], problems: list[GoldenProblem]) -> GoldenChange:
+def add_candidates(
+    home: Path, collection: str, candidates: list[GoldenCandidate], problems: list[GoldenProblem]
+) -> GoldenChange:
     """Validate candidates against the stored set and the collection, store the good ones."""
     paths = collection_paths(home, collection)
     # Validated against, and added to, what is stored when the lock is held: a concurrent add

@@ -23,7 +23,14 @@ from ragassay.progress import ProgressReporter
 from ragassay.search.dense import Embedder, EmbeddingModelSpec, resolve_model
 from ragassay.search.lexical import STEMMER_LANGUAGE, STOPWORDS, TOKENIZE_BATCH, LexicalIndex
 from ragassay.store.schemas import CHUNKS, DOCUMENTS, embeddings_spec
-from ragassay.store.tables import read_column_batches, read_row_groups, read_table, write_json, write_table, write_table_in_groups
+from ragassay.store.tables import (
+    read_column_batches,
+    read_row_groups,
+    read_table,
+    write_json,
+    write_table,
+    write_table_in_groups,
+)
 from ragassay.store.workspace import (
     remove_leftovers,
     INDEX_FORMAT_VERSION,
@@ -144,17 +151,26 @@ class EmbeddingWork:
         return self.parts_folder / f"group-{number:06d}.parquet"
 
 
-def plan_embedding(paths: CollectionPaths, chunks: pl.DataFrame, spec: EmbeddingModelSpec, group_rows: int) -> EmbeddingWork:
+def plan_embedding(
+    paths: CollectionPaths, chunks: pl.DataFrame, spec: EmbeddingModelSpec, group_rows: int
+) -> EmbeddingWork:
     """The chunk texts to embed for this model: those whose digest the cache lacks (read without
     its vectors). Only digests: no text is read here."""
     planned_at = time.time()
     texts = chunks.select("text_sha256").unique("text_sha256", keep="first", maintain_order=True)
     missing = texts
     if paths.embeddings.exists():
-        cached = pl.scan_parquet(paths.embeddings).filter(pl.col("model_id") == spec.model_id).select("text_sha256").collect()
+        cached = (
+            pl.scan_parquet(paths.embeddings)
+            .filter(pl.col("model_id") == spec.model_id)
+            .select("text_sha256")
+            .collect()
+        )
         missing = texts.join(cached, on="text_sha256", how="anti", maintain_order="left")
     groups = tuple(missing.slice(start, group_rows) for start in range(0, missing.height, group_rows))
-    return EmbeddingWork(texts["text_sha256"], groups, spec.model_id, planned_at, staging_folder(paths).with_suffix(".embeddings"))
+    return EmbeddingWork(
+        texts["text_sha256"], groups, spec.model_id, planned_at, staging_folder(paths).with_suffix(".embeddings")
+    )
 
 
 def read_group_texts(snapshot: CollectionPaths, group: pl.DataFrame) -> pl.DataFrame:
@@ -170,25 +186,35 @@ def read_group_texts(snapshot: CollectionPaths, group: pl.DataFrame) -> pl.DataF
     )
     found = group.select("text_sha256").join(texts, on="text_sha256", how="left", maintain_order="left")
     if found["text"].null_count():
-        raise InconsistentCollection(f"the index build's snapshot {chunks} lacks texts it planned to embed: run `ragassay index` again")
+        raise InconsistentCollection(
+            f"the index build's snapshot {chunks} lacks texts it planned to embed: run `ragassay index` again"
+        )
     return found
 
 
 def embed_group(
-    embedder: Embedder, snapshot: CollectionPaths, group: pl.DataFrame, batch_size: int, on_progress: Callable[[int, int], None] | None = None
+    embedder: Embedder,
+    snapshot: CollectionPaths,
+    group: pl.DataFrame,
+    batch_size: int,
+    on_progress: Callable[[int, int], None] | None = None,
 ) -> pl.DataFrame:
     """The embedding cache's rows for one group of texts (text_sha256, model_id, vector), its texts
     read from the build's snapshot."""
     group = read_group_texts(snapshot, group)
     vectors = embedder.embed(group["text"].to_list(), batch_size, on_progress)
-    return pl.DataFrame({
-        "text_sha256": group["text_sha256"],
-        "model_id": pl.Series([embedder.spec.model_id] * group.height, dtype=pl.String),
-        "vector": pl.Series("vector", vectors, dtype=pl.Array(pl.Float32, vectors.shape[1])),
-    })
+    return pl.DataFrame(
+        {
+            "text_sha256": group["text_sha256"],
+            "model_id": pl.Series([embedder.spec.model_id] * group.height, dtype=pl.String),
+            "vector": pl.Series("vector", vectors, dtype=pl.Array(pl.Float32, vectors.shape[1])),
+        }
+    )
 
 
-def store_embeddings(paths: CollectionPaths, work: EmbeddingWork, embedded: Iterable[pl.DataFrame], dimension: int | None) -> Embedded:
+def store_embeddings(
+    paths: CollectionPaths, work: EmbeddingWork, embedded: Iterable[pl.DataFrame], dimension: int | None
+) -> Embedded:
     """Write the new embedding cache, one row group at a time: the kept vectors of current texts,
     then each group of new ones as it comes (only one group is in memory); it replaces the old
     cache under the collection's write lock when complete. Rewritten only when something changed.
@@ -231,7 +257,13 @@ def embed_chunks(inputs: IndexInputs, embedder: Embedder, batch_size: int, group
         def embedded_groups():
             offset = 0
             for group in work.groups:
-                yield embed_group(embedder, inputs.snapshot, group, batch_size, lambda finished, _, offset=offset: progress(offset + finished, work.missing))
+                yield embed_group(
+                    embedder,
+                    inputs.snapshot,
+                    group,
+                    batch_size,
+                    lambda finished, _, offset=offset: progress(offset + finished, work.missing),
+                )
                 offset += group.height
 
         return store_embeddings(paths, work, embedded_groups(), embedder.spec.dimension)
@@ -263,7 +295,10 @@ def build_bm25_indexes(inputs: IndexInputs) -> Staged:
     time; one index is built and written before the other is begun."""
     started = time.perf_counter()
     staging = staging_folder(inputs.paths)
-    for table, spec, folder in ((inputs.snapshot.chunks, CHUNKS, "bm25"), (inputs.snapshot.documents, DOCUMENTS, "bm25_documents")):
+    for table, spec, folder in (
+        (inputs.snapshot.chunks, CHUNKS, "bm25"),
+        (inputs.snapshot.documents, DOCUMENTS, "bm25_documents"),
+    ):
         snapshot_in_use(inputs.snapshot)
         texts = read_column_batches(table, spec, "text", TOKENIZE_BATCH) if table.exists() else iter(())
         LexicalIndex.build_from_batches(texts).save(staging / folder)

@@ -19,14 +19,20 @@ from ragassay.store.workspace import CollectionPaths
 
 def beir_files(folder: Path) -> tuple[Path, Path, Path]:
     """corpus.jsonl, queries.jsonl and qrels/test.tsv of a BEIR folder, each checked to exist."""
-    corpus_path, queries_path, qrels_path = folder / "corpus.jsonl", folder / "queries.jsonl", folder / "qrels" / "test.tsv"
+    corpus_path, queries_path, qrels_path = (
+        folder / "corpus.jsonl",
+        folder / "queries.jsonl",
+        folder / "qrels" / "test.tsv",
+    )
     for needed in (corpus_path, queries_path, qrels_path):
         if not needed.is_file():
             raise ConfigError(f"BEIR dataset {folder} lacks {needed.relative_to(folder)}")
     return corpus_path, queries_path, qrels_path
 
 
-def corpus_batches(folder: Path, size: int | None, stored: dict[str, str] | None = None) -> Iterator[list[IncomingDocument]]:
+def corpus_batches(
+    folder: Path, size: int | None, stored: dict[str, str] | None = None
+) -> Iterator[list[IncomingDocument]]:
     """corpus.jsonl's documents (title and text joined), size at a time (all at once for None), read
     as they are yielded. A document whose text has its stored digest is not extracted (as files.extract_documents)."""
     return streamed_batches(_corpus_documents(beir_files(folder)[0], stored or {}), size)
@@ -43,7 +49,11 @@ def _corpus_documents(corpus_path: Path, stored: dict[str, str]) -> Iterator[Inc
         text = f"{title}\n\n{body}" if title else body
         raw = text.encode()
         digest = sha256_hex(raw)
-        extracted = None if stored.get(doc_id) == digest else ExtractedText(text=text, title=title or doc_id, content_type="text/plain")
+        extracted = (
+            None
+            if stored.get(doc_id) == digest
+            else ExtractedText(text=text, title=title or doc_id, content_type="text/plain")
+        )
         yield IncomingDocument(doc_id, f"{corpus_path}#{doc_id}", len(raw), digest, extracted)
 
 

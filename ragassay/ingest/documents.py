@@ -29,6 +29,7 @@ from ragassay.store.schemas import CHUNKS, DOCUMENTS, TableSpec
 from ragassay.store.tables import read_row_groups, read_table, write_table, write_table_in_groups
 from ragassay.store.workspace import CollectionPaths, load_documents, remove_leftovers
 
+
 @dataclass(frozen=True)
 class IncomingDocument:
     """A document ready to be stored: identity, provenance and extracted text."""
@@ -56,7 +57,9 @@ class Chunker:
 # What a part lists about each accepted document of its batch: the text waits on disk. staged is
 # False where the document was not extracted, as the collection holds these bytes with these
 # chunk settings. A table, not objects: Prefect walks every object a task is given.
-STAGED_DOCUMENTS = pl.Schema({"doc_id": pl.String, "source_path": pl.String, "sha256": pl.String, "staged": pl.Boolean, "truncated": pl.Boolean})
+STAGED_DOCUMENTS = pl.Schema(
+    {"doc_id": pl.String, "source_path": pl.String, "sha256": pl.String, "staged": pl.Boolean, "truncated": pl.Boolean}
+)
 
 
 @dataclass(frozen=True)
@@ -139,15 +142,27 @@ def stage_part(staging: IngestStaging, incoming: list[IncomingDocument], chunker
     for first in range(0, len(extracted), ROW_BATCH):
         rows = [build_rows(document, chunker, staging.started_at) for document in extracted[first : first + ROW_BATCH]]
         document_frames.append(pl.DataFrame([document_row for document_row, _ in rows], schema=DOCUMENTS.schema))
-        chunk_frames.append(pl.DataFrame([chunk for _, chunk_rows in rows for chunk in chunk_rows], schema=CHUNKS.schema))
+        chunk_frames.append(
+            pl.DataFrame([chunk for _, chunk_rows in rows for chunk in chunk_rows], schema=CHUNKS.schema)
+        )
     staging.folder.mkdir(parents=True, exist_ok=True)
     name = uuid.uuid4().hex
     part = StagedPart(
         documents_path=staging.folder / f"{name}.documents.parquet",
         chunks_path=staging.folder / f"{name}.chunks.parquet",
         documents=pl.DataFrame(
-            [(d.doc_id, d.source_path, d.sha256, d.extracted is not None, d.extracted is not None and d.extracted.truncated) for d in incoming],
-            schema=STAGED_DOCUMENTS, orient="row",
+            [
+                (
+                    d.doc_id,
+                    d.source_path,
+                    d.sha256,
+                    d.extracted is not None,
+                    d.extracted is not None and d.extracted.truncated,
+                )
+                for d in incoming
+            ],
+            schema=STAGED_DOCUMENTS,
+            orient="row",
         ),
     )
     write_table(pl.concat(chunk_frames), part.chunks_path, CHUNKS)
@@ -173,7 +188,9 @@ def merge_outcomes(stored: pl.DataFrame, parts: list[StagedPart], chunker: Chunk
     return judged.select("doc_id", "outcome")
 
 
-def store_staged(paths: CollectionPaths, staging: IngestStaging, parts: list[StagedPart], chunker: Chunker) -> pl.DataFrame:
+def store_staged(
+    paths: CollectionPaths, staging: IngestStaging, parts: list[StagedPart], chunker: Chunker
+) -> pl.DataFrame:
     """Merge staged parts into the collection, then remove the staging folder. Chunks are written,
     then documents, each a row group at a time from the stored table and the parts into a new file
     renamed over the old one, so memory holds a few thousand rows, not the collection. Stored
@@ -197,11 +214,22 @@ def store_staged(paths: CollectionPaths, staging: IngestStaging, parts: list[Sta
                 # Chunks of no document (an ingest killed between its two writes) are dropped: repaired here.
                 kept_chunks = kept_documents & pl.col("doc_id").is_in(stored_ids.implode())
                 write_table_in_groups(
-                    _rows(CHUNKS, [(paths.chunks, kept_chunks), *[(part.chunks_path, taken) for part, taken in new_rows]]), paths.chunks, CHUNKS
+                    _rows(
+                        CHUNKS, [(paths.chunks, kept_chunks), *[(part.chunks_path, taken) for part, taken in new_rows]]
+                    ),
+                    paths.chunks,
+                    CHUNKS,
                 )
                 write_table_in_groups(
-                    _rows(DOCUMENTS, [(paths.documents, kept_documents), *[(part.documents_path, taken) for part, taken in new_rows]]),
-                    paths.documents, DOCUMENTS,
+                    _rows(
+                        DOCUMENTS,
+                        [
+                            (paths.documents, kept_documents),
+                            *[(part.documents_path, taken) for part, taken in new_rows],
+                        ],
+                    ),
+                    paths.documents,
+                    DOCUMENTS,
                 )
     finally:
         shutil.rmtree(staging.folder, ignore_errors=True)

@@ -17,9 +17,18 @@ from typing import Callable, Literal
 # duplicate_id: two files of one ingest would get the same doc_id (e.g. the same relative path
 # under two roots); the first is kept.
 # too_slow: extraction ran past the per-file time bound (ingest/isolation.py).
-RejectReason = Literal["unsupported_type", "too_large", "unreadable", "empty", "duplicate_id", "outside_root", "unsafe_name", "too_slow"]
+RejectReason = Literal[
+    "unsupported_type", "too_large", "unreadable", "empty", "duplicate_id", "outside_root", "unsafe_name", "too_slow"
+]
 REJECT_REASONS: tuple[RejectReason, ...] = (
-    "unsupported_type", "too_large", "unreadable", "empty", "duplicate_id", "outside_root", "unsafe_name", "too_slow",
+    "unsupported_type",
+    "too_large",
+    "unreadable",
+    "empty",
+    "duplicate_id",
+    "outside_root",
+    "unsafe_name",
+    "too_slow",
 )
 
 MAX_FILE_BYTES = 20 * 1024 * 1024
@@ -135,9 +144,7 @@ def _decode_utf8(data: bytes) -> str:
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
-        raise ExtractionError(
-            "unreadable", f"not valid UTF-8 at byte {error.start}: {error.reason}"
-        ) from error
+        raise ExtractionError("unreadable", f"not valid UTF-8 at byte {error.start}: {error.reason}") from error
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
@@ -178,9 +185,36 @@ def _read_json(data: bytes) -> tuple[str, str, None]:
 _HTML_HIDDEN = {"script", "style", "noscript", "template", "head", "iframe", "object", "svg"}
 # Elements that start a new paragraph, so chunking can split between them.
 _HTML_BLOCKS = {
-    "p", "div", "section", "article", "main", "header", "footer", "aside", "nav", "blockquote",
-    "pre", "ul", "ol", "li", "dl", "dt", "dd", "table", "h1", "h2", "h3", "h4", "h5", "h6",
-    "figure", "figcaption", "form", "fieldset", "address", "hr",
+    "p",
+    "div",
+    "section",
+    "article",
+    "main",
+    "header",
+    "footer",
+    "aside",
+    "nav",
+    "blockquote",
+    "pre",
+    "ul",
+    "ol",
+    "li",
+    "dl",
+    "dt",
+    "dd",
+    "table",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "figure",
+    "figcaption",
+    "form",
+    "fieldset",
+    "address",
+    "hr",
 }
 _HTML_LINES = {"tr", "br", "caption"}
 
@@ -191,9 +225,41 @@ _HTML_TAG = re.compile(r"<(/?)([a-zA-Z][a-zA-Z0-9-]*)[^>]*?(/?)>")
 # Elements that never hold children, and elements whose end tag may be left out (the parser closes
 # them itself): neither makes a page deeper.
 _HTML_NOT_NESTING = {
-    "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source", "track", "wbr",
-    "p", "li", "dt", "dd", "tr", "td", "th", "option", "optgroup", "thead", "tbody", "tfoot", "colgroup",
-    "caption", "rb", "rt", "rp", "rtc", "html", "head", "body",
+    "area",
+    "base",
+    "br",
+    "col",
+    "embed",
+    "hr",
+    "img",
+    "input",
+    "link",
+    "meta",
+    "param",
+    "source",
+    "track",
+    "wbr",
+    "p",
+    "li",
+    "dt",
+    "dd",
+    "tr",
+    "td",
+    "th",
+    "option",
+    "optgroup",
+    "thead",
+    "tbody",
+    "tfoot",
+    "colgroup",
+    "caption",
+    "rb",
+    "rt",
+    "rp",
+    "rtc",
+    "html",
+    "head",
+    "body",
 }
 
 
@@ -301,9 +367,12 @@ def _read_docx_part(archive: zipfile.ZipFile, name: str, required: bool) -> byte
         with archive.open(info) as stream:
             while chunk := stream.read(1024 * 1024):
                 inflated += chunk
-                if len(inflated) > DOCX_MAX_PART_BYTES or len(inflated) > DOCX_MAX_COMPRESSION_RATIO * max(info.compress_size, 1):
+                if len(inflated) > DOCX_MAX_PART_BYTES or len(inflated) > DOCX_MAX_COMPRESSION_RATIO * max(
+                    info.compress_size, 1
+                ):
                     raise ExtractionError(
-                        "unreadable", f"zip bomb: {name} inflated past {len(inflated)} bytes from {info.compress_size} (its header said {info.file_size})"
+                        "unreadable",
+                        f"zip bomb: {name} inflated past {len(inflated)} bytes from {info.compress_size} (its header said {info.file_size})",
                     )
     except (zipfile.BadZipFile, OSError, EOFError) as error:
         raise ExtractionError("unreadable", f"corrupt .docx part {name}: {error}") from error
@@ -338,7 +407,8 @@ def _parse_docx_xml(xml: bytes, part_name: str):
                     elements += 1
                     if depth > DOCX_MAX_XML_DEPTH or elements > DOCX_MAX_XML_ELEMENTS:
                         raise ExtractionError(
-                            "unreadable", f"{part_name} is nested more than {DOCX_MAX_XML_DEPTH} deep or holds more than {DOCX_MAX_XML_ELEMENTS:,} elements"
+                            "unreadable",
+                            f"{part_name} is nested more than {DOCX_MAX_XML_DEPTH} deep or holds more than {DOCX_MAX_XML_ELEMENTS:,} elements",
                         )
                 else:
                     depth -= 1

@@ -55,9 +55,7 @@ def discover_files(paths: tuple[Path, ...]) -> list[tuple[Path, Path]]:
         path = given.expanduser().resolve()
         if path.is_dir():
             found.extend(
-                (path, file)
-                for file in sorted(path.rglob("*"))
-                if file.is_file() and not _is_hidden(file, path)
+                (path, file) for file in sorted(path.rglob("*")) if file.is_file() and not _is_hidden(file, path)
             )
         elif path.is_file():
             found.append((path.parent, path))
@@ -93,7 +91,10 @@ def extract_documents(
                 if not file.resolve().is_relative_to(root.resolve()):
                     raise ExtractionError("outside_root", f"a link to {file.resolve()}, outside the ingest root {root}")
                 if unsafe_characters(identifier):
-                    raise ExtractionError("unsafe_name", f"the name holds control or bidirectional characters {unsafe_characters(identifier)}")
+                    raise ExtractionError(
+                        "unsafe_name",
+                        f"the name holds control or bidirectional characters {unsafe_characters(identifier)}",
+                    )
                 raw = read_file(file)
                 digest = sha256_hex(raw)
                 extracted = None if stored.get(identifier) == digest else extract(raw, file.name)
@@ -119,7 +120,9 @@ def combine_extractions(
         for doc_id, path in part.documents.select("doc_id", "source_path").iter_rows():
             first_here.append(doc_id not in seen)
             if doc_id in seen:
-                rejections.append(Rejection(path=path, reason="duplicate_id", detail=f"doc_id {doc_id!r} is also {seen[doc_id]}"))
+                rejections.append(
+                    Rejection(path=path, reason="duplicate_id", detail=f"doc_id {doc_id!r} is also {seen[doc_id]}")
+                )
             else:
                 seen[doc_id] = path
         parts.append(replace(part, documents=part.documents.filter(pl.Series(first_here, dtype=pl.Boolean))))
@@ -139,5 +142,7 @@ def report_from(
     report = IngestReport(collection=collection, rejected=rejections, queries=queries, qrels=qrels)
     for doc_id, outcome in outcomes.sort("doc_id").select("doc_id", "outcome").iter_rows():
         getattr(report, outcome).append(doc_id)
-    report.truncated = sorted(doc_id for part in parts for doc_id in part.documents.filter("truncated")["doc_id"].to_list())
+    report.truncated = sorted(
+        doc_id for part in parts for doc_id in part.documents.filter("truncated")["doc_id"].to_list()
+    )
     return report

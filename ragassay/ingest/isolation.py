@@ -68,7 +68,9 @@ class IsolatedExtractor:
             outcome = ("died", None)
         if outcome is None:
             self.close()
-            raise ExtractionError("too_slow", f"extraction took longer than {self.timeout:g}s (RAGASSAY_EXTRACT_TIMEOUT sets the bound)")
+            raise ExtractionError(
+                "too_slow", f"extraction took longer than {self.timeout:g}s (RAGASSAY_EXTRACT_TIMEOUT sets the bound)"
+            )
         kind, value = outcome
         if kind == "text":
             return value
@@ -81,7 +83,15 @@ class IsolatedExtractor:
         to_worker_read, to_worker_write = os.pipe()
         from_worker_read, from_worker_write = os.pipe()
         self._worker = subprocess.Popen(
-            [sys.executable, "-m", "ragassay.ingest.isolation", str(to_worker_read), str(from_worker_write), str(os.getpid()), str(self.memory_bytes)],
+            [
+                sys.executable,
+                "-m",
+                "ragassay.ingest.isolation",
+                str(to_worker_read),
+                str(from_worker_write),
+                str(os.getpid()),
+                str(self.memory_bytes),
+            ],
             pass_fds=(to_worker_read, from_worker_write),
             stdin=subprocess.DEVNULL,
         )
@@ -95,7 +105,9 @@ class IsolatedExtractor:
             ready = False
         if not ready:
             code = self.close()
-            raise RuntimeError(f"the extraction worker did not start within {WORKER_START_TIMEOUT_SECONDS:g}s (exit code {code})")
+            raise RuntimeError(
+                f"the extraction worker did not start within {WORKER_START_TIMEOUT_SECONDS:g}s (exit code {code})"
+            )
 
     def close(self) -> int | None:
         """Stop the worker (killing it mid-file if need be); returns its exit code."""
@@ -124,7 +136,9 @@ def _serve(requests: Connection, answers: Connection) -> None:
         except ExtractionError as error:
             answers.send(("rejected", (error.reason, error.detail)))
         except MemoryError:
-            answers.send(("rejected", ("too_large", "extracting it needs more memory than RAGASSAY_EXTRACT_MEMORY_MB allows")))
+            answers.send(
+                ("rejected", ("too_large", "extracting it needs more memory than RAGASSAY_EXTRACT_MEMORY_MB allows"))
+            )
         except Exception as error:  # noqa: BLE001 (a reader bug on one file rejects that file, not the ingest)
             answers.send(("rejected", ("unreadable", f"the reader failed: {type(error).__name__}: {error}")))
 

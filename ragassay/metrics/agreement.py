@@ -48,7 +48,9 @@ def cohen_kappa(labels: np.ndarray, verdicts: np.ndarray) -> float:
     return 0.0 if expected >= 1 else round((observed - expected) / (1 - expected), 12) + 0.0
 
 
-def kappa_interval(labels: np.ndarray, verdicts: np.ndarray, seed: int = 0, resamples: int = BOOTSTRAP_RESAMPLES) -> tuple[float, float]:
+def kappa_interval(
+    labels: np.ndarray, verdicts: np.ndarray, seed: int = 0, resamples: int = BOOTSTRAP_RESAMPLES
+) -> tuple[float, float]:
     """95% percentile bootstrap interval of kappa: resample the (label, verdict) pairs with
     replacement `resamples` times (seeded), take the 2.5th and 97.5th percentiles."""
     rng = np.random.default_rng(seed)
@@ -79,11 +81,15 @@ def agreement(labels: Sequence[bool], verdicts: Sequence[Verdict], seed: int = 0
     }
     unreadable_rate = (len(labels) - len(pairs)) / len(labels) if labels else 0.0
     if not pairs:
-        return Agreement(len(labels), 0, None, None, None, None, None, None, None, None, None, confusion, unreadable_rate)
+        return Agreement(
+            len(labels), 0, None, None, None, None, None, None, None, None, None, confusion, unreadable_rate
+        )
     label_array = np.array([lab for lab, _ in pairs], dtype=bool)
     verdict_array = np.array([v for _, v in pairs], dtype=bool)
     recall_supported, recall_unsupported = _ratio(tp, tp + fn), _ratio(tn, tn + fp)
-    balanced = None if recall_supported is None or recall_unsupported is None else (recall_supported + recall_unsupported) / 2
+    balanced = (
+        None if recall_supported is None or recall_unsupported is None else (recall_supported + recall_unsupported) / 2
+    )
     low, high = kappa_interval(label_array, verdict_array, seed)
     return Agreement(
         labelled=len(labels),

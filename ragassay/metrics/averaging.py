@@ -41,11 +41,20 @@ def mean_scores(per_question: pl.DataFrame, metrics: list[MetricName]) -> dict[s
 
 INTERVAL_RESAMPLES = 2_000
 INTERVAL_SCHEMA = pl.Schema(
-    {"configuration": pl.String, "metric": pl.String, "scored": pl.Int64, "mean": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64}
+    {
+        "configuration": pl.String,
+        "metric": pl.String,
+        "scored": pl.Int64,
+        "mean": pl.Float64,
+        "ci_low": pl.Float64,
+        "ci_high": pl.Float64,
+    }
 )
 
 
-def mean_interval(values: Sequence[float | None], seed: int = 0, resamples: int = INTERVAL_RESAMPLES) -> tuple[float, float] | None:
+def mean_interval(
+    values: Sequence[float | None], seed: int = 0, resamples: int = INTERVAL_RESAMPLES
+) -> tuple[float, float] | None:
     """The seeded percentile-bootstrap 95% interval of the mean over the scored values: resample
     the scored questions with replacement `resamples` times; the interval is the 2.5th and 97.5th
     percentile of the resampled means. None when nothing was scored."""
@@ -68,6 +77,14 @@ def interval_table(per_question: dict[str, pl.DataFrame], metrics: list[str], se
             values = table[metric].to_list()
             mean, scored = mean_of_scored(values)
             interval = mean_interval(values, seed)
-            rows.append({"configuration": label, "metric": metric, "scored": scored, "mean": mean,
-                         "ci_low": interval[0] if interval else None, "ci_high": interval[1] if interval else None})
+            rows.append(
+                {
+                    "configuration": label,
+                    "metric": metric,
+                    "scored": scored,
+                    "mean": mean,
+                    "ci_low": interval[0] if interval else None,
+                    "ci_high": interval[1] if interval else None,
+                }
+            )
     return pl.DataFrame(rows, schema=INTERVAL_SCHEMA)

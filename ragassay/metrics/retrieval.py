@@ -82,9 +82,7 @@ def ndcg_at_k(judged: Judged, k: int) -> np.ndarray:
     return np.divide(dcg, idcg, out=np.zeros_like(dcg), where=idcg > 0)
 
 
-def judge_run(
-    rankings: list[list[str]], judgements: list[dict[str, int]], depth: int
-) -> Judged:
+def judge_run(rankings: list[list[str]], judgements: list[dict[str, int]], depth: int) -> Judged:
     """Build a Judged run from each question's ranked document keys and its {doc: grade} judgements.
 
     Questions with no relevant document must have been removed (relevant_count would be 0).

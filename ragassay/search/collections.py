@@ -119,7 +119,9 @@ def _dense_matrix(paths: CollectionPaths, chunks: pl.DataFrame, model_id: str, d
                 matrix[rows] = vectors[matches["at"].to_numpy()]
                 filled[rows] = True
     if not filled.all():
-        raise IndexMissing(f"collection {paths.name!r} lacks embeddings; run `ragassay index --collection {paths.name}`")
+        raise IndexMissing(
+            f"collection {paths.name!r} lacks embeddings; run `ragassay index --collection {paths.name}`"
+        )
     return matrix
 
 
@@ -140,7 +142,9 @@ class OpenCollections:
     def open(self, home: Path, name: str, need_dense: bool) -> SearchableCollection:
         paths = collection_paths(home, name)
         manifest = read_manifest(paths) or {}
-        tables = tuple((p.stat().st_mtime_ns, p.stat().st_size) if p.exists() else None for p in (paths.documents, paths.chunks))
+        tables = tuple(
+            (p.stat().st_mtime_ns, p.stat().st_size) if p.exists() else None for p in (paths.documents, paths.chunks)
+        )
         key = (home, name, str(manifest.get("index_digest")), tables)
         with self._lock:
             opened = self._opened.get(key)

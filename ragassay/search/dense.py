@@ -41,9 +41,7 @@ def package_folder(package: str) -> Path:
     """A package's folder, found without importing it (these packages print or pull tools on import)."""
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
-        raise EmbeddingModelError(
-            f"package '{package}' is not installed; run the setup command in README.md"
-        )
+        raise EmbeddingModelError(f"package '{package}' is not installed; run the setup command in README.md")
     return Path(next(iter(spec.submodule_search_locations)))
 
 
@@ -133,7 +131,9 @@ def load_model(spec: EmbeddingModelSpec):
                 model_file="model.onnx",
             )
         # cache_dir too: fastembed would otherwise create $TMPDIR/fastembed_cache even for a local model.
-        return TextEmbedding(model_name=spec.fastembed_name, specific_model_path=str(spec.folder), cache_dir=str(spec.folder))
+        return TextEmbedding(
+            model_name=spec.fastembed_name, specific_model_path=str(spec.folder), cache_dir=str(spec.folder)
+        )
     except Exception as error:  # fastembed raises bare ValueError/RuntimeError/OSError variants
         raise EmbeddingModelError(
             f"cannot load embedding model '{spec.model_id}' offline: {error}. Use a local ONNX "
@@ -160,7 +160,9 @@ class Embedder:
         vectors: np.ndarray | None = None
         for start in range(0, len(order), batch_size):
             positions = order[start : start + batch_size]
-            batch = np.asarray(list(self._model.embed([texts[i] for i in positions], batch_size=batch_size)), dtype=np.float32)
+            batch = np.asarray(
+                list(self._model.embed([texts[i] for i in positions], batch_size=batch_size)), dtype=np.float32
+            )
             if vectors is None:  # the width is known from the first batch (a local ONNX folder does not say)
                 vectors = np.empty((len(texts), batch.shape[1]), dtype=np.float32)
             vectors[positions] = batch

@@ -5,9 +5,7 @@ from __future__ import annotations
 from typing import Hashable, Sequence
 
 
-def reciprocal_rank_fusion(
-    rankings: Sequence[Sequence[Hashable]], k: int = 60
-) -> list[tuple[Hashable, float]]:
+def reciprocal_rank_fusion(rankings: Sequence[Sequence[Hashable]], k: int = 60) -> list[tuple[Hashable, float]]:
     """Fuse ranked lists with reciprocal-rank fusion (Cormack et al., 2009).
 
     score(d) = sum over lists L containing d of 1 / (k + rank_L(d)), rank starting at 1.

@@ -20,7 +20,6 @@ STEMMER_LANGUAGE = "english"
 STOPWORDS = "en"
 
 
-
 def _bm25s():
     """bm25s, imported once; it sets its own logger to DEBUG on import and logs every build, which
     the console handler would print among progress lines, so its level is lowered after import."""

@@ -72,7 +72,11 @@ class SearchableCollection:
         if not hasattr(self, "_by_document"):
             order = np.argsort(self.chunk_doc, kind="stable")
             grouped = self.chunk_doc[order]
-            starts = np.flatnonzero(np.r_[True, grouped[1:] != grouped[:-1]]) if len(grouped) else np.zeros(0, dtype=np.int64)
+            starts = (
+                np.flatnonzero(np.r_[True, grouped[1:] != grouped[:-1]])
+                if len(grouped)
+                else np.zeros(0, dtype=np.int64)
+            )
             self._by_document = (order, starts, grouped[starts])
         return self._by_document
 
@@ -125,7 +129,10 @@ def search(collections: list[SearchableCollection], query: str, settings: Search
 
 
 def rank_documents(
-    collections: list[SearchableCollection], queries: list[str], settings: SearchSettings, k: int,
+    collections: list[SearchableCollection],
+    queries: list[str],
+    settings: SearchSettings,
+    k: int,
     on_progress: Callable[[int, int], None] | None = None,
 ) -> list[list[tuple[tuple[str, str], float]]]:
     """The best k (collection, doc_id) and their scores for each query: the ranking `search` gives
@@ -194,7 +201,11 @@ def _ranked_documents(
             # product's rounding depends on the block (up to 7e-7 on SciFact), which swapped
             # near-tied documents in 3 of 300 rankings against the same question searched alone.
             vectors = collection.embed_queries(queries)
-            chunk_scores = np.stack([collection.dense @ vector for vector in vectors]) if len(vectors) else np.zeros((0, len(collection.dense)), dtype=np.float32)
+            chunk_scores = (
+                np.stack([collection.dense @ vector for vector in vectors])
+                if len(vectors)
+                else np.zeros((0, len(collection.dense)), dtype=np.float32)
+            )
             valid = np.broadcast_to(mask, chunk_scores.shape)
             documents, scores = _best_chunk_scores(collection, chunk_scores, valid)
         elif retriever == "chunk":
@@ -213,7 +224,11 @@ def _ranked_documents(
         # Stored order is ingest order: equal scores go by doc_id, as the rules above say.
         for row, top in enumerate(_top_positions(scores, collection.doc_id_rank[documents], limit)):
             top_documents, top_scores = documents[top].tolist(), scores[row, top].tolist()
-            chunks = [_best_chunk(collection, chunk_scores[row], valid[row], d) for d in top_documents] if with_chunks else [-1] * len(top)
+            chunks = (
+                [_best_chunk(collection, chunk_scores[row], valid[row], d) for d in top_documents]
+                if with_chunks
+                else [-1] * len(top)
+            )
             keys = [(collection.name, collection.doc_ids[d]) for d in top_documents]
             per_query[row].extend(zip(keys, top_scores, itertools.repeat(index), chunks))
     if len(collections) > 1:  # one collection's list is already in (-score, doc_id) order
@@ -230,7 +245,9 @@ def _documents_with_chunks(collection: SearchableCollection, mask: np.ndarray) -
     return np.unique(collection.chunk_doc[mask])
 
 
-def _best_chunk_scores(collection: SearchableCollection, chunk_scores: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _best_chunk_scores(
+    collection: SearchableCollection, chunk_scores: np.ndarray, valid: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Max-passage aggregation for a block of queries: the positions (ascending) of the documents
     that have chunks, and each query's best valid chunk score per document (float64; -inf where a
     document has no valid chunk for that query)."""

@@ -88,6 +88,10 @@ def _open_for_search(
     loaded = [resources.collections.open(home, name, need_dense) for name in dict.fromkeys(collections)]
     model_ids = {c.embedding_model_id for c in loaded}
     if need_dense and len(model_ids) > 1:
-        raise ConfigError(f"collections were embedded with different models ({', '.join(sorted(model_ids))}); index them with one model")
-    settings = settings.search_settings().model_copy(update={"content_types": normalize_content_types(settings.content_types)})
+        raise ConfigError(
+            f"collections were embedded with different models ({', '.join(sorted(model_ids))}); index them with one model"
+        )
+    settings = settings.search_settings().model_copy(
+        update={"content_types": normalize_content_types(settings.content_types)}
+    )
     return loaded, settings

@@ -55,7 +55,12 @@ def collection_lock(lock_file: Path, timeout: float | None = None) -> Iterator[N
         descriptor = os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             _acquire(descriptor, lock_file, timeout)
-            holder = {"pid": os.getpid(), "host": socket.gethostname(), "command": " ".join(sys.argv)[:300], "since": time.time()}
+            holder = {
+                "pid": os.getpid(),
+                "host": socket.gethostname(),
+                "command": " ".join(sys.argv)[:300],
+                "since": time.time(),
+            }
             os.ftruncate(descriptor, 0)
             os.pwrite(descriptor, json.dumps(holder).encode(), 0)
             _held[lock_file] = 1
@@ -76,8 +81,10 @@ def _acquire(descriptor: int, lock_file: Path, timeout: float) -> None:
             return
         except BlockingIOError:
             if time.monotonic() >= deadline:
-                raise CollectionBusy(f"collection {lock_file.stem!r} is being written by {_holder(lock_file)}; "
-                                     f"gave up after {timeout:g}s (RAGASSAY_LOCK_TIMEOUT sets how long to wait)") from None
+                raise CollectionBusy(
+                    f"collection {lock_file.stem!r} is being written by {_holder(lock_file)}; "
+                    f"gave up after {timeout:g}s (RAGASSAY_LOCK_TIMEOUT sets how long to wait)"
+                ) from None
             time.sleep(_POLL_SECONDS)
 
 

@@ -89,6 +89,7 @@ def embeddings_spec(dimension: int) -> TableSpec:
         ),
     )
 
+
 GOLDEN = TableSpec(
     "golden",
     1,
@@ -146,6 +147,7 @@ def per_question_spec(metric_columns: list[str]) -> TableSpec:
             }
         ),
     )
+
 
 GENERATION_CANDIDATES = TableSpec(
     "generation_candidates",

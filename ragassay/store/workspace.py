@@ -117,7 +117,11 @@ class CollectionPaths:
 def models_dir(home: Path) -> Path:
     """Where assembled models live: $RAGASSAY_MODELS when set (one folder shared by several
     workspaces, so a 1 GB model is assembled once), else the workspace's models/."""
-    return Path(os.environ["RAGASSAY_MODELS"]).expanduser().resolve() if os.environ.get("RAGASSAY_MODELS") else home / "models"
+    return (
+        Path(os.environ["RAGASSAY_MODELS"]).expanduser().resolve()
+        if os.environ.get("RAGASSAY_MODELS")
+        else home / "models"
+    )
 
 
 def collection_paths(home: Path, name: str, must_exist: bool = True) -> CollectionPaths:

@@ -16,7 +16,9 @@ runner = CliRunner()
 
 
 def test_an_answerable_question_gets_citations_to_real_spans(sample_home):
-    answer = answer_question(Resources(), sample_home, ["sample"], "What temperature does beeswax melt at?", AnswerSettings())
+    answer = answer_question(
+        Resources(), sample_home, ["sample"], "What temperature does beeswax melt at?", AnswerSettings()
+    )
     usage = answer.usage
     assert answer.outcome == "answered", answer.reason
     documents = load_documents(collection_paths(sample_home, "sample"), with_text=True)
@@ -44,7 +46,9 @@ def test_answer_command_prints_json_with_sources_model_and_tokens(sample_home, m
     assert result.exit_code == 0
     payload = json.loads(result.stdout)
     assert payload["outcome"] == "answered" and payload["sources"]
-    assert payload["model_id"] == "smollm2:SmolLM2-135M-Instruct.Q4_1" and payload["prompt_version"] == "grounded-answer/2"
+    assert (
+        payload["model_id"] == "smollm2:SmolLM2-135M-Instruct.Q4_1" and payload["prompt_version"] == "grounded-answer/2"
+    )
     assert payload["usage"]["model_prompt_tokens"] > 0
     bad = runner.invoke(app, ["answer", "-c", "sample", "--groundedness", "loose", "q"])
     assert bad.exit_code == 2 and "groundedness" in bad.output

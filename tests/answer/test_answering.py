@@ -17,7 +17,9 @@ def output(*statements: tuple[str, list[int]]) -> AnswerOutput:
 
 
 def test_valid_citations_map_to_sources_with_spans_and_quotes():
-    answer = resolve_answer("q", output(("Wax melts near 63 degrees.", [1]), ("Smoke calms bees.", [2, 1])), SOURCES, "strict")
+    answer = resolve_answer(
+        "q", output(("Wax melts near 63 degrees.", [1]), ("Smoke calms bees.", [2, 1])), SOURCES, "strict"
+    )
     assert answer.outcome == "answered" and answer.dropped_citations == 0
     first = answer.statements[0].citations[0]
     assert (first.doc_id, first.chunk_id, first.char_start, first.char_end) == ("wax.md", "wax.md#0", 0, 40)
@@ -45,7 +47,10 @@ def test_groundedness_off_keeps_uncited_statements():
     assert answer.dropped_citations == 1
 
 
-@pytest.mark.parametrize(("model_output", "reason"), [(output(), "the model found no answer in the sources"), (None, "the model's output could not be read")])
+@pytest.mark.parametrize(
+    ("model_output", "reason"),
+    [(output(), "the model found no answer in the sources"), (None, "the model's output could not be read")],
+)
 def test_empty_or_unreadable_output_is_a_refusal(model_output, reason):
     answer = resolve_answer("q", model_output, SOURCES, "strict", raw="{not json")
     assert answer.outcome == "refused" and answer.reason == reason
@@ -54,7 +59,9 @@ def test_empty_or_unreadable_output_is_a_refusal(model_output, reason):
 
 def test_sources_fit_the_budget_whole_and_are_renumbered():
     long = Source(9, "bees", "long.md", "long.md#0", 0, 400, None, "word " * 80)
-    chosen = assemble_sources([SOURCES[0], long, SOURCES[1]], budget_tokens=40, count_tokens=lambda text: len(text.split()))
+    chosen = assemble_sources(
+        [SOURCES[0], long, SOURCES[1]], budget_tokens=40, count_tokens=lambda text: len(text.split())
+    )
     assert [s.doc_id for s in chosen] == ["wax.md"]
     everything = assemble_sources([long, SOURCES[0]], budget_tokens=10_000, count_tokens=lambda text: len(text.split()))
     assert [s.number for s in everything] == [1, 2] and everything[0].doc_id == "long.md"

@@ -49,7 +49,11 @@ def test_ingest_index_search_and_list_round_trip(home, corpus):
     assert sorted(d["doc_id"] for d in json_of(listed)) == ["smoke.txt", "wax.md"]
 
     deleted = invoke("documents", "delete", "--collection", "bees", "smoke.txt", "--json")
-    assert deleted.exit_code == 0 and json_of(deleted) == {"collection": "bees", "deleted": ["smoke.txt"], "reindexed": True}
+    assert deleted.exit_code == 0 and json_of(deleted) == {
+        "collection": "bees",
+        "deleted": ["smoke.txt"],
+        "reindexed": True,
+    }
     after = invoke("search", "--collection", "bees", "--mode", "fulltext", "--json", "smoke alarm pheromone")
     assert json_of(after)["results"] == []
 
@@ -93,9 +97,24 @@ def test_unknown_document_delete_exits_2_and_deletes_nothing(home, corpus):
 @pytest.mark.parametrize(
     "command",
     [
-        [], ["ingest"], ["index"], ["search"], ["answer"], ["documents", "list"], ["documents", "delete"], ["collections", "list"],
-        ["collections", "delete"], ["golden", "add"], ["golden", "import"], ["golden", "generate"], ["golden", "list"], ["golden", "delete"],
-        ["eval", "retrieval"], ["runs", "list"], ["runs", "show"], ["runs", "compare"],
+        [],
+        ["ingest"],
+        ["index"],
+        ["search"],
+        ["answer"],
+        ["documents", "list"],
+        ["documents", "delete"],
+        ["collections", "list"],
+        ["collections", "delete"],
+        ["golden", "add"],
+        ["golden", "import"],
+        ["golden", "generate"],
+        ["golden", "list"],
+        ["golden", "delete"],
+        ["eval", "retrieval"],
+        ["runs", "list"],
+        ["runs", "show"],
+        ["runs", "compare"],
     ],
 )
 def test_every_subcommand_has_help_and_a_json_flag(command):
@@ -111,8 +130,15 @@ def test_models_are_chosen_by_name_file_or_server(tmp_path):
 
     assert model_settings("qwen2.5-1.5b", None, None, None, None) == {"backend": "qwen2.5-1.5b"}
     assert model_settings("smollm2", None, None, None, None) == {"backend": "smollm2"}
-    assert model_settings(str(tmp_path / "judge.gguf"), None, None, None, None) == {"backend": "gguf", "path": tmp_path / "judge.gguf"}
-    assert model_settings(None, None, None, "http://gpu:8080", "qwen") == {"backend": "openai", "url": "http://gpu:8080", "model": "qwen"}
+    assert model_settings(str(tmp_path / "judge.gguf"), None, None, None, None) == {
+        "backend": "gguf",
+        "path": tmp_path / "judge.gguf",
+    }
+    assert model_settings(None, None, None, "http://gpu:8080", "qwen") == {
+        "backend": "openai",
+        "url": "http://gpu:8080",
+        "model": "qwen",
+    }
     assert model_settings(None, None, None, None, None) == {} and judge_override(None, None, None, None, None) is None
     with pytest.raises(ConfigError, match="neither a model name .*qwen2.5-1.5b.* nor a .gguf file"):
         model_settings("gpt-7", None, None, None, None)

@@ -36,8 +36,13 @@ def evaluated(sample_home):
     """Three golden and five unanswerable questions under two configurations, judged once."""
     add_from_file(sample_home, "sample", SAMPLE / "golden.jsonl")
     config = parse_config(
-        AnswerEvalConfig, collections=["sample"], configurations=CONFIGURATIONS, unanswerable=UNANSWERABLE, max_questions=3,
-        judge=SMOLLM2, home=sample_home,
+        AnswerEvalConfig,
+        collections=["sample"],
+        configurations=CONFIGURATIONS,
+        unanswerable=UNANSWERABLE,
+        max_questions=3,
+        judge=SMOLLM2,
+        home=sample_home,
     )
     return config, eval_answers_flow(config)
 
@@ -77,9 +82,14 @@ def test_numbers_agree_with_the_logged_answers_and_judgments(evaluated, sample_h
         assert metrics["false_refusal_rate"] == pytest.approx(declined.sum() / 3)
         assert set(judgments["verdict"]) <= {"supported", "unsupported", "unreadable"}
         # Every readable verdict keeps the probability it was read from; unreadable ones have none.
-        assert judgments.filter(pl.col("verdict") == "unreadable")["p_supported"].null_count() == judgments.filter(pl.col("verdict") == "unreadable").height
+        assert (
+            judgments.filter(pl.col("verdict") == "unreadable")["p_supported"].null_count()
+            == judgments.filter(pl.col("verdict") == "unreadable").height
+        )
         readable = judgments.filter(pl.col("verdict") != "unreadable")
-        assert ((readable["p_supported"] >= 0.5) == (readable["verdict"] == "supported")).all()  # SmolLM2's threshold is 0.5
+        assert (
+            (readable["p_supported"] >= 0.5) == (readable["verdict"] == "supported")
+        ).all()  # SmolLM2's threshold is 0.5
         for row in answers.filter(pl.col("answerable")).iter_rows(named=True):
             mine = judgments.filter(query_id=row["query_id"])
             faithful = mine.filter(metric="faithfulness")
@@ -123,8 +133,13 @@ def test_batch_is_logged_with_judge_and_prompt_versions(evaluated, sample_home):
     assert set(children) == {"fulltext", "hybrid"}
     params = children["hybrid"].data.params
     assert params["judge_model_id"] == report.judge_model == "smollm2:SmolLM2-135M-Instruct.Q4_1"
-    assert params["prompt_version.support"] == "support-probability/3" and params["prompt_version.answer"] == "grounded-answer/2"
-    assert params["answer_model_id"] == "smollm2:SmolLM2-135M-Instruct.Q4_1" and params["config.search_type"] == "hybrid"
+    assert (
+        params["prompt_version.support"] == "support-probability/3"
+        and params["prompt_version.answer"] == "grounded-answer/2"
+    )
+    assert (
+        params["answer_model_id"] == "smollm2:SmolLM2-135M-Instruct.Q4_1" and params["config.search_type"] == "hybrid"
+    )
     logged = children["hybrid"].data.metrics
     for name, value in report.metrics["hybrid"].items():
         assert logged[name] == pytest.approx(value)
@@ -136,9 +151,18 @@ def test_pairwise_comparison_asks_both_orders_and_tallies_every_question(evaluat
     assert pairwise.height == 3 and set(pairwise["outcome"]) <= {"a", "b", "tie", "inconsistent", "unreadable"}
     for row in pairwise.iter_rows(named=True):
         if row["a_first"] != "identical":
-            assert row["a_first"] in ("first", "second", "tie", None) and row["b_first"] in ("first", "second", "tie", None)
+            assert row["a_first"] in ("first", "second", "tie", None) and row["b_first"] in (
+                "first",
+                "second",
+                "tie",
+                None,
+            )
     [tally] = report.pairwise
-    expected = {"configuration_a": "fulltext", "configuration_b": "hybrid", **tally_pairs(pairwise["outcome"].to_list())}
+    expected = {
+        "configuration_a": "fulltext",
+        "configuration_b": "hybrid",
+        **tally_pairs(pairwise["outcome"].to_list()),
+    }
     assert {key: tally[key] for key in expected} == expected
     judged = pairwise.filter(pl.col("a_first").is_null() | (pl.col("a_first") != "identical")).height
     # Each answer graded once (the swapped order reuses both gradings): two calls per judged question.
@@ -150,7 +174,10 @@ def test_pairwise_comparison_asks_both_orders_and_tallies_every_question(evaluat
 
 def test_runs_list_shows_retrieval_and_answer_runs_together(evaluated, sample_home, monkeypatch):
     retrieval = parse_config(
-        RetrievalEvalConfig, collections=["sample"], configurations=[{"label": "fulltext", "search_type": "fulltext"}], home=sample_home
+        RetrievalEvalConfig,
+        collections=["sample"],
+        configurations=[{"label": "fulltext", "search_type": "fulltext"}],
+        home=sample_home,
     )
     eval_retrieval_flow(retrieval)
     monkeypatch.setenv("RAGASSAY_HOME", str(sample_home))
@@ -168,8 +195,13 @@ def test_unreadable_judgements_are_excluded_and_warned_never_scored(sample_home)
     """A judge whose context cannot hold the prompt reads nothing: every judged metric is left out
     with a warning naming metric and question; none becomes 0 or NaN."""
     config = parse_config(
-        AnswerEvalConfig, collections=["sample"], configurations=[{"label": "hybrid"}], max_questions=2, pairwise=False,
-        judge={**SMOLLM2, "context_size": 256}, home=sample_home,
+        AnswerEvalConfig,
+        collections=["sample"],
+        configurations=[{"label": "hybrid"}],
+        max_questions=2,
+        pairwise=False,
+        judge={**SMOLLM2, "context_size": 256},
+        home=sample_home,
     )
     report = eval_answers_flow(config)
     metrics = report.metrics["hybrid"]
@@ -187,8 +219,23 @@ def test_estimate_counts_calls_before_running(evaluated, sample_home, monkeypatc
     configs = sample_home / "answer-configs.json"
     configs.write_text(json.dumps(CONFIGURATIONS))
     result = runner.invoke(
-        app, ["eval", "answers", "-c", "sample", "--configs", str(configs), "--unanswerable", str(UNANSWERABLE), "--max-questions", "3",
-              "--judge-model", "smollm2", "--estimate", "--json"]
+        app,
+        [
+            "eval",
+            "answers",
+            "-c",
+            "sample",
+            "--configs",
+            str(configs),
+            "--unanswerable",
+            str(UNANSWERABLE),
+            "--max-questions",
+            "3",
+            "--judge-model",
+            "smollm2",
+            "--estimate",
+            "--json",
+        ],
     )
     assert result.exit_code == 0, result.output
     estimate = json.loads(result.stdout)
@@ -201,18 +248,37 @@ def test_estimate_counts_calls_before_running(evaluated, sample_home, monkeypatc
         assert row["answer_rate_basis"].startswith("measured in batch")
     assert estimate["pairwise"]["calls"] == 6
     # The default judge has not judged in this workspace: its reference figures are used.
-    default = json.loads(runner.invoke(
-        app, ["eval", "answers", "-c", "sample", "--configs", str(configs), "--max-questions", "3", "--estimate", "--json"]
-    ).stdout)
+    default = json.loads(
+        runner.invoke(
+            app,
+            [
+                "eval",
+                "answers",
+                "-c",
+                "sample",
+                "--configs",
+                str(configs),
+                "--max-questions",
+                "3",
+                "--estimate",
+                "--json",
+            ],
+        ).stdout
+    )
     assert default["judge_rate_basis"].startswith("Qwen2.5 1.5B figures")
     rate = REFERENCE_RATES["qwen2.5-1.5b"]["judge"].seconds
-    assert all(row["judge"]["seconds"] == pytest.approx(row["judge"]["calls"] * rate, abs=0.1) for row in default["configurations"])
+    assert all(
+        row["judge"]["seconds"] == pytest.approx(row["judge"]["calls"] * rate, abs=0.1)
+        for row in default["configurations"]
+    )
 
 
 def test_bad_inputs_are_refused_before_any_work(sample_home, monkeypatch, tmp_path):
     monkeypatch.setenv("RAGASSAY_HOME", str(sample_home))
     bad = tmp_path / "unanswerable.jsonl"
-    bad.write_text('{"id": "u1", "question": "Who won?"}\n{"question": 3}\n{"id": "u3", "question": "Q", "expected_document_ids": ["guides/overview.md"]}\n')
+    bad.write_text(
+        '{"id": "u1", "question": "Who won?"}\n{"question": 3}\n{"id": "u3", "question": "Q", "expected_document_ids": ["guides/overview.md"]}\n'
+    )
     result = runner.invoke(app, ["eval", "answers", "-c", "sample", "--unanswerable", str(bad)])
     assert result.exit_code == 2
     assert f"{bad}:2" in result.output and f"{bad}:3" in result.output

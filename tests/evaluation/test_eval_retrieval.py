@@ -32,7 +32,11 @@ def evaluated(sample_home):
     """The sample golden set evaluated once under three configurations."""
     add_from_file(sample_home, "sample", SAMPLE / "golden.jsonl")
     config = parse_config(
-        RetrievalEvalConfig, collections=["sample"], configurations=CONFIGURATIONS, home=sample_home, assertions=["hybrid:recall@5>=0.8"]
+        RetrievalEvalConfig,
+        collections=["sample"],
+        configurations=CONFIGURATIONS,
+        home=sample_home,
+        assertions=["hybrid:recall@5>=0.8"],
     )
     return config, eval_retrieval_flow(config)
 
@@ -44,7 +48,9 @@ def test_report_has_means_for_every_configuration_and_metric(evaluated):
     for means in report.means.values():
         assert set(means) == {str(m) for m in config.metrics()}
         assert all(0.0 <= value <= 1.0 for value in means.values())
-    assert report.assertions == [{"assertion": "hybrid:recall@5>=0.8", "value": report.means["hybrid"]["recall@5"], "passed": True}]
+    assert report.assertions == [
+        {"assertion": "hybrid:recall@5>=0.8", "value": report.means["hybrid"]["recall@5"], "passed": True}
+    ]
     pairs = {(c["configuration_a"], c["configuration_b"]) for c in report.comparisons}
     assert pairs == {("fulltext", "semantic"), ("fulltext", "hybrid"), ("semantic", "hybrid")}
 
@@ -59,13 +65,19 @@ def test_batch_is_one_parent_and_one_child_per_configuration_in_mlflow(evaluated
     hybrid = next(c for c in children if c.data.tags[tracking.TAG_LABEL] == "hybrid")
     assert hybrid.data.tags["mlflow.parentRunId"] == report.parent_run_id
     params = hybrid.data.params
-    assert params["config.search_type"] == "hybrid" and params["config.fusion.k"] == "60" and params["config.rerank"] == "off"
+    assert (
+        params["config.search_type"] == "hybrid"
+        and params["config.fusion.k"] == "60"
+        and params["config.rerank"] == "off"
+    )
     assert params["golden_size.sample"] == "30" and len(params["golden_digest.sample"]) == 16
     assert params["index_digest.sample"] and params["embedding_model.sample"].startswith("all-MiniLM-L6-v2-int8@")
     assert hybrid.data.metrics["recall_at_5"] == pytest.approx(report.means["hybrid"]["recall@5"])
     assert hybrid.data.metrics["ndcg_at_10"] == pytest.approx(report.means["hybrid"]["ndcg@10"])
     per_question = tracking.download_table(sample_home, hybrid.info.run_id, "per_question")
-    assert per_question.height == 30 and per_question["recall@5"].mean() == pytest.approx(report.means["hybrid"]["recall@5"])
+    assert per_question.height == 30 and per_question["recall@5"].mean() == pytest.approx(
+        report.means["hybrid"]["recall@5"]
+    )
     run = tracking.download_table(sample_home, hybrid.info.run_id, "run")
     assert run.group_by("query_id").agg(pl.len())["len"].max() <= 10
     assert tracking.download_table(sample_home, report.parent_run_id, "comparisons").height == len(report.comparisons)
@@ -93,7 +105,21 @@ def test_runs_commands_list_show_and_compare_the_batch(evaluated, sample_home, m
 def test_a_failed_gate_exits_1_and_names_the_bound(sample_home, monkeypatch):
     monkeypatch.setenv("RAGASSAY_HOME", str(sample_home))
     result = runner.invoke(
-        app, ["eval", "retrieval", "-c", "sample", "--mode", "fulltext", "--max-questions", "5", "--assert", "fulltext:recall@1>=1.01", "--assert", "fulltext:mrr>=0"]
+        app,
+        [
+            "eval",
+            "retrieval",
+            "-c",
+            "sample",
+            "--mode",
+            "fulltext",
+            "--max-questions",
+            "5",
+            "--assert",
+            "fulltext:recall@1>=1.01",
+            "--assert",
+            "fulltext:mrr>=0",
+        ],
     )
     assert result.exit_code == 1
     assert "quality gate failed: fulltext:recall@1>=1.01" in result.stderr
@@ -104,7 +130,10 @@ def test_a_failed_gate_exits_1_and_names_the_bound(sample_home, monkeypatch):
 @pytest.mark.parametrize(
     ("file_text", "message"),
     [
-        ("- {label: a, search_type: fulltext, serch_depth: 5}", "unknown key; allowed keys: content_types, depth, fusion, label, lexical_unit, path_glob, rerank, rerank_candidates, rerank_model, search_type"),
+        (
+            "- {label: a, search_type: fulltext, serch_depth: 5}",
+            "unknown key; allowed keys: content_types, depth, fusion, label, lexical_unit, path_glob, rerank, rerank_candidates, rerank_model, search_type",
+        ),
         ("- {label: a, search_type: vector}", "'fulltext', 'semantic' or 'hybrid'"),
         ("- {label: a, search_type: hybrid, rerank: always}", "rerank: Input should be 'off' or 'llm'"),
         ("- {label: a, search_type: hybrid, fusion: {method: borda}}", "fusion.method"),
@@ -125,9 +154,19 @@ def test_bad_configurations_fail_before_any_work_naming_the_key(sample_home, mon
 
 def test_an_assertion_on_an_unknown_label_or_deep_cutoff_is_a_config_error(sample_home):
     with pytest.raises(ConfigError, match="labels: a"):
-        parse_config(RetrievalEvalConfig, collections=["sample"], configurations=[{"label": "a", "search_type": "fulltext"}], assertions=["b:mrr>=1"])
+        parse_config(
+            RetrievalEvalConfig,
+            collections=["sample"],
+            configurations=[{"label": "a", "search_type": "fulltext"}],
+            assertions=["b:mrr>=1"],
+        )
     with pytest.raises(ConfigError, match="max\\(ks\\) = 10"):
-        parse_config(RetrievalEvalConfig, collections=["sample"], configurations=[{"label": "a", "search_type": "fulltext"}], assertions=["a:recall@20>=1"])
+        parse_config(
+            RetrievalEvalConfig,
+            collections=["sample"],
+            configurations=[{"label": "a", "search_type": "fulltext"}],
+            assertions=["a:recall@20>=1"],
+        )
 
 
 def test_questions_without_expected_documents_are_excluded_with_a_warning(home, tmp_path):
@@ -149,9 +188,16 @@ def test_questions_without_expected_documents_are_excluded_with_a_warning(home, 
             "origin": ["manual"] * 3,
         }
     )
-    golden = rows.with_columns([pl.lit(None, dtype=dtype).alias(name) for name, dtype in GOLDEN.schema.items() if name not in rows.columns])
+    golden = rows.with_columns(
+        [pl.lit(None, dtype=dtype).alias(name) for name, dtype in GOLDEN.schema.items() if name not in rows.columns]
+    )
     write_table(golden, collection_paths(home, "bees").golden, GOLDEN)
-    config = parse_config(RetrievalEvalConfig, collections=["bees"], configurations=[{"label": "lex", "search_type": "fulltext"}], home=home)
+    config = parse_config(
+        RetrievalEvalConfig,
+        collections=["bees"],
+        configurations=[{"label": "lex", "search_type": "fulltext"}],
+        home=home,
+    )
     report = eval_retrieval_flow(config)
     assert report.questions == 2
     assert any("bees/empty: no expected documents" in w for w in report.warnings)
@@ -167,11 +213,21 @@ def test_the_batch_parent_shows_metrics_pictures_and_previewable_tables(evaluate
     assert parent.data.tags["mlflow.source.name"] == "ragassay eval retrieval" and parent.data.tags["mlflow.user"]
     assert parent.data.tags[tracking.TAG_PREFECT_FLOW_RUN], "the Prefect flow run that made it"
     artifacts = {a.path for a in mlflow_client.list_artifacts(report.parent_run_id)} | {
-        a.path for a in mlflow_client.list_artifacts(report.parent_run_id, "plots")}
-    assert {"comparisons.parquet", "comparisons.json", "intervals.parquet", "plots/retrieval_metrics.png", "plots/retrieval_recall_at_k.png"} <= artifacts
+        a.path for a in mlflow_client.list_artifacts(report.parent_run_id, "plots")
+    }
+    assert {
+        "comparisons.parquet",
+        "comparisons.json",
+        "intervals.parquet",
+        "plots/retrieval_metrics.png",
+        "plots/retrieval_recall_at_k.png",
+    } <= artifacts
     fulltext = mlflow_client.get_run(report.run_ids["fulltext"])
     assert fulltext.info.run_name == f"{report.batch_id} retrieval/fulltext"
-    assert not any(key.startswith(("config.fusion", "config.rerank_model", "config.rerank_candidates")) for key in fulltext.data.params)
+    assert not any(
+        key.startswith(("config.fusion", "config.rerank_model", "config.rerank_candidates"))
+        for key in fulltext.data.params
+    )
     for row in report.intervals:
         assert row["ci_low"] <= row["mean"] <= row["ci_high"] and row["scored"] == 30
 
@@ -181,23 +237,60 @@ def test_the_regression_gate_fails_a_significant_drop_and_passes_noise(evaluated
     monkeypatch.setenv("RAGASSAY_HOME", str(sample_home))
     # The candidate: the same labels, but hybrid searches Markdown files only, so most answers are gone.
     worse = [*CONFIGURATIONS[:2], {**CONFIGURATIONS[2], "path_glob": "*.md"}]
-    candidate = eval_retrieval_flow(parse_config(RetrievalEvalConfig, collections=["sample"], configurations=worse, home=sample_home))
+    candidate = eval_retrieval_flow(
+        parse_config(RetrievalEvalConfig, collections=["sample"], configurations=worse, home=sample_home)
+    )
 
-    failed = runner.invoke(app, ["gate", "--baseline", baseline.batch_id, "--candidate", candidate.batch_id,
-                                 "--max-drop", "recall@5=0.02", "--max-drop", "fulltext:mrr=0.05", "--json"])
+    failed = runner.invoke(
+        app,
+        [
+            "gate",
+            "--baseline",
+            baseline.batch_id,
+            "--candidate",
+            candidate.batch_id,
+            "--max-drop",
+            "recall@5=0.02",
+            "--max-drop",
+            "fulltext:mrr=0.05",
+            "--json",
+        ],
+    )
     assert failed.exit_code == 1, failed.output
     results = {(r["configuration"], r["metric"]): r for r in json.loads(failed.stdout)["results"]}
-    assert set(results) == {("fulltext", "recall@5"), ("semantic", "recall@5"), ("hybrid", "recall@5"), ("fulltext", "mrr")}
+    assert set(results) == {
+        ("fulltext", "recall@5"),
+        ("semantic", "recall@5"),
+        ("hybrid", "recall@5"),
+        ("fulltext", "mrr"),
+    }
     hybrid = results[("hybrid", "recall@5")]
     assert hybrid["failed"] and hybrid["drop"] > 0.02 and hybrid["p_value"] < 0.05 and hybrid["questions"] == 30
     assert hybrid["drop"] == pytest.approx(baseline.means["hybrid"]["recall@5"] - candidate.means["hybrid"]["recall@5"])
     assert not results[("fulltext", "recall@5")]["failed"] and results[("fulltext", "recall@5")]["drop"] == 0.0
     assert "hybrid:recall@5 dropped" in failed.stderr and "fulltext" not in failed.stderr
 
-    passed = runner.invoke(app, ["gate", "--baseline", baseline.batch_id, "--candidate", candidate.batch_id, "--max-drop", "fulltext:recall@5=0.0"])
+    passed = runner.invoke(
+        app,
+        [
+            "gate",
+            "--baseline",
+            baseline.batch_id,
+            "--candidate",
+            candidate.batch_id,
+            "--max-drop",
+            "fulltext:recall@5=0.0",
+        ],
+    )
     assert passed.exit_code == 0, passed.output
-    for arguments in (["--max-drop", "faithfulness=0.1"], ["--max-drop", "recall5=0.1"], ["--max-drop", "dense:mrr=0.1"]):
-        unusable = runner.invoke(app, ["gate", "--baseline", baseline.batch_id, "--candidate", candidate.batch_id, *arguments])
+    for arguments in (
+        ["--max-drop", "faithfulness=0.1"],
+        ["--max-drop", "recall5=0.1"],
+        ["--max-drop", "dense:mrr=0.1"],
+    ):
+        unusable = runner.invoke(
+            app, ["gate", "--baseline", baseline.batch_id, "--candidate", candidate.batch_id, *arguments]
+        )
         assert unusable.exit_code == 2, (arguments, unusable.output)
     unknown = runner.invoke(app, ["gate", "--baseline", "nosuchbatch", "--max-drop", "mrr=0.1"])
     assert unknown.exit_code == 2 and "no batch 'nosuchbatch'" in unknown.output

@@ -13,7 +13,14 @@ from flows.eval_retrieval import eval_retrieval_flow
 from flows.index import index_flow
 from flows.ingest import ingest_flow
 from ragassay import tracking
-from ragassay.config import AnswerEvalConfig, IndexConfig, IngestConfig, RetrievalEvalConfig, TaskRunnerConfig, parse_config
+from ragassay.config import (
+    AnswerEvalConfig,
+    IndexConfig,
+    IngestConfig,
+    RetrievalEvalConfig,
+    TaskRunnerConfig,
+    parse_config,
+)
 from ragassay.golden.store import add_from_file
 from ragassay.metrics.names import ANSWER_METRICS
 from tests.conftest import SAMPLE
@@ -32,9 +39,18 @@ def test_a_dask_local_cluster_gives_the_numbers_of_the_thread_runner(home):
     settings = dict(collections=["sample"], configurations=CONFIGURATIONS, home=home)
     threads = eval_retrieval_flow(parse_config(RetrievalEvalConfig, **settings))
     # A cluster the flow starts (workers: 2), and one already running that it is given the address of.
-    started = eval_retrieval_flow(parse_config(RetrievalEvalConfig, **settings, task_runner={"kind": "dask", "workers": 2}))
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, Client(cluster) as client:
-        given = eval_retrieval_flow(parse_config(RetrievalEvalConfig, **settings, task_runner={"kind": "dask", "address": cluster.scheduler_address}))
+    started = eval_retrieval_flow(
+        parse_config(RetrievalEvalConfig, **settings, task_runner={"kind": "dask", "workers": 2})
+    )
+    with (
+        LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster,
+        Client(cluster) as client,
+    ):
+        given = eval_retrieval_flow(
+            parse_config(
+                RetrievalEvalConfig, **settings, task_runner={"kind": "dask", "address": cluster.scheduler_address}
+            )
+        )
         # The searches ran in the worker processes: those that ran one hold opened collections.
         opened = client.run(lambda: __import__("tasks.resources").resources.worker_resources.cache_info().currsize)
     assert len(opened) == 2 and sum(opened.values()) >= 1
@@ -43,12 +59,27 @@ def test_a_dask_local_cluster_gives_the_numbers_of_the_thread_runner(home):
         assert dask.means == threads.means and dask.comparisons == threads.comparisons
         for label in threads.run_ids:
             for table in ("per_question", "run"):
-                assert_frame_equal(tracking.download_table(home, dask.run_ids[label], table), tracking.download_table(home, threads.run_ids[label], table))
+                assert_frame_equal(
+                    tracking.download_table(home, dask.run_ids[label], table),
+                    tracking.download_table(home, threads.run_ids[label], table),
+                )
 
 
 # What an answer's row holds besides its cost and timing, which differ from run to run.
-ANSWER_COLUMNS = ["configuration", "query_id", "answerable", "outcome", "reason", "answer", "statements", "citations", "sources",
-                  "relevance", "implied_question", *ANSWER_METRICS]
+ANSWER_COLUMNS = [
+    "configuration",
+    "query_id",
+    "answerable",
+    "outcome",
+    "reason",
+    "answer",
+    "statements",
+    "citations",
+    "sources",
+    "relevance",
+    "implied_question",
+    *ANSWER_METRICS,
+]
 
 
 def test_an_answer_evaluation_on_a_dask_local_cluster_matches_the_thread_runner(tmp_path, monkeypatch):
@@ -66,17 +97,30 @@ def test_an_answer_evaluation_on_a_dask_local_cluster_matches_the_thread_runner(
         index_flow(IndexConfig(collection="sample", home=home))
         add_from_file(home, "sample", SAMPLE / "golden.jsonl")
         config = parse_config(
-            AnswerEvalConfig, collections=["sample"], configurations=[{"label": "fulltext", "search_type": "fulltext"}, {"label": "hybrid"}],
-            unanswerable=unanswerable, max_questions=1, judge={"backend": "smollm2"}, questions_per_task=per_task, task_runner=runner, home=home,
+            AnswerEvalConfig,
+            collections=["sample"],
+            configurations=[{"label": "fulltext", "search_type": "fulltext"}, {"label": "hybrid"}],
+            unanswerable=unanswerable,
+            max_questions=1,
+            judge={"backend": "smollm2"},
+            questions_per_task=per_task,
+            task_runner=runner,
+            home=home,
         )
         reports[name] = (home, eval_answers_flow(config))
     (threads_home, threads), (dask_home, dask) = reports["threads"], reports["dask"]
     assert dask.judge_model == threads.judge_model and dask.questions == threads.questions == 1
     # The same wins and ties; the judge's cost differs (a judge remembers its judgements per process).
-    assert [{k: v for k, v in t.items() if not k.startswith("judge_")} for t in dask.pairwise] == \
-        [{k: v for k, v in t.items() if not k.startswith("judge_")} for t in threads.pairwise]
+    assert [{k: v for k, v in t.items() if not k.startswith("judge_")} for t in dask.pairwise] == [
+        {k: v for k, v in t.items() if not k.startswith("judge_")} for t in threads.pairwise
+    ]
     for label in threads.run_ids:
-        for metric in [*ANSWER_METRICS, *(f"{m}_scored" for m in ANSWER_METRICS), "refusal_recall", "false_refusal_rate"]:
+        for metric in [
+            *ANSWER_METRICS,
+            *(f"{m}_scored" for m in ANSWER_METRICS),
+            "refusal_recall",
+            "false_refusal_rate",
+        ]:
             assert dask.metrics[label].get(metric) == threads.metrics[label].get(metric), (label, metric)
         assert_frame_equal(
             tracking.download_table(dask_home, dask.run_ids[label], "answers").select(ANSWER_COLUMNS),
@@ -88,8 +132,10 @@ def test_an_answer_evaluation_on_a_dask_local_cluster_matches_the_thread_runner(
         )
         # The same model calls were asked, and the workers ran the models themselves. (Which calls
         # the shared completion cache serves depends on which worker asked first.)
-        asked = {name: report.metrics[label]["answer_model_calls"] + report.metrics[label]["answer_model_cached_calls"]
-                 for name, report in (("threads", threads), ("dask", dask))}
+        asked = {
+            name: report.metrics[label]["answer_model_calls"] + report.metrics[label]["answer_model_cached_calls"]
+            for name, report in (("threads", threads), ("dask", dask))
+        }
         assert asked["dask"] == asked["threads"] >= 1
         assert dask.metrics[label]["answer_model_calls"] >= 1 and dask.metrics[label]["judge_calls"] >= 1
 
@@ -106,7 +152,11 @@ def test_ingest_and_index_on_a_dask_local_cluster_store_what_threads_store(tmp_p
         home = tmp_path / name
         # Small tasks, so that several run on each runner: 4 files an extraction task, 8 chunk texts
         # an embedding task (one row group of the embedding cache each).
-        ingest_flow(IngestConfig(collection="sample", paths=(SAMPLE / "corpus",), files_per_task=4, task_runner=runner, home=home))
+        ingest_flow(
+            IngestConfig(
+                collection="sample", paths=(SAMPLE / "corpus",), files_per_task=4, task_runner=runner, home=home
+            )
+        )
         report = index_flow(IndexConfig(collection="sample", chunks_per_task=8, task_runner=runner, home=home))
         paths = collection_paths(home, "sample")
         assert pq.ParquetFile(paths.embeddings).metadata.num_row_groups == -(-report.embedded // 8) > 2

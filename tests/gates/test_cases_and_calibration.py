@@ -30,7 +30,9 @@ def _suite(tmp_path, cases: list[dict], **settings) -> str:
 
 
 def test_a_suite_whose_checks_all_pass_exits_zero_and_is_logged(workspace, tmp_path):
-    suite = _suite(tmp_path, [{"id": "melting", "input": "At what temperature does beeswax melt?", "excludes": [NEVER_SAID]}])
+    suite = _suite(
+        tmp_path, [{"id": "melting", "input": "At what temperature does beeswax melt?", "excludes": [NEVER_SAID]}]
+    )
     result = runner.invoke(app, ["cases", "run", suite, "--json"])
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
@@ -45,10 +47,19 @@ def test_a_suite_whose_checks_all_pass_exits_zero_and_is_logged(workspace, tmp_p
 
 def test_a_failing_check_or_a_judge_error_fails_the_case_and_the_exit_code(workspace, tmp_path):
     cases = [
-        {"id": "missing-word", "input": "At what temperature does beeswax melt?", "contains": [NEVER_SAID], "excludes": [NEVER_SAID]},
+        {
+            "id": "missing-word",
+            "input": "At what temperature does beeswax melt?",
+            "contains": [NEVER_SAID],
+            "excludes": [NEVER_SAID],
+        },
         # A judge whose context cannot hold the prompt returns nothing readable: a judge error.
-        {"id": "judged", "input": "How should a smoker be lit?", "judge": {"criteria": "Explains how to light a smoker.", "min_score": 0.1},
-         "grounded": True},
+        {
+            "id": "judged",
+            "input": "How should a smoker be lit?",
+            "judge": {"criteria": "Explains how to light a smoker.", "min_score": 0.1},
+            "grounded": True,
+        },
     ]
     suite = _suite(tmp_path, cases, judge={"backend": "smollm2", "context_size": 256})
     result = runner.invoke(app, ["cases", "run", suite, "--json"])
@@ -65,7 +76,10 @@ def test_a_failing_check_or_a_judge_error_fails_the_case_and_the_exit_code(works
     ("cases", "message"),
     [
         ([{"id": "nothing", "input": "q"}], "case 'nothing' has no check"),
-        ([{"id": "a", "input": "q", "contains": ["x"], "expects": "y"}], "cases.0.expects: unknown key; allowed keys: contains"),
+        (
+            [{"id": "a", "input": "q", "contains": ["x"], "expects": "y"}],
+            "cases.0.expects: unknown key; allowed keys: contains",
+        ),
         ([{"id": "a", "input": "q", "judge": {"criteria": "c", "min_score": 2}}], "cases.0.judge.min_score"),
         ([{"id": "a", "input": "q", "excludes": ["x"]}, {"id": "a", "input": "r", "excludes": ["x"]}], "repeated: a"),
     ],
@@ -101,7 +115,9 @@ def test_calibration_with_the_default_judge_on_a_seeded_sample(workspace):
     """The default judge (Qwen2.5 1.5B) on 6 of the team's labels, drawn with a seed."""
     arguments = ["judge", "calibrate", "--labels", str(LABELS), "--max-items", "6", "--seed", "4", "--json"]
     first = json.loads(runner.invoke(app, arguments).stdout)
-    assert first["judge_model"].startswith("qwen2.5-1.5b:") and first["labelled"] == 6 and first["unreadable_rate"] == 0.0
+    assert (
+        first["judge_model"].startswith("qwen2.5-1.5b:") and first["labelled"] == 6 and first["unreadable_rate"] == 0.0
+    )
     assert all(0.0 <= row["p_supported"] <= 1.0 for row in first["rows"]) and first["seconds_per_verdict"] > 0
     again = json.loads(runner.invoke(app, arguments).stdout)
     assert [row["source"] for row in again["rows"]] == [row["source"] for row in first["rows"]], "the sample is seeded"
@@ -127,8 +143,20 @@ def test_a_context_too_long_for_the_judge_is_counted_not_cut(tmp_path):
 
 
 def test_pairwise_calibration_measures_how_often_verdicts_flip(workspace):
-    result = runner.invoke(app, ["judge", "calibrate", "--pairwise", str(REPO / "data" / "sample" / "golden.jsonl"),
-                                 "--judge-model", "smollm2", "--max-items", "4", "--json"])
+    result = runner.invoke(
+        app,
+        [
+            "judge",
+            "calibrate",
+            "--pairwise",
+            str(REPO / "data" / "sample" / "golden.jsonl"),
+            "--judge-model",
+            "smollm2",
+            "--max-items",
+            "4",
+            "--json",
+        ],
+    )
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     assert report["pairs"] == 4 and len(report["rows"]) == 4
@@ -136,7 +164,9 @@ def test_pairwise_calibration_measures_how_often_verdicts_flip(workspace):
     if report["readable"]:
         assert report["flip_rate"] == pytest.approx(flips / report["readable"])
     assert {row["kind"] for row in report["rows"]} <= {"off_question", "refusal"}
-    assert "confusion_matrix.png" not in {a.path for a in tracking.client(workspace).list_artifacts(report["mlflow_run_id"])}
+    assert "confusion_matrix.png" not in {
+        a.path for a in tracking.client(workspace).list_artifacts(report["mlflow_run_id"])
+    }
 
 
 def test_calibration_needs_labels_or_pairs(workspace):
@@ -147,8 +177,10 @@ def test_calibration_needs_labels_or_pairs(workspace):
 def test_calibration_refuses_a_bad_labels_file_naming_the_line(workspace, tmp_path):
     labels = tmp_path / "labels.jsonl"
     labels.write_text(
-        json.dumps({"context": "Wax melts at 63 C.", "statement": "Wax melts.", "label": "supported"}) + "\n"
-        + json.dumps({"context": "Wax melts at 63 C.", "statement": "Wax boils.", "label": "maybe"}) + "\n"
+        json.dumps({"context": "Wax melts at 63 C.", "statement": "Wax melts.", "label": "supported"})
+        + "\n"
+        + json.dumps({"context": "Wax melts at 63 C.", "statement": "Wax boils.", "label": "maybe"})
+        + "\n"
     )
     result = runner.invoke(app, ["judge", "calibrate", "--labels", str(labels)])
     assert result.exit_code == 2 and f"{labels}:2" in result.output and "'maybe'" in result.output

@@ -22,7 +22,9 @@ PASSAGE = (
 
 
 def decide(question: str, answer: str = "Between 62 and 64 degrees Celsius.", known=(), vectors=None):
-    return gate_candidate(GeneratedPair(question=question, answer=answer), PASSAGE, list(known), *(vectors or (None, None)))
+    return gate_candidate(
+        GeneratedPair(question=question, answer=answer), PASSAGE, list(known), *(vectors or (None, None))
+    )
 
 
 @pytest.mark.parametrize(
@@ -53,7 +55,11 @@ def test_near_duplicates_by_text_and_by_embedding():
     by_text = decide("At which temperature does beeswax melt?", known=["At what temperature does beeswax melt?"])
     assert by_text.reason == "near_duplicate" and "token_sort_ratio" in by_text.detail
     vector = np.array([0.6, 0.8], dtype=np.float32)
-    by_vector = decide("How hot must beeswax get before it turns liquid?", known=["Melting point of wax, please?"], vectors=(vector, vector[None, :]))
+    by_vector = decide(
+        "How hot must beeswax get before it turns liquid?",
+        known=["Melting point of wax, please?"],
+        vectors=(vector, vector[None, :]),
+    )
     assert by_vector.reason == "near_duplicate" and "cosine" in by_vector.detail
 
 
@@ -63,8 +69,13 @@ def test_a_good_question_passes():
 
 @pytest.mark.parametrize(
     ("question", "dependent"),
-    [("How long does a queen live after it emerges?", False), ("Why are these cells capped?", True), ("Why can't it fly?", True),
-     ("Under this section, how many hives are allowed?", True), ("What is the flash point of beeswax?", False)],
+    [
+        ("How long does a queen live after it emerges?", False),
+        ("Why are these cells capped?", True),
+        ("Why can't it fly?", True),
+        ("Under this section, how many hives are allowed?", True),
+        ("What is the flash point of beeswax?", False),
+    ],
 )
 def test_pronouns_need_an_antecedent_in_the_question(question, dependent):
     assert is_passage_dependent(question) is dependent
@@ -84,7 +95,10 @@ def test_the_gate_on_the_teams_labelled_candidates(home):
         vectors = embedder.embed([candidate["question"], *known])
         decision = gate_candidate(
             GeneratedPair(question=candidate["question"], answer=candidate["answer"]),
-            fixture["passages"][candidate["passage"]], known, vectors[0], vectors[1:] if known else None,
+            fixture["passages"][candidate["passage"]],
+            known,
+            vectors[0],
+            vectors[1:] if known else None,
         )
         is_bad = candidate["label"] != "accept"
         bad += is_bad
@@ -94,7 +108,12 @@ def test_the_gate_on_the_teams_labelled_candidates(home):
 
 
 def test_pages_are_one_per_document_in_seeded_order():
-    chunks = pl.DataFrame({"chunk_id": [f"d{d}#{c}" for d in range(5) for c in range(3)], "doc_id": [f"d{d}" for d in range(5) for _ in range(3)]})
+    chunks = pl.DataFrame(
+        {
+            "chunk_id": [f"d{d}#{c}" for d in range(5) for c in range(3)],
+            "doc_id": [f"d{d}" for d in range(5) for _ in range(3)],
+        }
+    )
     first = sample_pages(chunks, seed=1, skip_chunk_ids=set())
     assert first["doc_id"].n_unique() == first.height == 5
     assert first.equals(sample_pages(chunks, seed=1, skip_chunk_ids=set()))
@@ -148,10 +167,15 @@ def test_generation_is_reproducible_grows_the_set_and_resumes(tmp_path):
     assert generated["question"].is_unique().all() and generated["source_chunk_id"].is_unique().all()
     for row in generated.iter_rows(named=True):
         assert row["seed"] == 5 and row["model"].startswith("smollm2:") and row["prompt_version"] == "golden-question/2"
-        assert row["source_chunk_id"].startswith(row["expected_document_ids"][0] + "#") and len(row["source_document_sha256"]) == 64
+        assert (
+            row["source_chunk_id"].startswith(row["expected_document_ids"][0] + "#")
+            and len(row["source_document_sha256"]) == 64
+        )
 
     run = tracking.client(first_home).get_run(first.run_id)
-    assert run.data.params["seed"] == "5" and run.data.metrics["acceptance_rate"] == pytest.approx(first.acceptance_rate)
+    assert run.data.params["seed"] == "5" and run.data.metrics["acceptance_rate"] == pytest.approx(
+        first.acceptance_rate
+    )
     assert tracking.download_table(first_home, first.run_id, "candidates").height == first.attempted
 
 
@@ -171,6 +195,11 @@ def test_golden_list_marks_entries_whose_source_changed(tmp_path, monkeypatch):
     assert generated["stale"] is False
     changed = tmp_path / "changed.txt"
     changed.write_text("This document was rewritten after the question was generated.", encoding="utf-8")
-    assert runner.invoke(app, ["ingest", "-c", "sample", str(changed), "--doc-id", generated["expected_document_ids"][0]]).exit_code == 0
+    assert (
+        runner.invoke(
+            app, ["ingest", "-c", "sample", str(changed), "--doc-id", generated["expected_document_ids"][0]]
+        ).exit_code
+        == 0
+    )
     entries = json.loads(runner.invoke(app, ["golden", "list", "-c", "sample", "--json"]).stdout)
     assert next(e for e in entries if e["entry_id"] == generated["entry_id"])["stale"] is True

@@ -46,7 +46,10 @@ def test_bad_entries_are_refused_with_their_reason(bad, reason, detail):
 def test_duplicates_of_stored_and_new_questions_are_refused():
     stored, _ = validate_candidates([candidate("How hot is wax?")], GOLDEN.empty(), KNOWN, NOW)
     accepted, problems = validate_candidates(
-        [candidate("HOW HOT is  wax"), candidate("What is propolis?"), candidate("what is propolis ?")], stored, KNOWN, NOW
+        [candidate("HOW HOT is  wax"), candidate("What is propolis?"), candidate("what is propolis ?")],
+        stored,
+        KNOWN,
+        NOW,
     )
     assert accepted["question"].to_list() == ["What is propolis?"]
     assert [p.reason for p in problems] == ["duplicate_question", "duplicate_question"]
@@ -54,11 +57,19 @@ def test_duplicates_of_stored_and_new_questions_are_refused():
 
 def test_accepted_entries_get_ids_grades_and_origin():
     accepted, problems = validate_candidates(
-        [candidate(expected=("a.md", "b.md"), relevance=(2, 1), reference_answer="63 C", entry_id="wax-1")], GOLDEN.empty(), KNOWN, NOW
+        [candidate(expected=("a.md", "b.md"), relevance=(2, 1), reference_answer="63 C", entry_id="wax-1")],
+        GOLDEN.empty(),
+        KNOWN,
+        NOW,
     )
     assert not problems
     row = accepted.row(0, named=True)
-    assert (row["entry_id"], row["expected_document_ids"], row["relevance"], row["origin"]) == ("wax-1", ["a.md", "b.md"], [2, 1], "manual")
+    assert (row["entry_id"], row["expected_document_ids"], row["relevance"], row["origin"]) == (
+        "wax-1",
+        ["a.md", "b.md"],
+        [2, 1],
+        "manual",
+    )
     default = validate_candidates([candidate()], GOLDEN.empty(), KNOWN, NOW)[0]["entry_id"].item()
     assert default.startswith("q-") and len(default) == 12
 
@@ -90,7 +101,9 @@ def test_file_rows_that_are_malformed_are_named_by_file_and_line(tmp_path):
 
 def test_csv_rows_split_document_ids_on_semicolons(tmp_path):
     path = tmp_path / "golden.csv"
-    path.write_text('question,expected_document_ids,reference_answer,id\n"Wax, how hot?",a.md;b.md,63 C,w1\n', encoding="utf-8")
+    path.write_text(
+        'question,expected_document_ids,reference_answer,id\n"Wax, how hot?",a.md;b.md,63 C,w1\n', encoding="utf-8"
+    )
     candidates, problems = read_candidate_file(path)
     assert not problems
     assert candidates[0].expected_document_ids == ("a.md", "b.md") and candidates[0].entry_id == "w1"
@@ -99,7 +112,9 @@ def test_csv_rows_split_document_ids_on_semicolons(tmp_path):
 def test_digest_ignores_row_order_but_not_content():
     rows, _ = validate_candidates([candidate("One?"), candidate("Two?")], GOLDEN.empty(), KNOWN, NOW)
     assert golden_digest(rows) == golden_digest(rows.reverse())
-    changed, _ = validate_candidates([candidate("One?"), candidate("Two?", expected=("b.md",))], GOLDEN.empty(), KNOWN, NOW)
+    changed, _ = validate_candidates(
+        [candidate("One?"), candidate("Two?", expected=("b.md",))], GOLDEN.empty(), KNOWN, NOW
+    )
     assert golden_digest(rows) != golden_digest(changed)
 
 
@@ -113,14 +128,29 @@ def test_golden_commands_store_list_refuse_and_delete(home, tmp_path):
     (docs / "wax.md").write_text("Beeswax melts at 63 degrees.", encoding="utf-8")
     assert invoke("ingest", "-c", "bees", str(docs)).exit_code == 0
 
-    added = invoke("golden", "add", "-c", "bees", "--question", "When does wax melt?", "--expected-doc", "wax.md", "--id", "w1", "--json")
+    added = invoke(
+        "golden",
+        "add",
+        "-c",
+        "bees",
+        "--question",
+        "When does wax melt?",
+        "--expected-doc",
+        "wax.md",
+        "--id",
+        "w1",
+        "--json",
+    )
     assert added.exit_code == 0 and json.loads(added.stdout)["added"] == ["w1"]
 
     rows = tmp_path / "rows.jsonl"
     rows.write_text(
-        json.dumps({"question": "when does WAX melt", "expected_document_ids": ["wax.md"]}) + "\n"
-        + json.dumps({"question": "Is wax flammable?", "expected_document_ids": ["wax.md"], "reference_answer": "Yes"}) + "\n"
-        + json.dumps({"question": "Where is the smoker?", "expected_document_ids": ["smoker.md"]}) + "\n",
+        json.dumps({"question": "when does WAX melt", "expected_document_ids": ["wax.md"]})
+        + "\n"
+        + json.dumps({"question": "Is wax flammable?", "expected_document_ids": ["wax.md"], "reference_answer": "Yes"})
+        + "\n"
+        + json.dumps({"question": "Where is the smoker?", "expected_document_ids": ["smoker.md"]})
+        + "\n",
         encoding="utf-8",
     )
     partial = invoke("golden", "add", "-c", "bees", "--file", str(rows), "--json")
@@ -145,10 +175,13 @@ def test_golden_import_from_beir_keeps_graded_relevance(home, tmp_path):
     dataset = tmp_path / "beir"
     (dataset / "qrels").mkdir(parents=True)
     (dataset / "corpus.jsonl").write_text(
-        "\n".join(json.dumps({"_id": d, "title": "", "text": f"text of {d}"}) for d in ("d1", "d2", "d3")), encoding="utf-8"
+        "\n".join(json.dumps({"_id": d, "title": "", "text": f"text of {d}"}) for d in ("d1", "d2", "d3")),
+        encoding="utf-8",
     )
     (dataset / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "which documents?"}), encoding="utf-8")
-    (dataset / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t2\nq1\td2\t1\nq1\td3\t0\n", encoding="utf-8")
+    (dataset / "qrels" / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\nq1\td1\t2\nq1\td2\t1\nq1\td3\t0\n", encoding="utf-8"
+    )
     assert invoke("ingest", "-c", "tiny", "--format", "beir", str(dataset)).exit_code == 0
     imported = invoke("golden", "import", "-c", "tiny", "--format", "beir", "--json")
     assert imported.exit_code == 0 and json.loads(imported.stdout)["added"] == ["q1"]

@@ -92,7 +92,9 @@ def test_html_keeps_visible_text_only(tmp_path):
 
 
 def test_docx_paragraphs_and_tables_in_order(tmp_path):
-    path = write_docx(tmp_path / "queen.docx", ["Raising queens", "Graft young larvae."], [["Caste", "Days"], ["Queen", "16"]])
+    path = write_docx(
+        tmp_path / "queen.docx", ["Raising queens", "Graft young larvae."], [["Caste", "Days"], ["Queen", "16"]]
+    )
     extracted = read_and_extract(path)[1]
     assert extracted.content_type == DOCX_CONTENT_TYPE
     assert extracted.text == "Raising queens\n\nGraft young larvae.\n\nCaste | Days\nQueen | 16"

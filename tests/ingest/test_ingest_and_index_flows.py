@@ -23,7 +23,9 @@ from tests.ingest.test_extraction import write_docx, write_pdf
 def make_corpus(root: Path) -> Path:
     (root / "guides").mkdir(parents=True)
     (root / "guides" / "smoke.md").write_text("# Smoke\n\nCool smoke masks the alarm pheromone.\n", encoding="utf-8")
-    (root / "guides" / "feeding.txt").write_text("Feeding\n\nAutumn syrup is two parts sugar to one of water.\n", encoding="utf-8")
+    (root / "guides" / "feeding.txt").write_text(
+        "Feeding\n\nAutumn syrup is two parts sugar to one of water.\n", encoding="utf-8"
+    )
     (root / "wax.html").write_text("<title>Wax</title><p>Beeswax melts at 63 degrees.</p>", encoding="utf-8")
     write_docx(root / "queens.docx", ["Queens emerge after 16 days."])
     write_pdf(root / "diseases.pdf", ["Foulbrood is notifiable.", "Chalkbrood is a fungus."])
@@ -48,7 +50,13 @@ def test_ingest_stores_documents_and_reports_rejections(home, tmp_path):
     }
     paths = collection_paths(home, "bees")
     documents = load_documents(paths, with_text=True)
-    assert sorted(documents["doc_id"]) == ["diseases.pdf", "guides/feeding.txt", "guides/smoke.md", "queens.docx", "wax.html"]
+    assert sorted(documents["doc_id"]) == [
+        "diseases.pdf",
+        "guides/feeding.txt",
+        "guides/smoke.md",
+        "queens.docx",
+        "wax.html",
+    ]
     chunks = load_chunks(paths)
     for document in documents.iter_rows(named=True):
         own = chunks.filter(pl.col("doc_id") == document["doc_id"])
@@ -135,7 +143,9 @@ def test_index_caches_embeddings_and_reembeds_only_changed_chunks(home, tmp_path
     assert unchanged.embedded == 0 and unchanged.reused_embeddings == 6
     assert unchanged.index_digest == first.index_digest
 
-    (corpus / "wax.html").write_text("<title>Wax</title><p>Beeswax melts between 62 and 64 degrees.</p>", encoding="utf-8")
+    (corpus / "wax.html").write_text(
+        "<title>Wax</title><p>Beeswax melts between 62 and 64 degrees.</p>", encoding="utf-8"
+    )
     ingest(home, corpus)
     with pytest.raises(IndexMissing, match="changed since it was indexed"):
         from ragassay.search.collections import load_searchable
@@ -160,7 +170,13 @@ def test_an_index_build_reads_the_tables_as_they_were_when_it_began(home, tmp_pa
     import shutil
 
     from ragassay.config import DEFAULT_EMBEDDING_MODEL
-    from ragassay.index.build import build_bm25_indexes, plan_embedding, read_group_texts, read_index_inputs, release_index_inputs
+    from ragassay.index.build import (
+        build_bm25_indexes,
+        plan_embedding,
+        read_group_texts,
+        read_index_inputs,
+        release_index_inputs,
+    )
     from ragassay.search.lexical import LexicalIndex
 
     corpus = make_corpus(tmp_path / "corpus")
@@ -175,7 +191,9 @@ def test_an_index_build_reads_the_tables_as_they_were_when_it_began(home, tmp_pa
     work = plan_embedding(inputs.paths, inputs.chunks, inputs.spec, group_rows=4)
     assert [group.height for group in work.groups] == [4, 2]
     texts = pl.concat([read_group_texts(inputs.snapshot, group) for group in work.groups])
-    assert texts.to_dicts() == before.select("text_sha256", "text").unique("text_sha256", maintain_order=True).to_dicts()
+    assert (
+        texts.to_dicts() == before.select("text_sha256", "text").unique("text_sha256", maintain_order=True).to_dicts()
+    )
 
     staged = build_bm25_indexes(inputs)
     chunk_index = LexicalIndex.load(staged.folder / "bm25", inputs.chunks.height)
@@ -191,7 +209,7 @@ def test_an_index_build_reads_the_tables_as_they_were_when_it_began(home, tmp_pa
 
 
 def test_deleting_a_document_removes_its_chunks_and_index_entries(home, tmp_path):
-    
+
     corpus = make_corpus(tmp_path / "corpus")
     ingest(home, corpus)
     index_flow(IndexConfig(collection="bees", home=home))
@@ -273,7 +291,9 @@ def test_embeddings_are_written_a_row_group_at_a_time_with_the_vectors_of_one_ca
         assert abs(stored[sha] - vector).max() < 1e-5
     # Unchanged texts: nothing embedded, the cache kept as it is.
     again = embed_chunks(inputs, embedder, batch_size=2, group_rows=4)
-    assert (again.embedded, again.reused) == (0, 6) and read_table(inputs.paths.embeddings, embeddings_spec(384)).height == 6
+    assert (again.embedded, again.reused) == (0, 6) and read_table(
+        inputs.paths.embeddings, embeddings_spec(384)
+    ).height == 6
 
 
 def test_batches_extracted_apart_reject_an_id_an_earlier_batch_has(home, tmp_path):

@@ -27,11 +27,16 @@ def qwen_judge():
 def test_the_default_judge_tells_supported_from_unsupported_statements(qwen_judge):
     """Clear cases only: a 1.5B judge is far from perfect (BENCHMARKS.md: it misses some wrong-entity
     statements), but it must put plain paraphrases above plain contradictions and additions."""
-    assert qwen_judge.model_id.startswith("qwen2.5-1.5b:") and qwen_judge.support_threshold == SUPPORT_THRESHOLDS["qwen2.5-1.5b"]
+    assert (
+        qwen_judge.model_id.startswith("qwen2.5-1.5b:")
+        and qwen_judge.support_threshold == SUPPORT_THRESHOLDS["qwen2.5-1.5b"]
+    )
     supported = ["The Langstroth hive has frames that can be removed.", "Bees in a Warré hive build comb downwards."]
     unsupported = ["The Langstroth hive was patented in 1925.", "The Warré hive is the most popular hive in France."]
     p = {statement: qwen_judge.support(CONTEXT, statement) for statement in supported + unsupported}
-    assert all(p[s].value.verdict == "supported" for s in supported) and all(p[s].value.verdict == "unsupported" for s in unsupported)
+    assert all(p[s].value.verdict == "supported" for s in supported) and all(
+        p[s].value.verdict == "unsupported" for s in unsupported
+    )
     assert min(p[s].value.p_supported for s in supported) > max(p[s].value.p_supported for s in unsupported)
     for result in p.values():
         assert 0.0 <= result.value.p_supported <= 1.0 and result.usage.calls == 1 and not result.reused
@@ -47,18 +52,25 @@ def test_a_prompt_longer_than_the_context_window_is_never_cut():
 
 
 def test_thresholds_are_per_model_and_default_to_one_half():
-    assert support_threshold_for("qwen2.5-1.5b:qwen2.5-coder-1.5b-instruct-q4_k_m.gguf@cc324af070c2") == SUPPORT_THRESHOLDS["qwen2.5-1.5b"]
+    assert (
+        support_threshold_for("qwen2.5-1.5b:qwen2.5-coder-1.5b-instruct-q4_k_m.gguf@cc324af070c2")
+        == SUPPORT_THRESHOLDS["qwen2.5-1.5b"]
+    )
     assert support_threshold_for("gguf:other.gguf") == 0.5 and support_threshold_for("openai:qwen@http://x") == 0.5
 
 
 def test_option_probabilities_agree_in_process_and_over_http(chat_server):  # noqa: F811
     """The same SmolLM2 file, in-process and behind llama-cpp-python's server: the same
     probabilities for the support options (the server reports top log-probabilities)."""
-    options = {option: tuple(s for word in words for s in option_spellings(word)) for option, words in SUPPORT_OPTIONS.items()}
+    options = {
+        option: tuple(s for word in words for s in option_spellings(word)) for option, words in SUPPORT_OPTIONS.items()
+    }
     messages = support_messages(CONTEXT, "The Langstroth hive was patented in 1852.")
     models = ChatModels()
     local = models.get(ChatModelConfig()).option_probabilities(messages, options)
-    remote = load_chat_model(ChatModelConfig(backend="openai", url=chat_server, model="smollm2", context_size=2048)).option_probabilities(messages, options)
+    remote = load_chat_model(
+        ChatModelConfig(backend="openai", url=chat_server, model="smollm2", context_size=2048)
+    ).option_probabilities(messages, options)
     models.close()
     assert sum(local.probabilities.values()) == pytest.approx(1.0) and 0.0 <= local.coverage <= 1.0
     assert remote.coverage == pytest.approx(local.coverage, abs=0.02)

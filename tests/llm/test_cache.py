@@ -24,8 +24,14 @@ def test_a_repeated_call_is_served_from_the_cache_and_a_different_one_is_asked(t
     assert again.saved_seconds == asked.seconds
     other_seed = model.complete(MESSAGES, None, 8, 0.7, 2)
     assert not other_seed.cached, "seed and temperature are part of the key"
-    assert Usage.of([asked, again]) == Usage(calls=1, prompt_tokens=asked.prompt_tokens, completion_tokens=asked.completion_tokens,
-                                             seconds=asked.seconds, cached_calls=1, saved_seconds=asked.seconds)
+    assert Usage.of([asked, again]) == Usage(
+        calls=1,
+        prompt_tokens=asked.prompt_tokens,
+        completion_tokens=asked.completion_tokens,
+        seconds=asked.seconds,
+        cached_calls=1,
+        saved_seconds=asked.seconds,
+    )
     probabilities = model.option_probabilities(MESSAGES, OPTIONS)
     assert model.option_probabilities(MESSAGES, OPTIONS).probabilities == probabilities.probabilities
     tokens = model.count_tokens("Bees make honey.")

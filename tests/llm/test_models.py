@@ -30,7 +30,12 @@ def models():
     loaded.close()
 
 
-MESSAGES = [{"role": "user", "content": 'What colour is the sky on a clear day? Reply as JSON {"colour": ..., "confident": ...}.'}]
+MESSAGES = [
+    {
+        "role": "user",
+        "content": 'What colour is the sky on a clear day? Reply as JSON {"colour": ..., "confident": ...}.',
+    }
+]
 
 
 def test_structured_output_is_validated_and_its_cost_counted(models):
@@ -83,8 +88,23 @@ def chat_server():
     """llama-cpp-python's OpenAI-compatible server with SmolLM2, on loopback, stopped after."""
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(smollm2_path()), "--host", "127.0.0.1", "--port", str(port),
-         "--n_ctx", "2048", "--model_alias", "smollm2", "--logits_all", "true"],  # logits_all: top log-probabilities
+        [
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(smollm2_path()),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--n_ctx",
+            "2048",
+            "--model_alias",
+            "smollm2",
+            "--logits_all",
+            "true",
+        ],  # logits_all: top log-probabilities
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -117,7 +137,9 @@ def test_openai_compatible_endpoint_gives_validated_structured_output(chat_serve
 def test_an_unreachable_endpoint_is_a_model_error_after_retries():
     from ragassay.llm.models import RETRY_DELAYS, ModelServerError
 
-    model = load_chat_model(ChatModelConfig(backend="openai", url=f"http://127.0.0.1:{free_port()}", model="none", timeout_seconds=5))
+    model = load_chat_model(
+        ChatModelConfig(backend="openai", url=f"http://127.0.0.1:{free_port()}", model="none", timeout_seconds=5)
+    )
     with pytest.raises(ModelServerError, match=f"failed after {len(RETRY_DELAYS) + 1} attempts"):
         model.complete(MESSAGES, None, 8, 0.0, 0)
     assert issubclass(ModelServerError, ModelError)
@@ -136,7 +158,9 @@ def test_a_server_error_is_retried_and_a_client_error_is_not():
         def do_POST(self):
             requests.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
             status = statuses.pop(0)
-            body = json.dumps({"choices": [{"message": {"content": "blue"}}], "usage": {"prompt_tokens": 3, "completion_tokens": 1}})
+            body = json.dumps(
+                {"choices": [{"message": {"content": "blue"}}], "usage": {"prompt_tokens": 3, "completion_tokens": 1}}
+            )
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.end_headers()
@@ -148,7 +172,11 @@ def test_a_server_error_is_retried_and_a_client_error_is_not():
     server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        model = load_chat_model(ChatModelConfig(backend="openai", url=f"http://127.0.0.1:{server.server_port}", model="m", timeout_seconds=5))
+        model = load_chat_model(
+            ChatModelConfig(
+                backend="openai", url=f"http://127.0.0.1:{server.server_port}", model="m", timeout_seconds=5
+            )
+        )
         assert model.complete(MESSAGES, None, 8, 0.0, 0).text == "blue"
         assert len(requests) == 2, "the 503 was retried once"
         with pytest.raises(ModelError, match="failed") as raised:

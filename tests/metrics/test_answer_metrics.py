@@ -85,8 +85,14 @@ def test_means_count_only_scored_questions():
     ("text", "statements"),
     [
         ("About six weeks.", ["About six weeks."]),
-        ("Bees leave 9.5 mm open. They fill wider gaps with comb!", ["Bees leave 9.5 mm open.", "They fill wider gaps with comb!"]),
-        ("Treat above 3 % e.g. in late summer. In spring act at 2 %.", ["Treat above 3 % e.g. in late summer.", "In spring act at 2 %."]),
+        (
+            "Bees leave 9.5 mm open. They fill wider gaps with comb!",
+            ["Bees leave 9.5 mm open.", "They fill wider gaps with comb!"],
+        ),
+        (
+            "Treat above 3 % e.g. in late summer. In spring act at 2 %.",
+            ["Treat above 3 % e.g. in late summer.", "In spring act at 2 %."],
+        ),
         ("  ", []),
         (None, []),
     ],
@@ -112,7 +118,13 @@ def test_pairwise_verdicts_in_both_orders(a_first, b_first, outcome):
 
 def test_pairwise_tally_counts_every_question_once():
     tally = tally_pairs(["a", "a", "b", "tie", "inconsistent", "unreadable"])
-    assert (tally["wins_a"], tally["ties"], tally["wins_b"], tally["inconsistent"], tally["unreadable"]) == (2, 1, 1, 1, 1)
+    assert (tally["wins_a"], tally["ties"], tally["wins_b"], tally["inconsistent"], tally["unreadable"]) == (
+        2,
+        1,
+        1,
+        1,
+        1,
+    )
     assert tally["questions"] == 6 and tally["inconsistent_share"] == pytest.approx(1 / 5)
 
 
@@ -159,14 +171,21 @@ def test_a_judge_that_always_says_one_thing_has_kappa_zero():
     assert agreement([True], [None]).kappa is None
 
 
-def _answered(query_id: str, answerable: bool, outcome: str, statements: int = 0, reference: str | None = None, unparseable=False):
+def _answered(
+    query_id: str, answerable: bool, outcome: str, statements: int = 0, reference: str | None = None, unparseable=False
+):
     citation = Citation(1, "doc", "doc#0", 0, 4, "text")
     answer = GroundedAnswer(
-        f"question {query_id}", outcome, "" if outcome == "answered" else "declined",
-        [AnsweredStatement(f"statement {i}", [citation]) for i in range(statements)], unparseable=unparseable,
+        f"question {query_id}",
+        outcome,
+        "" if outcome == "answered" else "declined",
+        [AnsweredStatement(f"statement {i}", [citation]) for i in range(statements)],
+        unparseable=unparseable,
     )
     usage = Usage(calls=1, prompt_tokens=100, completion_tokens=10, seconds=2.0)
-    return AnsweredQuestion(EvalQuestion("sample", query_id, answer.question, {}, reference), answerable, answer, usage, 2.5)
+    return AnsweredQuestion(
+        EvalQuestion("sample", query_id, answer.question, {}, reference), answerable, answer, usage, 2.5
+    )
 
 
 def test_configuration_summary_counts_exclusions_refusals_and_warnings():
@@ -181,10 +200,19 @@ def test_configuration_summary_counts_exclusions_refusals_and_warnings():
     ]
     refused = Scored(None, "refused")
     judgements = {
-        "sample/g1": AnswerJudgement(faithfulness([True, False]), context_recall([True, True]), answer_relevancy(0.8, False), citation_precision([True, False])),
-        "sample/g2": AnswerJudgement(faithfulness([None]), context_recall([False]), answer_relevancy(0.6, False), citation_precision([True])),
+        "sample/g1": AnswerJudgement(
+            faithfulness([True, False]),
+            context_recall([True, True]),
+            answer_relevancy(0.8, False),
+            citation_precision([True, False]),
+        ),
+        "sample/g2": AnswerJudgement(
+            faithfulness([None]), context_recall([False]), answer_relevancy(0.6, False), citation_precision([True])
+        ),
         "sample/g3": AnswerJudgement(refused, context_recall([True]), refused, refused),
-        "sample/g4": AnswerJudgement(faithfulness([True]), context_recall([]), answer_relevancy(None, None), citation_precision([True])),
+        "sample/g4": AnswerJudgement(
+            faithfulness([True]), context_recall([]), answer_relevancy(None, None), citation_precision([True])
+        ),
     }
     summary = summarize_configuration("hybrid", answered, judgements, Usage(calls=9), judge_reused=2)
     m = summary.metrics
@@ -196,7 +224,12 @@ def test_configuration_summary_counts_exclusions_refusals_and_warnings():
     assert m["false_refusal_rate"] == 0.25 and m["answerable_questions"] == 4
     assert m["answer_model_calls"] == 7 and m["judge_calls"] == 9 and m["judge_reused_verdicts"] == 2
     warned = {(w["metric"], w["question"]) for w in summary.warnings}
-    assert warned == {("faithfulness", "sample/g2"), ("answer_relevancy", "sample/g4"), ("answer", "sample/u3"), ("context_recall", "sample/g4")}
+    assert warned == {
+        ("faithfulness", "sample/g2"),
+        ("answer_relevancy", "sample/g4"),
+        ("answer", "sample/u3"),
+        ("context_recall", "sample/g4"),
+    }
     assert summary.answers.height == 7 and summary.answers.filter(answerable=False)["faithfulness"].null_count() == 3
     assert summary.answers.filter(query_id="g2")["faithfulness"].to_list() == [None]
 
@@ -220,7 +253,12 @@ def test_malformed_judge_output_fails_the_check_as_a_judge_error():
 
 @pytest.mark.parametrize(
     ("verdicts", "passed", "judge_error"),
-    [([True, True, True, False], True, False), ([True, False], False, False), ([True, None], False, True), ([], True, False)],
+    [
+        ([True, True, True, False], True, False),
+        ([True, False], False, False),
+        ([True, None], False, True),
+        ([], True, False),
+    ],
 )
 def test_grounded_check_needs_the_minimum_share_of_supported_claims(verdicts, passed, judge_error):
     result = check_grounded(verdicts, passages=5, min_supported=0.7)

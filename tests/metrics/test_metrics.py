@@ -64,7 +64,12 @@ def test_an_empty_run_scores_zero_and_still_counts_in_the_mean():
 
 @pytest.mark.parametrize(
     ("text", "family", "k", "mlflow_key"),
-    [("ndcg@10", "ndcg", 10, "ndcg_at_10"), ("recall_at_5", "recall", 5, "recall_at_5"), ("MRR", "mrr", None, "mrr"), ("hit_rate@3", "hit_rate", 3, "hit_rate_at_3")],
+    [
+        ("ndcg@10", "ndcg", 10, "ndcg_at_10"),
+        ("recall_at_5", "recall", 5, "recall_at_5"),
+        ("MRR", "mrr", None, "mrr"),
+        ("hit_rate@3", "hit_rate", 3, "hit_rate_at_3"),
+    ],
 )
 def test_metric_names_parse_once(text, family, k, mlflow_key):
     name = parse_metric(text)
@@ -111,10 +116,19 @@ def test_random_runs_match_pytrec_eval_exactly():
         rankings.append(ranking)
         judgements.append(judged)
     ks = [1, 3, 5, 10, 20]
-    measures = {f"recall.{','.join(map(str, ks))}", f"P.{','.join(map(str, ks))}", "recip_rank", f"ndcg_cut.{','.join(map(str, ks))}"}
+    measures = {
+        f"recall.{','.join(map(str, ks))}",
+        f"P.{','.join(map(str, ks))}",
+        "recip_rank",
+        f"ndcg_cut.{','.join(map(str, ks))}",
+    }
     reference = pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(run)
     judged_run = judge_run(rankings, judgements, depth=25)
-    pairs = [(f"{family}@{k}", f"{trec}_{k}") for k in ks for family, trec in (("recall", "recall"), ("precision", "P"), ("ndcg", "ndcg_cut"))]
+    pairs = [
+        (f"{family}@{k}", f"{trec}_{k}")
+        for k in ks
+        for family, trec in (("recall", "recall"), ("precision", "P"), ("ndcg", "ndcg_cut"))
+    ]
     for ours_name, trec_name in pairs + [("mrr", "recip_rank")]:
         ours = parse_metric(ours_name).compute(judged_run)
         theirs = np.array([reference.get(f"q{q}", {}).get(trec_name, 0.0) for q in range(300)])

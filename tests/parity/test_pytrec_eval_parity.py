@@ -38,13 +38,17 @@ def nfcorpus_slice(target: Path, queries: int = 12, distractors: int = 150) -> P
     chosen = sorted(graded, key=lambda q: (len(qrels[q]), q))[:queries]
     wanted = {doc for q in chosen for doc in qrels[q]}
     corpus_lines = (NFCORPUS / "corpus.jsonl").read_text(encoding="utf-8").splitlines()
-    others = [line for line in corpus_lines if json.loads(line)["_id"] not in wanted][:: max(1, len(corpus_lines) // distractors)][:distractors]
+    others = [line for line in corpus_lines if json.loads(line)["_id"] not in wanted][
+        :: max(1, len(corpus_lines) // distractors)
+    ][:distractors]
     kept = [line for line in corpus_lines if json.loads(line)["_id"] in wanted] + others
     (target / "qrels").mkdir(parents=True)
     (target / "corpus.jsonl").write_text("\n".join(kept) + "\n", encoding="utf-8")
     (target / "queries.jsonl").write_text((NFCORPUS / "queries.jsonl").read_text(encoding="utf-8"), encoding="utf-8")
     rows = [f"{q}\t{d}\t{s}" for q in chosen for d, s in qrels[q].items()]
-    (target / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    (target / "qrels" / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\n" + "\n".join(rows) + "\n", encoding="utf-8"
+    )
     return target
 
 
@@ -60,14 +64,22 @@ def assert_parity(home: Path, report, ks: list[int]) -> int:
             from ragassay.store.workspace import collection_paths
 
             for row in load_golden(collection_paths(home, collection)).iter_rows(named=True):
-                golden_rows[row["entry_id"]] = {f"{collection}/{d}": g for d, g in zip(row["expected_document_ids"], row["relevance"])}
+                golden_rows[row["entry_id"]] = {
+                    f"{collection}/{d}": g for d, g in zip(row["expected_document_ids"], row["relevance"])
+                }
         qrels = {q: golden_rows[q] for q in per_question["query_id"]}
         trec_run: dict[str, dict[str, float]] = {}
         for row in run.iter_rows(named=True):
             trec_run.setdefault(row["query_id"], {})[f"{row['collection']}/{row['doc_id']}"] = float(1000 - row["rank"])
         cut = ",".join(map(str, ks))
-        reference = pytrec_eval.RelevanceEvaluator(qrels, {f"recall.{cut}", f"P.{cut}", f"ndcg_cut.{cut}", "recip_rank"}).evaluate(trec_run)
-        pairs = [(f"{family}@{k}", f"{trec}_{k}") for k in ks for family, trec in (("recall", "recall"), ("precision", "P"), ("ndcg", "ndcg_cut"))]
+        reference = pytrec_eval.RelevanceEvaluator(
+            qrels, {f"recall.{cut}", f"P.{cut}", f"ndcg_cut.{cut}", "recip_rank"}
+        ).evaluate(trec_run)
+        pairs = [
+            (f"{family}@{k}", f"{trec}_{k}")
+            for k in ks
+            for family, trec in (("recall", "recall"), ("precision", "P"), ("ndcg", "ndcg_cut"))
+        ]
         for ours_name, trec_name in pairs + [("mrr", "recip_rank")]:
             ours = per_question[ours_name].to_numpy()
             theirs = np.array([reference.get(q, {}).get(trec_name, 0.0) for q in per_question["query_id"]])
@@ -78,7 +90,9 @@ def assert_parity(home: Path, report, ks: list[int]) -> int:
 
 def test_sample_runs_match_pytrec_eval(sample_home):
     add_from_file(sample_home, "sample", SAMPLE / "golden.jsonl")
-    config = parse_config(RetrievalEvalConfig, collections=["sample"], configurations=CONFIGURATIONS, ks=KS, home=sample_home)
+    config = parse_config(
+        RetrievalEvalConfig, collections=["sample"], configurations=CONFIGURATIONS, ks=KS, home=sample_home
+    )
     assert assert_parity(sample_home, eval_retrieval_flow(config), KS) > 0
 
 

@@ -27,11 +27,18 @@ def workspace(tmp_path_factory):
     home = root / "workspace"
     ingest_flow(IngestConfig(collection="sample", paths=(SAMPLE / "corpus",), home=home))
     index_flow(IndexConfig(collection="sample", home=home))
-    build(home, "twins", {"b/twin.txt": TWIN, "a/twin.txt": TWIN, "c/twin.md": TWIN, "other.txt": "Smoke calms the colony."}, root)
+    build(
+        home,
+        "twins",
+        {"b/twin.txt": TWIN, "a/twin.txt": TWIN, "c/twin.md": TWIN, "other.txt": "Smoke calms the colony."},
+        root,
+    )
     return home
 
 
-QUESTIONS = [json.loads(line)["question"] for line in (SAMPLE / "golden.jsonl").read_text().splitlines() if line.strip()] + [
+QUESTIONS = [
+    json.loads(line)["question"] for line in (SAMPLE / "golden.jsonl").read_text().splitlines() if line.strip()
+] + [
     "royal jelly larvae",  # the twins tie in every retriever
     "zyxxy qwerty",  # no known term: fulltext finds nothing
 ]
@@ -44,7 +51,9 @@ QUESTIONS = [json.loads(line)["question"] for line in (SAMPLE / "golden.jsonl").
         dict(search_type="fulltext", lexical_unit="chunk"),
         dict(search_type="semantic"),
         dict(search_type="hybrid", depth=4, fusion={"k": 10}),
-        dict(search_type="hybrid", lexical_unit="chunk", content_types=("text/plain", "text/markdown"), path_glob="*t*"),
+        dict(
+            search_type="hybrid", lexical_unit="chunk", content_types=("text/plain", "text/markdown"), path_glob="*t*"
+        ),
     ],
     ids=["fulltext", "fulltext-chunks", "semantic", "hybrid-shallow", "hybrid-filtered"],
 )

@@ -20,7 +20,14 @@ def test_an_unreadable_score_keeps_the_fused_order():
 def test_search_with_the_llm_reranker_scores_each_candidate_and_keeps_k(sample_home):
     question = "How do I check a colony for varroa mites?"
     fused = run_search(Resources(), sample_home, ["sample"], question, SearchSettings(search_type="hybrid"), 3).hits
-    result = run_search(Resources(), sample_home, ["sample"], question, SearchSettings(search_type="hybrid", rerank="llm", rerank_candidates=3), 2)
+    result = run_search(
+        Resources(),
+        sample_home,
+        ["sample"],
+        question,
+        SearchSettings(search_type="hybrid", rerank="llm", rerank_candidates=3),
+        2,
+    )
     reranked, usage, stats = result.hits, result.usage, result.rerank
     assert len(reranked) == 2 and [h.rank for h in reranked] == [1, 2]
     assert {h.doc_id for h in reranked} <= {h.doc_id for h in fused}

@@ -14,7 +14,14 @@ def test_every_sample_document_is_ingested(sample_home):
     files = sorted(p.relative_to(SAMPLE / "corpus").as_posix() for p in (SAMPLE / "corpus").rglob("*") if p.is_file())
     assert sorted(documents["doc_id"]) == files
     assert 15 <= documents.height <= 30
-    assert set(documents["content_type"].str.split("/").list.last()) >= {"plain", "markdown", "csv", "json", "html", "pdf"}
+    assert set(documents["content_type"].str.split("/").list.last()) >= {
+        "plain",
+        "markdown",
+        "csv",
+        "json",
+        "html",
+        "pdf",
+    }
 
 
 def test_golden_set_refers_to_existing_documents(sample_home, sample_golden):

@@ -20,7 +20,9 @@ def build(home: Path, name: str, files: dict[str, str], tmp_path: Path) -> None:
     for relative, text in files.items():
         (root / relative).parent.mkdir(parents=True, exist_ok=True)
         (root / relative).write_text(text, encoding="utf-8")
-    ingest_flow(IngestConfig(collection=name, paths=(root,), home=home, chunking={"chunk_size": 200, "chunk_overlap": 0}))
+    ingest_flow(
+        IngestConfig(collection=name, paths=(root,), home=home, chunking={"chunk_size": 200, "chunk_overlap": 0})
+    )
     index_flow(IndexConfig(collection=name, home=home))
 
 
@@ -32,7 +34,8 @@ def two_collections(home, tmp_path) -> Path:
         {
             "langstroth.md": "The Langstroth hive uses removable frames and the bee space.",
             "topbar.txt": "A top-bar hive has no frames; combs hang from wooden bars.",
-            "long/mites.txt": ("Intro about bees in general. " * 10) + "\n\nVarroa mites are counted with an alcohol wash.",
+            "long/mites.txt": ("Intro about bees in general. " * 10)
+            + "\n\nVarroa mites are counted with an alcohol wash.",
             "notes.html": "<p>Frames of honey are heavy to lift.</p>",
         },
         tmp_path,
@@ -68,7 +71,9 @@ def test_hybrid_score_is_the_rrf_of_both_rankings(two_collections):
     semantic = [h.doc_id for h in search_hits(two_collections, ["hives"], query, search_type="semantic", **config)]
     hybrid = search_hits(two_collections, ["hives"], query, search_type="hybrid", **config)
     for hit in hybrid:
-        expected = sum(1 / (60 + ranking.index(hit.doc_id) + 1) for ranking in (lexical, semantic) if hit.doc_id in ranking)
+        expected = sum(
+            1 / (60 + ranking.index(hit.doc_id) + 1) for ranking in (lexical, semantic) if hit.doc_id in ranking
+        )
         assert hit.score == pytest.approx(expected)
 
 
@@ -143,12 +148,25 @@ def test_lexical_unit_scores_whole_documents_or_best_chunks(home, tmp_path):
     from ragassay.store.workspace import collection_paths, load_chunks, load_documents
 
     filler = " ".join(f"filler{n}" for n in range(30))
-    build(home, "units", {"spread.txt": f"alpha {filler}.\n\n{filler} omega.", "focused.txt": "alpha alpha.", "other.txt": "nothing here."}, tmp_path)
+    build(
+        home,
+        "units",
+        {
+            "spread.txt": f"alpha {filler}.\n\n{filler} omega.",
+            "focused.txt": "alpha alpha.",
+            "other.txt": "nothing here.",
+        },
+        tmp_path,
+    )
     paths = collection_paths(home, "units")
     documents, chunks = load_documents(paths, with_text=True), load_chunks(paths)
-    document_bm25 = dict(zip(documents["doc_id"], LexicalIndex.build(documents["text"].to_list()).scores("alpha omega")))
+    document_bm25 = dict(
+        zip(documents["doc_id"], LexicalIndex.build(documents["text"].to_list()).scores("alpha omega"))
+    )
     chunk_scores = LexicalIndex.build(chunks["text"].to_list()).scores("alpha omega")
-    best_chunk_bm25 = {doc: float(np.max(chunk_scores[(chunks["doc_id"] == doc).to_numpy()])) for doc in documents["doc_id"]}
+    best_chunk_bm25 = {
+        doc: float(np.max(chunk_scores[(chunks["doc_id"] == doc).to_numpy()])) for doc in documents["doc_id"]
+    }
 
     by_document = search_hits(home, ["units"], "alpha omega", search_type="fulltext", lexical_unit="document")
     by_chunk = search_hits(home, ["units"], "alpha omega", search_type="fulltext", lexical_unit="chunk")
@@ -180,11 +198,22 @@ def test_chunk_texts_are_read_when_shown_and_never_from_a_table_changed_since(tw
     assert list(fresh.chunk_text) == chunks["text"].to_list() and len(fresh.chunk_text) == chunks.height
 
     # Another chunking of the same files: the chunks table changes under the collection opened above.
-    ingest_flow(IngestConfig(collection="hives", paths=(tmp_path / "hives",), home=two_collections, chunking={"chunk_size": 100, "chunk_overlap": 0}))
-    assert rank_documents([opened], ["varroa alcohol wash"], settings, k=2) == ranked, "ranking still reads only the opened index"
+    ingest_flow(
+        IngestConfig(
+            collection="hives",
+            paths=(tmp_path / "hives",),
+            home=two_collections,
+            chunking={"chunk_size": 100, "chunk_overlap": 0},
+        )
+    )
+    assert rank_documents([opened], ["varroa alcohol wash"], settings, k=2) == ranked, (
+        "ranking still reads only the opened index"
+    )
     with pytest.raises(IndexMissing, match="changed since it was opened"):
         search([opened], "varroa alcohol wash", settings, k=1)
-    assert "alcohol wash" in search([fresh], "varroa alcohol wash", settings, k=1)[0].snippet, "texts read before the change stay"
+    assert "alcohol wash" in search([fresh], "varroa alcohol wash", settings, k=1)[0].snippet, (
+        "texts read before the change stay"
+    )
 
 
 def test_equal_scores_go_by_doc_id_whatever_order_the_documents_were_stored_in(home, tmp_path):
@@ -199,7 +228,11 @@ def test_equal_scores_go_by_doc_id_whatever_order_the_documents_were_stored_in(h
     index_flow(IndexConfig(collection="ties", home=home))
     assert load_documents(collection_paths(home, "ties"))["doc_id"].to_list() == ["zeta.txt", "alpha.txt", "mid.txt"]
     hits = search_hits(home, ["ties"], "propolis hive", search_type="fulltext", k=3)
-    assert len({hit.score for hit in hits}) == 1 and [hit.doc_id for hit in hits] == ["alpha.txt", "mid.txt", "zeta.txt"]
+    assert len({hit.score for hit in hits}) == 1 and [hit.doc_id for hit in hits] == [
+        "alpha.txt",
+        "mid.txt",
+        "zeta.txt",
+    ]
 
 
 def test_a_collection_is_held_once_whether_lexical_or_dense_search_opened_it(two_collections):

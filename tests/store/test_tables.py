@@ -53,7 +53,12 @@ def test_a_column_is_read_in_batches_across_row_groups(tmp_path):
     import pyarrow.parquet as pq
 
     groups = [
-        pl.DataFrame({"query_id": [f"q{i}" for i in range(start, start + 5)], "text": [f"text {i}" for i in range(start, start + 5)]})
+        pl.DataFrame(
+            {
+                "query_id": [f"q{i}" for i in range(start, start + 5)],
+                "text": [f"text {i}" for i in range(start, start + 5)],
+            }
+        )
         for start in (0, 5, 10)
     ]
     path = write_table_in_groups(groups, tmp_path / "queries.parquet", QUERIES)
