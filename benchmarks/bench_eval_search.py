@@ -30,7 +30,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-
 from harness import flow_engine
 
 REPO = Path(__file__).resolve().parent.parent
@@ -124,9 +123,12 @@ def compare(home: Path, collection: str, rounds: int) -> None:
             resources, home, (collection,), questions, configuration, DEPTH
         )  # warm: opens the index, loads the model
         product_seconds, product = best_of(
-            rounds, lambda: search_questions(resources, home, (collection,), questions, configuration, DEPTH)
+            rounds,
+            lambda configuration=configuration: search_questions(
+                resources, home, (collection,), questions, configuration, DEPTH
+            ),
         )
-        direct_seconds, theirs = best_of(rounds, lambda: direct.rank(mode, queries))
+        direct_seconds, theirs = best_of(rounds, lambda mode=mode: direct.rank(mode, queries))
         ours = product.run.group_by("query_id", maintain_order=True).agg("doc_id", "score")
         by_query = {row["query_id"]: list(zip(row["doc_id"], row["score"])) for row in ours.iter_rows(named=True)}
         verdicts = [same_ranking(by_query.get(q.query_id, []), ranking) for q, ranking in zip(questions, theirs)]

@@ -28,6 +28,7 @@ The growth exponent k between two sizes is log(t2 / t1) / log(s2 / s1): 1 is lin
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import os
@@ -162,8 +163,8 @@ def run_stage(stage: str, workdir: Path, size: int) -> dict:
     """One stage's work in this process: its figures, with RSS before the work and peak RSS."""
     home, collection = home_of(workdir, size), collection_of(size)
     # Import what the stage uses before measuring the RSS it starts from.
-    import flows.eval_retrieval  # noqa: F401
-    import flows.index  # noqa: F401
+    import flows.eval_retrieval
+    import flows.index
     import flows.ingest  # noqa: F401
     from ragassay.resources import Resources
 
@@ -332,7 +333,7 @@ def report(results: dict, sizes: list[int]) -> None:
         ("BM25 indexes on disk MB", [m["bm25"]["bm25_on_disk_mb"] for m in by_size]),
         ("embedding matrix MB", [m["index"]["embedding_matrix_mb"] for m in by_size]),
     ]
-    pairs = list(zip(sizes, sizes[1:]))
+    pairs = list(itertools.pairwise(sizes))
     print(
         "\n| | "
         + " | ".join(f"{s}x ({m['documents']:,} docs, {m['index']['chunks']:,} chunks)" for s, m in zip(sizes, by_size))

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
-from typing import Iterable, Iterator, Sequence, TypeVar
+from typing import TypeVar
 
 T = TypeVar("T")
 

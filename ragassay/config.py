@@ -20,7 +20,7 @@ from ragassay.gates.assertions import is_answer_assertion, parse_answer_assertio
 from ragassay.llm.models import DEFAULT_JUDGE_BACKEND, ChatModelConfig
 from ragassay.metrics.names import MetricName, standard_metrics
 from ragassay.search.settings import SEARCH_TYPES, SearchSettings, SearchType
-from ragassay.store.workspace import COLLECTION_NAME, workspace_home  # noqa: F401 (callers import it from here)
+from ragassay.store.workspace import COLLECTION_NAME, workspace_home
 
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2-int8"
 DEFAULT_JUDGE = ChatModelConfig(backend=DEFAULT_JUDGE_BACKEND)
@@ -61,7 +61,7 @@ class TaskRunnerConfig(_Frozen):
     workers: int | None = Field(None, ge=1, le=1024)
 
     @model_validator(mode="after")
-    def _address_for_dask(self) -> "TaskRunnerConfig":
+    def _address_for_dask(self) -> TaskRunnerConfig:
         if self.address is not None and self.kind != "dask":
             raise ValueError("task_runner.address is a Dask scheduler's address: set kind: dask with it")
         if self.address is not None and self.workers is not None:
@@ -78,7 +78,7 @@ class ChunkingConfig(_Frozen):
     chunk_overlap: int = Field(150, ge=0)
 
     @model_validator(mode="after")
-    def _overlap_below_size(self) -> "ChunkingConfig":
+    def _overlap_below_size(self) -> ChunkingConfig:
         if self.chunk_overlap >= self.chunk_size:
             raise ValueError(
                 f"chunk_overlap ({self.chunk_overlap}) must be smaller than chunk_size ({self.chunk_size})"
@@ -109,7 +109,7 @@ class IngestConfig(_Frozen):
     _collection = field_validator("collection")(_check_collection)
 
     @model_validator(mode="after")
-    def _doc_id_needs_one_file(self) -> "IngestConfig":
+    def _doc_id_needs_one_file(self) -> IngestConfig:
         if self.doc_id is not None and (len(self.paths) != 1 or self.paths[0].is_dir()):
             raise ValueError("doc_id can be given only when ingesting exactly one file")
         if self.format == "beir" and len(self.paths) != 1:
@@ -191,7 +191,7 @@ class RetrievalEvalConfig(_Frozen):
         return tuple(sorted(set(ks)))
 
     @model_validator(mode="after")
-    def _unique_labels(self) -> "RetrievalEvalConfig":
+    def _unique_labels(self) -> RetrievalEvalConfig:
         labels = _unique_labels(self.configurations)
         for text in self.assertions:
             assertion = parse_assertion(text)
@@ -281,7 +281,7 @@ class AnswerEvalConfig(_Frozen):
     _collections = field_validator("collections")(_check_collections)
 
     @model_validator(mode="after")
-    def _unique_labels(self) -> "AnswerEvalConfig":
+    def _unique_labels(self) -> AnswerEvalConfig:
         labels = _unique_labels(self.configurations)
         for text in self.assertions:
             assertion = parse_answer_assertion(text)
@@ -316,7 +316,7 @@ class EvalCase(_Frozen):
     min_supported: float = Field(0.7, ge=0.0, le=1.0)
 
     @model_validator(mode="after")
-    def _has_a_check(self) -> "EvalCase":
+    def _has_a_check(self) -> EvalCase:
         if not (self.contains or self.excludes or self.judge or self.grounded):
             raise ValueError(f"case {self.id!r} has no check: give contains, excludes, judge or grounded")
         return self
@@ -335,7 +335,7 @@ class CaseSuite(_Frozen):
     _collections = field_validator("collections")(_check_collections)
 
     @model_validator(mode="after")
-    def _unique_ids(self) -> "CaseSuite":
+    def _unique_ids(self) -> CaseSuite:
         ids = [case.id for case in self.cases]
         repeated = sorted({i for i in ids if ids.count(i) > 1})
         if repeated:
@@ -433,7 +433,7 @@ class PipelineConfig(_Frozen):
     _collection = field_validator("collection")(_check_collection)
 
     @model_validator(mode="after")
-    def _stages_valid(self) -> "PipelineConfig":
+    def _stages_valid(self) -> PipelineConfig:
         if self.ingest.enabled and not self.ingest.paths:
             raise ValueError(
                 "ingest.paths: give the files or folders to ingest, or switch the stage off (ingest: {enabled: false})"

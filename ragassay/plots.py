@@ -12,9 +12,9 @@ import matplotlib
 
 matplotlib.use("Agg")  # no display: figures only go to files
 
-import numpy as np  # noqa: E402
-import polars as pl  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+import numpy as np
+import polars as pl
+from matplotlib.figure import Figure
 
 # Metrics where a smaller value is the better one; their axis label says so.
 LOWER_IS_BETTER = ("false_refusal_rate",)

@@ -30,11 +30,16 @@ class ProgressReporter:
         self._task_id = None
         self._started = self._last_log = time.perf_counter()
 
-    def __enter__(self) -> "ProgressReporter":
+    def __enter__(self) -> ProgressReporter:
         if sys.stderr.isatty():
-            from rich.progress import Progress
-
-            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
 
             self._bar = Progress(
                 TextColumn("{task.description}"),

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Sets ragassay up (if needed), checks the one-way layers (import-linter contracts in
-# pyproject.toml), then runs the whole test suite. Extra arguments go to pytest.
+# Sets ragassay up (if needed), checks lint and formatting (ruff) and the one-way layers
+# (import-linter contracts in pyproject.toml), then runs the whole test suite. Extra arguments go
+# to pytest: `bash scripts/test.sh -m "not slow"` is the fast loop (README.md, "Tests").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+.venv/bin/ruff check --quiet .
+.venv/bin/ruff format --check --quiet .
 .venv/bin/lint-imports --no-logo --no-cache
 exec .venv/bin/python -m pytest "$@"

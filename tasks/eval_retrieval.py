@@ -13,6 +13,7 @@ from pydantic import BaseModel
 from ragassay import plots, tracking
 from ragassay.config import RetrievalConfiguration, RetrievalEvalConfig
 from ragassay.evaluation.questions import DocKey, EvalQuestion, GoldenContext, gather_golden_questions
+from ragassay.evaluation.reports import retrieval_markdown
 from ragassay.evaluation.retrieval import (
     SearchedConfiguration,
     compare_configurations,
@@ -21,7 +22,6 @@ from ragassay.evaluation.retrieval import (
     search_questions,
 )
 from ragassay.gates.assertions import check_assertions, parse_assertion
-from ragassay.evaluation.reports import retrieval_markdown
 from ragassay.metrics.averaging import interval_table, mean_scores
 from ragassay.metrics.names import MetricName, headline_retrieval_metrics
 from ragassay.tracking import Batch

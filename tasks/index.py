@@ -4,7 +4,7 @@ publish the index."""
 from __future__ import annotations
 
 import shutil
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import polars as pl
@@ -69,7 +69,7 @@ def build_bm25_indexes(inputs: IndexInputs) -> Staged:
 @task(name="publish-index", cache_policy=NO_CACHE)
 def publish_index(config: IndexConfig, inputs: IndexInputs, embedded: Embedded, staged: Staged) -> IndexReport:
     """Write the manifest and swap the staged index in whole; the report of the build."""
-    manifest = build.index_manifest(inputs, embedded.dimension, datetime.now(timezone.utc))
+    manifest = build.index_manifest(inputs, embedded.dimension, datetime.now(UTC))
     build.publish_index(inputs.paths, staged.folder, manifest)
     return IndexReport(
         collection=config.collection,

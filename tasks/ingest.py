@@ -3,7 +3,7 @@ report what happened."""
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import polars as pl
@@ -34,9 +34,7 @@ def stored_digests(config: IngestConfig) -> dict[str, str]:
 @task(name="open-staging", cache_policy=NO_CACHE)
 def open_staging(config: IngestConfig) -> IngestStaging:
     """Where this ingest's batches wait until they are merged, and its documents' ingested_at."""
-    return IngestStaging.new(
-        collection_paths(config.home, config.collection, must_exist=False), datetime.now(timezone.utc)
-    )
+    return IngestStaging.new(collection_paths(config.home, config.collection, must_exist=False), datetime.now(UTC))
 
 
 @task(name="extract-file-batch", cache_policy=NO_CACHE)

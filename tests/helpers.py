@@ -9,7 +9,6 @@ from ragassay.search.retrieval import SearchHit
 from ragassay.search.run import run_search
 from ragassay.search.settings import SearchSettings
 
-
 # One embedding model and the opened collections for the whole session, as a worker process keeps
 # them; a collection changed on disk is opened again (OpenCollections keys on the files).
 SESSION_RESOURCES = Resources()

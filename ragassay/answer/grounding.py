@@ -16,8 +16,9 @@ baseline) statements stand without citations.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Callable, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.table import Table
@@ -12,9 +11,9 @@ from ragassay.cli.common import (
     EXIT_OK,
     EXIT_PARTIAL,
     JSON_OPTION,
+    JUDGE_API_KEY_ENV_OPTION,
     JUDGE_BACKEND_OPTION,
     JUDGE_MODEL_OPTION,
-    JUDGE_API_KEY_ENV_OPTION,
     JUDGE_NAME_OPTION,
     JUDGE_PATH_OPTION,
     JUDGE_URL_OPTION,
@@ -35,12 +34,12 @@ def cases_run(
     suite_file: Path = typer.Argument(
         ..., help="Suite file (YAML or JSON): collections, optional answer and judge settings, cases."
     ),
-    judge_model: Optional[str] = JUDGE_MODEL_OPTION,
-    judge_backend: Optional[str] = JUDGE_BACKEND_OPTION,
-    judge_path: Optional[Path] = JUDGE_PATH_OPTION,
-    judge_url: Optional[str] = JUDGE_URL_OPTION,
-    judge_name: Optional[str] = JUDGE_NAME_OPTION,
-    judge_api_key_env: Optional[str] = JUDGE_API_KEY_ENV_OPTION,
+    judge_model: str | None = JUDGE_MODEL_OPTION,
+    judge_backend: str | None = JUDGE_BACKEND_OPTION,
+    judge_path: Path | None = JUDGE_PATH_OPTION,
+    judge_url: str | None = JUDGE_URL_OPTION,
+    judge_name: str | None = JUDGE_NAME_OPTION,
+    judge_api_key_env: str | None = JUDGE_API_KEY_ENV_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Answer each case's input and run its checks (contains, excludes, judge, grounded).

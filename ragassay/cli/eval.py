@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -11,9 +10,9 @@ from ragassay.cli.common import (
     DASK_ADDRESS_OPTION,
     EXIT_OK,
     JSON_OPTION,
+    JUDGE_API_KEY_ENV_OPTION,
     JUDGE_BACKEND_OPTION,
     JUDGE_MODEL_OPTION,
-    JUDGE_API_KEY_ENV_OPTION,
     JUDGE_NAME_OPTION,
     JUDGE_PATH_OPTION,
     JUDGE_URL_OPTION,
@@ -33,10 +32,10 @@ from ragassay.cli.render import (
     render_answer_costs,
     render_answer_metrics,
     render_answer_warnings,
+    render_assertions,
     render_comparisons,
     render_estimate,
     render_means,
-    render_assertions,
     render_pairwise,
 )
 from ragassay.errors import ConfigError, RagassayError
@@ -50,23 +49,21 @@ def eval_retrieval(
     collection: list[str] = typer.Option(
         [], "--collection", "-c", help="Collection whose golden set is evaluated; repeatable."
     ),
-    configs: Optional[Path] = typer.Option(
+    configs: Path | None = typer.Option(
         None, "--configs", help="YAML/JSON: a list of configurations, or a mapping of these settings."
     ),
     mode: list[str] = typer.Option(
         [], "--mode", help=f"Add a configuration of this search type ({', '.join(SEARCH_TYPES)}); repeatable."
     ),
-    ks: Optional[str] = typer.Option(None, "--ks", help="Cut-offs, comma-separated (default 1,3,5,10)."),
-    max_questions: Optional[int] = typer.Option(None, help="Evaluate a seeded sample of at most this many questions."),
-    seed: Optional[int] = typer.Option(
-        None, help="Seed of the question sample and the significance tests (default 0)."
-    ),
+    ks: str | None = typer.Option(None, "--ks", help="Cut-offs, comma-separated (default 1,3,5,10)."),
+    max_questions: int | None = typer.Option(None, help="Evaluate a seeded sample of at most this many questions."),
+    seed: int | None = typer.Option(None, help="Seed of the question sample and the significance tests (default 0)."),
     assertion: list[str] = typer.Option(
         [], "--assert", help="Quality gate such as 'hybrid:recall@5>=0.8'; repeatable."
     ),
-    task_runner: Optional[str] = TASK_RUNNER_OPTION,
-    dask_address: Optional[str] = DASK_ADDRESS_OPTION,
-    workers: Optional[int] = WORKERS_OPTION,
+    task_runner: str | None = TASK_RUNNER_OPTION,
+    dask_address: str | None = DASK_ADDRESS_OPTION,
+    workers: int | None = WORKERS_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Run every golden question through search under each configuration; log one MLflow batch.
@@ -123,20 +120,20 @@ def eval_answers(
     collection: list[str] = typer.Option(
         [], "--collection", "-c", help="Collection whose golden set is answered; repeatable."
     ),
-    configs: Optional[Path] = typer.Option(
+    configs: Path | None = typer.Option(
         None, "--configs", help="YAML/JSON: a list of answer configurations, or a mapping of these settings."
     ),
     mode: list[str] = typer.Option(
         [], "--mode", help=f"Add a configuration of this search type ({', '.join(SEARCH_TYPES)}); repeatable."
     ),
     groundedness: str = typer.Option("strict", help="Groundedness of the --mode configurations: strict or off."),
-    unanswerable: Optional[Path] = typer.Option(
+    unanswerable: Path | None = typer.Option(
         None, help="JSONL/CSV of questions the corpus cannot answer (id, question)."
     ),
-    max_questions: Optional[int] = typer.Option(
+    max_questions: int | None = typer.Option(
         None, help="Answer a seeded sample of at most this many golden questions."
     ),
-    seed: Optional[int] = typer.Option(None, help="Seed of the question sample (default 0)."),
+    seed: int | None = typer.Option(None, help="Seed of the question sample (default 0)."),
     no_pairwise: bool = typer.Option(False, "--no-pairwise", help="Skip the pairwise comparison of configurations."),
     estimate: bool = typer.Option(False, "--estimate", help="Print model calls, tokens and time, and run nothing."),
     assertion: list[str] = typer.Option(
@@ -144,15 +141,15 @@ def eval_answers(
         "--assert",
         help="Quality gate such as 'hybrid:faithfulness>=0.7' or 'hybrid:false_refusal_rate<=0.2'; repeatable.",
     ),
-    judge_model: Optional[str] = JUDGE_MODEL_OPTION,
-    judge_backend: Optional[str] = JUDGE_BACKEND_OPTION,
-    judge_path: Optional[Path] = JUDGE_PATH_OPTION,
-    judge_url: Optional[str] = JUDGE_URL_OPTION,
-    judge_name: Optional[str] = JUDGE_NAME_OPTION,
-    judge_api_key_env: Optional[str] = JUDGE_API_KEY_ENV_OPTION,
-    task_runner: Optional[str] = TASK_RUNNER_OPTION,
-    dask_address: Optional[str] = DASK_ADDRESS_OPTION,
-    workers: Optional[int] = WORKERS_OPTION,
+    judge_model: str | None = JUDGE_MODEL_OPTION,
+    judge_backend: str | None = JUDGE_BACKEND_OPTION,
+    judge_path: Path | None = JUDGE_PATH_OPTION,
+    judge_url: str | None = JUDGE_URL_OPTION,
+    judge_name: str | None = JUDGE_NAME_OPTION,
+    judge_api_key_env: str | None = JUDGE_API_KEY_ENV_OPTION,
+    task_runner: str | None = TASK_RUNNER_OPTION,
+    dask_address: str | None = DASK_ADDRESS_OPTION,
+    workers: int | None = WORKERS_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Answer golden (and unanswerable) questions under each configuration, judge the answers,

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 import typer
 from rich.table import Table
 
@@ -15,7 +13,7 @@ def gate(
     baseline: str = typer.Option(
         ..., "--baseline", help="Batch id of the accepted state (from `ragassay run`, `eval` or `runs list`)."
     ),
-    candidate: Optional[str] = typer.Option(
+    candidate: str | None = typer.Option(
         None, "--candidate", help="Batch id of the change (default: the newest other batch over the same collections)."
     ),
     max_drop: list[str] = typer.Option(

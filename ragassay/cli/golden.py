@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.table import Table
@@ -13,14 +12,14 @@ from ragassay.cli.common import (
     EXIT_OK,
     EXIT_PARTIAL,
     JSON_OPTION,
+    JUDGE_API_KEY_ENV_OPTION,
     JUDGE_BACKEND_OPTION,
     JUDGE_MODEL_OPTION,
-    JUDGE_API_KEY_ENV_OPTION,
     JUDGE_NAME_OPTION,
     JUDGE_PATH_OPTION,
     JUDGE_URL_OPTION,
-    MODEL_BACKEND_OPTION,
     MODEL_API_KEY_ENV_OPTION,
+    MODEL_BACKEND_OPTION,
     MODEL_NAME_OPTION,
     MODEL_OPTION,
     MODEL_PATH_OPTION,
@@ -55,13 +54,13 @@ def _report_change(change, as_json: bool) -> None:
 @golden_app.command("add")
 def golden_add(
     collection: str = COLLECTION_OPTION,
-    file: Optional[Path] = typer.Option(
+    file: Path | None = typer.Option(
         None, "--file", "-f", help="JSONL or CSV of entries (question, expected_document_ids, reference_answer, id)."
     ),
-    question: Optional[str] = typer.Option(None, help="The question of one entry."),
+    question: str | None = typer.Option(None, help="The question of one entry."),
     expected_doc: list[str] = typer.Option([], "--expected-doc", help="A document id that answers it; repeatable."),
-    reference_answer: Optional[str] = typer.Option(None, help="The expected answer."),
-    entry_id: Optional[str] = typer.Option(None, "--id", help="Entry id (default: derived from the question)."),
+    reference_answer: str | None = typer.Option(None, help="The expected answer."),
+    entry_id: str | None = typer.Option(None, "--id", help="Entry id (default: derived from the question)."),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Add entries from flags or from a file; bad rows are refused and listed, good ones stored."""
@@ -107,19 +106,19 @@ def golden_import(
 def golden_generate(
     collection: str = COLLECTION_OPTION,
     count: int = typer.Option(..., "--count", help="Questions wanted (at most 3 pages are tried per question)."),
-    seed: Optional[int] = typer.Option(None, help="Sampling seed; a random one is drawn and printed when omitted."),
-    model: Optional[str] = MODEL_OPTION,
-    model_backend: Optional[str] = MODEL_BACKEND_OPTION,
-    model_path: Optional[Path] = MODEL_PATH_OPTION,
-    model_url: Optional[str] = MODEL_URL_OPTION,
-    model_name: Optional[str] = MODEL_NAME_OPTION,
-    model_api_key_env: Optional[str] = MODEL_API_KEY_ENV_OPTION,
-    judge_model: Optional[str] = JUDGE_MODEL_OPTION,
-    judge_backend: Optional[str] = JUDGE_BACKEND_OPTION,
-    judge_path: Optional[Path] = JUDGE_PATH_OPTION,
-    judge_url: Optional[str] = JUDGE_URL_OPTION,
-    judge_name: Optional[str] = JUDGE_NAME_OPTION,
-    judge_api_key_env: Optional[str] = JUDGE_API_KEY_ENV_OPTION,
+    seed: int | None = typer.Option(None, help="Sampling seed; a random one is drawn and printed when omitted."),
+    model: str | None = MODEL_OPTION,
+    model_backend: str | None = MODEL_BACKEND_OPTION,
+    model_path: Path | None = MODEL_PATH_OPTION,
+    model_url: str | None = MODEL_URL_OPTION,
+    model_name: str | None = MODEL_NAME_OPTION,
+    model_api_key_env: str | None = MODEL_API_KEY_ENV_OPTION,
+    judge_model: str | None = JUDGE_MODEL_OPTION,
+    judge_backend: str | None = JUDGE_BACKEND_OPTION,
+    judge_path: Path | None = JUDGE_PATH_OPTION,
+    judge_url: str | None = JUDGE_URL_OPTION,
+    judge_name: str | None = JUDGE_NAME_OPTION,
+    judge_api_key_env: str | None = JUDGE_API_KEY_ENV_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Write golden questions from the collection's own pages, through a quality gate: rules, then

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.table import Table
@@ -11,9 +10,9 @@ from rich.table import Table
 from ragassay.cli.common import (
     EXIT_OK,
     JSON_OPTION,
+    JUDGE_API_KEY_ENV_OPTION,
     JUDGE_BACKEND_OPTION,
     JUDGE_MODEL_OPTION,
-    JUDGE_API_KEY_ENV_OPTION,
     JUDGE_NAME_OPTION,
     JUDGE_PATH_OPTION,
     JUDGE_URL_OPTION,
@@ -29,24 +28,24 @@ judge_app = typer.Typer(help="Measure how far to trust a judge model.", no_args_
 
 @judge_app.command("calibrate")
 def judge_calibrate(
-    labels: Optional[Path] = typer.Option(
+    labels: Path | None = typer.Option(
         None, "--labels", help="JSONL of {context, statement, label: supported|unsupported} written by people."
     ),
-    pairwise: Optional[Path] = typer.Option(
+    pairwise: Path | None = typer.Option(
         None,
         "--pairwise",
         help="Instead: measure position bias on answer pairs built from this golden JSONL (question, reference_answer).",
     ),
-    max_items: Optional[int] = typer.Option(
+    max_items: int | None = typer.Option(
         None, "--max-items", min=1, help="Judge a seeded sample of at most this many rows (pairs)."
     ),
     seed: int = typer.Option(0, "--seed", help="Seed of the sample and of the bootstrap interval."),
-    judge_model: Optional[str] = JUDGE_MODEL_OPTION,
-    judge_backend: Optional[str] = JUDGE_BACKEND_OPTION,
-    judge_path: Optional[Path] = JUDGE_PATH_OPTION,
-    judge_url: Optional[str] = JUDGE_URL_OPTION,
-    judge_name: Optional[str] = JUDGE_NAME_OPTION,
-    judge_api_key_env: Optional[str] = JUDGE_API_KEY_ENV_OPTION,
+    judge_model: str | None = JUDGE_MODEL_OPTION,
+    judge_backend: str | None = JUDGE_BACKEND_OPTION,
+    judge_path: Path | None = JUDGE_PATH_OPTION,
+    judge_url: str | None = JUDGE_URL_OPTION,
+    judge_name: str | None = JUDGE_NAME_OPTION,
+    judge_api_key_env: str | None = JUDGE_API_KEY_ENV_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
     """How far to trust a judge: its support verdicts against human labels (accuracy, balanced

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -75,12 +74,12 @@ def ingest(
     ),
     chunk_size: int = typer.Option(1200, help="Most characters in one chunk."),
     chunk_overlap: int = typer.Option(150, help="Characters a chunk repeats from the previous one."),
-    doc_id: Optional[str] = typer.Option(
+    doc_id: str | None = typer.Option(
         None, help="Document id for a single file (default: its path relative to the ingest root)."
     ),
-    task_runner: Optional[str] = TASK_RUNNER_OPTION,
-    dask_address: Optional[str] = DASK_ADDRESS_OPTION,
-    workers: Optional[int] = WORKERS_OPTION,
+    task_runner: str | None = TASK_RUNNER_OPTION,
+    dask_address: str | None = DASK_ADDRESS_OPTION,
+    workers: int | None = WORKERS_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Ingest documents (txt md csv json html docx pdf, or a BEIR dataset) into a collection.
@@ -127,9 +126,9 @@ def index(
         DEFAULT_EMBEDDING_MODEL, help="fastembed model name, or a folder with model.onnx and tokenizer files."
     ),
     batch_size: int = typer.Option(64, help="Chunks embedded per batch."),
-    task_runner: Optional[str] = TASK_RUNNER_OPTION,
-    dask_address: Optional[str] = DASK_ADDRESS_OPTION,
-    workers: Optional[int] = WORKERS_OPTION,
+    task_runner: str | None = TASK_RUNNER_OPTION,
+    dask_address: str | None = DASK_ADDRESS_OPTION,
+    workers: int | None = WORKERS_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Build the lexical (BM25) and dense (embedding) index of a collection.
@@ -179,9 +178,7 @@ def search(
     content_type: list[str] = typer.Option(
         [], "--content-type", help="Keep only this type (pdf, .md or text/markdown); repeatable."
     ),
-    path_glob: Optional[str] = typer.Option(
-        None, help="Keep only documents whose id or source path matches this glob."
-    ),
+    path_glob: str | None = typer.Option(None, help="Keep only documents whose id or source path matches this glob."),
     lexical_unit: str = typer.Option("document", help="What BM25 scores: document (whole text) or chunk (best chunk)."),
     rerank: str = typer.Option("off", help="off, or llm: the chat model scores the top 20 passages 0-10."),
     as_json: bool = JSON_OPTION,
@@ -246,14 +243,14 @@ def answer(
     groundedness: str = typer.Option(
         "strict", help="strict: every statement must cite a source; off: a plain RAG answer."
     ),
-    model: Optional[str] = MODEL_OPTION,
-    model_backend: Optional[str] = MODEL_BACKEND_OPTION,
-    model_path: Optional[Path] = MODEL_PATH_OPTION,
-    model_url: Optional[str] = MODEL_URL_OPTION,
-    model_name: Optional[str] = MODEL_NAME_OPTION,
-    model_api_key_env: Optional[str] = MODEL_API_KEY_ENV_OPTION,
+    model: str | None = MODEL_OPTION,
+    model_backend: str | None = MODEL_BACKEND_OPTION,
+    model_path: Path | None = MODEL_PATH_OPTION,
+    model_url: str | None = MODEL_URL_OPTION,
+    model_name: str | None = MODEL_NAME_OPTION,
+    model_api_key_env: str | None = MODEL_API_KEY_ENV_OPTION,
     context_size: int = typer.Option(4096, help="Model context in tokens; sources are fitted to it."),
-    threads: Optional[int] = typer.Option(None, help="CPU threads for in-process models."),
+    threads: int | None = typer.Option(None, help="CPU threads for in-process models."),
     gpu_layers: int = typer.Option(0, help="Layers offloaded to a GPU for in-process models."),
     seed: int = typer.Option(0, help="Sampling seed."),
     as_json: bool = JSON_OPTION,
@@ -327,7 +324,7 @@ def main() -> None:
     except KeyboardInterrupt:
         err.print("interrupted")
         sys.exit(130)
-    except Exception as error:  # noqa: BLE001 (the last line of defence: every crash gets a line and exit 3)
+    except Exception as error:
         if debug:
             traceback.print_exc()
         from rich.markup import escape

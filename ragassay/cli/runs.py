@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -29,7 +28,7 @@ def _run_row(run) -> dict:
     tags = run.data.tags
     return {
         "run_id": run.info.run_id,
-        "started": datetime.fromtimestamp(run.info.start_time / 1000, timezone.utc).isoformat(timespec="seconds"),
+        "started": datetime.fromtimestamp(run.info.start_time / 1000, UTC).isoformat(timespec="seconds"),
         "kind": tags.get(tracking.TAG_KIND),
         "batch_id": tags.get(tracking.TAG_BATCH),
         "role": tags.get(tracking.TAG_ROLE),
@@ -42,8 +41,8 @@ def _run_row(run) -> dict:
 
 @runs_app.command("list")
 def runs_list(
-    batch: Optional[str] = typer.Option(None, help="Only runs of this batch id."),
-    collection: Optional[str] = typer.Option(None, "--collection", "-c", help="Only runs over this collection."),
+    batch: str | None = typer.Option(None, help="Only runs of this batch id."),
+    collection: str | None = typer.Option(None, "--collection", "-c", help="Only runs over this collection."),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """List evaluation runs, newest first (batches and their configurations)."""

@@ -62,12 +62,8 @@ def summarize_configuration(
         metrics[f"{name}_scored"] = scored
     refused = [a.answer.outcome == "refused" for a in unanswerable]
     declined = [a.answer.outcome == "refused" for a in answerable]
-    for name, value, count in (
-        ("refusal_recall", refusal_recall(refused), len(unanswerable)),
-        ("false_refusal_rate", false_refusal_rate(declined), len(answerable)),
-    ):
-        if value is not None:
-            metrics[name] = value
+    refusal = {"refusal_recall": refusal_recall(refused), "false_refusal_rate": false_refusal_rate(declined)}
+    metrics.update({name: value for name, value in refusal.items() if value is not None})
     metrics["unanswerable_questions"] = len(unanswerable)
     metrics["answerable_questions"] = len(answerable)
     answer_usage = Usage.total(a.usage for a in answered)

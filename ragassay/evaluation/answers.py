@@ -57,7 +57,7 @@ class JudgedConfiguration:
     reused: int
 
     @classmethod
-    def combined(cls, parts: list["JudgedConfiguration"]) -> "JudgedConfiguration":
+    def combined(cls, parts: list[JudgedConfiguration]) -> JudgedConfiguration:
         """The judgements of a configuration judged in parts (by several tasks), in part order."""
         return cls(
             {key: judgement for part in parts for key, judgement in part.judgements.items()},

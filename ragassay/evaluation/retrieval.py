@@ -114,7 +114,7 @@ def per_question_frame(
             "question": [q.question for q in questions],
             "relevant_count": [sum(1 for g in q.judgements.values() if g > 0) for q in questions],
             "retrieved": [len(r) for r in rankings],
-            **{name: values for name, values in scores.items()},
+            **dict(scores.items()),
         },
         schema=spec.schema,
     )

@@ -7,8 +7,8 @@ check and is flagged as a judge error: it never passes silently.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from ragassay.judge.prompts import CriteriaScore
 from ragassay.metrics.answers import Verdict

@@ -11,7 +11,7 @@ skips every page already tried and never stores a question twice."""
 from __future__ import annotations
 
 import hashlib
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import numpy as np
 import polars as pl
@@ -112,7 +112,7 @@ def generate_questions(
 ) -> tuple[GenerationReport, pl.DataFrame]:
     """Draw pages, ask the model for a question on each, gate it, store it; stop at count accepted
     or max_attempts_factor × count pages. Returns the report and this call's candidates."""
-    started = datetime.now(timezone.utc)
+    started = datetime.now(UTC)
     model = resources.chat_model(config.model, config.home)
     judge = Judge(resources.chat_model(config.judge, config.home))
     documents = load_documents(paths)
@@ -204,7 +204,7 @@ def generate_questions(
                 break
     candidates = pl.DataFrame(rows, schema=GENERATION_CANDIDATES.schema)
     discarded = {reason: int((candidates["reason"] == reason).sum()) for reason in DISCARD_REASONS}
-    seconds = (datetime.now(timezone.utc) - started).total_seconds()
+    seconds = (datetime.now(UTC) - started).total_seconds()
     report = GenerationReport(
         collection=paths.name,
         seed=seed,
@@ -246,7 +246,7 @@ def _store_entry(
         },
     )
     stored = load_golden(paths)
-    rows, problems = validate_candidates([candidate], stored, {page["doc_id"]}, datetime.now(timezone.utc))
+    rows, problems = validate_candidates([candidate], stored, {page["doc_id"]}, datetime.now(UTC))
     if problems:
         return None
     write_table(pl.concat([stored, rows]), paths.golden, GOLDEN)

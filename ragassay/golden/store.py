@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import polars as pl
@@ -50,7 +50,7 @@ def add_candidates(
     with paths.write_lock():
         stored = load_golden(paths)
         known = set(load_documents(paths)["doc_id"].to_list())
-        accepted, refused = validate_candidates(candidates, stored, known, datetime.now(timezone.utc))
+        accepted, refused = validate_candidates(candidates, stored, known, datetime.now(UTC))
         if accepted.height:
             write_table(pl.concat([stored, accepted]), paths.golden, GOLDEN)
     return GoldenChange(

@@ -8,16 +8,16 @@ import hashlib
 import os
 import shutil
 import time
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from itertools import chain
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
 
 import polars as pl
 from pydantic import BaseModel
 
-from ragassay.errors import IndexMissing, InconsistentCollection
+from ragassay.errors import InconsistentCollection, IndexMissing
 from ragassay.ingest.documents import index_input_digest
 from ragassay.progress import ProgressReporter
 from ragassay.search.dense import Embedder, EmbeddingModelSpec, resolve_model
@@ -32,7 +32,6 @@ from ragassay.store.tables import (
     write_table_in_groups,
 )
 from ragassay.store.workspace import (
-    remove_leftovers,
     INDEX_FORMAT_VERSION,
     CollectionPaths,
     collection_paths,
@@ -40,6 +39,7 @@ from ragassay.store.workspace import (
     load_chunks,
     load_documents,
     models_dir,
+    remove_leftovers,
 )
 
 
@@ -336,7 +336,7 @@ def publish_index(paths: CollectionPaths, staging: Path, manifest: dict) -> None
 
 
 def staging_folder(paths: CollectionPaths) -> Path:
-    return paths.root / f".index-{datetime.now(timezone.utc):%Y%m%dT%H%M%S%f}"
+    return paths.root / f".index-{datetime.now(UTC):%Y%m%dT%H%M%S%f}"
 
 
 def _swap_in(staging: Path, target: Path) -> None:

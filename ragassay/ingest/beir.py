@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import polars as pl
 
@@ -63,7 +63,7 @@ def read_beir_queries(folder: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
     qrels_rows = []
     for line_number, line in enumerate(qrels_path.read_text(encoding="utf-8").splitlines(), start=1):
         fields = line.strip().split("\t")
-        if line_number == 1 and fields[0] == "query-id" or not line.strip():
+        if (line_number == 1 and fields[0] == "query-id") or not line.strip():
             continue
         if len(fields) != 3 or not fields[2].lstrip("-").isdigit():
             raise RagassayError(f"{qrels_path}:{line_number}: expected 'query-id<TAB>corpus-id<TAB>score'")

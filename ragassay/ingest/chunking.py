@@ -87,7 +87,7 @@ def chunk_document(
     if page_starts is None:
         return [ChunkSpan(i, s, e) for i, (s, e) in enumerate(split_spans(text, chunk_size, overlap))]
     chunks: list[ChunkSpan] = []
-    page_ends = list(page_starts[1:]) + [len(text)]
+    page_ends = [*list(page_starts[1:]), len(text)]
     for page_number, (page_start, page_end) in enumerate(zip(page_starts, page_ends), start=1):
         page_text = text[page_start:page_end]
         for start, end in split_spans(page_text, chunk_size, overlap, offset=page_start):

@@ -15,10 +15,10 @@ from __future__ import annotations
 import hashlib
 import shutil
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Iterator
 
 import polars as pl
 

@@ -139,7 +139,7 @@ def _serve(requests: Connection, answers: Connection) -> None:
             answers.send(
                 ("rejected", ("too_large", "extracting it needs more memory than RAGASSAY_EXTRACT_MEMORY_MB allows"))
             )
-        except Exception as error:  # noqa: BLE001 (a reader bug on one file rejects that file, not the ingest)
+        except Exception as error:
             answers.send(("rejected", ("unreadable", f"the reader failed: {type(error).__name__}: {error}")))
 
 

@@ -5,27 +5,27 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Callable
 
 import numpy as np
 
 from ragassay.answer.grounding import GroundedAnswer, Source
 from ragassay.judge.prompts import (
-    CRITERIA_MAX_TOKENS,
-    IMPLIED_QUESTION_MAX_TOKENS,
     CORRECTNESS_MAX_TOKENS,
     CORRECTNESS_OPTIONS,
+    CRITERIA_MAX_TOKENS,
+    IMPLIED_QUESTION_MAX_TOKENS,
     SUPPORT_MAX_TOKENS,
     SUPPORT_OPTIONS,
     CriteriaScore,
     ImpliedQuestion,
     Preference,
     SupportVerdict,
+    correctness_messages,
     criteria_messages,
     criteria_schema,
     implied_question_messages,
-    correctness_messages,
     support_messages,
 )
 from ragassay.llm.models import ChatModel, option_spellings

@@ -21,8 +21,8 @@ import json
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from ragassay.llm.models import ChatModel, Completion, OptionProbabilities
 

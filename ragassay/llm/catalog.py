@@ -21,9 +21,9 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from ragassay.errors import RagassayError
 from ragassay.store.workspace import models_dir, workspace_home

@@ -73,7 +73,7 @@ class ChatModelConfig(BaseModel):
         return redact(url) if url else url
 
     @model_validator(mode="after")
-    def _backend_needs(self) -> "ChatModelConfig":
+    def _backend_needs(self) -> ChatModelConfig:
         if self.backend == "gguf" and self.path is None:
             raise ValueError("backend 'gguf' needs path (a .gguf file)")
         if self.backend == "openai" and (not self.url or not self.model):
@@ -226,7 +226,7 @@ class LlamaCppModel:
 
         first_tokens = {option: self._first_tokens(spellings) for option, spellings in options.items()}
         seen: set[int] = set()
-        for option, tokens in first_tokens.items():
+        for tokens in first_tokens.values():
             if seen & tokens:
                 raise ModelError(
                     f"options {list(options)} start with the same token for {self.model_id}; choose other words"
@@ -362,7 +362,7 @@ class OpenAICompatibleModel:
             int(usage.get("completion_tokens", 0)),
             time.perf_counter() - started,
         )
-        mass = {option: 0.0 for option in options}
+        mass = dict.fromkeys(options, 0.0)
         for entry in top:
             for option, spellings in options.items():
                 # A top token counts for an option when it is the start of one of its spellings.
@@ -447,7 +447,7 @@ class ChatModels:
         # Threads of one worker asking for the same model load it once.
         self._lock = threading.Lock()
 
-    def get(self, config: ChatModelConfig, cache: "CompletionCache | None" = None) -> ChatModel:
+    def get(self, config: ChatModelConfig, cache: CompletionCache | None = None) -> ChatModel:
         """The model of config; with a cache, a CachedChatModel that loads it only on a miss."""
         if cache is not None and config.cache:
             from ragassay.llm.cache import CachedChatModel

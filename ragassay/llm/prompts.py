@@ -24,7 +24,7 @@ def few_shot_messages(instruction: str, examples: list[tuple[str, str]], request
     messages = [{"role": "system", "content": instruction}]
     for user, assistant in examples:
         messages += [{"role": "user", "content": user}, {"role": "assistant", "content": assistant}]
-    return messages + [{"role": "user", "content": request}]
+    return [*messages, {"role": "user", "content": request}]
 
 
 def one_line(text: str) -> str:

@@ -7,8 +7,9 @@ usages up (`Usage.total`) where they report a cost.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Generic, Iterable, TypeVar
+from typing import Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -30,9 +31,9 @@ class Usage:
     saved_seconds: float = 0.0
 
     @classmethod
-    def of(cls, completions: Iterable[Completion], unparseable: int = 0) -> "Usage":
+    def of(cls, completions: Iterable[Completion], unparseable: int = 0) -> Usage:
         """The cost of these model calls."""
-        asked = [c for c in completions]
+        asked = list(completions)
         remembered = [c for c in asked if c.cached]
         asked = [c for c in asked if not c.cached]
         return cls(
@@ -45,7 +46,7 @@ class Usage:
             saved_seconds=sum(c.saved_seconds for c in remembered),
         )
 
-    def __add__(self, other: "Usage") -> "Usage":
+    def __add__(self, other: Usage) -> Usage:
         return Usage(
             self.calls + other.calls,
             self.prompt_tokens + other.prompt_tokens,
@@ -57,7 +58,7 @@ class Usage:
         )
 
     @classmethod
-    def total(cls, usages: Iterable["Usage"]) -> "Usage":
+    def total(cls, usages: Iterable[Usage]) -> Usage:
         """The sum of several usages (zero for none)."""
         result = cls()
         for usage in usages:

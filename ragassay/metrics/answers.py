@@ -15,8 +15,9 @@ Conventions, in writing:
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Sequence
+from typing import Literal
 
 from ragassay.llm.prompts import one_line
 

@@ -6,8 +6,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
@@ -77,7 +77,7 @@ def parse_metric_or_none(name: str) -> MetricName | None:
 def standard_metrics(ks: list[int]) -> list[MetricName]:
     """The metrics every retrieval evaluation reports for the given cut-offs."""
     names = [MetricName(family, k) for k in ks for family in ("recall", "precision", "hit_rate", "ndcg")]
-    return names + [MetricName("mrr", None)]
+    return [*names, MetricName("mrr", None)]
 
 
 def mlflow_key(name: str) -> str:

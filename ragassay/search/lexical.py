@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import logging
 from array import array
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -81,12 +81,12 @@ class LexicalIndex:
         self.size = size
 
     @classmethod
-    def build(cls, texts: Sequence[str], tokenize_batch: int = TOKENIZE_BATCH) -> "LexicalIndex":
+    def build(cls, texts: Sequence[str], tokenize_batch: int = TOKENIZE_BATCH) -> LexicalIndex:
         """BM25 over texts (a list, or a Polars column), tokenized tokenize_batch at a time."""
         return cls.build_from_batches(streamed_batches(texts, tokenize_batch))
 
     @classmethod
-    def build_from_batches(cls, batches: Iterable[Sequence[str]]) -> "LexicalIndex":
+    def build_from_batches(cls, batches: Iterable[Sequence[str]]) -> LexicalIndex:
         """BM25 over the texts of batches, in order, each batch tokenized as it is taken (an index
         build reads them from its snapshot of the table: TOKENIZE_BATCH at a time)."""
         token_ids, vocabulary = tokenize_to_ids(batches)
@@ -104,7 +104,7 @@ class LexicalIndex:
             self._retriever.save(str(folder), show_progress=False)
 
     @classmethod
-    def load(cls, folder: Path, size: int) -> "LexicalIndex":
+    def load(cls, folder: Path, size: int) -> LexicalIndex:
         bm25s = _bm25s()
         if size == 0:
             return cls(bm25s.BM25(), 0)

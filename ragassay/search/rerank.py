@@ -33,7 +33,7 @@ class RerankStats:
     fallbacks: int = 0
     unreadable_scores: int = 0
 
-    def __add__(self, other: "RerankStats") -> "RerankStats":
+    def __add__(self, other: RerankStats) -> RerankStats:
         return RerankStats(
             self.queries + other.queries,
             self.fallbacks + other.fallbacks,

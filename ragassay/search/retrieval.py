@@ -25,8 +25,8 @@ from __future__ import annotations
 import fnmatch
 import itertools
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 

@@ -3,9 +3,9 @@ rank_queries, the same ranking for many questions at once (run_search when it re
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from ragassay.errors import ConfigError
 from ragassay.ingest.extraction import CONTENT_TYPES

@@ -73,6 +73,6 @@ class SearchSettings(BaseModel):
             settings.pop("content_types", None)
         return settings
 
-    def search_settings(self) -> "SearchSettings":
+    def search_settings(self) -> SearchSettings:
         """Only the search part of a subclass (a retrieval or answer configuration)."""
         return SearchSettings(**{name: getattr(self, name) for name in SearchSettings.model_fields})

@@ -143,7 +143,7 @@ def per_question_spec(metric_columns: list[str]) -> TableSpec:
                 "question": pl.String,
                 "relevant_count": pl.Int32,
                 "retrieved": pl.Int32,
-                **{name: pl.Float64 for name in metric_columns},
+                **dict.fromkeys(metric_columns, pl.Float64),
             }
         ),
     )

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager, nullcontext
 from itertools import chain
 from pathlib import Path
-from typing import Iterable, Iterator
 
 import polars as pl
 import pyarrow.parquet as pq
@@ -124,7 +124,8 @@ def atomic_write(path: Path, write, replace_under: AbstractContextManager | None
     """Call write(binary handle) on a temporary file beside path, then rename it over path (under
     replace_under, a lock, when given: the writing need not hold it)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle = tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", delete=False)
+    # Not a `with` block: the file must outlive the handle, renamed or removed below.
+    handle = tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", delete=False)  # noqa: SIM115
     try:
         with handle:
             write(handle)

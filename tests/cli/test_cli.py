@@ -140,7 +140,7 @@ def test_models_are_chosen_by_name_file_or_server(tmp_path):
         "model": "qwen",
     }
     assert model_settings(None, None, None, None, None) == {} and judge_override(None, None, None, None, None) is None
-    with pytest.raises(ConfigError, match="neither a model name .*qwen2.5-1.5b.* nor a .gguf file"):
+    with pytest.raises(ConfigError, match=r"neither a model name .*qwen2\.5-1\.5b.* nor a \.gguf file"):
         model_settings("gpt-7", None, None, None, None)
     with pytest.raises(ConfigError, match="--judge-model or a backend option"):
         judge_override("smollm2", "gguf", None, None, None)

@@ -56,7 +56,7 @@ def test_report_has_means_for_every_configuration_and_metric(evaluated):
 
 
 def test_batch_is_one_parent_and_one_child_per_configuration_in_mlflow(evaluated, sample_home):
-    config, report = evaluated
+    _, report = evaluated
     runs = tracking.find_runs(sample_home, batch_id=report.batch_id)
     parents = [r for r in runs if r.data.tags[tracking.TAG_ROLE] == "batch"]
     children = [r for r in runs if r.data.tags[tracking.TAG_ROLE] == "configuration"]
@@ -206,7 +206,7 @@ def test_questions_without_expected_documents_are_excluded_with_a_warning(home, 
 
 
 def test_the_batch_parent_shows_metrics_pictures_and_previewable_tables(evaluated, sample_home):
-    config, report = evaluated
+    _, report = evaluated
     mlflow_client = tracking.client(sample_home)
     parent = mlflow_client.get_run(report.parent_run_id)
     assert parent.data.metrics["retrieval/hybrid/recall_at_5"] == pytest.approx(report.means["hybrid"]["recall@5"])

@@ -39,7 +39,7 @@ def test_a_suite_whose_checks_all_pass_exits_zero_and_is_logged(workspace, tmp_p
     assert (report["passed"], report["failed"], report["judge_errors"]) == (1, 0, 0)
     [case] = report["cases"]
     assert case["passed"] and case["outcome"] in ("answered", "refused") and case["passages"] >= 1
-    [run] = [r for r in tracking.find_runs(workspace, batch_id=report["batch_id"])]
+    [run] = list(tracking.find_runs(workspace, batch_id=report["batch_id"]))
     assert run.data.tags[tracking.TAG_KIND] == "cases" and run.data.metrics["cases_passed"] == 1
     logged = tracking.download_table(workspace, report["run_id"], "cases")
     assert logged["case_id"].to_list() == ["melting"] and logged["passed"].to_list() == [True]
@@ -139,7 +139,7 @@ def test_a_context_too_long_for_the_judge_is_counted_not_cut(tmp_path):
     report = calibrate_judge(models, ChatModelConfig(backend="smollm2", context_size=512), labels)
     models.close()
     assert report["too_long"] == 1 and report["labelled"] == 2
-    assert [row["verdict"] for row in report["rows"]][0] == "too_long"
+    assert next(row["verdict"] for row in report["rows"]) == "too_long"
 
 
 def test_pairwise_calibration_measures_how_often_verdicts_flip(workspace):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from typer.testing import CliRunner
@@ -18,7 +18,7 @@ from ragassay.golden.entries import (
 )
 from ragassay.store.schemas import GOLDEN
 
-NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
 KNOWN = {"a.md", "b.md"}
 runner = CliRunner()
 

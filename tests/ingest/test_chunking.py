@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from ragassay.ingest.chunking import chunk_document, split_spans
@@ -38,7 +40,7 @@ def test_paragraphs_are_not_split_when_they_fit():
 
 def test_overlap_repeats_the_tail_of_the_previous_chunk():
     spans = split_spans(PARAGRAPHS, 300, 120)
-    overlapping = [(a, b) for a, b in zip(spans, spans[1:]) if b[0] < a[1]]
+    overlapping = [(a, b) for a, b in itertools.pairwise(spans) if b[0] < a[1]]
     assert overlapping, "with room for it, consecutive chunks share text"
     for (_, previous_end), (next_start, _) in overlapping:
         assert previous_end - next_start <= 120
@@ -46,7 +48,7 @@ def test_overlap_repeats_the_tail_of_the_previous_chunk():
 
 def test_no_overlap_means_disjoint_chunks():
     spans = split_spans(PARAGRAPHS, 300, 0)
-    assert all(b[0] >= a[1] for a, b in zip(spans, spans[1:]))
+    assert all(b[0] >= a[1] for a, b in itertools.pairwise(spans))
 
 
 def test_blank_text_has_no_chunks():
@@ -64,7 +66,7 @@ def test_pdf_chunks_follow_pages_and_keep_page_numbers():
     text = "\n\n".join(pages)
     starts = (0, len(pages[0]) + 2, len(pages[0]) + len(pages[1]) + 4)
     chunks = chunk_document(text, 200, 0, page_starts=starts)
-    assert [c.page for c in chunks][0] == 1 and chunks[-1].page == 3
+    assert next(c.page for c in chunks) == 1 and chunks[-1].page == 3
     assert {c.page for c in chunks} == {1, 2, 3}
     assert [c.ordinal for c in chunks] == list(range(len(chunks)))
     for chunk in chunks:

@@ -163,7 +163,7 @@ def test_docx_with_entity_expansion_is_refused(tmp_path):
 
 def test_invalid_utf8_names_the_byte(tmp_path):
     path = tmp_path / "latin1.txt"
-    path.write_bytes("Propolis is gathered from buds.".encode() + "Préparé".encode("latin-1"))
+    path.write_bytes(b"Propolis is gathered from buds." + "Préparé".encode("latin-1"))
     error = rejection(path)
     assert error.reason == "unreadable"
     assert "byte 33" in error.detail

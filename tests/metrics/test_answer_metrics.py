@@ -17,9 +17,9 @@ from ragassay.gates.cases import (
     check_grounded,
     check_judge_score,
 )
-from ragassay.metrics.agreement import agreement
 from ragassay.judge.prompts import CriteriaScore, criteria_schema
 from ragassay.llm.structured import Usage
+from ragassay.metrics.agreement import agreement
 from ragassay.metrics.answers import (
     AnswerJudgement,
     Scored,

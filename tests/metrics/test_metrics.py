@@ -129,7 +129,7 @@ def test_random_runs_match_pytrec_eval_exactly():
         for k in ks
         for family, trec in (("recall", "recall"), ("precision", "P"), ("ndcg", "ndcg_cut"))
     ]
-    for ours_name, trec_name in pairs + [("mrr", "recip_rank")]:
+    for ours_name, trec_name in [*pairs, ("mrr", "recip_rank")]:
         ours = parse_metric(ours_name).compute(judged_run)
         theirs = np.array([reference.get(f"q{q}", {}).get(trec_name, 0.0) for q in range(300)])
         assert np.max(np.abs(ours - theirs)) <= 1e-9, ours_name

@@ -59,7 +59,7 @@ def assert_parity(home: Path, report, ks: list[int]) -> int:
         per_question = tracking.download_table(home, run_id, "per_question")
         run = tracking.download_table(home, run_id, "run")
         golden_rows = {}
-        for collection in {c for c in per_question["query_collection"]}:
+        for collection in set(per_question["query_collection"]):
             from ragassay.golden.store import load_golden
             from ragassay.store.workspace import collection_paths
 
@@ -80,7 +80,7 @@ def assert_parity(home: Path, report, ks: list[int]) -> int:
             for k in ks
             for family, trec in (("recall", "recall"), ("precision", "P"), ("ndcg", "ndcg_cut"))
         ]
-        for ours_name, trec_name in pairs + [("mrr", "recip_rank")]:
+        for ours_name, trec_name in [*pairs, ("mrr", "recip_rank")]:
             ours = per_question[ours_name].to_numpy()
             theirs = np.array([reference.get(q, {}).get(trec_name, 0.0) for q in per_question["query_id"]])
             assert np.max(np.abs(ours - theirs)) <= 1e-9, f"{label} {ours_name}"

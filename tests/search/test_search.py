@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
@@ -49,7 +50,7 @@ def test_each_mode_ranks_the_answering_document_first(two_collections, mode):
     hits = search_hits(two_collections, ["hives"], "how are varroa mites counted?", search_type=mode, k=3)
     assert hits[0].doc_id == "long/mites.txt"
     assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
-    assert all(a.score >= b.score for a, b in zip(hits, hits[1:]))
+    assert all(a.score >= b.score for a, b in itertools.pairwise(hits))
 
 
 def test_document_score_is_its_best_chunk_and_the_span_points_at_it(two_collections):
