@@ -5,6 +5,7 @@ loaded state take it as an argument; none keeps it in a module global."""
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,6 +25,8 @@ class Resources:
     embedders: Embedders = field(default_factory=Embedders)
     collections: OpenCollections = field(init=False)
     _caches: dict[Path, CompletionCache] = field(default_factory=dict, init=False)
+    # Tasks on a thread runner share one Resources: a cache is opened once however many ask at once.
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.collections = OpenCollections(self.embedders)
@@ -32,13 +35,16 @@ class Resources:
         """The chat model of config for work in workspace home: its calls remembered in the
         workspace's completion cache (llm/cache.py) unless config.cache is off."""
         path = completion_cache_path(home)
-        if path not in self._caches:
-            self._caches[path] = CompletionCache(path)
-        return self.chat_models.get(config, self._caches[path])
+        with self._lock:
+            if path not in self._caches:
+                self._caches[path] = CompletionCache(path)
+            cache = self._caches[path]
+        return self.chat_models.get(config, cache)
 
     def close(self) -> None:
         """Release the loaded models and caches; what is opened again afterwards is loaded again."""
         self.chat_models.close()
-        for cache in self._caches.values():
-            cache.close()
-        self._caches.clear()
+        with self._lock:
+            for cache in self._caches.values():
+                cache.close()
+            self._caches.clear()

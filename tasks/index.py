@@ -71,13 +71,4 @@ def publish_index(config: IndexConfig, inputs: IndexInputs, embedded: Embedded, 
     """Write the manifest and swap the staged index in whole; the report of the build."""
     manifest = build.index_manifest(inputs, embedded.dimension, datetime.now(UTC))
     build.publish_index(inputs.paths, staged.folder, manifest)
-    return IndexReport(
-        collection=config.collection,
-        chunks=inputs.chunks.height,
-        embedding_model_id=inputs.spec.model_id,
-        embedded=embedded.embedded,
-        reused_embeddings=embedded.reused,
-        index_digest=manifest["index_digest"],
-        seconds_embedding=round(embedded.seconds, 3),
-        seconds_bm25=round(staged.seconds, 3),
-    )
+    return build.index_report(inputs, embedded, staged, manifest)

@@ -1,4 +1,9 @@
-"""Shared fixtures: a temporary workspace, Prefect's test harness, and the indexed sample corpus."""
+"""Shared fixtures: a temporary workspace, Prefect's test server for the tests marked `flows`, and
+the indexed sample corpus.
+
+Markers (registered in pyproject.toml): `flows` runs Prefect flows (the session's test server starts
+for the first one); `slow` takes over ~10 s, so `bash scripts/test.sh -m "not slow"` is the fast
+loop."""
 
 from __future__ import annotations
 
@@ -44,12 +49,34 @@ def outer_models_dir() -> Path:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def prefect_harness():
-    """Every flow in the suite runs on a real, temporary Prefect API and database."""
+def no_temporary_prefect_server():
+    """Prefect may not start a temporary server of its own in this process: a flow run by a test
+    not marked `flows` fails at once ("No Prefect API URL"), instead of quietly starting a server
+    (seconds per flow) that the marker exists to share. Commands started as subprocesses are not
+    affected (they start their own, as a user's command does)."""
+    from prefect.settings import PREFECT_SERVER_EPHEMERAL_ENABLED, temporary_settings
+
+    with temporary_settings({PREFECT_SERVER_EPHEMERAL_ENABLED: False}):
+        yield
+
+
+@pytest.fixture(scope="session")
+def prefect_server(no_temporary_prefect_server):
+    """A real, temporary Prefect API and database, started for the first test marked `flows` and
+    shared by all of them; a run of tests that runs no flow never starts it."""
     from prefect.testing.utilities import prefect_test_harness
 
     with prefect_test_harness(server_startup_timeout=180):
         yield
+
+
+def pytest_collection_modifyitems(items):
+    # The server comes first among a marked test's fixtures: module fixtures that run flows (an
+    # evaluation shared by a module's tests) are set up before any function-scoped fixture could
+    # ask for it.
+    for item in items:
+        if item.get_closest_marker("flows") and "prefect_server" not in item.fixturenames:
+            item.fixturenames.insert(0, "prefect_server")
 
 
 @pytest.fixture
@@ -62,14 +89,12 @@ def home(tmp_path, monkeypatch) -> Path:
 
 @pytest.fixture(scope="session")
 def sample_home(tmp_path_factory) -> Path:
-    """A workspace holding the sample corpus, ingested and indexed once for the whole session."""
-    from flows.index import index_flow
-    from flows.ingest import ingest_flow
-    from ragassay.config import IndexConfig, IngestConfig
+    """A workspace holding the sample corpus, ingested and indexed once for the whole session
+    through the library (the flows' own tests run the flows)."""
+    from tests.helpers import build_collection
 
     workspace = tmp_path_factory.mktemp("sample-workspace")
-    ingest_flow(IngestConfig(collection="sample", paths=(SAMPLE / "corpus",), home=workspace))
-    index_flow(IndexConfig(collection="sample", home=workspace))
+    build_collection(workspace, "sample", (SAMPLE / "corpus",))
     return workspace
 
 

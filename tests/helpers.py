@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ragassay.config import DEFAULT_EMBEDDING_MODEL
+from ragassay.index.build import build_index
+from ragassay.ingest.documents import Chunker
+from ragassay.ingest.files import ingest_files
 from ragassay.resources import Resources
 from ragassay.search.retrieval import SearchHit
 from ragassay.search.run import run_search
@@ -12,6 +16,25 @@ from ragassay.search.settings import SearchSettings
 # One embedding model and the opened collections for the whole session, as a worker process keeps
 # them; a collection changed on disk is opened again (OpenCollections keys on the files).
 SESSION_RESOURCES = Resources()
+
+
+def ingest(home: Path, collection: str, paths: tuple[Path, ...], chunk_size: int = 1200, chunk_overlap: int = 150):
+    """What `ragassay ingest` does, through the library in this process (no Prefect)."""
+    return ingest_files(home, collection, paths, Chunker(chunk_size, chunk_overlap))
+
+
+def index(home: Path, collection: str):
+    """What `ragassay index` does, through the library in this process, with the session's
+    embedding model."""
+    return build_index(home, collection, SESSION_RESOURCES.embedders.get, DEFAULT_EMBEDDING_MODEL)
+
+
+def build_collection(
+    home: Path, collection: str, paths: tuple[Path, ...], chunk_size: int = 1200, chunk_overlap: int = 150
+) -> None:
+    """A collection ingested and indexed through the library (the flows' own tests run the flows)."""
+    ingest(home, collection, paths, chunk_size, chunk_overlap)
+    index(home, collection)
 
 
 def search_hits(home: Path, collections: list[str], query: str, k: int = 10, **settings) -> list[SearchHit]:

@@ -13,6 +13,8 @@ from typer.testing import CliRunner
 from ragassay.cli.main import app
 from tests.conftest import REPO, SAMPLE
 
+pytestmark = pytest.mark.flows  # every test here runs flows
+
 SMOLLM2 = {"backend": "smollm2"}
 
 

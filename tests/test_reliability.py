@@ -151,6 +151,7 @@ def test_an_ingest_killed_between_its_writes_is_refused_by_index_and_repaired_by
     assert found.returncode == 0 and json.loads(found.stdout)["results"]
 
 
+@pytest.mark.flows
 def test_links_out_of_the_root_and_unsafe_names_are_refused(home, tmp_path):
     corpus = small_corpus(tmp_path / "corpus", 2)
     outside = tmp_path / "secret.txt"
@@ -174,6 +175,7 @@ def test_links_out_of_the_root_and_unsafe_names_are_refused(home, tmp_path):
     assert all("hunter2" not in hit["snippet"] for hit in json.loads(found.stdout)["results"])
 
 
+@pytest.mark.flows
 @pytest.mark.parametrize(
     "name, text", [("deep.json", "[" * 100_000 + "]" * 100_000), ("deep.yaml", "- " * 3_000 + "x")]
 )
@@ -185,11 +187,13 @@ def test_a_configuration_file_nested_too_deeply_is_one_clear_error(home, tmp_pat
     )
 
 
+@pytest.mark.flows
 def test_a_collection_name_with_a_newline_is_refused(home, tmp_path):
     result = runner.invoke(app, ["ingest", "-c", "name\n", str(small_corpus(tmp_path / "corpus", 1))])
     assert result.exit_code == 2 and "collection name" in result.output
 
 
+@pytest.mark.flows
 @pytest.mark.parametrize("grades", [[1099511627776], [1.9], ["2"], [True]])
 def test_relevance_grades_are_validated_strictly_with_file_and_line(home, tmp_path, grades):
     from ragassay.golden.store import load_golden
@@ -350,6 +354,7 @@ def test_a_killed_ingest_leaves_no_extraction_worker_behind(home, tmp_path):
 SECRET = "S3cret-p4ss"
 
 
+@pytest.mark.flows
 @pytest.mark.parametrize(
     "url",
     [
@@ -395,6 +400,7 @@ def test_credentials_in_a_model_url_are_never_shown(home, tmp_path, url):
         assert "chat endpoint openai:m@" in result.output and SECRET not in result.output
 
 
+@pytest.mark.flows
 def test_credentials_in_a_model_url_stay_out_of_prefect_flow_run_parameters(home):
     from prefect.client.orchestration import get_client
 
@@ -426,6 +432,7 @@ def test_credentials_in_a_model_url_stay_out_of_prefect_flow_run_parameters(home
     assert SECRET not in stored, "but not the password in its URL"
 
 
+@pytest.mark.flows
 def test_an_api_key_comes_from_the_environment_variable_it_names(home, monkeypatch):
     from ragassay.llm.models import ChatModelConfig, ModelError, load_chat_model
 
@@ -486,6 +493,7 @@ def test_a_missing_collection_is_one_line_without_a_traceback(home):
     assert debugged.returncode == 2 and "Traceback" in debugged.stderr, "--debug shows Prefect's traceback"
 
 
+@pytest.mark.flows
 def test_collections_stay_isolated_at_every_entry_point(home, tmp_path):
     """A token planted in collection B never comes back from anything scoped to collection A."""
     from ragassay.answer.answering import answer_question

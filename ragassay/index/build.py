@@ -305,6 +305,42 @@ def build_bm25_indexes(inputs: IndexInputs) -> Staged:
     return Staged(staging, time.perf_counter() - started)
 
 
+def index_report(inputs: IndexInputs, embedded: Embedded, staged: Staged, manifest: dict) -> IndexReport:
+    """The report of a published build."""
+    return IndexReport(
+        collection=inputs.paths.name,
+        chunks=inputs.chunks.height,
+        embedding_model_id=inputs.spec.model_id,
+        embedded=embedded.embedded,
+        reused_embeddings=embedded.reused,
+        index_digest=manifest["index_digest"],
+        seconds_embedding=round(embedded.seconds, 3),
+        seconds_bm25=round(staged.seconds, 3),
+    )
+
+
+def build_index(
+    home: Path,
+    collection: str,
+    embedder_for: Callable[[EmbeddingModelSpec], Embedder],
+    embedding_model: str,
+    batch_size: int = 64,
+    group_rows: int = 4096,
+) -> IndexReport:
+    """Index a collection in this process: what the index flow does with its embedding groups fanned
+    out on a task runner (flows/index.py), for library callers and tests that do not run Prefect.
+    embedder_for: the loaded embedder of a model spec (Embedders.get, so a caller loads it once)."""
+    inputs = read_index_inputs(home, collection, embedding_model)
+    try:
+        embedded = embed_chunks(inputs, embedder_for(inputs.spec), batch_size, group_rows)
+        staged = build_bm25_indexes(inputs)
+        manifest = index_manifest(inputs, embedded.dimension, datetime.now(UTC))
+        publish_index(inputs.paths, staged.folder, manifest)
+        return index_report(inputs, embedded, staged, manifest)
+    finally:
+        release_index_inputs(inputs.snapshot)
+
+
 def index_digest(input_digest: str, model_id: str) -> str:
     """Identity of an index: its input documents and chunks, embedding model and lexical settings."""
     key = f"{INDEX_FORMAT_VERSION}|{input_digest}|{model_id}|bm25s:{STOPWORDS}:{STEMMER_LANGUAGE}"

@@ -5,16 +5,27 @@ from __future__ import annotations
 
 import unicodedata
 from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 
 import polars as pl
 from pydantic import BaseModel
 
 from ragassay.errors import ConfigError
-from ragassay.ingest.documents import IncomingDocument, StagedPart, sha256_hex
+from ragassay.ingest.documents import (
+    Chunker,
+    IncomingDocument,
+    IngestStaging,
+    StagedPart,
+    sha256_hex,
+    stage_part,
+    store_staged,
+    stored_digests,
+)
 from ragassay.ingest.extraction import ExtractionError, read_file
 from ragassay.ingest.isolation import IsolatedExtractor
 from ragassay.progress import ProgressReporter
+from ragassay.store.workspace import collection_paths
 
 
 class Rejection(BaseModel):
@@ -146,3 +157,15 @@ def report_from(
         doc_id for part in parts for doc_id in part.documents.filter("truncated")["doc_id"].to_list()
     )
     return report
+
+
+def ingest_files(home: Path, collection: str, paths: tuple[Path, ...], chunker: Chunker) -> IngestReport:
+    """Ingest files and folders into a collection in this process, as one batch: what the ingest
+    flow does with its batches fanned out on a task runner (flows/ingest.py), for library callers
+    and tests that do not run Prefect."""
+    target = collection_paths(home, collection, must_exist=False)
+    stored = stored_digests(target, chunker)
+    staging = IngestStaging.new(target, datetime.now(UTC))
+    incoming, rejected = extract_documents(discover_files(paths), None, stored)
+    parts, rejections = combine_extractions([(stage_part(staging, incoming, chunker), rejected)])
+    return report_from(collection, store_staged(target, staging, parts, chunker), parts, rejections)

@@ -13,6 +13,7 @@ import importlib.util
 import json
 import os
 import shutil
+import threading
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -183,8 +184,11 @@ class Embedders:
 
     def __init__(self):
         self._loaded: dict[EmbeddingModelSpec, Embedder] = {}
+        # Threads of one process (a thread runner of several workers) load a model once.
+        self._lock = threading.Lock()
 
     def get(self, spec: EmbeddingModelSpec) -> Embedder:
-        if spec not in self._loaded:
-            self._loaded[spec] = Embedder(spec)
-        return self._loaded[spec]
+        with self._lock:
+            if spec not in self._loaded:
+                self._loaded[spec] = Embedder(spec)
+            return self._loaded[spec]

@@ -27,6 +27,7 @@ import itertools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -66,25 +67,26 @@ class SearchableCollection:
             raise ValueError(f"collection {self.name!r} was opened without its dense index")
         return self.embed_queries([query])[0]
 
+    # Derived once from the fields above, on first use (cached_property: computed from immutable
+    # arrays, so two threads computing it at once get equal values).
+    @cached_property
     def chunks_by_document(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The chunk positions grouped by document (stable, so ascending within a document), where
         each document's run starts, and the documents (ascending) those runs belong to."""
-        if not hasattr(self, "_by_document"):
-            order = np.argsort(self.chunk_doc, kind="stable")
-            grouped = self.chunk_doc[order]
-            starts = (
-                np.flatnonzero(np.r_[True, grouped[1:] != grouped[:-1]])
-                if len(grouped)
-                else np.zeros(0, dtype=np.int64)
-            )
-            self._by_document = (order, starts, grouped[starts])
-        return self._by_document
+        order = np.argsort(self.chunk_doc, kind="stable")
+        grouped = self.chunk_doc[order]
+        starts = (
+            np.flatnonzero(np.r_[True, grouped[1:] != grouped[:-1]]) if len(grouped) else np.zeros(0, dtype=np.int64)
+        )
+        return order, starts, grouped[starts]
+
+    @cached_property
+    def _chunk_positions(self) -> dict[str, int]:
+        return {chunk: i for i, chunk in enumerate(self.chunk_ids)}
 
     def chunk_position(self, chunk_id: str) -> int:
         """Where a chunk lies in this collection's arrays."""
-        if not hasattr(self, "_positions"):
-            self._positions = {chunk: i for i, chunk in enumerate(self.chunk_ids)}
-        return self._positions[chunk_id]
+        return self._chunk_positions[chunk_id]
 
 
 @dataclass(frozen=True)
@@ -241,7 +243,7 @@ def _ranked_documents(
 def _documents_with_chunks(collection: SearchableCollection, mask: np.ndarray) -> np.ndarray:
     """Positions, ascending, of the documents with at least one chunk the filters allow."""
     if mask.all():
-        return collection.chunks_by_document()[2]
+        return collection.chunks_by_document[2]
     return np.unique(collection.chunk_doc[mask])
 
 
@@ -251,7 +253,7 @@ def _best_chunk_scores(
     """Max-passage aggregation for a block of queries: the positions (ascending) of the documents
     that have chunks, and each query's best valid chunk score per document (float64; -inf where a
     document has no valid chunk for that query)."""
-    order, starts, documents = collection.chunks_by_document()
+    order, starts, documents = collection.chunks_by_document
     masked = np.where(valid, chunk_scores, -np.inf)[:, order]
     if masked.shape[1] == 0:
         return documents, np.zeros((len(chunk_scores), 0))
@@ -277,7 +279,7 @@ def _top_positions(scores: np.ndarray, tie_order: np.ndarray, limit: int) -> lis
 
 def _best_chunk(collection: SearchableCollection, chunk_scores: np.ndarray, valid: np.ndarray, document: int) -> int:
     """The document's valid chunk with the highest score; the earliest chunk wins a tie."""
-    order, starts, documents = collection.chunks_by_document()
+    order, starts, documents = collection.chunks_by_document
     run = int(np.searchsorted(documents, document))
     end = starts[run + 1] if run + 1 < len(starts) else len(order)
     chunks = order[starts[run] : end]

@@ -29,6 +29,7 @@ def corpus(tmp_path):
     return root
 
 
+@pytest.mark.flows
 def test_ingest_index_search_and_list_round_trip(home, corpus):
     ingested = invoke("ingest", "--collection", "bees", str(corpus), "--json")
     assert ingested.exit_code == 0, ingested.output
@@ -63,6 +64,7 @@ def test_ingest_index_search_and_list_round_trip(home, corpus):
     assert json_of(invoke("collections", "list", "--json"))["collections"] == []
 
 
+@pytest.mark.flows
 def test_rejected_files_give_exit_code_1_and_are_listed(home, corpus):
     (corpus / "bad.pdf").write_bytes(b"%PDF-1.4 garbage")
     result = invoke("ingest", "--collection", "bees", str(corpus))
@@ -70,6 +72,7 @@ def test_rejected_files_give_exit_code_1_and_are_listed(home, corpus):
     assert "bad.pdf" in result.stdout and "unreadable" in result.stdout
 
 
+@pytest.mark.flows
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -87,6 +90,7 @@ def test_usage_and_configuration_errors_exit_2_with_a_message(home, args, messag
     assert message in result.output
 
 
+@pytest.mark.flows
 def test_unknown_document_delete_exits_2_and_deletes_nothing(home, corpus):
     invoke("ingest", "--collection", "bees", str(corpus))
     result = invoke("documents", "delete", "--collection", "bees", "smoke.txt", "ghost.txt")

@@ -25,6 +25,8 @@ from ragassay.metrics.names import ANSWER_METRICS
 from ragassay.resources import Resources
 from tests.conftest import SAMPLE
 
+pytestmark = pytest.mark.flows  # every test here runs flows
+
 runner = CliRunner()
 CONFIGURATIONS = [{"label": "fulltext", "search_type": "fulltext"}, {"label": "hybrid", "search_type": "hybrid"}]
 SMOLLM2 = {"backend": "smollm2"}

@@ -19,6 +19,8 @@ from ragassay.store.tables import write_table
 from ragassay.store.workspace import collection_paths
 from tests.conftest import SAMPLE
 
+pytestmark = pytest.mark.flows  # every test here runs flows
+
 runner = CliRunner()
 CONFIGURATIONS = [
     {"label": "fulltext", "search_type": "fulltext"},

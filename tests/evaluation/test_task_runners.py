@@ -25,6 +25,8 @@ from ragassay.golden.store import add_from_file
 from ragassay.metrics.names import ANSWER_METRICS
 from tests.conftest import SAMPLE
 
+pytestmark = pytest.mark.flows  # every test here runs flows
+
 CONFIGURATIONS = [
     {"label": "fulltext", "search_type": "fulltext"},
     {"label": "semantic", "search_type": "semantic"},

@@ -29,6 +29,7 @@ def _suite(tmp_path, cases: list[dict], **settings) -> str:
     return str(path)
 
 
+@pytest.mark.flows
 def test_a_suite_whose_checks_all_pass_exits_zero_and_is_logged(workspace, tmp_path):
     suite = _suite(
         tmp_path, [{"id": "melting", "input": "At what temperature does beeswax melt?", "excludes": [NEVER_SAID]}]
@@ -45,6 +46,7 @@ def test_a_suite_whose_checks_all_pass_exits_zero_and_is_logged(workspace, tmp_p
     assert logged["case_id"].to_list() == ["melting"] and logged["passed"].to_list() == [True]
 
 
+@pytest.mark.flows
 def test_a_failing_check_or_a_judge_error_fails_the_case_and_the_exit_code(workspace, tmp_path):
     cases = [
         {
@@ -72,6 +74,7 @@ def test_a_failing_check_or_a_judge_error_fails_the_case_and_the_exit_code(works
     assert report["judge_errors"] == 1 and "1 with judge errors" in result.stderr
 
 
+@pytest.mark.flows
 @pytest.mark.parametrize(
     ("cases", "message"),
     [

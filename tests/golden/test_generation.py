@@ -128,16 +128,14 @@ SMOLLM2 = {"backend": "smollm2"}
 
 
 def generated_workspace(tmp_path, name):
-    from flows.index import index_flow
-    from flows.ingest import ingest_flow
-    from ragassay.config import IndexConfig, IngestConfig
+    from tests.helpers import build_collection
 
     home = tmp_path / name
-    ingest_flow(IngestConfig(collection="sample", paths=(SAMPLE / "corpus",), home=home))
-    index_flow(IndexConfig(collection="sample", home=home))
+    build_collection(home, "sample", (SAMPLE / "corpus",))
     return home
 
 
+@pytest.mark.flows
 def test_generation_is_reproducible_grows_the_set_and_resumes(tmp_path):
     from flows.generate_golden import generate_golden_flow
     from ragassay import tracking
@@ -179,6 +177,7 @@ def test_generation_is_reproducible_grows_the_set_and_resumes(tmp_path):
     assert tracking.download_table(first_home, first.run_id, "candidates").height == first.attempted
 
 
+@pytest.mark.flows
 def test_golden_list_marks_entries_whose_source_changed(tmp_path, monkeypatch):
     from flows.generate_golden import generate_golden_flow
     from ragassay.config import GenerateConfig

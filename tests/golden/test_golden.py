@@ -122,6 +122,7 @@ def invoke(*args):
     return runner.invoke(app, list(args), catch_exceptions=False)
 
 
+@pytest.mark.flows
 def test_golden_commands_store_list_refuse_and_delete(home, tmp_path):
     docs = tmp_path / "docs"
     docs.mkdir()
@@ -171,6 +172,7 @@ def test_golden_commands_store_list_refuse_and_delete(home, tmp_path):
     assert usage.exit_code == 2 and "--file or --question" in usage.output
 
 
+@pytest.mark.flows
 def test_golden_import_from_beir_keeps_graded_relevance(home, tmp_path):
     dataset = tmp_path / "beir"
     (dataset / "qrels").mkdir(parents=True)

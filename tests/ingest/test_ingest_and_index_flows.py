@@ -20,6 +20,8 @@ from ragassay.store.workspace import collection_paths, load_chunks, load_documen
 from tests.helpers import search_hits
 from tests.ingest.test_extraction import write_docx, write_pdf
 
+pytestmark = pytest.mark.flows  # every test here runs flows
+
 
 def make_corpus(root: Path) -> Path:
     (root / "guides").mkdir(parents=True)

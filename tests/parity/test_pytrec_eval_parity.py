@@ -23,6 +23,8 @@ from ragassay.config import IndexConfig, IngestConfig, RetrievalEvalConfig, pars
 from ragassay.golden.store import add_from_file, import_beir
 from tests.conftest import REPO, SAMPLE
 
+pytestmark = pytest.mark.flows  # every test here runs flows
+
 NFCORPUS = REPO.parent / "shared" / "datasets" / "nfcorpus"
 KS = [1, 3, 5, 10, 20]
 CONFIGURATIONS = [{"label": m, "search_type": m} for m in ("fulltext", "semantic", "hybrid")]

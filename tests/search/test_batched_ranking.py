@@ -10,7 +10,7 @@ import pytest
 from ragassay.search.run import rank_queries
 from ragassay.search.settings import SearchSettings
 from tests.conftest import SAMPLE
-from tests.helpers import SESSION_RESOURCES, search_hits
+from tests.helpers import SESSION_RESOURCES, build_collection, search_hits
 from tests.search.test_search import build
 
 TWIN = "Queens lay eggs in wax cells; workers feed the larvae royal jelly for three days."
@@ -19,14 +19,9 @@ TWIN = "Queens lay eggs in wax cells; workers feed the larvae royal jelly for th
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory):
     """The sample corpus, and a second collection whose twin documents tie on every score."""
-    from flows.index import index_flow
-    from flows.ingest import ingest_flow
-    from ragassay.config import IndexConfig, IngestConfig
-
     root = tmp_path_factory.mktemp("batched")
     home = root / "workspace"
-    ingest_flow(IngestConfig(collection="sample", paths=(SAMPLE / "corpus",), home=home))
-    index_flow(IndexConfig(collection="sample", home=home))
+    build_collection(home, "sample", (SAMPLE / "corpus",))
     build(
         home,
         "twins",

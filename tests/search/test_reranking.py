@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from ragassay.config import RetrievalEvalConfig, parse_config
 from ragassay.resources import Resources
 from ragassay.search.rerank import rerank_order
@@ -38,6 +40,7 @@ def test_search_with_the_llm_reranker_scores_each_candidate_and_keeps_k(sample_h
         assert all(0 <= h.score <= 10 for h in reranked)
 
 
+@pytest.mark.flows
 def test_a_reranked_configuration_logs_its_model_cost_and_fallbacks(sample_home):
     from flows.eval_retrieval import eval_retrieval_flow
     from ragassay.golden.store import add_from_file

@@ -7,13 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from flows.index import index_flow
-from flows.ingest import ingest_flow
-from ragassay.config import IndexConfig, IngestConfig
 from ragassay.errors import CollectionNotFound, ConfigError, IndexMissing
 from ragassay.search.retrieval import make_snippet
 from ragassay.search.settings import SearchSettings
-from tests.helpers import search_hits
+from tests.helpers import build_collection, index, ingest, search_hits
 
 
 def build(home: Path, name: str, files: dict[str, str], tmp_path: Path) -> None:
@@ -21,10 +18,7 @@ def build(home: Path, name: str, files: dict[str, str], tmp_path: Path) -> None:
     for relative, text in files.items():
         (root / relative).parent.mkdir(parents=True, exist_ok=True)
         (root / relative).write_text(text, encoding="utf-8")
-    ingest_flow(
-        IngestConfig(collection=name, paths=(root,), home=home, chunking={"chunk_size": 200, "chunk_overlap": 0})
-    )
-    index_flow(IndexConfig(collection=name, home=home))
+    build_collection(home, name, (root,), chunk_size=200, chunk_overlap=0)
 
 
 @pytest.fixture
@@ -113,7 +107,7 @@ def test_an_unindexed_collection_says_how_to_index_it(home, tmp_path):
     root = tmp_path / "docs"
     root.mkdir()
     (root / "a.txt").write_text("text", encoding="utf-8")
-    ingest_flow(IngestConfig(collection="raw", paths=(root,), home=home))
+    ingest(home, "raw", (root,))
     with pytest.raises(IndexMissing, match="ragassay index --collection raw"):
         search_hits(home, ["raw"], "text")
 
@@ -199,14 +193,7 @@ def test_chunk_texts_are_read_when_shown_and_never_from_a_table_changed_since(tw
     assert list(fresh.chunk_text) == chunks["text"].to_list() and len(fresh.chunk_text) == chunks.height
 
     # Another chunking of the same files: the chunks table changes under the collection opened above.
-    ingest_flow(
-        IngestConfig(
-            collection="hives",
-            paths=(tmp_path / "hives",),
-            home=two_collections,
-            chunking={"chunk_size": 100, "chunk_overlap": 0},
-        )
-    )
+    ingest(two_collections, "hives", (tmp_path / "hives",), chunk_size=100, chunk_overlap=0)
     assert rank_documents([opened], ["varroa alcohol wash"], settings, k=2) == ranked, (
         "ranking still reads only the opened index"
     )
@@ -225,8 +212,8 @@ def test_equal_scores_go_by_doc_id_whatever_order_the_documents_were_stored_in(h
 
     for name in ("zeta.txt", "alpha.txt", "mid.txt"):  # three ingests: stored in this order
         (tmp_path / name).write_text("Propolis seals cracks in the hive.", encoding="utf-8")
-        ingest_flow(IngestConfig(collection="ties", paths=(tmp_path / name,), home=home))
-    index_flow(IndexConfig(collection="ties", home=home))
+        ingest(home, "ties", (tmp_path / name,))
+    index(home, "ties")
     assert load_documents(collection_paths(home, "ties"))["doc_id"].to_list() == ["zeta.txt", "alpha.txt", "mid.txt"]
     hits = search_hits(home, ["ties"], "propolis hive", search_type="fulltext", k=3)
     assert len({hit.score for hit in hits}) == 1 and [hit.doc_id for hit in hits] == [

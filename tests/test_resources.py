@@ -1,0 +1,47 @@
+"""Resources shared by threads (a thread runner's tasks): each model and collection loads once."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+from ragassay.config import DEFAULT_EMBEDDING_MODEL
+from ragassay.llm.models import ChatModelConfig
+from ragassay.resources import Resources
+from ragassay.search.dense import resolve_model
+from ragassay.store.workspace import models_dir
+
+THREADS = 4
+
+
+def _at_once(load):
+    """Call load from THREADS threads released together; what each got."""
+    barrier = threading.Barrier(THREADS)
+
+    def one(_):
+        barrier.wait()
+        return load()
+
+    with ThreadPoolExecutor(THREADS) as pool:
+        return list(pool.map(one, range(THREADS)))
+
+
+def test_threads_asking_for_one_chat_model_at_once_get_one_instance():
+    resources = Resources()
+    try:
+        loaded = _at_once(lambda: resources.chat_models.get(ChatModelConfig()))
+        assert all(model is loaded[0] for model in loaded)
+        assert loaded[0].count_tokens("wax") > 0
+    finally:
+        resources.close()
+
+
+def test_threads_asking_for_one_embedder_or_one_cached_chat_model_at_once_share_one(home):
+    resources = Resources()
+    spec = resolve_model(DEFAULT_EMBEDDING_MODEL, models_dir(home))
+    embedders = _at_once(lambda: resources.embedders.get(spec))
+    assert all(embedder is embedders[0] for embedder in embedders)
+    # Through the workspace's completion cache (opened once), the model behind it is loaded once.
+    models = _at_once(lambda: resources.chat_model(ChatModelConfig(), home).model)
+    assert all(model is models[0] for model in models)
+    resources.close()
