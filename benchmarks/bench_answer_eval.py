@@ -30,7 +30,7 @@ def main() -> None:
     from ragassay.config import AnswerEvalConfig, IndexConfig, IngestConfig, parse_config
     from ragassay.evaluation.estimate import estimate_answer_eval
     from ragassay.golden.store import add_from_file
-    from ragassay.llm.models import ChatModelConfig
+    from ragassay.llm.settings import ChatModelConfig
     from tasks.resources import worker_resources
 
     with scratch_workspace("ragassay-bench-answers-") as workdir:

@@ -49,7 +49,8 @@ def main() -> None:
     judge = None
     if arguments.judge:
         from ragassay.judge.judge import Judge
-        from ragassay.llm.models import ChatModelConfig, ChatModels
+        from ragassay.llm.registry import ChatModels
+        from ragassay.llm.settings import ChatModelConfig
 
         judge = Judge(ChatModels().get(ChatModelConfig(backend=arguments.judge)))
     fixture = json.loads(arguments.fixture.read_text())

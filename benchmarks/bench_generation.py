@@ -28,7 +28,7 @@ def main() -> None:
     from flows.index import index_flow
     from flows.ingest import ingest_flow
     from ragassay.config import GenerateConfig, IndexConfig, IngestConfig
-    from ragassay.llm.models import ChatModelConfig
+    from ragassay.llm.settings import ChatModelConfig
     from tasks.resources import worker_resources
 
     with scratch_workspace("ragassay-bench-generation-") as workdir:

@@ -182,7 +182,8 @@ def main() -> None:
     from ragassay.answer.grounding import ANSWER_PROMPT_VERSION
     from ragassay.judge.judge import Judge
     from ragassay.judge.prompts import SUPPORT_PROMPT_VERSION
-    from ragassay.llm.models import ChatModelConfig, ChatModels
+    from ragassay.llm.registry import ChatModels
+    from ragassay.llm.settings import ChatModelConfig
 
     name = arguments.model
     config = (

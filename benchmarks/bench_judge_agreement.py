@@ -54,7 +54,8 @@ def main() -> None:
         parser.error("--sweep chooses a threshold: only on the development half")
 
     from ragassay.judge.calibration import calibrate_judge
-    from ragassay.llm.models import ChatModelConfig, ChatModels
+    from ragassay.llm.registry import ChatModels
+    from ragassay.llm.settings import ChatModelConfig
     from ragassay.metrics.agreement import agreement
 
     rows = [json.loads(line) for line in LABELS.read_text().splitlines() if line.strip()]

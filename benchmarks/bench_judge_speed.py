@@ -85,7 +85,8 @@ def threads(name: str, context: str) -> None:
 
 def prefix_reuse(name: str, contexts: list[tuple[str, list[str]]]) -> None:
     from ragassay.judge.judge import Judge
-    from ragassay.llm.models import ChatModelConfig, ChatModels
+    from ragassay.llm.registry import ChatModels
+    from ragassay.llm.settings import ChatModelConfig
 
     models = ChatModels()
     model = models.get(ChatModelConfig(backend=name))

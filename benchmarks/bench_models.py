@@ -36,7 +36,8 @@ def main() -> None:
 
 def overhead(rounds: int) -> None:
     from ragassay.answer.grounding import AnswerOutput, Source, answer_messages, answer_schema
-    from ragassay.llm.models import ChatModelConfig, load_chat_model
+    from ragassay.llm.registry import load_chat_model
+    from ragassay.llm.settings import ChatModelConfig
     from ragassay.llm.structured import generate_structured
 
     model = load_chat_model(ChatModelConfig())
@@ -85,7 +86,8 @@ def answers(workdir: Path) -> None:
     from flows.index import index_flow
     from flows.ingest import ingest_flow
     from ragassay.answer.answering import answer_question
-    from ragassay.config import AnswerSettings, IndexConfig, IngestConfig
+    from ragassay.answer.settings import AnswerSettings
+    from ragassay.config import IndexConfig, IngestConfig
     from ragassay.llm.structured import Usage
     from ragassay.resources import Resources
 

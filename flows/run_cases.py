@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prefect import flow
 
-from ragassay.config import CaseSuite
+from ragassay.gates.suite import CaseSuite
 from tasks.eval_answers import load_judge
 from tasks.run_cases import CaseReport, log_cases_run, run_suite
 

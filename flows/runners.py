@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ragassay.config import TaskRunnerConfig
-from ragassay.llm.models import usable_cores
+from ragassay.llm.threads import usable_cores
 
 
 def task_runner(config: TaskRunnerConfig):

@@ -7,45 +7,28 @@ from typing import Literal
 
 from pydantic import (
     BaseModel,
-    ConfigDict,
     Field,
     ValidationError,
     field_validator,
     model_validator,
 )
 
-from ragassay.answer.grounding import MIN_RELEVANCE
+from ragassay.answer.settings import AnswerConfiguration
 from ragassay.errors import ConfigError
+from ragassay.fields import LABEL, Frozen, check_collection, check_collections, unique_labels
 from ragassay.gates.assertions import is_answer_assertion, parse_answer_assertion, parse_assertion
-from ragassay.llm.models import DEFAULT_JUDGE_BACKEND, ChatModelConfig
+from ragassay.llm.settings import DEFAULT_JUDGE, ChatModelConfig
 from ragassay.metrics.names import MetricName, standard_metrics
 from ragassay.search.settings import SEARCH_TYPES, SearchSettings, SearchType
-from ragassay.store.workspace import COLLECTION_NAME, workspace_home
+from ragassay.store.workspace import workspace_home
 
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2-int8"
-DEFAULT_JUDGE = ChatModelConfig(backend=DEFAULT_JUDGE_BACKEND)
 # Generation writes with the judge's model: on the sample corpus it wrote 10 acceptable questions
 # in 18 pages where SmolLM2 managed 3 in 20 (BENCHMARKS.md, "Golden-set generation").
 DEFAULT_GENERATION_MODEL = DEFAULT_JUDGE
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-def _check_collection(name: str) -> str:
-    if not COLLECTION_NAME.match(name):
-        raise ValueError(
-            f"collection name {name!r} must be 1-64 letters, digits, '_', '.' or '-', starting with a letter or digit"
-        )
-    return name
-
-
-def _check_collections(names: tuple[str, ...]) -> tuple[str, ...]:
-    return tuple(_check_collection(name) for name in dict.fromkeys(names))
-
-
-class TaskRunnerConfig(_Frozen):
+class TaskRunnerConfig(Frozen):
     """Where a flow's fanned-out tasks run (one per retrieval configuration).
 
     threads (default): a pool of `workers` threads (default 1) in the flow's own process, so each
@@ -71,7 +54,7 @@ class TaskRunnerConfig(_Frozen):
         return self
 
 
-class ChunkingConfig(_Frozen):
+class ChunkingConfig(Frozen):
     """How documents are cut into chunks (characters)."""
 
     chunk_size: int = Field(1200, ge=100, le=20_000)
@@ -93,7 +76,7 @@ FILES_PER_TASK = 500
 CHUNKS_PER_TASK = 4096
 
 
-class IngestConfig(_Frozen):
+class IngestConfig(Frozen):
     """One `ragassay ingest` run. files_per_task: files one extraction task reads (with one
     extraction worker process) on the task runner."""
 
@@ -106,7 +89,7 @@ class IngestConfig(_Frozen):
     task_runner: TaskRunnerConfig = TaskRunnerConfig()
     home: Path = Field(default_factory=workspace_home)
 
-    _collection = field_validator("collection")(_check_collection)
+    _collection = field_validator("collection")(check_collection)
 
     @model_validator(mode="after")
     def _doc_id_needs_one_file(self) -> IngestConfig:
@@ -117,7 +100,7 @@ class IngestConfig(_Frozen):
         return self
 
 
-class IndexConfig(_Frozen):
+class IndexConfig(Frozen):
     """One `ragassay index` run. embedding_model: a fastembed model name or a local ONNX folder.
     chunks_per_task: chunk texts one embedding task embeds on the task runner (and one row group of
     the embedding cache holds); batch_size: texts per model call within it."""
@@ -129,10 +112,10 @@ class IndexConfig(_Frozen):
     task_runner: TaskRunnerConfig = TaskRunnerConfig()
     home: Path = Field(default_factory=workspace_home)
 
-    _collection = field_validator("collection")(_check_collection)
+    _collection = field_validator("collection")(check_collection)
 
 
-class GenerateConfig(_Frozen):
+class GenerateConfig(Frozen):
     """One `ragassay golden generate` run.
 
     count: questions wanted; at most max_attempts_factor × count pages are tried, so the work
@@ -153,10 +136,9 @@ class GenerateConfig(_Frozen):
     count_is_total: bool = False
     home: Path = Field(default_factory=workspace_home)
 
-    _collection = field_validator("collection")(_check_collection)
+    _collection = field_validator("collection")(check_collection)
 
 
-LABEL = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 DEFAULT_KS = (1, 3, 5, 10)
 
 
@@ -169,7 +151,7 @@ class RetrievalConfiguration(SearchSettings):
     rerank_model: ChatModelConfig = ChatModelConfig()
 
 
-class RetrievalEvalConfig(_Frozen):
+class RetrievalEvalConfig(Frozen):
     """One `ragassay eval retrieval` call: the golden sets of some collections under configurations."""
 
     collections: tuple[str, ...] = Field(min_length=1)
@@ -181,7 +163,7 @@ class RetrievalEvalConfig(_Frozen):
     task_runner: TaskRunnerConfig = TaskRunnerConfig()
     home: Path = Field(default_factory=workspace_home)
 
-    _collections = field_validator("collections")(_check_collections)
+    _collections = field_validator("collections")(check_collections)
 
     @field_validator("ks")
     @classmethod
@@ -192,7 +174,7 @@ class RetrievalEvalConfig(_Frozen):
 
     @model_validator(mode="after")
     def _unique_labels(self) -> RetrievalEvalConfig:
-        labels = _unique_labels(self.configurations)
+        labels = unique_labels(self.configurations)
         for text in self.assertions:
             assertion = parse_assertion(text)
             if assertion.label not in labels:
@@ -214,50 +196,7 @@ class RetrievalEvalConfig(_Frozen):
         return names + [m for m in dict.fromkeys(extra) if m not in names]
 
 
-def _unique_labels(configurations) -> list[str]:
-    labels = [c.label for c in configurations]
-    repeated = sorted({label for label in labels if labels.count(label) > 1})
-    if repeated:
-        raise ValueError(f"configuration labels must be unique; repeated: {', '.join(repeated)}")
-    return labels
-
-
-class AnswerSettings(SearchSettings):
-    """How questions are answered (`ragassay answer`, answer evaluation, cases): retrieval settings,
-    how many sources (k), the answer model, and how strict grounding is.
-
-    min_relevance: cosine similarity (question, best retrieved chunk) under which the question is
-    declined without calling the model (see answer/grounding.py for how it was set). The reranker,
-    when on and rerank_model is not given, is the answer model.
-    """
-
-    k: int = Field(5, ge=1, le=100)
-    groundedness: Literal["strict", "off"] = "strict"
-
-    @field_validator("groundedness", mode="before")
-    @classmethod
-    def _off_as_written(cls, value):
-        # YAML 1.1 readers (Prefect's, most YAML libraries) turn a written `off` into false.
-        return "off" if value is False else value
-
-    model: ChatModelConfig = ChatModelConfig()
-    max_answer_tokens: int = Field(384, ge=16, le=8192)
-    min_relevance: float = Field(MIN_RELEVANCE, ge=-1.0, le=1.0)
-    temperature: float = Field(0.0, ge=0.0, le=2.0)
-    seed: int = 0
-
-    def search_settings(self) -> SearchSettings:
-        """The search of these settings, its reranker defaulting to the answer model."""
-        return super().search_settings().model_copy(update={"rerank_model": self.rerank_model or self.model})
-
-
-class AnswerConfiguration(AnswerSettings):
-    """One answer configuration under evaluation; its label names it in runs and tables."""
-
-    label: str = Field(pattern=LABEL)
-
-
-class AnswerEvalConfig(_Frozen):
+class AnswerEvalConfig(Frozen):
     """One `ragassay eval answers` call.
 
     unanswerable: a JSONL/CSV file of questions the corpus cannot answer (id, question), for the
@@ -278,11 +217,11 @@ class AnswerEvalConfig(_Frozen):
     task_runner: TaskRunnerConfig = TaskRunnerConfig()
     home: Path = Field(default_factory=workspace_home)
 
-    _collections = field_validator("collections")(_check_collections)
+    _collections = field_validator("collections")(check_collections)
 
     @model_validator(mode="after")
     def _unique_labels(self) -> AnswerEvalConfig:
-        labels = _unique_labels(self.configurations)
+        labels = unique_labels(self.configurations)
         for text in self.assertions:
             assertion = parse_answer_assertion(text)
             if assertion.label not in labels:
@@ -292,58 +231,7 @@ class AnswerEvalConfig(_Frozen):
         return self
 
 
-class CaseJudgeCheck(_Frozen):
-    """A case's judged check: the judge scores the answer 0..1 against the criteria."""
-
-    criteria: str = Field(min_length=1)
-    min_score: float = Field(0.7, ge=0.0, le=1.0)
-
-
-class EvalCase(_Frozen):
-    """One evaluation case: a question and the checks its answer must all pass.
-
-    contains / excludes: case-insensitive substrings of the answer. grounded: every claim of the
-    answer is judged against the passages it was answered from; at least min_supported of them
-    must be supported.
-    """
-
-    id: str = Field(pattern=LABEL)
-    input: str = Field(min_length=1)
-    contains: tuple[str, ...] = ()
-    excludes: tuple[str, ...] = ()
-    judge: CaseJudgeCheck | None = None
-    grounded: bool = False
-    min_supported: float = Field(0.7, ge=0.0, le=1.0)
-
-    @model_validator(mode="after")
-    def _has_a_check(self) -> EvalCase:
-        if not (self.contains or self.excludes or self.judge or self.grounded):
-            raise ValueError(f"case {self.id!r} has no check: give contains, excludes, judge or grounded")
-        return self
-
-
-class CaseSuite(_Frozen):
-    """A suite of evaluation cases (`ragassay cases run SUITE`), answered from its collections."""
-
-    name: str = Field("cases", pattern=LABEL)
-    collections: tuple[str, ...] = Field(min_length=1)
-    answer: AnswerSettings = AnswerSettings()
-    judge: ChatModelConfig = DEFAULT_JUDGE
-    cases: tuple[EvalCase, ...] = Field(min_length=1)
-    home: Path = Field(default_factory=workspace_home)
-
-    _collections = field_validator("collections")(_check_collections)
-
-    @model_validator(mode="after")
-    def _unique_ids(self) -> CaseSuite:
-        ids = [case.id for case in self.cases]
-        repeated = sorted({i for i in ids if ids.count(i) > 1})
-        if repeated:
-            raise ValueError(f"case ids must be unique; repeated: {', '.join(repeated)}")
-        return self
-
-
-class PipelineIngest(_Frozen):
+class PipelineIngest(Frozen):
     """The pipeline's ingest stage: files and folders into the collection (unchanged files keep
     their documents; see ingest/documents.py)."""
 
@@ -353,7 +241,7 @@ class PipelineIngest(_Frozen):
     files_per_task: int = Field(FILES_PER_TASK, ge=1)
 
 
-class PipelineIndex(_Frozen):
+class PipelineIndex(Frozen):
     """The pipeline's index stage (embeddings come from the cache when a chunk is unchanged)."""
 
     enabled: bool = True
@@ -362,7 +250,7 @@ class PipelineIndex(_Frozen):
     chunks_per_task: int = Field(CHUNKS_PER_TASK, ge=1)
 
 
-class PipelineGolden(_Frozen):
+class PipelineGolden(Frozen):
     """The pipeline's golden set: hand-written entries from `file` (added when not yet stored) and
     seeded generation through the quality gate. `count` is how many generated questions this seed
     should have produced in all: a re-run generates only what is missing."""
@@ -376,7 +264,7 @@ class PipelineGolden(_Frozen):
     temperature: float = Field(0.3, ge=0.0, le=2.0)
 
 
-class PipelineRetrieval(_Frozen):
+class PipelineRetrieval(Frozen):
     """The pipeline's retrieval evaluation (defaults: fulltext, semantic and hybrid)."""
 
     enabled: bool = True
@@ -390,7 +278,7 @@ class PipelineRetrieval(_Frozen):
     assertions: tuple[str, ...] = ()
 
 
-class PipelineAnswers(_Frozen):
+class PipelineAnswers(Frozen):
     """The pipeline's answer evaluation (default: hybrid retrieval, strict groundedness)."""
 
     enabled: bool = True
@@ -408,7 +296,7 @@ class PipelineAnswers(_Frozen):
 PIPELINE_STAGES = ("ingest", "index", "golden", "retrieval", "answers")
 
 
-class PipelineConfig(_Frozen):
+class PipelineConfig(Frozen):
     """One `ragassay run`: every stage of one collection, configured in one file.
 
     judge: the judge of the gate's answer check and of answer evaluation. cache: remember model
@@ -430,7 +318,7 @@ class PipelineConfig(_Frozen):
     task_runner: TaskRunnerConfig = TaskRunnerConfig()
     home: Path = Field(default_factory=workspace_home)
 
-    _collection = field_validator("collection")(_check_collection)
+    _collection = field_validator("collection")(check_collection)
 
     @model_validator(mode="after")
     def _stages_valid(self) -> PipelineConfig:

@@ -12,7 +12,7 @@ from ragassay.errors import RagassayError
 from ragassay.golden.gate import DISCARD_REASONS
 from ragassay.golden.generation import GENERATION_PROMPT_VERSION
 from ragassay.golden.store import GoldenChange, load_golden
-from ragassay.llm.models import model_id_of
+from ragassay.llm.settings import model_id_of
 from ragassay.store.schemas import GENERATION_CANDIDATES
 from ragassay.store.tables import read_table_or_empty
 from ragassay.store.workspace import collection_paths, read_manifest

@@ -10,7 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ragassay.llm.cache import CompletionCache
-from ragassay.llm.models import ChatModel, ChatModelConfig, ChatModels
+from ragassay.llm.completion import ChatModel
+from ragassay.llm.registry import ChatModels
+from ragassay.llm.settings import ChatModelConfig
 from ragassay.search.collections import OpenCollections
 from ragassay.search.dense import Embedders
 from ragassay.store.workspace import completion_cache_path

@@ -14,7 +14,8 @@ from pydantic import BaseModel
 
 from ragassay import plots, tracking
 from ragassay.answer.grounding import ANSWER_PROMPT_VERSION
-from ragassay.config import AnswerConfiguration, AnswerEvalConfig
+from ragassay.answer.settings import AnswerConfiguration
+from ragassay.config import AnswerEvalConfig
 from ragassay.evaluation import answers
 from ragassay.evaluation.answer_summary import (
     ANSWER_INTERVAL_METRICS,
@@ -30,7 +31,7 @@ from ragassay.evaluation.reports import answers_markdown
 from ragassay.gates.assertions import check_assertions, parse_answer_assertion
 from ragassay.judge.judge import Judge, support_threshold_for
 from ragassay.judge.prompts import PROMPT_VERSIONS
-from ragassay.llm.models import ChatModelConfig, model_id_of
+from ragassay.llm.settings import ChatModelConfig, model_id_of
 from ragassay.store.schemas import PAIRWISE
 from ragassay.tracking import Batch
 from tasks.publish import publish, stage_batch

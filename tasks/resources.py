@@ -10,7 +10,7 @@ from functools import cache
 from pathlib import Path
 
 from ragassay.judge.judge import Judge
-from ragassay.llm.models import ChatModelConfig
+from ragassay.llm.settings import ChatModelConfig
 from ragassay.resources import Resources
 
 
@@ -46,7 +46,7 @@ def transient_failure(task, task_run, state) -> bool:
     a later try (the server unreachable, overloaded or failing on its side, a file system hiccup);
     a bad config or an unreadable file fails at once. Model calls already answered come from the
     completion cache on the retry, so a retry costs only what had not been done."""
-    from ragassay.llm.models import ModelServerError
+    from ragassay.llm.openai_server import ModelServerError
 
     error = state.result(raise_on_failure=False)
     return isinstance(error, (ModelServerError, ConnectionError, TimeoutError))

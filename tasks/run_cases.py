@@ -8,9 +8,9 @@ from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel
 
 from ragassay import tracking
-from ragassay.config import CaseSuite
 from ragassay.gates import case_runs
 from ragassay.gates.case_runs import SuiteResult, suite_digest
+from ragassay.gates.suite import CaseSuite
 from ragassay.judge.judge import Judge
 from ragassay.judge.prompts import PROMPT_VERSIONS
 from tasks.publish import run_origin

@@ -38,6 +38,50 @@ def test_every_library_module_is_under_the_layer_contracts():
         )
 
 
+def test_no_two_library_modules_import_each_other_even_through_others():
+    """The layers contract orders the packages; this finds cycles among modules, inside a package
+    too (an import inside a function counts: it is a cycle all the same)."""
+    import grimp
+
+    graph = grimp.build_graph("ragassay", cache_dir=None)
+    modules = [m for m in library_modules() if m in graph.modules]
+    imports = {m: {d for d in graph.find_modules_directly_imported_by(m) if d in modules} for m in modules}
+    cycles = _strongly_connected(imports)
+    assert not cycles, f"import cycles: {cycles}"
+
+
+def _strongly_connected(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's algorithm: the groups of two or more modules that import each other around."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    groups: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for target in sorted(edges[node]):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for node in sorted(edges):
+        if node not in index:
+            visit(node)
+    return groups
+
+
 def test_every_library_subpackage_describes_each_of_its_modules():
     """A package's docstring names each of its modules, so a newcomer finds things by folder."""
     for info in pkgutil.iter_modules(ragassay.__path__, "ragassay."):

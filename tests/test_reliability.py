@@ -366,7 +366,7 @@ SECRET = "S3cret-p4ss"
 )
 def test_credentials_in_a_model_url_are_never_shown(home, tmp_path, url):
     from ragassay import tracking
-    from ragassay.llm.models import ChatModelConfig, model_id_of
+    from ragassay.llm.settings import ChatModelConfig, model_id_of
     from ragassay.redaction import redact
 
     assert SECRET not in redact(url) and "***" in redact(url)
@@ -434,7 +434,9 @@ def test_credentials_in_a_model_url_stay_out_of_prefect_flow_run_parameters(home
 
 @pytest.mark.flows
 def test_an_api_key_comes_from_the_environment_variable_it_names(home, monkeypatch):
-    from ragassay.llm.models import ChatModelConfig, ModelError, load_chat_model
+    from ragassay.llm.catalog import ModelError
+    from ragassay.llm.registry import load_chat_model
+    from ragassay.llm.settings import ChatModelConfig
 
     with pytest.raises(ModelError, match="RAGASSAY_TEST_KEY"):
         load_chat_model(
@@ -497,7 +499,7 @@ def test_a_missing_collection_is_one_line_without_a_traceback(home):
 def test_collections_stay_isolated_at_every_entry_point(home, tmp_path):
     """A token planted in collection B never comes back from anything scoped to collection A."""
     from ragassay.answer.answering import answer_question
-    from ragassay.config import AnswerSettings
+    from ragassay.answer.settings import AnswerSettings
     from ragassay.resources import Resources
 
     token = "zqxjvorptoken"

@@ -6,7 +6,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from ragassay.config import DEFAULT_EMBEDDING_MODEL
-from ragassay.llm.models import ChatModelConfig
+from ragassay.llm.settings import ChatModelConfig
 from ragassay.resources import Resources
 from ragassay.search.dense import resolve_model
 from ragassay.store.workspace import models_dir

@@ -16,8 +16,8 @@ from ragassay.answer.grounding import (
     declined,
     resolve_answer,
 )
-from ragassay.config import AnswerSettings
-from ragassay.llm.models import model_id_of
+from ragassay.answer.settings import AnswerSettings
+from ragassay.llm.settings import model_id_of
 from ragassay.llm.structured import generate_structured
 from ragassay.resources import Resources
 from ragassay.search.run import run_search

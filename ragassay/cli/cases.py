@@ -48,7 +48,8 @@ def cases_run(
     one MLflow run.
     """
     from ragassay.cli.common import load_config_file
-    from ragassay.config import CaseSuite, parse_config
+    from ragassay.config import parse_config
+    from ragassay.gates.suite import CaseSuite
 
     try:
         settings = load_config_file(suite_file)

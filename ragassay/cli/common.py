@@ -151,7 +151,7 @@ def model_settings(
 ) -> dict:
     """A ChatModelConfig's fields from the model options; {} when none was given (the config's
     default model). `choice` is the --model/--judge-model shorthand: a model name or a .gguf file."""
-    from ragassay.llm.models import NAMED_BACKENDS
+    from ragassay.llm.settings import NAMED_BACKENDS
 
     if choice is not None:
         if backend is not None:

@@ -56,7 +56,8 @@ def judge_calibrate(
     from ragassay import tracking
     from ragassay.config import parse_config, workspace_home
     from ragassay.judge.calibration import calibrate_judge, calibrate_pairwise
-    from ragassay.llm.models import DEFAULT_JUDGE_BACKEND, ChatModelConfig, ChatModels
+    from ragassay.llm.registry import ChatModels
+    from ragassay.llm.settings import DEFAULT_JUDGE_BACKEND, ChatModelConfig
 
     try:
         if (labels is None) == (pairwise is None):

@@ -257,7 +257,8 @@ def answer(
 ) -> None:
     """Answer a question from the documents, citing them, or decline when they do not support one."""
     from ragassay.answer.answering import answer_payload, answer_question
-    from ragassay.config import AnswerSettings, parse_config
+    from ragassay.answer.settings import AnswerSettings
+    from ragassay.config import parse_config
     from ragassay.resources import Resources
 
     try:

@@ -12,7 +12,7 @@ from pathlib import Path
 import polars as pl
 
 from ragassay.answer.answering import answer_question
-from ragassay.config import AnswerConfiguration
+from ragassay.answer.settings import AnswerConfiguration
 from ragassay.evaluation.answer_summary import AnsweredQuestion
 from ragassay.evaluation.questions import EvalQuestion, GoldenContext
 from ragassay.judge.judge import Judge, judge_answer, judging_cost

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from ragassay import tracking
 from ragassay.config import AnswerEvalConfig
 from ragassay.evaluation.questions import gather_golden_questions, read_unanswerable
-from ragassay.llm.models import ChatModelConfig, model_id_of
+from ragassay.llm.settings import ChatModelConfig, model_id_of
 from ragassay.metrics.answers import split_statements
 
 # Statements and citations of an answered question, measured on the sample corpus with SmolLM2

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 import polars as pl
 
 from ragassay.answer.answering import answer_question
-from ragassay.config import CaseSuite, EvalCase
 from ragassay.gates.cases import (
     CheckResult,
     case_passed,
@@ -18,6 +17,7 @@ from ragassay.gates.cases import (
     check_grounded,
     check_judge_score,
 )
+from ragassay.gates.suite import CaseSuite, EvalCase
 from ragassay.judge.judge import Judge, context_text, judging_cost, verdict_of
 from ragassay.llm.structured import Usage
 from ragassay.progress import ProgressReporter

@@ -12,7 +12,8 @@ from pathlib import Path
 from ragassay.errors import ConfigError
 from ragassay.judge.judge import Judge, judging_cost, verdict_of
 from ragassay.judge.prompts import PREFERENCE_PROMPT_VERSION, SUPPORT_PROMPT_VERSION
-from ragassay.llm.models import ChatModelConfig, ChatModels
+from ragassay.llm.registry import ChatModels
+from ragassay.llm.settings import ChatModelConfig
 from ragassay.metrics.agreement import agreement
 from ragassay.metrics.answers import pair_outcome, tally_pairs
 from ragassay.progress import ProgressReporter

@@ -28,7 +28,7 @@ from ragassay.judge.prompts import (
     implied_question_messages,
     support_messages,
 )
-from ragassay.llm.models import ChatModel, option_spellings
+from ragassay.llm.completion import ChatModel, option_spellings
 from ragassay.llm.prompts import one_line
 from ragassay.llm.structured import Structured, Usage, generate_structured, unreadable
 from ragassay.metrics.answers import (

@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ragassay.llm.models import ChatModel, Completion, OptionProbabilities
+from ragassay.llm.completion import ChatModel, Completion, OptionProbabilities
 
 # Bump when what a cached value means changes; older entries are then never read.
 CACHE_FORMAT = 1

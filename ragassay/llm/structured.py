@@ -13,7 +13,7 @@ from typing import Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from ragassay.llm.models import ChatModel, Completion
+from ragassay.llm.completion import ChatModel, Completion
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 from pydantic import BaseModel, Field
 
-from ragassay.llm.models import ChatModel
+from ragassay.llm.completion import ChatModel
 from ragassay.llm.prompts import defuse, few_shot_messages, one_line, quoted
 from ragassay.llm.structured import Usage, generate_structured
 from ragassay.search.retrieval import SearchableCollection, SearchHit

@@ -6,15 +6,26 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from ragassay.errors import ConfigError
 from ragassay.ingest.extraction import CONTENT_TYPES
-from ragassay.llm.models import ChatModelConfig
+from ragassay.llm.completion import ChatModel
+from ragassay.llm.settings import ChatModelConfig
 from ragassay.llm.structured import Usage
-from ragassay.resources import Resources
+from ragassay.search.collections import OpenCollections
 from ragassay.search.rerank import RerankStats, rerank_hits
 from ragassay.search.retrieval import SearchableCollection, SearchHit, rank_documents, search
 from ragassay.search.settings import SearchSettings
+
+
+class SearchResources(Protocol):
+    """What a search needs loaded (ragassay.resources.Resources has it): the opened collections
+    and, to rerank, a chat model. A protocol, so search does not depend on the owner of the state."""
+
+    collections: OpenCollections
+
+    def chat_model(self, config: ChatModelConfig, home: Path) -> ChatModel: ...
 
 
 def normalize_content_types(values: tuple[str, ...]) -> tuple[str, ...]:
@@ -40,7 +51,7 @@ class SearchResult:
 
 
 def run_search(
-    resources: Resources,
+    resources: SearchResources,
     home: Path,
     collections: list[str],
     query: str,
@@ -60,7 +71,7 @@ def run_search(
 
 
 def rank_queries(
-    resources: Resources,
+    resources: SearchResources,
     home: Path,
     collections: list[str],
     queries: list[str],
@@ -78,7 +89,7 @@ def rank_queries(
 
 
 def _open_for_search(
-    resources: Resources, home: Path, collections: list[str], settings: SearchSettings
+    resources: SearchResources, home: Path, collections: list[str], settings: SearchSettings
 ) -> tuple[list[SearchableCollection], SearchSettings]:
     """The named collections opened (each once) and the search part of the settings, with
     content types normalized."""

@@ -1,7 +1,7 @@
 """How a search runs: the one settings type of `ragassay search`, retrieval evaluation and answering.
 
 Retrieval configurations (ragassay.config.RetrievalConfiguration) and answer settings
-(ragassay.config.AnswerSettings) are SearchSettings with more fields, so a search is described by
+(ragassay.answer.settings.AnswerSettings) are SearchSettings with more fields, so a search is described by
 the same names wherever it is configured: `search_type`, `depth`, `fusion.k`, `lexical_unit`,
 filters and reranking. How many results come back (k) is not a search setting: a search call
 asks for it, retrieval evaluation takes max(ks), answering its own `k`.
@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ragassay.llm.models import ChatModelConfig
+from ragassay.llm.settings import ChatModelConfig
 
 SearchType = Literal["fulltext", "semantic", "hybrid"]
 SEARCH_TYPES: tuple[str, ...] = ("fulltext", "semantic", "hybrid")

@@ -7,8 +7,8 @@ import json
 from typer.testing import CliRunner
 
 from ragassay.answer.answering import answer_question
+from ragassay.answer.settings import AnswerSettings
 from ragassay.cli.main import app
-from ragassay.config import AnswerSettings
 from ragassay.resources import Resources
 from ragassay.store.workspace import collection_paths, load_documents
 

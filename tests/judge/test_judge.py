@@ -7,7 +7,9 @@ import pytest
 
 from ragassay.judge.judge import SUPPORT_THRESHOLDS, Judge, support_threshold_for
 from ragassay.judge.prompts import SUPPORT_OPTIONS, support_messages
-from ragassay.llm.models import ChatModelConfig, ChatModels, load_chat_model, option_spellings
+from ragassay.llm.completion import option_spellings
+from ragassay.llm.registry import ChatModels, load_chat_model
+from ragassay.llm.settings import ChatModelConfig
 from tests.llm.test_models import chat_server  # noqa: F401 (fixture)
 
 CONTEXT = (

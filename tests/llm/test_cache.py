@@ -6,7 +6,8 @@ from __future__ import annotations
 import os
 
 from ragassay.llm.cache import CompletionCache
-from ragassay.llm.models import ChatModelConfig, ChatModels, cache_identity
+from ragassay.llm.registry import ChatModels
+from ragassay.llm.settings import ChatModelConfig, cache_identity
 from ragassay.llm.structured import Usage
 
 MESSAGES = [{"role": "user", "content": "Name one colour of the sky. One word."}]
@@ -49,7 +50,7 @@ def test_a_repeated_call_is_served_from_the_cache_and_a_different_one_is_asked(t
 
 
 def test_a_gguf_file_replaced_in_place_is_a_different_model(tmp_path):
-    from ragassay.llm.models import smollm2_path
+    from ragassay.llm.llama_cpp import smollm2_path
 
     copy = tmp_path / "model.gguf"
     copy.write_bytes(smollm2_path().read_bytes())

@@ -13,7 +13,10 @@ import httpx
 import pytest
 from pydantic import BaseModel
 
-from ragassay.llm.models import ChatModelConfig, ChatModels, ModelError, load_chat_model, smollm2_path
+from ragassay.llm.catalog import ModelError
+from ragassay.llm.llama_cpp import smollm2_path
+from ragassay.llm.registry import ChatModels, load_chat_model
+from ragassay.llm.settings import ChatModelConfig
 from ragassay.llm.structured import generate_structured
 
 
@@ -135,7 +138,7 @@ def test_openai_compatible_endpoint_gives_validated_structured_output(chat_serve
 
 
 def test_an_unreachable_endpoint_is_a_model_error_after_retries():
-    from ragassay.llm.models import RETRY_DELAYS, ModelServerError
+    from ragassay.llm.openai_server import RETRY_DELAYS, ModelServerError
 
     model = load_chat_model(
         ChatModelConfig(backend="openai", url=f"http://127.0.0.1:{free_port()}", model="none", timeout_seconds=5)
@@ -187,7 +190,7 @@ def test_a_server_error_is_retried_and_a_client_error_is_not():
 
 
 def test_the_default_thread_count_leaves_a_busy_core_alone():
-    from ragassay.llm.models import default_threads
+    from ragassay.llm.threads import default_threads
 
     cores = len(os.sched_getaffinity(0))
     assert 1 <= default_threads() <= cores

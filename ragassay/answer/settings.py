@@ -1,0 +1,48 @@
+"""How questions are answered: the settings of `ragassay answer`, of each answer configuration
+under evaluation and of a case suite's answers."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from ragassay.answer.grounding import MIN_RELEVANCE
+from ragassay.fields import LABEL
+from ragassay.llm.settings import ChatModelConfig
+from ragassay.search.settings import SearchSettings
+
+
+class AnswerSettings(SearchSettings):
+    """How questions are answered (`ragassay answer`, answer evaluation, cases): retrieval settings,
+    how many sources (k), the answer model, and how strict grounding is.
+
+    min_relevance: cosine similarity (question, best retrieved chunk) under which the question is
+    declined without calling the model (see answer/grounding.py for how it was set). The reranker,
+    when on and rerank_model is not given, is the answer model.
+    """
+
+    k: int = Field(5, ge=1, le=100)
+    groundedness: Literal["strict", "off"] = "strict"
+
+    @field_validator("groundedness", mode="before")
+    @classmethod
+    def _off_as_written(cls, value):
+        # YAML 1.1 readers (Prefect's, most YAML libraries) turn a written `off` into false.
+        return "off" if value is False else value
+
+    model: ChatModelConfig = ChatModelConfig()
+    max_answer_tokens: int = Field(384, ge=16, le=8192)
+    min_relevance: float = Field(MIN_RELEVANCE, ge=-1.0, le=1.0)
+    temperature: float = Field(0.0, ge=0.0, le=2.0)
+    seed: int = 0
+
+    def search_settings(self) -> SearchSettings:
+        """The search of these settings, its reranker defaulting to the answer model."""
+        return super().search_settings().model_copy(update={"rerank_model": self.rerank_model or self.model})
+
+
+class AnswerConfiguration(AnswerSettings):
+    """One answer configuration under evaluation; its label names it in runs and tables."""
+
+    label: str = Field(pattern=LABEL)

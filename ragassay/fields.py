@@ -1,0 +1,37 @@
+"""Field types and checks that every config shares: the frozen base model, collection names,
+configuration labels."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+from ragassay.store.workspace import COLLECTION_NAME
+
+# A configuration's or case's label: it names MLflow runs, table rows and --assert bounds.
+LABEL = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+
+
+class Frozen(BaseModel):
+    """A config: immutable, and an unknown key is an error."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+def check_collection(name: str) -> str:
+    if not COLLECTION_NAME.match(name):
+        raise ValueError(
+            f"collection name {name!r} must be 1-64 letters, digits, '_', '.' or '-', starting with a letter or digit"
+        )
+    return name
+
+
+def check_collections(names: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(check_collection(name) for name in dict.fromkeys(names))
+
+
+def unique_labels(configurations) -> list[str]:
+    labels = [c.label for c in configurations]
+    repeated = sorted({label for label in labels if labels.count(label) > 1})
+    if repeated:
+        raise ValueError(f"configuration labels must be unique; repeated: {', '.join(repeated)}")
+    return labels

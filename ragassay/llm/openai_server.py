@@ -1,0 +1,110 @@
+"""A chat model behind an OpenAI-compatible /v1/chat/completions endpoint (llama.cpp's server,
+vLLM, Ollama), with bounded retries of what may pass on a later try."""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+
+import httpx
+
+from ragassay.llm.catalog import ModelError
+from ragassay.llm.completion import Completion, OptionProbabilities, completion_from_response, normalized_options
+from ragassay.redaction import redact
+
+# Waits before the second and third attempt of a model-server call that failed in a way worth
+# repeating (exponential backoff).
+RETRY_DELAYS = (1.0, 4.0)
+
+
+class ModelServerError(ModelError):
+    """A model server could not be reached or failed on its side (worth retrying later)."""
+
+
+class OpenAICompatibleModel:
+    """A chat model behind an OpenAI-compatible /v1/chat/completions endpoint."""
+
+    def __init__(self, model_id: str, url: str, model: str, api_key: str | None, timeout: float, context_size: int):
+        self._client = httpx.Client(
+            base_url=url.rstrip("/"), timeout=timeout, headers={"Authorization": f"Bearer {api_key}"} if api_key else {}
+        )
+        self._model = model
+        self.model_id = model_id
+        self.context_size = context_size
+
+    def complete(self, messages, schema, max_tokens, temperature, seed) -> Completion:
+        body = {
+            "model": self._model,
+            "messages": messages,
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+            "seed": seed,
+        }
+        if schema is not None:
+            # llama.cpp's server reads `schema` beside json_object; vLLM and OpenAI read json_schema.
+            body["response_format"] = {"type": "json_object", "schema": schema}
+        started = time.perf_counter()
+        payload = self._post(body)
+        return completion_from_response(payload, started)
+
+    def _post(self, body: dict) -> dict:
+        """One chat request: each attempt bounded by the client's timeout (timeout_seconds), and
+        repeated after RETRY_DELAYS on what is worth repeating (no connection, a timeout, 429, a
+        5xx); a ModelServerError after the last, a ModelError at once for anything else."""
+        for attempt, delay in enumerate((*RETRY_DELAYS, None), start=1):
+            try:
+                response = self._client.post("/v1/chat/completions", json=body)
+                if response.status_code == 429 or response.status_code >= 500:
+                    raise ModelServerError(
+                        f"chat endpoint {self.model_id} answered {response.status_code}: {response.text[:200]}"
+                    )
+                response.raise_for_status()
+                return response.json()
+            except (httpx.TransportError, ModelServerError) as error:
+                if delay is None:
+                    raise ModelServerError(
+                        f"chat endpoint {self.model_id} failed after {attempt} attempts: {redact(str(error))}"
+                    ) from error
+                logging.getLogger("ragassay").warning(
+                    "chat endpoint %s: %s; retrying in %gs", self.model_id, redact(str(error)), delay
+                )
+                time.sleep(delay)
+            except (httpx.HTTPError, json.JSONDecodeError) as error:
+                raise ModelError(f"chat endpoint {self.model_id} failed: {redact(str(error))}") from error
+        raise AssertionError("unreachable")
+
+    def count_tokens(self, text: str) -> int:
+        # The endpoint's tokenizer is not known here; four characters a token is the usual rule.
+        return max(1, len(text) // 4)
+
+    def option_probabilities(self, messages, options) -> OptionProbabilities:
+        """The options' probabilities from the endpoint's top log-probabilities of the first token
+        (`logprobs` with `top_logprobs` 20: llama.cpp's server, vLLM and OpenAI return them)."""
+        body = {
+            "model": self._model,
+            "messages": messages,
+            "max_tokens": 1,
+            "temperature": 0.0,
+            "logprobs": True,
+            "top_logprobs": 20,
+        }
+        started = time.perf_counter()
+        payload = self._post(body)
+        try:
+            top = payload["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
+        except (KeyError, IndexError, TypeError) as error:
+            raise ModelError(
+                f"chat endpoint {self.model_id} gave no top log-probabilities: {redact(str(error))}"
+            ) from error
+        completion = completion_from_response(payload, started)
+        mass = dict.fromkeys(options, 0.0)
+        for entry in top:
+            for option, spellings in options.items():
+                # A top token counts for an option when it is the start of one of its spellings.
+                token = entry.get("token", "")
+                if token.strip() and any(spelling.startswith(token) for spelling in spellings):
+                    mass[option] += math.exp(entry["logprob"])
+                    break
+        return normalized_options(mass, completion)

@@ -1,0 +1,63 @@
+"""Loading chat models and keeping the loaded ones: load_chat_model builds the backend a config
+names; ChatModels keeps each loaded model for its owner, wrapped in the completion cache."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+from ragassay.llm.cache import CachedChatModel, CompletionCache
+from ragassay.llm.catalog import CATALOG, ModelError, verified_model_path
+from ragassay.llm.completion import ChatModel
+from ragassay.llm.llama_cpp import LlamaCppModel, smollm2_path
+from ragassay.llm.openai_server import OpenAICompatibleModel
+from ragassay.llm.settings import SMOLLM2, ChatModelConfig, cache_identity, model_id_of
+
+
+def load_chat_model(config: ChatModelConfig) -> ChatModel:
+    """Load the model for config (each call loads it again: keep it in a ChatModels)."""
+    if config.backend == "openai":
+        api_key = os.environ.get(config.api_key_env) if config.api_key_env else None
+        if config.api_key_env and not api_key:
+            raise ModelError(f"api_key_env names {config.api_key_env!r}, which is not set in the environment")
+        return OpenAICompatibleModel(
+            model_id_of(config), config.url, config.model, api_key, config.timeout_seconds, config.context_size
+        )
+    if config.backend == SMOLLM2:
+        path = smollm2_path()
+    elif config.backend in CATALOG:
+        path = verified_model_path(config.backend)
+    else:
+        path = config.path
+    return LlamaCppModel(model_id_of(config), path, config.context_size, config.threads, config.gpu_layers)
+
+
+class ChatModels:
+    """Chat models loaded for one owner (a command, a flow run's worker process), each config
+    loaded once and kept until the owner drops this object. At most `capacity` models are kept;
+    the least recently used one is dropped first (a GGUF model holds its weights in memory)."""
+
+    def __init__(self, capacity: int = 4):
+        self._capacity = capacity
+        self._loaded: dict[ChatModelConfig, ChatModel] = {}
+        # Threads of one worker asking for the same model load it once.
+        self._lock = threading.Lock()
+
+    def get(self, config: ChatModelConfig, cache: CompletionCache | None = None) -> ChatModel:
+        """The model of config; with a cache, a CachedChatModel that loads it only on a miss."""
+        if cache is not None and config.cache:
+            return CachedChatModel(
+                model_id_of(config), cache_identity(config), config.context_size, lambda: self.get(config), cache
+            )
+        with self._lock:
+            model = self._loaded.pop(config, None)
+            if model is None:
+                model = load_chat_model(config)
+            self._loaded[config] = model
+            while len(self._loaded) > self._capacity:
+                del self._loaded[next(iter(self._loaded))]
+            return model
+
+    def close(self) -> None:
+        """Drop every loaded model (an in-process model frees its weights)."""
+        self._loaded.clear()
