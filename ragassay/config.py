@@ -39,9 +39,11 @@ class TaskRunnerConfig(Frozen):
     judging scale through a model server (a model with backend openai), not more workers.
     """
 
-    kind: Literal["threads", "dask"] = "threads"
-    address: str | None = None
-    workers: int | None = Field(None, ge=1, le=1024)
+    kind: Literal["threads", "dask"] = Field("threads", description="threads (in this process) or dask.")
+    address: str | None = Field(None, description="A running Dask scheduler's address (tcp://host:8786).")
+    workers: int | None = Field(
+        None, ge=1, le=1024, description="Threads, or the processes of a local Dask cluster (default 1 / 2)."
+    )
 
     @model_validator(mode="after")
     def _address_for_dask(self) -> TaskRunnerConfig:
@@ -54,11 +56,42 @@ class TaskRunnerConfig(Frozen):
         return self
 
 
+# What a run is given besides its stage's settings: a pipeline provides these to every stage.
+
+
+class OneCollection(Frozen):
+    """A run over one collection of a workspace."""
+
+    collection: str
+    home: Path = Field(default_factory=workspace_home)
+
+    _collection = field_validator("collection")(check_collection)
+
+
+class SomeCollections(Frozen):
+    """A run over the golden sets of one or more collections of a workspace."""
+
+    collections: tuple[str, ...] = Field(min_length=1)
+    home: Path = Field(default_factory=workspace_home)
+
+    _collections = field_validator("collections")(check_collections)
+
+
+class OnTaskRunner(Frozen):
+    task_runner: TaskRunnerConfig = TaskRunnerConfig()
+
+
+# Each stage's own settings are declared once, in a <Stage>Settings model: the stage's config (what
+# its command takes) adds what the pipeline provides (collection, workspace, task runner), and the
+# pipeline's section for the stage adds `enabled`. The CLI takes its options' defaults and help from
+# these fields (cli/common.py, field_option).
+
+
 class ChunkingConfig(Frozen):
     """How documents are cut into chunks (characters)."""
 
-    chunk_size: int = Field(1200, ge=100, le=20_000)
-    chunk_overlap: int = Field(150, ge=0)
+    chunk_size: int = Field(1200, ge=100, le=20_000, description="Most characters in one chunk.")
+    chunk_overlap: int = Field(150, ge=0, description="Characters a chunk repeats from the previous one.")
 
     @model_validator(mode="after")
     def _overlap_below_size(self) -> ChunkingConfig:
@@ -76,23 +109,30 @@ FILES_PER_TASK = 500
 CHUNKS_PER_TASK = 4096
 
 
-class IngestConfig(Frozen):
-    """One `ragassay ingest` run. files_per_task: files one extraction task reads (with one
-    extraction worker process) on the task runner."""
+class IngestSettings(Frozen):
+    """What is ingested and how it is chunked (unchanged files keep their documents; see
+    ingest/documents.py). files_per_task: files one extraction task reads (with one extraction
+    worker process) on the task runner."""
 
-    collection: str
-    paths: tuple[Path, ...] = Field(min_length=1)
-    format: Literal["files", "beir"] = "files"
+    paths: tuple[Path, ...] = ()
     chunking: ChunkingConfig = ChunkingConfig()
-    doc_id: str | None = None
     files_per_task: int = Field(FILES_PER_TASK, ge=1)
-    task_runner: TaskRunnerConfig = TaskRunnerConfig()
-    home: Path = Field(default_factory=workspace_home)
 
-    _collection = field_validator("collection")(check_collection)
+
+class IngestConfig(OneCollection, IngestSettings, OnTaskRunner):
+    """One `ragassay ingest` run."""
+
+    format: Literal["files", "beir"] = Field(
+        "files", description="files, or beir (corpus.jsonl, queries.jsonl, qrels/test.tsv)."
+    )
+    doc_id: str | None = Field(
+        None, description="Document id for a single file (default: its path relative to the ingest root)."
+    )
 
     @model_validator(mode="after")
-    def _doc_id_needs_one_file(self) -> IngestConfig:
+    def _paths_given(self) -> IngestConfig:
+        if not self.paths:
+            raise ValueError("paths: give the files or folders to ingest")
         if self.doc_id is not None and (len(self.paths) != 1 or self.paths[0].is_dir()):
             raise ValueError("doc_id can be given only when ingesting exactly one file")
         if self.format == "beir" and len(self.paths) != 1:
@@ -100,43 +140,45 @@ class IngestConfig(Frozen):
         return self
 
 
-class IndexConfig(Frozen):
-    """One `ragassay index` run. embedding_model: a fastembed model name or a local ONNX folder.
-    chunks_per_task: chunk texts one embedding task embeds on the task runner (and one row group of
-    the embedding cache holds); batch_size: texts per model call within it."""
+class IndexSettings(Frozen):
+    """How a collection is indexed (embeddings come from the cache when a chunk is unchanged).
+    chunks_per_task: chunk texts one embedding task embeds on the task runner (and one row group
+    of the embedding cache holds); batch_size: texts per model call within it."""
 
-    collection: str
-    embedding_model: str = DEFAULT_EMBEDDING_MODEL
-    batch_size: int = Field(64, ge=1, le=4096)
+    embedding_model: str = Field(
+        DEFAULT_EMBEDDING_MODEL, description="fastembed model name, or a folder with model.onnx and tokenizer files."
+    )
+    batch_size: int = Field(64, ge=1, le=4096, description="Chunks embedded per batch.")
     chunks_per_task: int = Field(CHUNKS_PER_TASK, ge=1)
-    task_runner: TaskRunnerConfig = TaskRunnerConfig()
-    home: Path = Field(default_factory=workspace_home)
-
-    _collection = field_validator("collection")(check_collection)
 
 
-class GenerateConfig(Frozen):
-    """One `ragassay golden generate` run.
+class IndexConfig(OneCollection, IndexSettings, OnTaskRunner):
+    """One `ragassay index` run."""
+
+
+class GenerateSettings(Frozen):
+    """Seeded golden-set generation through the quality gate.
 
     count: questions wanted; at most max_attempts_factor × count pages are tried, so the work
     stays bounded when the model writes few acceptable questions. seed None: one is drawn and
     reported.
     """
 
-    collection: str
-    count: int = Field(ge=1, le=10_000)
-    seed: int | None = None
+    count: int = Field(10, ge=1, le=10_000, description="Questions wanted (at most 3 pages are tried per question).")
+    seed: int | None = Field(None, description="Sampling seed; a random one is drawn and printed when omitted.")
     model: ChatModelConfig = DEFAULT_GENERATION_MODEL
-    # Checks that each accepted answer is supported by its page (the gate's judged check).
-    judge: ChatModelConfig = DEFAULT_JUDGE
     max_attempts_factor: int = Field(3, ge=1, le=100)
     temperature: float = Field(0.3, ge=0.0, le=2.0)
+
+
+class GenerateConfig(OneCollection, GenerateSettings):
+    """One `ragassay golden generate` run."""
+
+    # Checks that each accepted answer is supported by its page (the quality gate's judged check).
+    judge: ChatModelConfig = DEFAULT_JUDGE
     # False: generate `count` more questions from pages not tried yet. True (the pipeline): `count`
     # is what this seed, model and prompt should have produced in all; only the rest is generated.
     count_is_total: bool = False
-    home: Path = Field(default_factory=workspace_home)
-
-    _collection = field_validator("collection")(check_collection)
 
 
 DEFAULT_KS = (1, 3, 5, 10)
@@ -151,19 +193,27 @@ class RetrievalConfiguration(SearchSettings):
     rerank_model: ChatModelConfig = ChatModelConfig()
 
 
-class RetrievalEvalConfig(Frozen):
-    """One `ragassay eval retrieval` call: the golden sets of some collections under configurations."""
+def _assertion_labels_known(assertions: tuple[str, ...], labels: list[str], parse) -> None:
+    for text in assertions:
+        assertion = parse(text)
+        if assertion.label not in labels:
+            raise ValueError(f"assertion {text!r} names configuration {assertion.label!r}; labels: {', '.join(labels)}")
 
-    collections: tuple[str, ...] = Field(min_length=1)
-    configurations: tuple[RetrievalConfiguration, ...] = Field(min_length=1)
+
+class RetrievalSettings(Frozen):
+    """Retrieval evaluation: configurations (default: fulltext, semantic and hybrid), cut-offs, the
+    question sample, and `--assert` bounds."""
+
+    configurations: tuple[RetrievalConfiguration, ...] = Field(
+        default_factory=lambda: tuple(RetrievalConfiguration(label=m, search_type=m) for m in SEARCH_TYPES),
+        min_length=1,
+    )
     ks: tuple[int, ...] = DEFAULT_KS
-    max_questions: int | None = Field(None, ge=1)
-    seed: int = 0
+    max_questions: int | None = Field(
+        None, ge=1, description="Evaluate a seeded sample of at most this many questions."
+    )
+    seed: int = Field(0, description="Seed of the question sample and the significance tests.")
     assertions: tuple[str, ...] = ()
-    task_runner: TaskRunnerConfig = TaskRunnerConfig()
-    home: Path = Field(default_factory=workspace_home)
-
-    _collections = field_validator("collections")(check_collections)
 
     @field_validator("ks")
     @classmethod
@@ -173,14 +223,10 @@ class RetrievalEvalConfig(Frozen):
         return tuple(sorted(set(ks)))
 
     @model_validator(mode="after")
-    def _unique_labels(self) -> RetrievalEvalConfig:
-        labels = unique_labels(self.configurations)
+    def _unique_labels(self) -> RetrievalSettings:
+        _assertion_labels_known(self.assertions, unique_labels(self.configurations), parse_assertion)
         for text in self.assertions:
             assertion = parse_assertion(text)
-            if assertion.label not in labels:
-                raise ValueError(
-                    f"assertion {text!r} names configuration {assertion.label!r}; labels: {', '.join(labels)}"
-                )
             if assertion.metric.k is not None and assertion.metric.k > max(self.ks):
                 raise ValueError(f"assertion {text!r} needs k <= max(ks) = {max(self.ks)}")
         return self
@@ -196,8 +242,12 @@ class RetrievalEvalConfig(Frozen):
         return names + [m for m in dict.fromkeys(extra) if m not in names]
 
 
-class AnswerEvalConfig(Frozen):
-    """One `ragassay eval answers` call.
+class RetrievalEvalConfig(SomeCollections, RetrievalSettings, OnTaskRunner):
+    """One `ragassay eval retrieval` call: the golden sets of some collections under configurations."""
+
+
+class AnswerEvalSettings(Frozen):
+    """Answer evaluation (default configuration: hybrid retrieval, strict groundedness).
 
     unanswerable: a JSONL/CSV file of questions the corpus cannot answer (id, question), for the
     refusal metrics. pairwise: compare every pair of configurations answer by answer.
@@ -205,109 +255,86 @@ class AnswerEvalConfig(Frozen):
     configuration's questions in one task each).
     """
 
-    collections: tuple[str, ...] = Field(min_length=1)
-    configurations: tuple[AnswerConfiguration, ...] = Field(min_length=1)
-    judge: ChatModelConfig = DEFAULT_JUDGE
+    configurations: tuple[AnswerConfiguration, ...] = Field(
+        default_factory=lambda: (AnswerConfiguration(label="hybrid", search_type="hybrid"),), min_length=1
+    )
     unanswerable: Path | None = None
-    max_questions: int | None = Field(None, ge=1)
-    seed: int = 0
+    max_questions: int | None = Field(
+        None, ge=1, description="Evaluate a seeded sample of at most this many questions."
+    )
+    seed: int = Field(0, description="Seed of the question sample.")
     pairwise: bool = True
     assertions: tuple[str, ...] = ()
     questions_per_task: int | None = Field(None, ge=1)
-    task_runner: TaskRunnerConfig = TaskRunnerConfig()
-    home: Path = Field(default_factory=workspace_home)
-
-    _collections = field_validator("collections")(check_collections)
 
     @model_validator(mode="after")
-    def _unique_labels(self) -> AnswerEvalConfig:
-        labels = unique_labels(self.configurations)
-        for text in self.assertions:
-            assertion = parse_answer_assertion(text)
-            if assertion.label not in labels:
-                raise ValueError(
-                    f"assertion {text!r} names configuration {assertion.label!r}; labels: {', '.join(labels)}"
-                )
+    def _unique_labels(self) -> AnswerEvalSettings:
+        _assertion_labels_known(self.assertions, unique_labels(self.configurations), parse_answer_assertion)
         return self
 
 
-class PipelineIngest(Frozen):
-    """The pipeline's ingest stage: files and folders into the collection (unchanged files keep
-    their documents; see ingest/documents.py)."""
+class AnswerEvalConfig(SomeCollections, AnswerEvalSettings, OnTaskRunner):
+    """One `ragassay eval answers` call."""
+
+    judge: ChatModelConfig = DEFAULT_JUDGE
+
+
+class PipelineIngest(IngestSettings):
+    """The pipeline's ingest stage."""
 
     enabled: bool = True
-    paths: tuple[Path, ...] = ()
-    chunking: ChunkingConfig = ChunkingConfig()
-    files_per_task: int = Field(FILES_PER_TASK, ge=1)
 
 
-class PipelineIndex(Frozen):
-    """The pipeline's index stage (embeddings come from the cache when a chunk is unchanged)."""
+class PipelineIndex(IndexSettings):
+    """The pipeline's index stage."""
 
     enabled: bool = True
-    embedding_model: str = DEFAULT_EMBEDDING_MODEL
-    batch_size: int = Field(64, ge=1, le=4096)
-    chunks_per_task: int = Field(CHUNKS_PER_TASK, ge=1)
 
 
-class PipelineGolden(Frozen):
+class PipelineGolden(GenerateSettings):
     """The pipeline's golden set: hand-written entries from `file` (added when not yet stored) and
     seeded generation through the quality gate. `count` is how many generated questions this seed
     should have produced in all: a re-run generates only what is missing."""
 
     file: Path | None = None
     generate: bool = True
-    count: int = Field(10, ge=1, le=10_000)
+    # Seeded by default, unlike `golden generate`: a re-run must resume the same sampling.
     seed: int = 0
-    model: ChatModelConfig = DEFAULT_GENERATION_MODEL
-    max_attempts_factor: int = Field(3, ge=1, le=100)
-    temperature: float = Field(0.3, ge=0.0, le=2.0)
 
 
-class PipelineRetrieval(Frozen):
-    """The pipeline's retrieval evaluation (defaults: fulltext, semantic and hybrid)."""
+class PipelineRetrieval(RetrievalSettings):
+    """The pipeline's retrieval evaluation."""
 
     enabled: bool = True
-    configurations: tuple[RetrievalConfiguration, ...] = Field(
-        default_factory=lambda: tuple(RetrievalConfiguration(label=m, search_type=m) for m in SEARCH_TYPES),
-        min_length=1,
-    )
-    ks: tuple[int, ...] = DEFAULT_KS
-    max_questions: int | None = Field(None, ge=1)
-    seed: int = 0
-    assertions: tuple[str, ...] = ()
 
 
-class PipelineAnswers(Frozen):
-    """The pipeline's answer evaluation (default: hybrid retrieval, strict groundedness)."""
+class PipelineAnswers(AnswerEvalSettings):
+    """The pipeline's answer evaluation."""
 
     enabled: bool = True
-    configurations: tuple[AnswerConfiguration, ...] = Field(
-        default_factory=lambda: (AnswerConfiguration(label="hybrid", search_type="hybrid"),), min_length=1
-    )
-    unanswerable: Path | None = None
-    max_questions: int | None = Field(None, ge=1)
-    seed: int = 0
-    pairwise: bool = True
-    assertions: tuple[str, ...] = ()
-    questions_per_task: int | None = Field(None, ge=1)
 
 
 PIPELINE_STAGES = ("ingest", "index", "golden", "retrieval", "answers")
 
 
-class PipelineConfig(Frozen):
+def _stage_config(config_class: type[BaseModel], section: BaseModel, **provided) -> BaseModel:
+    """A stage's config from its pipeline section (the stage settings it shares with the stage's
+    command) and what the pipeline provides."""
+    shared = {name: getattr(section, name) for name in type(section).model_fields if name in config_class.model_fields}
+    return config_class(**{**shared, **provided})
+
+
+class PipelineConfig(OneCollection, OnTaskRunner):
     """One `ragassay run`: every stage of one collection, configured in one file.
 
-    judge: the judge of the gate's answer check and of answer evaluation. cache: remember model
-    calls in the workspace's completion cache (llm/cache.py), so an unchanged re-run re-uses every
-    answer and verdict. task_runner: where every stage's fanned-out tasks run (extraction batches,
-    embedding groups, configurations searched, answered and judged). Each stage's
-    section builds that stage's own config (the same one its command takes), so a stage behaves
-    exactly as when run alone.
+    judge: the judge of the quality gate's answer check and of answer evaluation. cache: remember
+    model calls in the workspace's completion cache (llm/cache.py), so an unchanged re-run re-uses
+    every answer and verdict. task_runner: where every stage's fanned-out tasks run (extraction
+    batches, embedding groups, configurations searched, answered and judged). Each stage's section
+    builds that stage's own config (the same one its command takes), so a stage behaves exactly as
+    when run alone.
     """
 
-    collection: str
     ingest: PipelineIngest = PipelineIngest()
     index: PipelineIndex = PipelineIndex()
     golden: PipelineGolden = PipelineGolden()
@@ -315,10 +342,6 @@ class PipelineConfig(Frozen):
     answers: PipelineAnswers = PipelineAnswers()
     judge: ChatModelConfig = DEFAULT_JUDGE
     cache: bool = True
-    task_runner: TaskRunnerConfig = TaskRunnerConfig()
-    home: Path = Field(default_factory=workspace_home)
-
-    _collection = field_validator("collection")(check_collection)
 
     @model_validator(mode="after")
     def _stages_valid(self) -> PipelineConfig:
@@ -326,7 +349,7 @@ class PipelineConfig(Frozen):
             raise ValueError(
                 "ingest.paths: give the files or folders to ingest, or switch the stage off (ingest: {enabled: false})"
             )
-        # Building each stage's config checks what only the whole can check (labels, assertions).
+        # Building each stage's config checks what only the whole can check.
         for stage, build in (
             ("ingest", self.ingest_config),
             ("index", self.index_config),
@@ -355,78 +378,49 @@ class PipelineConfig(Frozen):
         }
         return [stage for stage in PIPELINE_STAGES if flags[stage]]
 
+    def _provided(self, *, one_collection: bool = True, task_runner: bool = True) -> dict:
+        provided = {"collection": self.collection} if one_collection else {"collections": (self.collection,)}
+        return {**provided, "home": self.home, **({"task_runner": self.task_runner} if task_runner else {})}
+
     def ingest_config(self) -> IngestConfig | None:
         if not self.ingest.enabled:
             return None
-        return IngestConfig(
-            collection=self.collection,
-            paths=self.ingest.paths,
-            chunking=self.ingest.chunking,
-            files_per_task=self.ingest.files_per_task,
-            task_runner=self.task_runner,
-            home=self.home,
-        )
+        return _stage_config(IngestConfig, self.ingest, **self._provided())
 
     def index_config(self) -> IndexConfig:
-        return IndexConfig(
-            collection=self.collection,
-            embedding_model=self.index.embedding_model,
-            batch_size=self.index.batch_size,
-            chunks_per_task=self.index.chunks_per_task,
-            task_runner=self.task_runner,
-            home=self.home,
-        )
+        return _stage_config(IndexConfig, self.index, **self._provided())
 
     def generate_config(self) -> GenerateConfig:
-        golden = self.golden
-        return GenerateConfig(
-            collection=self.collection,
-            count=golden.count,
-            seed=golden.seed,
-            model=self._model(golden.model),
+        return _stage_config(
+            GenerateConfig,
+            self.golden,
+            model=self._model(self.golden.model),
             judge=self._model(self.judge),
-            max_attempts_factor=golden.max_attempts_factor,
-            temperature=golden.temperature,
             count_is_total=True,
-            home=self.home,
+            **self._provided(task_runner=False),
         )
 
     def retrieval_config(self) -> RetrievalEvalConfig:
-        retrieval = self.retrieval
         configurations = tuple(
-            c.model_copy(update={"rerank_model": self._model(c.rerank_model)}) for c in retrieval.configurations
+            c.model_copy(update={"rerank_model": self._model(c.rerank_model)}) for c in self.retrieval.configurations
         )
-        return RetrievalEvalConfig(
-            collections=(self.collection,),
-            configurations=configurations,
-            ks=retrieval.ks,
-            max_questions=retrieval.max_questions,
-            seed=retrieval.seed,
-            assertions=retrieval.assertions,
-            task_runner=self.task_runner,
-            home=self.home,
+        return _stage_config(
+            RetrievalEvalConfig, self.retrieval, configurations=configurations, **self._provided(one_collection=False)
         )
 
     def answer_config(self) -> AnswerEvalConfig:
-        answers = self.answers
         configurations = tuple(
             c.model_copy(
                 update={"model": self._model(c.model), "rerank_model": c.rerank_model and self._model(c.rerank_model)}
             )
-            for c in answers.configurations
+            for c in self.answers.configurations
         )
-        return AnswerEvalConfig(
-            collections=(self.collection,),
+        return _stage_config(
+            AnswerEvalConfig,
+            self.answers,
             configurations=configurations,
             judge=self._model(self.judge),
-            unanswerable=answers.unanswerable,
-            max_questions=answers.max_questions,
-            seed=answers.seed,
-            pairwise=answers.pairwise,
-            assertions=answers.assertions,
-            questions_per_task=answers.questions_per_task,
-            task_runner=self.task_runner,
-            home=self.home,
+            **self._provided(one_collection=False),
         )
 
 

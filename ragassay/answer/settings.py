@@ -22,8 +22,10 @@ class AnswerSettings(SearchSettings):
     when on and rerank_model is not given, is the answer model.
     """
 
-    k: int = Field(5, ge=1, le=100)
-    groundedness: Literal["strict", "off"] = "strict"
+    k: int = Field(5, ge=1, le=100, description="Documents retrieved; each gives its best chunk as a source.")
+    groundedness: Literal["strict", "off"] = Field(
+        "strict", description="strict: every statement must cite a source; off: a plain RAG answer."
+    )
 
     @field_validator("groundedness", mode="before")
     @classmethod
@@ -35,7 +37,7 @@ class AnswerSettings(SearchSettings):
     max_answer_tokens: int = Field(384, ge=16, le=8192)
     min_relevance: float = Field(MIN_RELEVANCE, ge=-1.0, le=1.0)
     temperature: float = Field(0.0, ge=0.0, le=2.0)
-    seed: int = 0
+    seed: int = Field(0, description="Sampling seed.")
 
     def search_settings(self) -> SearchSettings:
         """The search of these settings, its reranker defaulting to the answer model."""

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import typer
+from pydantic import BaseModel
 from rich.console import Console
 from rich.markup import escape
 
@@ -20,6 +21,16 @@ EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, EXIT_CRASH = 0, 1, 2, 3
 
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
+
+
+def field_option(model: type[BaseModel], name: str, *declarations: str, required: bool = False, **options) -> Any:
+    """A typer option whose default and help are the model field's, so a setting's default and
+    meaning are declared once (in its config model) and the CLI shows them as declared."""
+    field = model.model_fields[name]
+    if field.description is None:
+        raise TypeError(f"{model.__name__}.{name} has no description to show as --help")
+    return typer.Option(... if required else field.get_default(), *declarations, help=field.description, **options)
+
 
 JSON_OPTION = typer.Option(False, "--json", help="Print a machine-readable JSON result on stdout.")
 COLLECTION_OPTION = typer.Option(..., "--collection", "-c", help="Collection name.")

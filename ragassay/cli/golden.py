@@ -26,11 +26,12 @@ from ragassay.cli.common import (
     MODEL_URL_OPTION,
     emit,
     fail,
+    field_option,
     judge_override,
     model_settings,
     out,
 )
-from ragassay.config import workspace_home
+from ragassay.config import GenerateSettings, workspace_home
 from ragassay.errors import ConfigError, RagassayError
 
 golden_app = typer.Typer(help="Golden sets: questions with the documents that answer them.", no_args_is_help=True)
@@ -105,8 +106,8 @@ def golden_import(
 @golden_app.command("generate")
 def golden_generate(
     collection: str = COLLECTION_OPTION,
-    count: int = typer.Option(..., "--count", help="Questions wanted (at most 3 pages are tried per question)."),
-    seed: int | None = typer.Option(None, help="Sampling seed; a random one is drawn and printed when omitted."),
+    count: int = field_option(GenerateSettings, "count", "--count", required=True),
+    seed: int | None = field_option(GenerateSettings, "seed"),
     model: str | None = MODEL_OPTION,
     model_backend: str | None = MODEL_BACKEND_OPTION,
     model_path: Path | None = MODEL_PATH_OPTION,

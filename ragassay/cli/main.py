@@ -10,6 +10,7 @@ from pathlib import Path
 
 import typer
 
+from ragassay.answer.settings import AnswerSettings
 from ragassay.cli.cases import cases_app
 from ragassay.cli.collections import collections_app
 from ragassay.cli.common import (
@@ -28,6 +29,7 @@ from ragassay.cli.common import (
     WORKERS_OPTION,
     emit,
     fail,
+    field_option,
     model_settings,
     out,
     prefect_defaults,
@@ -41,9 +43,10 @@ from ragassay.cli.judge import judge_app
 from ragassay.cli.models import models_app
 from ragassay.cli.pipeline import run as run_pipeline
 from ragassay.cli.runs import runs_app
-from ragassay.config import DEFAULT_EMBEDDING_MODEL, workspace_home
+from ragassay.config import ChunkingConfig, IndexSettings, IngestConfig, workspace_home
 from ragassay.errors import ConfigError, RagassayError
-from ragassay.search.settings import SEARCH_TYPES
+from ragassay.llm.settings import ChatModelConfig
+from ragassay.search.settings import SEARCH_TYPES, FusionSettings, SearchSettings
 
 app = typer.Typer(
     help="Measure how well a retrieval-augmented generation setup works on your own documents.",
@@ -69,14 +72,10 @@ def ingest(
         ..., help="Files or folders (searched recursively); for --format beir, the dataset folder."
     ),
     collection: str = COLLECTION_OPTION,
-    format: str = typer.Option(
-        "files", "--format", help="files, or beir (corpus.jsonl, queries.jsonl, qrels/test.tsv)."
-    ),
-    chunk_size: int = typer.Option(1200, help="Most characters in one chunk."),
-    chunk_overlap: int = typer.Option(150, help="Characters a chunk repeats from the previous one."),
-    doc_id: str | None = typer.Option(
-        None, help="Document id for a single file (default: its path relative to the ingest root)."
-    ),
+    format: str = field_option(IngestConfig, "format", "--format"),
+    chunk_size: int = field_option(ChunkingConfig, "chunk_size"),
+    chunk_overlap: int = field_option(ChunkingConfig, "chunk_overlap"),
+    doc_id: str | None = field_option(IngestConfig, "doc_id"),
     task_runner: str | None = TASK_RUNNER_OPTION,
     dask_address: str | None = DASK_ADDRESS_OPTION,
     workers: int | None = WORKERS_OPTION,
@@ -122,10 +121,8 @@ def ingest(
 @app.command()
 def index(
     collection: str = COLLECTION_OPTION,
-    embedding_model: str = typer.Option(
-        DEFAULT_EMBEDDING_MODEL, help="fastembed model name, or a folder with model.onnx and tokenizer files."
-    ),
-    batch_size: int = typer.Option(64, help="Chunks embedded per batch."),
+    embedding_model: str = field_option(IndexSettings, "embedding_model"),
+    batch_size: int = field_option(IndexSettings, "batch_size"),
     task_runner: str | None = TASK_RUNNER_OPTION,
     dask_address: str | None = DASK_ADDRESS_OPTION,
     workers: int | None = WORKERS_OPTION,
@@ -171,16 +168,16 @@ def check_search_type(mode: str) -> None:
 def search(
     query: str = typer.Argument(..., help="The query text."),
     collection: list[str] = typer.Option(..., "--collection", "-c", help="Collection to search; repeat for several."),
-    mode: str = typer.Option("hybrid", help=f"One of {', '.join(SEARCH_TYPES)}."),
+    mode: str = field_option(SearchSettings, "search_type", "--mode"),
     k: int = typer.Option(10, "--k", help="Documents to return."),
-    depth: int = typer.Option(100, help="Documents each retriever contributes to hybrid fusion."),
-    rrf_k: int = typer.Option(60, help="Reciprocal-rank fusion constant."),
+    depth: int = field_option(SearchSettings, "depth"),
+    rrf_k: int = field_option(FusionSettings, "k", "--rrf-k"),
     content_type: list[str] = typer.Option(
         [], "--content-type", help="Keep only this type (pdf, .md or text/markdown); repeatable."
     ),
-    path_glob: str | None = typer.Option(None, help="Keep only documents whose id or source path matches this glob."),
-    lexical_unit: str = typer.Option("document", help="What BM25 scores: document (whole text) or chunk (best chunk)."),
-    rerank: str = typer.Option("off", help="off, or llm: the chat model scores the top 20 passages 0-10."),
+    path_glob: str | None = field_option(SearchSettings, "path_glob"),
+    lexical_unit: str = field_option(SearchSettings, "lexical_unit"),
+    rerank: str = field_option(SearchSettings, "rerank"),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Search one or more collections; results are documents with their best chunk."""
@@ -237,22 +234,20 @@ def search(
 def answer(
     question: str = typer.Argument(..., help="The question."),
     collection: list[str] = typer.Option(..., "--collection", "-c", help="Collection to answer from; repeatable."),
-    mode: str = typer.Option("hybrid", help=f"Retrieval: one of {', '.join(SEARCH_TYPES)}."),
-    k: int = typer.Option(5, "--k", help="Documents retrieved; each gives its best chunk as a source."),
-    lexical_unit: str = typer.Option("document", help="What BM25 scores: document or chunk."),
-    groundedness: str = typer.Option(
-        "strict", help="strict: every statement must cite a source; off: a plain RAG answer."
-    ),
+    mode: str = field_option(AnswerSettings, "search_type", "--mode"),
+    k: int = field_option(AnswerSettings, "k", "--k"),
+    lexical_unit: str = field_option(AnswerSettings, "lexical_unit"),
+    groundedness: str = field_option(AnswerSettings, "groundedness"),
     model: str | None = MODEL_OPTION,
     model_backend: str | None = MODEL_BACKEND_OPTION,
     model_path: Path | None = MODEL_PATH_OPTION,
     model_url: str | None = MODEL_URL_OPTION,
     model_name: str | None = MODEL_NAME_OPTION,
     model_api_key_env: str | None = MODEL_API_KEY_ENV_OPTION,
-    context_size: int = typer.Option(4096, help="Model context in tokens; sources are fitted to it."),
-    threads: int | None = typer.Option(None, help="CPU threads for in-process models."),
-    gpu_layers: int = typer.Option(0, help="Layers offloaded to a GPU for in-process models."),
-    seed: int = typer.Option(0, help="Sampling seed."),
+    context_size: int = field_option(ChatModelConfig, "context_size"),
+    threads: int | None = field_option(ChatModelConfig, "threads"),
+    gpu_layers: int = field_option(ChatModelConfig, "gpu_layers"),
+    seed: int = field_option(AnswerSettings, "seed"),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Answer a question from the documents, citing them, or decline when they do not support one."""

@@ -31,10 +31,12 @@ class ChatModelConfig(BaseModel):
     url: str | None = None
     model: str | None = None
     api_key_env: str | None = None
-    context_size: int = Field(4096, ge=256, le=131_072)
+    context_size: int = Field(
+        4096, ge=256, le=131_072, description="Model context in tokens; sources are fitted to it."
+    )
     # None: as many threads as cores not busy with other work when the model loads (default_threads).
-    threads: int | None = Field(None, ge=1)
-    gpu_layers: int = Field(0, ge=-1)
+    threads: int | None = Field(None, ge=1, description="CPU threads for in-process models.")
+    gpu_layers: int = Field(0, ge=-1, description="Layers offloaded to a GPU for in-process models.")
     timeout_seconds: float = Field(300, gt=0)
     # Remember this model's calls in the workspace's completion cache (llm/cache.py). Turn off for
     # a server whose model may change behind the same name and URL.

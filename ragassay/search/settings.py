@@ -27,7 +27,7 @@ class FusionSettings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     method: Literal["rrf"] = "rrf"
-    k: int = Field(60, ge=1)
+    k: int = Field(60, ge=1, description="Reciprocal-rank fusion constant.")
 
 
 class SearchSettings(BaseModel):
@@ -41,13 +41,17 @@ class SearchSettings(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    search_type: SearchType = "hybrid"
-    depth: int = Field(100, ge=1, le=100_000)
+    search_type: SearchType = Field("hybrid", description=f"One of {', '.join(SEARCH_TYPES)}.")
+    depth: int = Field(100, ge=1, le=100_000, description="Documents each retriever contributes to hybrid fusion.")
     fusion: FusionSettings = FusionSettings()
-    lexical_unit: LexicalUnit = "document"
+    lexical_unit: LexicalUnit = Field(
+        "document", description="What BM25 scores: document (whole text) or chunk (best chunk)."
+    )
     content_types: tuple[str, ...] = ()
-    path_glob: str | None = None
-    rerank: Literal["off", "llm"] = "off"
+    path_glob: str | None = Field(None, description="Keep only documents whose id or source path matches this glob.")
+    rerank: Literal["off", "llm"] = Field(
+        "off", description="off, or llm: the chat model scores the top 20 passages 0-10."
+    )
     rerank_candidates: int = Field(20, ge=1, le=200)
     rerank_model: ChatModelConfig | None = None
 
