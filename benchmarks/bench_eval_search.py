@@ -172,15 +172,16 @@ class DirectLibraries:
         import bm25s
         import Stemmer
 
+        from ragassay.environment import models_dir
         from ragassay.search.dense import load_model, resolve_model
-        from ragassay.store.workspace import collection_paths, models_dir, read_manifest
+        from ragassay.store.workspace import collection_paths, read_manifest
 
         paths = collection_paths(home, collection)
         opened = resources.collections.open(home, collection, True)  # its chunk vectors and ids, as stored
         self.doc_ids = opened.doc_ids
         self.dense = opened.dense
         self.model = load_model(
-            resolve_model(read_manifest(paths)["embedding_model"], models_dir(home))
+            resolve_model(read_manifest(paths)["embedding_model"], models_dir())
         )  # a fastembed TextEmbedding
         self.bm25 = bm25s.BM25.load(str(paths.bm25_documents_dir), mmap=False)
         self.stemmer = Stemmer.Stemmer("english")

@@ -40,8 +40,9 @@ def run(arguments, workdir: Path) -> None:
     from flows.index import index_flow
     from flows.ingest import ingest_flow
     from ragassay.config import IndexConfig, IngestConfig
+    from ragassay.environment import models_dir
     from ragassay.search.dense import Embedder, load_model, resolve_model
-    from ragassay.store.workspace import collection_paths, load_chunks, models_dir
+    from ragassay.store.workspace import collection_paths, load_chunks
 
     home = workdir / "home"
 
@@ -77,7 +78,7 @@ def run(arguments, workdir: Path) -> None:
     )
 
     # Embedding ratio: the index path's Embedder.embed versus fastembed called directly.
-    spec = resolve_model("all-MiniLM-L6-v2-int8", models_dir(home))
+    spec = resolve_model("all-MiniLM-L6-v2-int8", models_dir())
     texts = chunks["text"].head(arguments.embed_limit).to_list()
     model = load_model(spec)
     embedder = Embedder(spec)

@@ -225,12 +225,13 @@ def stage_index(home: Path, collection: str, workdir: Path, size: int, resources
 def stage_embed_rate(home: Path, collection: str, workdir: Path, size: int, resources) -> dict:
     """Chunks per second of the embedding model, on an evenly spaced sample of the chunk texts."""
     from ragassay.config import DEFAULT_EMBEDDING_MODEL
+    from ragassay.environment import models_dir
     from ragassay.search.dense import resolve_model
-    from ragassay.store.workspace import collection_paths, load_chunks, models_dir
+    from ragassay.store.workspace import collection_paths, load_chunks
 
     texts = load_chunks(collection_paths(home, collection))["text"].to_list()
     sample = texts[:: max(1, len(texts) // EMBED_SAMPLE)][:EMBED_SAMPLE]
-    embedder = resources.embedders.get(resolve_model(DEFAULT_EMBEDDING_MODEL, models_dir(home)))
+    embedder = resources.embedders.get(resolve_model(DEFAULT_EMBEDDING_MODEL, models_dir()))
     embedder.embed(sample[:8])  # the first call's set-up is not the rate
     started = time.perf_counter()
     embedder.embed(sample, 64)

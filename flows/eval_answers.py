@@ -22,12 +22,14 @@ from tasks.eval_answers import (
     publish_answer_report,
     summarize_answers,
 )
+from tasks.resources import locate_models
 
 
 @flow(name="eval-answers", validate_parameters=True)
 def eval_answers_flow(config: AnswerEvalConfig, batch: Batch | None = None) -> AnswerEvalReport:
     """Answer every question under each configuration, judge, compare, log one batch (or into the
     pipeline's batch), and show the outcome on the flow run."""
+    locate_models(config.chat_models())
     questions = load_answer_questions(config)
     evaluation = str(flow_run.id)  # the judges' memory lasts one evaluation (tasks/resources.worker_judge)
     judge = {"home": config.home, "judge": config.judge, "evaluation": evaluation}

@@ -16,12 +16,14 @@ from tasks.eval_retrieval import (
     search_golden_questions,
     summarize_batch,
 )
+from tasks.resources import locate_models
 
 
 @flow(name="eval-retrieval", validate_parameters=True)
 def eval_retrieval_flow(config: RetrievalEvalConfig, batch: Batch | None = None) -> RetrievalEvalReport:
     """Search every golden question under each configuration, score, compare, log one batch (or
     into the pipeline's batch), and show the outcome on the flow run."""
+    locate_models(config.chat_models())
     questions, context = load_golden_questions(config)
     # Configurations are searched where config.task_runner says (threads here, or Dask workers).
     with task_runner(config.task_runner) as runner:

@@ -8,12 +8,14 @@ from ragassay.config import GenerateConfig
 from ragassay.golden.generation import GenerationReport
 from ragassay.tracking import Batch
 from tasks.generate_golden import choose_seed, generate_golden_questions, log_generation_run
+from tasks.resources import locate_models
 
 
 @flow(name="generate-golden", validate_parameters=True)
 def generate_golden_flow(config: GenerateConfig, batch: Batch | None = None) -> GenerationReport:
     """Grow a collection's golden set from its own pages; the seed used is reported. Logged as a
     batch of its own, or into the pipeline's batch."""
+    locate_models(config.chat_models())
     seed = choose_seed(config)
     report, candidates = generate_golden_questions(config, seed)
     return log_generation_run(config, report, candidates, batch)

@@ -28,6 +28,7 @@ from tasks.pipeline import (
     open_pipeline_batch,
     summarize_golden_stage,
 )
+from tasks.resources import locate_models
 
 
 class StageFailed(RagassayError):
@@ -77,6 +78,7 @@ STAGES = {
 def pipeline_flow(config: PipelineConfig) -> PipelineReport:
     """Run every enabled stage of one collection as subflows, logged as one MLflow batch."""
     started = time.time()
+    locate_models(config.chat_models())
     batch = open_pipeline_batch(config)
     reports, seconds = {}, {}
     for stage in config.enabled_stages():

@@ -6,11 +6,13 @@ from prefect import flow
 
 from ragassay.gates.suite import CaseSuite
 from tasks.eval_answers import load_judge
+from tasks.resources import locate_models
 from tasks.run_cases import CaseReport, log_cases_run, run_suite
 
 
 @flow(name="run-cases", validate_parameters=True)
 def run_cases_flow(suite: CaseSuite) -> CaseReport:
     """Answer and check each case; a case passes only when all its checks pass."""
+    locate_models(suite.chat_models())
     judge = load_judge(suite.judge, suite.home)
     return log_cases_run(suite, run_suite(suite, judge), judge.model_id)

@@ -180,6 +180,10 @@ class GenerateConfig(OneCollection, GenerateSettings):
     # is what this seed, model and prompt should have produced in all; only the rest is generated.
     count_is_total: bool = False
 
+    def chat_models(self) -> list[ChatModelConfig]:
+        """The chat models this run calls (llm/registry.locate_models checks them first)."""
+        return [self.model, self.judge]
+
 
 DEFAULT_KS = (1, 3, 5, 10)
 
@@ -245,6 +249,10 @@ class RetrievalSettings(Frozen):
 class RetrievalEvalConfig(SomeCollections, RetrievalSettings, OnTaskRunner):
     """One `ragassay eval retrieval` call: the golden sets of some collections under configurations."""
 
+    def chat_models(self) -> list[ChatModelConfig]:
+        """The rerankers of the configurations that rerank."""
+        return [c.rerank_model for c in self.configurations if c.rerank == "llm"]
+
 
 class AnswerEvalSettings(Frozen):
     """Answer evaluation (default configuration: hybrid retrieval, strict groundedness).
@@ -277,6 +285,10 @@ class AnswerEvalConfig(SomeCollections, AnswerEvalSettings, OnTaskRunner):
     """One `ragassay eval answers` call."""
 
     judge: ChatModelConfig = DEFAULT_JUDGE
+
+    def chat_models(self) -> list[ChatModelConfig]:
+        """Each configuration's answer model and reranker, and the judge."""
+        return [*(model for c in self.configurations for model in c.chat_models()), self.judge]
 
 
 class PipelineIngest(IngestSettings):
@@ -367,6 +379,18 @@ class PipelineConfig(OneCollection, OnTaskRunner):
 
     def _model(self, model: ChatModelConfig) -> ChatModelConfig:
         return model if self.cache else model.model_copy(update={"cache": False})
+
+    def chat_models(self) -> list[ChatModelConfig]:
+        """The chat models of every enabled stage that calls one."""
+        stages = self.enabled_stages()
+        models = []
+        if "golden" in stages and self.golden.generate:
+            models += self.generate_config().chat_models()
+        if "retrieval" in stages:
+            models += self.retrieval_config().chat_models()
+        if "answers" in stages:
+            models += self.answer_config().chat_models()
+        return models
 
     def enabled_stages(self) -> list[str]:
         flags = {

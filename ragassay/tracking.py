@@ -19,6 +19,7 @@ import tempfile
 import time
 import uuid
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
 import polars as pl
@@ -52,16 +53,23 @@ def ui_command(home: Path) -> str:
     return f"open {uri} in a browser"
 
 
-def client(home: Path):
+@cache
+def _quiet_mlflow() -> None:
+    """MLflow's settings for ragassay, made once per process before MLflow is first used."""
     # MLflow prints "View run ... at: URL" on stdout when it talks to a tracking server, which
     # would break `--json` output; ragassay prints its own links.
     os.environ["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] = "true"
     # Offline and quiet: no usage telemetry (MLflow would also write ~/.config/mlflow/telemetry.json).
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
-    from mlflow.tracking import MlflowClient
-
+    # A progress bar per small Parquet file is noise on the terminal of `ragassay runs`.
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     # Its INFO lines (database migrations on first use) are not the user's business.
     logging.getLogger("mlflow").setLevel(logging.WARNING)
+
+
+def client(home: Path):
+    _quiet_mlflow()
+    from mlflow.tracking import MlflowClient
 
     home.mkdir(parents=True, exist_ok=True)
     return MlflowClient(tracking_uri=tracking_uri(home))
@@ -293,8 +301,7 @@ def _quote(value: str) -> str:
 
 def download_table(home: Path, run_id: str, name: str) -> pl.DataFrame | None:
     """A Parquet artifact of a run, or None when the run has none of that name."""
-    # A progress bar per small Parquet file is noise on the terminal of `ragassay runs`.
-    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    _quiet_mlflow()
     import mlflow.artifacts
     from mlflow.exceptions import MlflowException
 

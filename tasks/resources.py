@@ -9,7 +9,11 @@ import threading
 from functools import cache
 from pathlib import Path
 
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
 from ragassay.judge.judge import Judge
+from ragassay.llm import registry
 from ragassay.llm.settings import ChatModelConfig
 from ragassay.resources import Resources
 
@@ -39,6 +43,13 @@ def worker_judge(config: ChatModelConfig, home: Path, evaluation: str) -> Judge:
                 del _judges[earlier]
             _judges[key] = Judge(worker_resources().chat_model(config, home))
         return _judges[key]
+
+
+@task(name="locate-models", cache_policy=NO_CACHE)
+def locate_models(models: list[ChatModelConfig]) -> None:
+    """Check that every chat model the run will call is there (files verified, API key variables
+    set) before any work starts; a missing one fails the run at once with what to run."""
+    registry.locate_models(models)
 
 
 def transient_failure(task, task_run, state) -> bool:

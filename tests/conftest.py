@@ -22,9 +22,9 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 def _outer_models_dir() -> Path:
     """The models folder of the environment the suite was started from, where the set-up command
     assembled Qwen2.5 1.5B (tests run in their own workspaces, which share these 1 GB)."""
-    from ragassay.store.workspace import models_dir, workspace_home
+    from ragassay.environment import models_dir
 
-    return models_dir(workspace_home())
+    return models_dir()
 
 
 OUTER_MODELS_DIR = _outer_models_dir()

@@ -6,10 +6,10 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from ragassay.config import DEFAULT_EMBEDDING_MODEL
+from ragassay.environment import models_dir
 from ragassay.llm.settings import ChatModelConfig
 from ragassay.resources import Resources
 from ragassay.search.dense import resolve_model
-from ragassay.store.workspace import models_dir
 
 THREADS = 4
 
@@ -38,7 +38,7 @@ def test_threads_asking_for_one_chat_model_at_once_get_one_instance():
 
 def test_threads_asking_for_one_embedder_or_one_cached_chat_model_at_once_share_one(home):
     resources = Resources()
-    spec = resolve_model(DEFAULT_EMBEDDING_MODEL, models_dir(home))
+    spec = resolve_model(DEFAULT_EMBEDDING_MODEL, models_dir())
     embedders = _at_once(lambda: resources.embedders.get(spec))
     assert all(embedder is embedders[0] for embedder in embedders)
     # Through the workspace's completion cache (opened once), the model behind it is loaded once.

@@ -39,6 +39,11 @@ class AnswerSettings(SearchSettings):
     temperature: float = Field(0.0, ge=0.0, le=2.0)
     seed: int = Field(0, description="Sampling seed.")
 
+    def chat_models(self) -> list[ChatModelConfig]:
+        """The answer model, and the reranker when these settings rerank."""
+        search = self.search_settings()
+        return [self.model, *([search.rerank_model] if search.rerank == "llm" else [])]
+
     def search_settings(self) -> SearchSettings:
         """The search of these settings, its reranker defaulting to the answer model."""
         return super().search_settings().model_copy(update={"rerank_model": self.rerank_model or self.model})

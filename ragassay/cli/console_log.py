@@ -6,16 +6,16 @@ The run's log (the Prefect UI) keeps them: only the console is filtered. `--debu
 from __future__ import annotations
 
 import logging
-import os
 
 from prefect.logging.handlers import PrefectConsoleHandler
 
+from ragassay.environment import environment
 from ragassay.errors import RagassayError
 
 
 class ConsoleHandler(PrefectConsoleHandler):
     def filter(self, record: logging.LogRecord) -> bool:
         error = record.exc_info[1] if record.exc_info else None
-        if isinstance(error, RagassayError) and not os.environ.get("RAGASSAY_DEBUG"):
+        if isinstance(error, RagassayError) and not environment().debug:
             return False
         return super().filter(record)

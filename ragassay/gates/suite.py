@@ -54,6 +54,10 @@ class CaseSuite(Frozen):
 
     _collections = field_validator("collections")(check_collections)
 
+    def chat_models(self) -> list[ChatModelConfig]:
+        """The answer model (and reranker), and the judge."""
+        return [*self.answer.chat_models(), self.judge]
+
     @model_validator(mode="after")
     def _unique_ids(self) -> CaseSuite:
         ids = [case.id for case in self.cases]

@@ -18,6 +18,7 @@ import polars as pl
 from pydantic import BaseModel
 
 from ragassay.config import GenerateConfig
+from ragassay.environment import models_dir
 from ragassay.golden.entries import GoldenCandidate, validate_candidates
 from ragassay.golden.gate import (
     DISCARD_REASONS,
@@ -40,7 +41,6 @@ from ragassay.store.workspace import (
     CollectionPaths,
     load_chunks,
     load_documents,
-    models_dir,
     read_manifest,
 )
 
@@ -127,7 +127,7 @@ def generate_questions(
     done_pages = set(golden["source_chunk_id"].drop_nulls().to_list()) | set(same_run["chunk_id"].to_list())
     pages = sample_pages(chunks, seed, done_pages)
     embedder = resources.embedders.get(
-        resolve_model((read_manifest(paths) or {}).get("embedding_model", DEFAULT_MODEL_NAME), models_dir(config.home))
+        resolve_model((read_manifest(paths) or {}).get("embedding_model", DEFAULT_MODEL_NAME), models_dir())
     )
     known_questions = golden["question"].to_list()
     known_vectors = (

@@ -17,6 +17,7 @@ from pathlib import Path
 import polars as pl
 from pydantic import BaseModel
 
+from ragassay.environment import models_dir
 from ragassay.errors import InconsistentCollection, IndexMissing
 from ragassay.ingest.documents import index_input_digest
 from ragassay.progress import ProgressReporter
@@ -38,7 +39,6 @@ from ragassay.store.workspace import (
     link_tables,
     load_chunks,
     load_documents,
-    models_dir,
     remove_leftovers,
 )
 
@@ -76,7 +76,7 @@ def read_index_inputs(home: Path, collection: str, embedding_model: str) -> Inde
     """The collection's documents and chunks (without text) from a snapshot of its tables, and the
     embedding model resolved offline."""
     paths = collection_paths(home, collection)
-    spec = resolve_model(embedding_model, models_dir(home))
+    spec = resolve_model(embedding_model, models_dir())
     # Under the write lock: never the chunks of one ingest beside the documents of another.
     with paths.write_lock():
         snapshot = link_tables(paths, staging_folder(paths).with_suffix(".inputs"))

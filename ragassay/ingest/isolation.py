@@ -20,20 +20,11 @@ import subprocess
 import sys
 from multiprocessing.connection import Connection
 
+from ragassay.environment import environment
 from ragassay.ingest.extraction import ExtractedText, ExtractionError, extract_text
 
-DEFAULT_TIMEOUT_SECONDS = 120.0
-DEFAULT_MEMORY_MB = 4096
 # The worker's start (Python and the readers' imports) is not part of any file's time bound.
 WORKER_START_TIMEOUT_SECONDS = 120.0
-
-
-def extract_timeout() -> float:
-    return float(os.environ.get("RAGASSAY_EXTRACT_TIMEOUT") or DEFAULT_TIMEOUT_SECONDS)
-
-
-def extract_memory_bytes() -> int:
-    return int(float(os.environ.get("RAGASSAY_EXTRACT_MEMORY_MB") or DEFAULT_MEMORY_MB) * 1024 * 1024)
 
 
 class IsolatedExtractor:
@@ -42,8 +33,9 @@ class IsolatedExtractor:
     Use as a context manager; the worker starts at the first file and is stopped on exit."""
 
     def __init__(self, timeout: float | None = None, memory_bytes: int | None = None):
-        self.timeout = extract_timeout() if timeout is None else timeout
-        self.memory_bytes = extract_memory_bytes() if memory_bytes is None else memory_bytes
+        settings = environment()
+        self.timeout = settings.extract_timeout if timeout is None else timeout
+        self.memory_bytes = int(settings.extract_memory_mb * 1024 * 1024) if memory_bytes is None else memory_bytes
         self._worker: subprocess.Popen | None = None
         self._to_worker: Connection | None = None
         self._from_worker: Connection | None = None

@@ -25,8 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ragassay.environment import models_dir
 from ragassay.errors import RagassayError
-from ragassay.store.workspace import models_dir, workspace_home
 
 
 class ModelError(RagassayError):
@@ -110,8 +110,8 @@ def catalog_model(name: str) -> CatalogModel:
 
 
 def chat_models_dir() -> Path:
-    """The models folder of the current workspace (or $RAGASSAY_MODELS)."""
-    return models_dir(workspace_home())
+    """The models folder (environment.models_dir: $RAGASSAY_MODELS, or the per-user cache)."""
+    return models_dir()
 
 
 def model_path(model: CatalogModel, folder: Path | None = None) -> Path:

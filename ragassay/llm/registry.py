@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Iterable
+from pathlib import Path
 
 from ragassay.llm.cache import CachedChatModel, CompletionCache
 from ragassay.llm.catalog import CATALOG, ModelError, verified_model_path
@@ -14,22 +16,45 @@ from ragassay.llm.openai_server import OpenAICompatibleModel
 from ragassay.llm.settings import SMOLLM2, ChatModelConfig, cache_identity, model_id_of
 
 
+def _api_key(config: ChatModelConfig) -> str | None:
+    api_key = os.environ.get(config.api_key_env) if config.api_key_env else None
+    if config.api_key_env and not api_key:
+        raise ModelError(f"api_key_env names {config.api_key_env!r}, which is not set in the environment")
+    return api_key
+
+
+def _model_file(config: ChatModelConfig) -> Path:
+    """The GGUF file of an in-process model: found (SmolLM2's package), assembled and verified (a
+    catalogue model) or given (gguf); a ModelError that says what to run when it is not there."""
+    if config.backend == SMOLLM2:
+        return smollm2_path()
+    if config.backend in CATALOG:
+        return verified_model_path(config.backend)
+    if not config.path.is_file():
+        raise ModelError(f"GGUF model file {config.path} does not exist")
+    return config.path
+
+
+def locate_models(configs: Iterable[ChatModelConfig]) -> None:
+    """Check, loading nothing, that each model can be loaded: its file is there and verified, or
+    its server's API key variable is set. Runs call this before any work, so a missing judge fails
+    at once rather than after the answers (a server is reached only when the first call is made)."""
+    for config in dict.fromkeys(configs):
+        if config.backend == "openai":
+            _api_key(config)
+        else:
+            _model_file(config)
+
+
 def load_chat_model(config: ChatModelConfig) -> ChatModel:
     """Load the model for config (each call loads it again: keep it in a ChatModels)."""
     if config.backend == "openai":
-        api_key = os.environ.get(config.api_key_env) if config.api_key_env else None
-        if config.api_key_env and not api_key:
-            raise ModelError(f"api_key_env names {config.api_key_env!r}, which is not set in the environment")
         return OpenAICompatibleModel(
-            model_id_of(config), config.url, config.model, api_key, config.timeout_seconds, config.context_size
+            model_id_of(config), config.url, config.model, _api_key(config), config.timeout_seconds, config.context_size
         )
-    if config.backend == SMOLLM2:
-        path = smollm2_path()
-    elif config.backend in CATALOG:
-        path = verified_model_path(config.backend)
-    else:
-        path = config.path
-    return LlamaCppModel(model_id_of(config), path, config.context_size, config.threads, config.gpu_layers)
+    return LlamaCppModel(
+        model_id_of(config), _model_file(config), config.context_size, config.threads, config.gpu_layers
+    )
 
 
 class ChatModels:

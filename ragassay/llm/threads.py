@@ -6,6 +6,8 @@ import os
 import time
 from pathlib import Path
 
+from ragassay.environment import environment
+
 
 def usable_cores() -> int:
     """The cores this process may run on."""
@@ -24,8 +26,9 @@ def default_threads() -> int:
     RAGASSAY_MODEL_THREADS, when set, is the answer: a Dask LocalCluster gives each of its worker
     processes its share of the cores (flows/runners.py), as workers load their models at once and
     would each see the machine idle."""
-    if os.environ.get("RAGASSAY_MODEL_THREADS", "").isdigit():
-        return max(1, int(os.environ["RAGASSAY_MODEL_THREADS"]))
+    chosen = environment().model_threads
+    if chosen is not None:
+        return chosen
     cores = usable_cores()
     others = []
     for look in range(5):

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from ragassay.environment import models_dir
 from ragassay.errors import IndexMissing
 from ragassay.ingest.documents import index_input_digest
 from ragassay.search.dense import Embedders, resolve_model
@@ -25,7 +26,6 @@ from ragassay.store.workspace import (
     collection_paths,
     load_chunks,
     load_documents,
-    models_dir,
     read_manifest,
 )
 
@@ -47,7 +47,7 @@ def load_searchable(home: Path, name: str, need_dense: bool, embedders: Embedder
     doc_position = {doc_id: i for i, doc_id in enumerate(documents["doc_id"].to_list())}
     dense, embed_queries = None, None
     if need_dense:
-        embedder = embedders.get(resolve_model(manifest["embedding_model"], models_dir(home)))
+        embedder = embedders.get(resolve_model(manifest["embedding_model"], models_dir()))
         dense = _dense_matrix(paths, chunks, manifest["embedding_model_id"], manifest["dimension"])
         embed_queries = embedder.embed
     return SearchableCollection(

@@ -23,9 +23,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from ragassay.environment import environment
 from ragassay.errors import RagassayError
 
-DEFAULT_TIMEOUT_SECONDS = 600.0
 _POLL_SECONDS = 0.05
 _held: dict[Path, int] = {}
 _guard = threading.RLock()
@@ -35,14 +35,10 @@ class CollectionBusy(RagassayError):
     """Another process holds a collection's write lock for longer than we may wait."""
 
 
-def lock_timeout() -> float:
-    return float(os.environ.get("RAGASSAY_LOCK_TIMEOUT") or DEFAULT_TIMEOUT_SECONDS)
-
-
 @contextmanager
 def collection_lock(lock_file: Path, timeout: float | None = None) -> Iterator[None]:
     """Hold the collection's write lock for the block (waiting up to timeout seconds)."""
-    timeout = lock_timeout() if timeout is None else timeout
+    timeout = environment().lock_timeout if timeout is None else timeout
     with _guard:
         if lock_file in _held:
             _held[lock_file] += 1

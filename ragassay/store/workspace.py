@@ -1,11 +1,10 @@
 """The workspace on disk: where each collection's tables and indexes live, and loading them.
 
+Models are not in the workspace: they are assembled once per user (environment.models_dir).
+
 Layout under the workspace root ($RAGASSAY_HOME):
     cache/completions.sqlite               model calls remembered by exactly what was asked
                                            (llm/cache.py; $RAGASSAY_CACHE, when set, moves it)
-    models/<name>/                         embedding models assembled from installed packages, and
-                                           chat models assembled from pinned downloads
-                                           ($RAGASSAY_MODELS, when set, moves this folder)
     collections/<name>/documents.parquet   one row per document (text included)
     collections/<name>/chunks.parquet      one row per chunk, spans into the document text
     collections/<name>/embeddings.parquet  embedding cache: (text_sha256, model_id) -> vector
@@ -27,12 +26,12 @@ from pathlib import Path
 
 import polars as pl
 
+from ragassay.environment import environment
 from ragassay.errors import CollectionNotFound, ConfigError
 from ragassay.store.locks import collection_lock
 from ragassay.store.schemas import CHUNKS, DOCUMENTS, TableSpec
 from ragassay.store.tables import read_table
 
-DEFAULT_HOME = Path.home() / ".ragassay"
 INDEX_FORMAT_VERSION = 2
 # \Z, not $: `$` also matches before a final newline, which let "name\n" through.
 COLLECTION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z")
@@ -40,14 +39,14 @@ COLLECTION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z")
 
 def workspace_home() -> Path:
     """The workspace root: $RAGASSAY_HOME, or ~/.ragassay when it is unset."""
-    return Path(os.environ.get("RAGASSAY_HOME") or DEFAULT_HOME).expanduser().resolve()
+    return environment().home.expanduser().resolve()
 
 
 def completion_cache_path(home: Path) -> Path:
     """The workspace's cache of model calls (llm/cache.py), or the one in $RAGASSAY_CACHE when set
     (several workspaces can share one)."""
-    folder = os.environ.get("RAGASSAY_CACHE")
-    return (Path(folder).expanduser() if folder else home / "cache") / "completions.sqlite"
+    folder = environment().cache
+    return (folder.expanduser() if folder else home / "cache") / "completions.sqlite"
 
 
 @dataclass(frozen=True)
@@ -112,16 +111,6 @@ class CollectionPaths:
     @property
     def bm25_documents_dir(self) -> Path:
         return self.index_dir / "bm25_documents"
-
-
-def models_dir(home: Path) -> Path:
-    """Where assembled models live: $RAGASSAY_MODELS when set (one folder shared by several
-    workspaces, so a 1 GB model is assembled once), else the workspace's models/."""
-    return (
-        Path(os.environ["RAGASSAY_MODELS"]).expanduser().resolve()
-        if os.environ.get("RAGASSAY_MODELS")
-        else home / "models"
-    )
 
 
 def collection_paths(home: Path, name: str, must_exist: bool = True) -> CollectionPaths:

@@ -288,3 +288,18 @@ def test_bad_inputs_are_refused_before_any_work(sample_home, monkeypatch, tmp_pa
     configs.write_text("- label: x\n  search_type: hybrid\n  temperature_c: 3\n")
     result = runner.invoke(app, ["eval", "answers", "-c", "sample", "--configs", str(configs)])
     assert result.exit_code == 2 and "temperature_c: unknown key" in result.output and "groundedness" in result.output
+
+
+def test_a_judge_model_that_is_not_there_fails_the_evaluation_before_any_answer(home, tmp_path, monkeypatch):
+    """With the default judge never assembled in this models folder, `eval answers` exits 2 at
+    once, naming the command that assembles it, and no question was answered or logged."""
+    from ragassay.tracking import find_runs
+    from tests.helpers import build_collection
+
+    build_collection(home, "bees", (SAMPLE / "corpus",))
+    add_from_file(home, "bees", SAMPLE / "golden.jsonl")
+    monkeypatch.setenv("RAGASSAY_MODELS", str(tmp_path / "no-models"))
+    result = runner.invoke(app, ["eval", "answers", "-c", "bees", "--mode", "hybrid", "--max-questions", "1"])
+    assert result.exit_code == 2 and "ragassay models fetch qwen2.5-1.5b" in result.output
+    assert find_runs(home) == [], "nothing was logged: the run stopped before its first answer"
+    assert not (tmp_path / "completion-cache" / "completions.sqlite").exists(), "no model was called"

@@ -83,12 +83,12 @@ def test_pronouns_need_an_antecedent_in_the_question(question, dependent):
 
 def test_the_gate_on_the_teams_labelled_candidates(home):
     """Discard precision and recall on data/gate (benchmarks/bench_gate.py prints the detail)."""
+    from ragassay.environment import models_dir
     from ragassay.search.dense import DEFAULT_MODEL_NAME, Embedder, resolve_model
-    from ragassay.store.workspace import models_dir
 
     fixture = json.loads((REPO / "data" / "gate" / "labelled_candidates.json").read_text())
     assert len(fixture["candidates"]) >= 60
-    embedder = Embedder(resolve_model(DEFAULT_MODEL_NAME, models_dir(home)))
+    embedder = Embedder(resolve_model(DEFAULT_MODEL_NAME, models_dir()))
     right = discarded = bad = 0
     for candidate in fixture["candidates"]:
         known = candidate.get("known", [])

@@ -259,11 +259,11 @@ def test_a_local_onnx_folder_can_be_the_embedding_model(home, tmp_path):
     """Any folder with model.onnx and tokenizer files works; here a copy of the default model."""
     import shutil
 
+    from ragassay.environment import models_dir
     from ragassay.search.dense import DEFAULT_MODEL_NAME, assemble_default_model
-    from ragassay.store.workspace import models_dir
 
     folder = tmp_path / "my-model"
-    shutil.copytree(assemble_default_model(models_dir(home)), folder)
+    shutil.copytree(assemble_default_model(models_dir()), folder)
     ingest(home, make_corpus(tmp_path / "corpus"))
     report = index_flow(IndexConfig(collection="bees", home=home, embedding_model=str(folder)))
     assert report.embedding_model_id.startswith(f"onnx:{folder}@") and report.embedded == 6

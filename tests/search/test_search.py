@@ -122,10 +122,10 @@ def test_batch_embedding_equals_one_at_a_time(home):
     """Length-sorted batching must hand every text its own vector back, in the caller's order."""
     import numpy as np
 
+    from ragassay.environment import models_dir
     from ragassay.search.dense import DEFAULT_MODEL_NAME, Embedder, resolve_model
-    from ragassay.store.workspace import models_dir
 
-    embedder = Embedder(resolve_model(DEFAULT_MODEL_NAME, models_dir(home)))
+    embedder = Embedder(resolve_model(DEFAULT_MODEL_NAME, models_dir()))
     texts = ["a much longer text about queen cells and swarming in late spring", "wax", "varroa mites feed on bees"]
     batched = embedder.embed(texts, batch_size=2)
     assert batched.shape == (3, 384) and batched.dtype == np.float32

@@ -1,0 +1,70 @@
+"""Every setting ragassay reads from the environment, declared once, typed and checked.
+
+A command's config (ragassay/config.py) says what one run does; these say where things live and
+how long to wait on this machine, for every run of a user or a worker process (a Dask worker gets
+its share of the cores this way, flows/runners.py). README.md, "Environment variables", lists them
+from this model (tests/test_environment.py keeps the two equal), and no other module reads them.
+
+`environment()` reads the variables as they are now (cheap: a few lookups), so a test or a worker
+that changes one sees it; a bad value is a ConfigError naming the variable.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic import Field, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from ragassay.errors import ConfigError
+
+
+def user_cache_dir() -> Path:
+    """The per-user cache folder ($XDG_CACHE_HOME, else ~/.cache), as pip and Hugging Face use."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache").expanduser() / "ragassay"
+
+
+class Environment(BaseSettings):
+    """ragassay's environment variables (RAGASSAY_<FIELD>)."""
+
+    model_config = SettingsConfigDict(env_prefix="RAGASSAY_", frozen=True, extra="ignore", env_ignore_empty=True)
+
+    home: Path = Field(Path.home() / ".ragassay", description="The workspace: collections, runs and caches.")
+    models: Path | None = Field(
+        None,
+        description="Where assembled models live (default: the per-user cache, $XDG_CACHE_HOME/ragassay/models, "
+        "shared by every workspace).",
+    )
+    cache: Path | None = Field(
+        None, description="Folder of the completion cache (default: the workspace's cache/); several may share one."
+    )
+    lock_timeout: float = Field(
+        600.0, gt=0, description="Seconds a writer waits for a collection's write lock before giving up."
+    )
+    extract_timeout: float = Field(
+        120.0, gt=0, description="Seconds one file's extraction may take before it is rejected."
+    )
+    extract_memory_mb: float = Field(4096, gt=0, description="Memory cap of the extraction worker process (MB).")
+    model_threads: int | None = Field(
+        None, ge=1, description="Threads of an in-process model (default: the cores free when it loads)."
+    )
+    debug: bool = Field(False, description="Tracebacks for expected errors too (set by --debug).")
+
+
+def environment() -> Environment:
+    """The environment's settings now; a ConfigError naming the variable when one is malformed."""
+    try:
+        return Environment()
+    except ValidationError as error:
+        problems = "; ".join(
+            f"RAGASSAY_{'_'.join(str(part) for part in item['loc']).upper()}: {item['msg']}" for item in error.errors()
+        )
+        raise ConfigError(f"invalid environment variable: {problems}") from None
+
+
+def models_dir() -> Path:
+    """Where assembled models live: $RAGASSAY_MODELS, else the per-user cache (one folder for
+    every workspace, so a 1 GB model is assembled once per user)."""
+    folder = environment().models
+    return (folder if folder is not None else user_cache_dir() / "models").expanduser().resolve()
