@@ -10,10 +10,10 @@ from flows.runners import task_runner
 from ragassay.batches import in_batches
 from ragassay.config import AnswerEvalConfig
 from ragassay.evaluation.answers import configuration_pairs
+from ragassay.evaluation.outcomes import AnswerEvalReport
 from ragassay.llm.settings import model_id_of
 from ragassay.tracking import Batch
 from tasks.eval_answers import (
-    AnswerEvalReport,
     answer_questions,
     compare_answers,
     judge_answers,

@@ -6,15 +6,15 @@ from prefect import flow
 
 from flows.runners import task_runner
 from ragassay.config import RetrievalEvalConfig
+from ragassay.evaluation.outcomes import RetrievalEvalReport
 from ragassay.tracking import Batch
 from tasks.eval_retrieval import (
-    RetrievalEvalReport,
     load_golden_questions,
     log_retrieval_batch,
     publish_retrieval_report,
     score_configuration,
     search_golden_questions,
-    summarize_batch,
+    summarize_retrieval,
 )
 from tasks.resources import locate_models
 
@@ -45,7 +45,7 @@ def eval_retrieval_flow(config: RetrievalEvalConfig, batch: Batch | None = None)
         label: score_configuration(label, questions, found.rankings, config.metrics(), config.depth)
         for label, found in searched.items()
     }
-    summary = summarize_batch(config, per_question)
+    summary = summarize_retrieval(config, per_question)
     report = log_retrieval_batch(config, context, searched, per_question, summary, batch)
     publish_retrieval_report(config, report)
     return report

@@ -17,7 +17,7 @@ from flows.index import index_flow
 from flows.ingest import ingest_flow
 from ragassay.config import PipelineConfig
 from ragassay.errors import RagassayError
-from ragassay.pipeline import PipelineReport
+from ragassay.pipeline import PipelineReport, StageReports
 from ragassay.tracking import Batch
 from tasks.pipeline import (
     add_golden_file,
@@ -37,7 +37,7 @@ class StageFailed(RagassayError):
 
 def _ingest(config: PipelineConfig, batch: Batch):
     report = ingest_flow(config.ingest_config())
-    log_stage_run(config, batch, "ingest", report.counts(), {"paths": ",".join(map(str, config.ingest.paths))})
+    log_stage_run(config, batch, "ingest", report.counts, {"paths": ",".join(map(str, config.ingest.paths))})
     return report
 
 
@@ -90,4 +90,4 @@ def pipeline_flow(config: PipelineConfig) -> PipelineReport:
             mark_pipeline_failed(config, batch, stage, f"{type(error).__name__}: {error}")
             raise StageFailed(f"pipeline stage {stage} failed: {error}") from error
         seconds[stage] = round(time.perf_counter() - stage_started, 3)
-    return finish_pipeline(config, batch, started, seconds, *(reports.get(stage) for stage in STAGES))
+    return finish_pipeline(config, batch, started, seconds, StageReports(**reports))

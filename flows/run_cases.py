@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from prefect import flow
 
+from ragassay.gates.case_runs import CaseReport
 from ragassay.gates.suite import CaseSuite
 from tasks.eval_answers import load_judge
 from tasks.resources import locate_models
-from tasks.run_cases import CaseReport, log_cases_run, run_suite
+from tasks.run_cases import log_cases_run, run_suite
 
 
 @flow(name="run-cases", validate_parameters=True)

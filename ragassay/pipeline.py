@@ -9,13 +9,18 @@ from pydantic import BaseModel
 
 from ragassay.config import PipelineConfig
 from ragassay.errors import RagassayError
+from ragassay.evaluation.outcomes import AnswerEvalReport, RetrievalEvalReport
 from ragassay.golden.gate import DISCARD_REASONS
-from ragassay.golden.generation import GENERATION_PROMPT_VERSION
+from ragassay.golden.generation import GENERATION_PROMPT_VERSION, GenerationReport
 from ragassay.golden.store import GoldenChange, load_golden
+from ragassay.index.build import IndexReport
+from ragassay.ingest.files import IngestReport
 from ragassay.llm.settings import model_id_of
+from ragassay.run_warnings import RunWarning
 from ragassay.store.schemas import GENERATION_CANDIDATES
 from ragassay.store.tables import read_table_or_empty
 from ragassay.store.workspace import collection_paths, read_manifest
+from ragassay.tracking import LoggedBatch
 
 # Refusals of a golden-file entry that only mean it is already stored (a re-run of the pipeline).
 ALREADY_STORED = ("duplicate_question", "duplicate_id")
@@ -52,19 +57,42 @@ def check_inputs(config: PipelineConfig, stage: str) -> None:
         raise StageInputsMissing(f"stage {stage} cannot start: {problem}")
 
 
-def golden_file_outcome(change: GoldenChange) -> dict:
+class GoldenFileOutcome(BaseModel):
     """Entries the golden file added, already held, and refused for another reason (those are real
-    problems: a document id the collection lacks, a malformed row)."""
+    problems: a document id the collection lacks, a malformed row); the golden set's size."""
+
+    added: int
+    already_stored: int
+    refused: list[dict]
+    size: int
+
+
+class GenerationTotals(BaseModel):
+    """What this seed, model and prompt produced over every run so far, and the golden set's size."""
+
+    seed: int
+    candidates: int
+    accepted: int
+    discarded: dict[str, int]
+    golden_size: int
+
+
+class GoldenStageReport(BaseModel):
+    """The golden stage: the file's entries, this run's generation, the seed's totals over every run."""
+
+    file: GoldenFileOutcome | None
+    generation: GenerationReport | None
+    totals: GenerationTotals
+
+
+def golden_file_outcome(change: GoldenChange) -> GoldenFileOutcome:
     refused = [p for p in change.problems if p["reason"] not in ALREADY_STORED]
-    return {
-        "added": len(change.added),
-        "already_stored": len(change.problems) - len(refused),
-        "refused": refused,
-        "size": change.size,
-    }
+    return GoldenFileOutcome(
+        added=len(change.added), already_stored=len(change.problems) - len(refused), refused=refused, size=change.size
+    )
 
 
-def generation_totals(config: PipelineConfig) -> dict:
+def generation_totals(config: PipelineConfig) -> GenerationTotals:
     """What this seed, model and prompt produced over every run so far (a pipeline re-run adds only
     what is missing, so one run's numbers alone would read as 'nothing happened'): candidates,
     accepted, and discards by reason; and the golden set's size now."""
@@ -75,16 +103,32 @@ def generation_totals(config: PipelineConfig) -> dict:
         & (pl.col("prompt_version") == GENERATION_PROMPT_VERSION)
     )
     reasons = log.filter(~pl.col("accepted"))["reason"].to_list()
-    return {
-        "seed": config.golden.seed,
-        "candidates": log.height,
-        "accepted": int(log["accepted"].sum()) if log.height else 0,
-        "discarded": {reason: reasons.count(reason) for reason in DISCARD_REASONS if reason in reasons},
-        "golden_size": load_golden(paths).height,
-    }
+    return GenerationTotals(
+        seed=config.golden.seed,
+        candidates=log.height,
+        accepted=int(log["accepted"].sum()) if log.height else 0,
+        discarded={reason: reasons.count(reason) for reason in DISCARD_REASONS if reason in reasons},
+        golden_size=load_golden(paths).height,
+    )
 
 
-class PipelineReport(BaseModel):
+def golden_stage_report(
+    config: PipelineConfig, file_outcome: GoldenFileOutcome | None, generation: GenerationReport | None
+) -> GoldenStageReport:
+    return GoldenStageReport(file=file_outcome, generation=generation, totals=generation_totals(config))
+
+
+class StageReports(BaseModel):
+    """Each stage's report, by stage (None: the stage did not run)."""
+
+    ingest: IngestReport | None = None
+    index: IndexReport | None = None
+    golden: GoldenStageReport | None = None
+    retrieval: RetrievalEvalReport | None = None
+    answers: AnswerEvalReport | None = None
+
+
+class PipelineReport(StageReports):
     """What one pipeline run did, stage by stage, and where its results are."""
 
     collection: str
@@ -92,13 +136,8 @@ class PipelineReport(BaseModel):
     parent_run_id: str
     stages: list[str]
     stage_seconds: dict[str, float]
-    ingest: dict | None = None
-    index: dict | None = None
-    golden: dict | None = None
-    retrieval: dict | None = None
-    answers: dict | None = None
     cache: dict[str, str]
-    warnings: list[str]
+    warnings: list[RunWarning]
     assertions: list[dict]
     seconds: float
     mlflow_url: str | None
@@ -107,24 +146,85 @@ class PipelineReport(BaseModel):
     prefect_flow_run_url: str | None
 
 
-def cache_lines(ingest: dict | None, index: dict | None, golden: dict | None, answers: dict | None) -> dict[str, str]:
+def stage_warnings(reports: StageReports) -> list[RunWarning]:
+    """Every stage's warnings, each marked with its stage."""
+    warnings = [
+        RunWarning(stage="ingest", reason=f"rejected {r.path}: {r.reason} ({r.detail})")
+        for r in (reports.ingest.rejected if reports.ingest else [])
+    ]
+    if reports.golden and reports.golden.file:
+        warnings += [
+            RunWarning(stage="golden file", reason=f"{p['source']}: {p['reason']} ({p['detail']})")
+            for p in reports.golden.file.refused
+        ]
+    for stage, report in (("retrieval", reports.retrieval), ("answers", reports.answers)):
+        warnings += [w.in_stage(stage) for w in (report.warnings if report else [])]
+    return warnings
+
+
+def pipeline_report(
+    config: PipelineConfig,
+    reports: StageReports,
+    logged: LoggedBatch,
+    stage_seconds: dict[str, float],
+    seconds: float,
+    prefect_flow_run_id: str | None,
+    prefect_flow_run_url: str | None,
+) -> PipelineReport:
+    """The pipeline's report from its stages' reports and where its batch is."""
+    return PipelineReport(
+        **dict(reports),
+        collection=config.collection,
+        batch_id=logged.batch_id,
+        parent_run_id=logged.parent_run_id,
+        stages=config.enabled_stages(),
+        stage_seconds=stage_seconds,
+        cache=cache_lines(reports),
+        warnings=stage_warnings(reports),
+        assertions=(reports.retrieval.assertions if reports.retrieval else [])
+        + (reports.answers.assertions if reports.answers else []),
+        seconds=round(seconds, 3),
+        mlflow_url=logged.mlflow_url,
+        mlflow_ui_command=logged.ui_command,
+        prefect_flow_run_id=prefect_flow_run_id,
+        prefect_flow_run_url=prefect_flow_run_url,
+    )
+
+
+def pipeline_metrics(report: PipelineReport) -> dict[str, float]:
+    """The pipeline's figures on the batch's parent run: stage seconds, documents by outcome, the
+    golden set's size and accepted total, failed gates."""
+    metrics = {f"seconds/{stage}": seconds for stage, seconds in report.stage_seconds.items()}
+    metrics["seconds/total"] = report.seconds
+    if report.ingest:
+        metrics.update({f"documents/{outcome}": count for outcome, count in report.ingest.counts.items()})
+    if report.golden:
+        metrics["golden/size"] = report.golden.totals.golden_size
+        metrics["golden/accepted_total"] = report.golden.totals.accepted
+    metrics["gates/failed"] = sum(1 for a in report.assertions if not a["passed"])
+    return metrics
+
+
+def cache_lines(reports: StageReports) -> dict[str, str]:
     """Per stage, what was served from a cache instead of done again."""
     lines = {}
-    if ingest is not None:
+    if reports.ingest is not None:
+        ingest = reports.ingest
         lines["ingest"] = (
-            f"{len(ingest['unchanged'])} unchanged documents kept (not extracted again), {len(ingest['ingested']) + len(ingest['replaced'])} (re)ingested"
+            f"{len(ingest.unchanged)} unchanged documents kept (not extracted again), "
+            f"{len(ingest.ingested) + len(ingest.replaced)} (re)ingested"
         )
-    if index is not None:
-        lines["index"] = f"{index['reused_embeddings']} embeddings from cache, {index['embedded']} computed"
-    if golden is not None and golden.get("generation") is not None:
-        generation = golden["generation"]
-        usage, judge = generation["usage"], generation["judge_usage"]
+    if reports.index is not None:
+        lines["index"] = f"{reports.index.reused_embeddings} embeddings from cache, {reports.index.embedded} computed"
+    generation = reports.golden.generation if reports.golden else None
+    if generation is not None:
+        usage, judge = generation.usage, generation.judge_usage
         lines["golden"] = (
-            f"{generation['attempted']} new candidates; model calls {usage['model_calls']:.0f} asked, "
+            f"{generation.attempted} new candidates; model calls {usage['model_calls']:.0f} asked, "
             f"{usage['model_cached_calls'] + judge['judge_cached_calls']:.0f} from cache"
         )
-    if answers is not None:
-        metrics = answers["metrics"].values()
+    if reports.answers is not None:
+        metrics = reports.answers.metrics.values()
         asked = sum(m["answer_model_calls"] + m["judge_calls"] for m in metrics)
         cached = sum(m["answer_model_cached_calls"] + m["judge_cached_calls"] for m in metrics)
         lines["answers"] = f"model calls: {asked:.0f} asked, {cached:.0f} from cache"
@@ -149,16 +249,18 @@ def pipeline_markdown(report: PipelineReport) -> str:
         for stage in report.stages
     ]
     if report.golden:
-        totals = report.golden["totals"]
+        totals = report.golden.totals
         lines += [
             "",
-            f"Golden set: {totals['golden_size']} entries; generation (seed {totals['seed']}): {totals['accepted']} accepted of "
-            f"{totals['candidates']} candidates"
-            + "".join(f", {count} {reason}" for reason, count in totals["discarded"].items()),
+            f"Golden set: {totals.golden_size} entries; generation (seed {totals.seed}): {totals.accepted} accepted of "
+            f"{totals.candidates} candidates"
+            + "".join(f", {count} {reason}" for reason, count in totals.discarded.items()),
         ]
     if report.assertions:
         lines += ["", "## Gates", ""] + [
             f"- `{a['assertion']}`: {'passed' if a['passed'] else '**FAILED**'}" for a in report.assertions
         ]
-    lines += ["", f"## Warnings ({len(report.warnings)})", ""] + ([f"- {w}" for w in report.warnings] or ["none"])
+    lines += ["", f"## Warnings ({len(report.warnings)})", ""] + (
+        [f"- {w.text()}" for w in report.warnings] or ["none"]
+    )
     return "\n".join(lines) + "\n"

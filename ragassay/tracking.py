@@ -23,6 +23,7 @@ from functools import cache
 from pathlib import Path
 
 import polars as pl
+from pydantic import BaseModel
 
 from ragassay import plots
 from ragassay.metrics.names import mlflow_key
@@ -228,6 +229,80 @@ def log_batch_summary(
     )
     for name, figure in figures.items():
         mlflow_client.log_figure(batch.parent_run_id, figure, f"plots/{name}.png")
+
+
+@dataclass(frozen=True)
+class ConfigurationRecord:
+    """What one configuration's child run holds: its params, metrics and tables."""
+
+    label: str
+    params: dict[str, str]
+    metrics: dict[str, float]
+    tables: dict[str, pl.DataFrame]
+
+
+@dataclass(frozen=True)
+class BatchRecord:
+    """Everything one evaluation logs, decided by the library before MLflow is called: a child run
+    per configuration, and on the batch's parent each configuration's headline metrics (as
+    `kind/label/metric`), further parent metrics, the batch's tables and its pictures. Any kind
+    of configuration logs through this one record."""
+
+    kind: str
+    configurations: list[ConfigurationRecord]
+    headline: dict[str, dict[str, float]]
+    parent_metrics: dict[str, float]
+    tables: dict[str, pl.DataFrame]
+    figures: dict[str, object]
+
+
+class LoggedBatch(BaseModel):
+    """Where a logged batch is: ids, the experiment, and how to open it."""
+
+    batch_id: str
+    experiment: str
+    parent_run_id: str
+    run_ids: dict[str, str]
+    tracking_uri: str
+    ui_command: str
+    mlflow_url: str | None = None
+
+
+def log_batch_record(home: Path, batch: Batch, record: BatchRecord) -> LoggedBatch:
+    """Log a record into its batch (one child run per configuration, the summary on the parent),
+    finishing the batch when the stage owns it."""
+    mlflow_client = client(home)
+    run_ids = {
+        c.label: log_configuration_run(mlflow_client, batch, record.kind, c.label, c.params, c.metrics, c.tables)
+        for c in record.configurations
+    }
+    if record.parent_metrics:
+        log_values(mlflow_client, batch.parent_run_id, {}, record.parent_metrics)
+    log_batch_summary(mlflow_client, batch, record.kind, record.headline, record.tables, record.figures)
+    if batch.owned:
+        finish(mlflow_client, batch.parent_run_id)
+    return locate_batch(home, batch, run_ids)
+
+
+def locate_batch(home: Path, batch: Batch, run_ids: dict[str, str] | None = None) -> LoggedBatch:
+    """Where a batch is (and its configurations' runs, when given)."""
+    return LoggedBatch(
+        batch_id=batch.batch_id,
+        experiment=experiment_name(list(batch.collections)),
+        parent_run_id=batch.parent_run_id,
+        run_ids=run_ids or {},
+        tracking_uri=tracking_uri(home),
+        ui_command=ui_command(home),
+        mlflow_url=run_url(home, batch),
+    )
+
+
+def mark_failed(home: Path, batch: Batch, stage: str, error: str) -> None:
+    """The batch's parent run ends FAILED, tagged with the stage and the error."""
+    mlflow_client = client(home)
+    mlflow_client.set_tag(batch.parent_run_id, "ragassay.failed_stage", stage)
+    mlflow_client.set_tag(batch.parent_run_id, "ragassay.error", error[:5000])
+    finish(mlflow_client, batch.parent_run_id, "FAILED")
 
 
 def run_url(home: Path, batch: Batch, run_id: str | None = None) -> str | None:

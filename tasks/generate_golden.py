@@ -10,9 +10,9 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 from prefect.logging import get_run_logger
 
-from ragassay import plots, tracking
+from ragassay import tracking
 from ragassay.config import GenerateConfig
-from ragassay.golden.generation import GenerationReport, generate_questions
+from ragassay.golden.generation import GenerationReport, generate_questions, generation_record
 from ragassay.store.workspace import collection_paths
 from ragassay.tracking import Batch
 from tasks.publish import stage_batch
@@ -42,41 +42,5 @@ def log_generation_run(
     count; acceptance and discards; candidates; the discards picture on the batch's parent.
     Returns the report with the run's id. Retried: the tracking server may be briefly unreachable."""
     batch = stage_batch(config.home, [config.collection], "generation", {}, batch, "ragassay golden generate")
-    mlflow_client = tracking.client(config.home)
-    params = {
-        "seed": str(report.seed),
-        "model": report.model_id,
-        "prompt_version": report.prompt_version,
-        "count": str(report.requested),
-        "judge_model": report.judge_model_id,
-        "support_threshold": str(report.support_threshold),
-        "collection": config.collection,
-        "temperature": str(config.temperature),
-        "count_is_total": str(config.count_is_total),
-    }
-    metrics = {
-        "acceptance_rate": report.acceptance_rate,
-        "attempted": report.attempted,
-        "accepted": len(report.accepted),
-        **{f"discarded_{reason}": count for reason, count in report.discarded.items()},
-        **report.usage,
-        **report.judge_usage,
-    }
-    run_id = tracking.log_configuration_run(
-        mlflow_client,
-        batch,
-        "golden",
-        f"generate-seed{report.seed}",
-        params,
-        metrics,
-        {"candidates": candidates, "discarded": candidates.filter(~pl.col("accepted"))},
-    )
-    figure = plots.discards_figure(
-        len(report.accepted),
-        report.discarded,
-        f"golden-set generation, seed {report.seed}: {report.attempted} candidates",
-    )
-    tracking.log_batch_summary(mlflow_client, batch, "golden", {}, {}, {"golden_discards": figure})
-    if batch.owned:
-        tracking.finish(mlflow_client, batch.parent_run_id)
-    return report.model_copy(update={"run_id": run_id})
+    logged = tracking.log_batch_record(config.home, batch, generation_record(config, report, candidates))
+    return report.model_copy(update={"run_id": next(iter(logged.run_ids.values()))})

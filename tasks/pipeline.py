@@ -12,15 +12,10 @@ from prefect.runtime import flow_run
 
 from ragassay import pipeline, tracking
 from ragassay.config import PipelineConfig
-from ragassay.evaluation.reports import warning_text
 from ragassay.golden import store
 from ragassay.golden.generation import GenerationReport
-from ragassay.index.build import IndexReport
-from ragassay.ingest.files import IngestReport
-from ragassay.pipeline import PipelineReport
+from ragassay.pipeline import GoldenFileOutcome, GoldenStageReport, PipelineReport, StageReports
 from ragassay.tracking import Batch
-from tasks.eval_answers import AnswerEvalReport
-from tasks.eval_retrieval import RetrievalEvalReport
 from tasks.publish import flow_run_url, publish, run_origin
 from tasks.resources import TRACKING_RETRIES
 
@@ -42,7 +37,7 @@ def check_stage_inputs(config: PipelineConfig, stage: str) -> None:
 
 
 @task(name="add-golden-file", cache_policy=NO_CACHE)
-def add_golden_file(config: PipelineConfig) -> dict:
+def add_golden_file(config: PipelineConfig) -> GoldenFileOutcome:
     """The golden file's entries not yet stored, validated and added."""
     return pipeline.golden_file_outcome(store.add_from_file(config.home, config.collection, config.golden.file))
 
@@ -59,82 +54,38 @@ def log_stage_run(
 
 @task(name="summarize-golden-stage", cache_policy=NO_CACHE)
 def summarize_golden_stage(
-    config: PipelineConfig, file_outcome: dict | None, generation: GenerationReport | None
-) -> dict:
+    config: PipelineConfig, file_outcome: GoldenFileOutcome | None, generation: GenerationReport | None
+) -> GoldenStageReport:
     """The golden stage's outcome: the file's entries, this run's generation, and the totals of
     this seed over every run."""
-    return {
-        "file": file_outcome,
-        "generation": generation.model_dump() if generation else None,
-        "totals": pipeline.generation_totals(config),
-    }
+    return pipeline.golden_stage_report(config, file_outcome, generation)
 
 
 @task(name="mark-pipeline-failed", cache_policy=NO_CACHE)
 def mark_pipeline_failed(config: PipelineConfig, batch: Batch, stage: str, error: str) -> None:
     """The batch's parent run ends FAILED, tagged with the stage and the error; what earlier stages
     logged and wrote stays."""
-    mlflow_client = tracking.client(config.home)
-    mlflow_client.set_tag(batch.parent_run_id, "ragassay.failed_stage", stage)
-    mlflow_client.set_tag(batch.parent_run_id, "ragassay.error", error[:5000])
-    tracking.finish(mlflow_client, batch.parent_run_id, "FAILED")
+    tracking.mark_failed(config.home, batch, stage, error)
 
 
 @task(name="finish-pipeline", cache_policy=NO_CACHE, **TRACKING_RETRIES)
 def finish_pipeline(
-    config: PipelineConfig,
-    batch: Batch,
-    started: float,
-    stage_seconds: dict[str, float],
-    ingest: IngestReport | None,
-    index: IndexReport | None,
-    golden: dict | None,
-    retrieval: RetrievalEvalReport | None,
-    answers: AnswerEvalReport | None,
+    config: PipelineConfig, batch: Batch, started: float, stage_seconds: dict[str, float], reports: StageReports
 ) -> PipelineReport:
     """The pipeline's figures on the batch's parent run (stage seconds, documents, golden-set size,
     the gates), the run finished, the summary published on the flow run; the report."""
-    ingest_dump = {**ingest.model_dump(), "counts": ingest.counts()} if ingest else None
-    index_dump = index.model_dump() if index else None
-    retrieval_dump = retrieval.model_dump() if retrieval else None
-    answers_dump = answers.model_dump() if answers else None
-    warnings = [f"ingest: rejected {r.path}: {r.reason} ({r.detail})" for r in (ingest.rejected if ingest else [])]
-    if golden and golden["file"]:
-        warnings += [f"golden file: {p['source']}: {p['reason']} ({p['detail']})" for p in golden["file"]["refused"]]
-    warnings += [f"retrieval: {w}" for w in (retrieval.warnings if retrieval else [])]
-    warnings += [f"answers: {warning_text(w)}" for w in (answers.warnings if answers else [])]
-    assertions = (retrieval.assertions if retrieval else []) + (answers.assertions if answers else [])
     flow_run_id = flow_run.root_flow_run_id or flow_run.id
-    report = PipelineReport(
-        collection=config.collection,
-        batch_id=batch.batch_id,
-        parent_run_id=batch.parent_run_id,
-        stages=config.enabled_stages(),
-        stage_seconds=stage_seconds,
-        ingest=ingest_dump,
-        index=index_dump,
-        golden=golden,
-        retrieval=retrieval_dump,
-        answers=answers_dump,
-        cache=pipeline.cache_lines(ingest_dump, index_dump, golden, answers_dump),
-        warnings=warnings,
-        assertions=assertions,
-        seconds=round(time.time() - started, 3),
-        mlflow_url=tracking.run_url(config.home, batch),
-        mlflow_ui_command=tracking.ui_command(config.home),
-        prefect_flow_run_id=flow_run_id,
-        prefect_flow_run_url=flow_run_url(flow_run_id),
+    report = pipeline.pipeline_report(
+        config,
+        reports,
+        tracking.locate_batch(config.home, batch),
+        stage_seconds,
+        time.time() - started,
+        flow_run_id,
+        flow_run_url(flow_run_id),
     )
-    metrics = {f"seconds/{stage}": seconds for stage, seconds in stage_seconds.items()}
-    metrics["seconds/total"] = report.seconds
-    if ingest:
-        metrics.update({f"documents/{outcome}": count for outcome, count in ingest.counts().items()})
-    if golden:
-        metrics["golden/size"] = golden["totals"]["golden_size"]
-        metrics["golden/accepted_total"] = golden["totals"]["accepted"]
-    metrics["gates/failed"] = sum(1 for a in assertions if not a["passed"])
     mlflow_client = tracking.client(config.home)
-    tracking.log_values(mlflow_client, batch.parent_run_id, {}, metrics)
+    tracking.log_values(mlflow_client, batch.parent_run_id, {}, pipeline.pipeline_metrics(report))
     tracking.finish(mlflow_client, batch.parent_run_id)
     publish(
         "pipeline",

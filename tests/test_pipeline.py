@@ -61,14 +61,13 @@ def test_pipeline_runs_every_stage_then_reruns_from_cache(home, tmp_path):
 
     first = pipeline_flow(config)
     assert first.stages == ["ingest", "index", "golden", "retrieval", "answers"]
-    documents = first.ingest["counts"]["ingested"]
+    documents = first.ingest.counts["ingested"]
     assert (
-        documents == len([p for p in corpus.rglob("*") if p.is_file()])
-        and first.index["embedded"] == first.index["chunks"]
+        documents == len([p for p in corpus.rglob("*") if p.is_file()]) and first.index.embedded == first.index.chunks
     )
-    assert first.golden["file"]["added"] == 30 and first.golden["totals"]["candidates"] >= 1
-    assert first.retrieval["means"]["hybrid"]["recall@5"] >= 0.8 and all(a["passed"] for a in first.assertions)
-    asked = first.answers["metrics"]["hybrid"]
+    assert first.golden.file.added == 30 and first.golden.totals.candidates >= 1
+    assert first.retrieval.means["hybrid"]["recall@5"] >= 0.8 and all(a["passed"] for a in first.assertions)
+    asked = first.answers.metrics["hybrid"]
     assert asked["answer_model_calls"] >= 1 and asked["answer_model_cached_calls"] == 0
 
     # MLflow: one batch; its parent carries the summary, its children the stages and configurations.
@@ -76,9 +75,9 @@ def test_pipeline_runs_every_stage_then_reruns_from_cache(home, tmp_path):
     parent = next(r for r in runs if r.data.tags[tracking.TAG_ROLE] == "batch")
     assert parent.data.tags[tracking.TAG_KIND] == "pipeline" and parent.info.status == "FINISHED"
     assert parent.data.metrics["retrieval/hybrid/recall_at_5"] == pytest.approx(
-        first.retrieval["means"]["hybrid"]["recall@5"]
+        first.retrieval.means["hybrid"]["recall@5"]
     )
-    assert parent.data.metrics["golden/size"] == first.golden["totals"]["golden_size"]
+    assert parent.data.metrics["golden/size"] == first.golden.totals.golden_size
     names = sorted(r.info.run_name for r in runs if r.data.tags[tracking.TAG_ROLE] == "configuration")
     assert names == sorted(
         f"{first.batch_id} {n}"
@@ -97,10 +96,10 @@ def test_pipeline_runs_every_stage_then_reruns_from_cache(home, tmp_path):
     # Unchanged: nothing is extracted into new documents, embedded, generated, answered or judged again.
     second = pipeline_flow(config)
     assert second.batch_id != first.batch_id
-    assert second.ingest["counts"]["unchanged"] == documents and second.index["embedded"] == 0
-    assert second.golden["file"]["added"] == 0 and second.golden["file"]["already_stored"] == 30
-    assert second.golden["generation"]["attempted"] == 0, "the seed already produced its count"
-    cached = second.answers["metrics"]["hybrid"]
+    assert second.ingest.counts["unchanged"] == documents and second.index.embedded == 0
+    assert second.golden.file.added == 0 and second.golden.file.already_stored == 30
+    assert second.golden.generation.attempted == 0, "the seed already produced its count"
+    cached = second.answers.metrics["hybrid"]
     assert cached["answer_model_calls"] == 0 and cached["judge_calls"] == 0
     assert cached["answer_model_cached_calls"] == asked["answer_model_calls"] + asked["answer_model_cached_calls"]
     for name in ("faithfulness", "refusal_recall", "false_refusal_rate", "answer_relevancy"):
@@ -114,8 +113,8 @@ def test_pipeline_runs_every_stage_then_reruns_from_cache(home, tmp_path):
         encoding="utf-8",
     )
     third = pipeline_flow(config)
-    assert third.ingest["counts"]["replaced"] == 1 and third.ingest["counts"]["unchanged"] == documents - 1
-    assert 0 < third.index["embedded"] < third.index["chunks"]
+    assert third.ingest.counts["replaced"] == 1 and third.ingest.counts["unchanged"] == documents - 1
+    assert 0 < third.index.embedded < third.index.chunks
 
 
 def test_a_stage_without_its_inputs_names_the_stage_to_run(home):

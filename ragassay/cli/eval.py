@@ -31,12 +31,12 @@ from ragassay.cli.render import (
     headline_metrics,
     render_answer_costs,
     render_answer_metrics,
-    render_answer_warnings,
     render_assertions,
     render_comparisons,
     render_estimate,
     render_means,
     render_pairwise,
+    render_warnings,
 )
 from ragassay.errors import ConfigError, RagassayError
 from ragassay.search.settings import SEARCH_TYPES
@@ -107,7 +107,7 @@ def eval_retrieval(
         )
         render_comparisons(report.comparisons, [f"ndcg@{max(config.ks)}", "mrr"])
         for warning in report.warnings:
-            out.print(f"[yellow]warning[/yellow] {warning}", highlight=False)
+            out.print(f"[yellow]warning[/yellow] {warning.text()}", highlight=False)
         render_assertions(report.assertions)
         out.print(f"MLflow experiment {report.experiment!r}; open it with:\n  {report.ui_command}", highlight=False)
 
@@ -203,7 +203,7 @@ def eval_answers(
         )
         render_answer_costs(report.metrics)
         render_pairwise(report.pairwise)
-        render_answer_warnings(report.warnings)
+        render_warnings(report.warnings)
         render_assertions(report.assertions)
         out.print(
             f"{report.seconds:.0f}s. MLflow experiment {report.experiment!r}; open it with:\n  {report.ui_command}",

@@ -103,7 +103,7 @@ def ingest(
         fail(error)
 
     def render() -> None:
-        counts = report.counts()
+        counts = report.counts
         out.print(f"collection [bold]{report.collection}[/bold]: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
         if report.queries:
             out.print(f"BEIR: {report.queries} test queries and {report.qrels} judgements stored")
@@ -114,7 +114,7 @@ def ingest(
         if counts["ingested"] or counts["replaced"]:
             out.print(f"next: ragassay index --collection {report.collection}")
 
-    emit(as_json, {**report.model_dump(), "counts": report.counts()}, render)
+    emit(as_json, report.model_dump(), render)
     raise typer.Exit(EXIT_PARTIAL if report.rejected else EXIT_OK)
 
 

@@ -23,6 +23,7 @@ from ragassay.cli.render import (
     render_comparisons,
     render_means,
     render_pairwise,
+    render_warnings,
 )
 from ragassay.errors import RagassayError
 
@@ -70,38 +71,36 @@ def render_pipeline(report) -> None:
         table.add_row(stage, f"{report.stage_seconds.get(stage, 0):.1f}", report.cache.get(stage, ""))
     out.print(table)
     if report.ingest:
-        counts = report.ingest["counts"]
+        counts = report.ingest.counts
         out.print("documents: " + ", ".join(f"{count} {outcome}" for outcome, count in counts.items()), highlight=False)
     if report.golden:
-        totals, file_outcome = report.golden["totals"], report.golden["file"]
+        totals, file_outcome = report.golden.totals, report.golden.file
         added = (
-            f"golden file: {file_outcome['added']} added, {file_outcome['already_stored']} already stored; "
+            f"golden file: {file_outcome.added} added, {file_outcome.already_stored} already stored; "
             if file_outcome
             else ""
         )
-        discards = ", ".join(f"{count} {reason}" for reason, count in totals["discarded"].items()) or "none"
+        discards = ", ".join(f"{count} {reason}" for reason, count in totals.discarded.items()) or "none"
         out.print(
-            f"golden set: {totals['golden_size']} entries. {added}generation seed {totals['seed']}: {totals['accepted']} accepted "
-            f"of {totals['candidates']} candidates; discarded: {discards}",
+            f"golden set: {totals.golden_size} entries. {added}generation seed {totals.seed}: {totals.accepted} accepted "
+            f"of {totals.candidates} candidates; discarded: {discards}",
             highlight=False,
         )
     if report.retrieval:
         retrieval = report.retrieval
-        ks = sorted({int(m.split("@")[1]) for m in retrieval["metrics"] if m.startswith("recall@")})
-        render_means(f"retrieval: {retrieval['questions']} questions", retrieval["means"], headline_metrics(ks))
-        render_comparisons(retrieval["comparisons"], [f"ndcg@{max(ks)}", "mrr"])
+        ks = sorted({int(m.split("@")[1]) for m in retrieval.metrics if m.startswith("recall@")})
+        render_means(f"retrieval: {retrieval.questions} questions", retrieval.means, headline_metrics(ks))
+        render_comparisons(retrieval.comparisons, [f"ndcg@{max(ks)}", "mrr"])
     if report.answers:
         answers = report.answers
         render_answer_metrics(
-            f"answers: {answers['questions']} answerable + {answers['unanswerable']} unanswerable, judge {answers['judge_model']}",
-            answers["metrics"],
+            f"answers: {answers.questions} answerable + {answers.unanswerable} unanswerable, judge {answers.judge_model}",
+            answers.metrics,
         )
-        render_answer_costs(answers["metrics"])
-        render_pairwise(answers["pairwise"])
+        render_answer_costs(answers.metrics)
+        render_pairwise(answers.pairwise)
     render_assertions(report.assertions)
-    out.print(f"{len(report.warnings)} warnings" + (":" if report.warnings else ""), highlight=False)
-    for warning in report.warnings:
-        out.print(f"[yellow]warning[/yellow] {warning}", highlight=False)
+    render_warnings(report.warnings)
     out.print(
         f"MLflow batch {report.batch_id}: " + (report.mlflow_url or f"open it with: {report.mlflow_ui_command}"),
         highlight=False,

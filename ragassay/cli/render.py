@@ -6,9 +6,9 @@ from __future__ import annotations
 from rich.table import Table
 
 from ragassay.cli.common import out
-from ragassay.evaluation.reports import warning_text
 from ragassay.gates.assertions import measured
 from ragassay.metrics.names import headline_retrieval_metrics as headline_metrics  # noqa: F401 (commands import it from here)
+from ragassay.run_warnings import RunWarning
 
 
 def render_means(title: str, means: dict[str, dict[str, float]], columns: list[str]) -> None:
@@ -77,10 +77,10 @@ def render_pairwise(pairwise: list[dict]) -> None:
         )
 
 
-def render_answer_warnings(warnings: list[dict]) -> None:
+def render_warnings(warnings: list[RunWarning]) -> None:
     out.print(f"{len(warnings)} warnings" + (":" if warnings else ""), highlight=False)
     for w in warnings:
-        out.print(f"[yellow]warning[/yellow] {warning_text(w)}", highlight=False)
+        out.print(f"[yellow]warning[/yellow] {w.text()}", highlight=False)
 
 
 def render_estimate(estimate: dict) -> None:

@@ -15,7 +15,8 @@ from ragassay.llm.structured import Usage
 from ragassay.metrics.answers import UNREADABLE, AnswerJudgement, false_refusal_rate, refusal_recall
 from ragassay.metrics.averaging import interval_table, mean_scored
 from ragassay.metrics.names import ANSWER_METRICS
-from ragassay.store.schemas import ANSWERS, JUDGMENTS, WARNINGS
+from ragassay.run_warnings import RunWarning
+from ragassay.store.schemas import ANSWERS, JUDGMENTS
 
 
 @dataclass
@@ -40,7 +41,7 @@ class ConfigurationSummary:
     metrics: dict[str, float]
     answers: pl.DataFrame
     judgments: pl.DataFrame
-    warnings: list[dict]
+    warnings: list[RunWarning]
 
 
 def summarize_configuration(
@@ -130,37 +131,33 @@ def _judgments_frame(
     return pl.DataFrame(rows, schema=JUDGMENTS.schema)
 
 
-def _warnings(label: str, answered: list[AnsweredQuestion], judgements: dict[str, AnswerJudgement]) -> list[dict]:
+def _warnings(label: str, answered: list[AnsweredQuestion], judgements: dict[str, AnswerJudgement]) -> list[RunWarning]:
     warnings = []
     for a in answered:
         if a.answer.unparseable:
             warnings.append(
-                {
-                    "configuration": label,
-                    "metric": "answer",
-                    "question": a.key,
-                    "reason": "the answer model's output could not be read; the user saw a refusal, and it counts as one",
-                }
+                RunWarning(
+                    configuration=label,
+                    metric="answer",
+                    question=a.key,
+                    reason="the answer model's output could not be read; the user saw a refusal, and it counts as one",
+                )
             )
         judgement = judgements.get(a.key)
         for name, scored in (judgement.scores() if judgement else {}).items():
             if scored.excluded and scored.excluded.startswith(UNREADABLE):
-                warnings.append({"configuration": label, "metric": name, "question": a.key, "reason": scored.excluded})
+                warnings.append(RunWarning(configuration=label, metric=name, question=a.key, reason=scored.excluded))
     missing = [a.key for a in answered if a.answerable and not a.question.reference_answer]
     if missing:
         warnings.append(
-            {
-                "configuration": label,
-                "metric": "context_recall",
-                "question": ", ".join(missing[:5]) + (" …" if len(missing) > 5 else ""),
-                "reason": f"{len(missing)} questions have no reference answer, so context recall cannot score them",
-            }
+            RunWarning(
+                configuration=label,
+                metric="context_recall",
+                question=", ".join(missing[:5]) + (" …" if len(missing) > 5 else ""),
+                reason=f"{len(missing)} questions have no reference answer, so context recall cannot score them",
+            )
         )
     return warnings
-
-
-def warnings_frame(warnings: list[dict]) -> pl.DataFrame:
-    return pl.DataFrame(warnings, schema=WARNINGS.schema)
 
 
 ANSWER_INTERVAL_METRICS = (*ANSWER_METRICS, "refusal_recall", "false_refusal_rate")

@@ -20,6 +20,7 @@ from ragassay.llm.structured import Usage
 from ragassay.metrics.answers import AnswerJudgement, pair_outcome, tally_pairs
 from ragassay.progress import ProgressReporter
 from ragassay.resources import Resources
+from ragassay.run_warnings import RunWarning
 from ragassay.store.schemas import PAIRWISE
 
 # Written in both order columns when two answers are the same text: a tie, no judge call needed.
@@ -145,9 +146,6 @@ def compare_answers(
     return PairComparison(label_a, label_b, pl.DataFrame(rows, schema=PAIRWISE.schema), judging_cost(asked)[0])
 
 
-def batch_warnings(configuration_warnings: list[list[dict]], context: GoldenContext) -> list[dict]:
+def batch_warnings(configuration_warnings: list[list[RunWarning]], context: GoldenContext) -> list[RunWarning]:
     """Every configuration's warnings, then the golden set's (which belong to no configuration)."""
-    warnings = [warning for warnings in configuration_warnings for warning in warnings]
-    return warnings + [
-        {"configuration": "", "metric": "golden", "question": "", "reason": text} for text in context.warnings
-    ]
+    return [warning for warnings in configuration_warnings for warning in warnings] + context.warnings

@@ -12,6 +12,7 @@ from pydantic import BaseModel
 from ragassay.errors import ConfigError, RagassayError
 from ragassay.golden.entries import default_entry_id, golden_digest
 from ragassay.golden.store import load_golden, read_question_file
+from ragassay.run_warnings import RunWarning
 from ragassay.store.workspace import collection_paths, load_documents, read_manifest
 
 
@@ -19,7 +20,7 @@ class GoldenContext(BaseModel):
     """The questions of an evaluation and what identifies the data they came from."""
 
     questions: list[dict]
-    warnings: list[str]
+    warnings: list[RunWarning]
     golden_digests: dict[str, str]
     golden_sizes: dict[str, int]
     index_digests: dict[str, str]
@@ -31,7 +32,7 @@ def gather_golden_questions(
 ) -> tuple[list[EvalQuestion], GoldenContext]:
     """The golden questions of an evaluation (seeded sample) and what identifies their data."""
     questions: list[EvalQuestion] = []
-    warnings: list[str] = []
+    warnings: list[RunWarning] = []
     digests, sizes, index_digests, models = {}, {}, {}, {}
     for name in collections:
         paths = collection_paths(home, name)
@@ -43,12 +44,22 @@ def gather_golden_questions(
         known = set(load_documents(paths)["doc_id"].to_list())
         for row in golden.iter_rows(named=True):
             if not row["expected_document_ids"]:
-                warnings.append(f"{name}/{row['entry_id']}: no expected documents; excluded from every metric")
+                warnings.append(
+                    RunWarning(
+                        metric="golden",
+                        question=f"{name}/{row['entry_id']}",
+                        reason="no expected documents; excluded from every metric",
+                    )
+                )
                 continue
             gone = sorted(set(row["expected_document_ids"]) - known)
             if gone:
                 warnings.append(
-                    f"{name}/{row['entry_id']}: expected documents no longer in the collection: {', '.join(gone)}"
+                    RunWarning(
+                        metric="golden",
+                        question=f"{name}/{row['entry_id']}",
+                        reason=f"expected documents no longer in the collection: {', '.join(gone)}",
+                    )
                 )
             questions.append(
                 EvalQuestion(

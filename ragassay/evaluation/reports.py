@@ -4,7 +4,9 @@ to the MLflow run. Pure: numbers in, text out."""
 
 from __future__ import annotations
 
+from ragassay.evaluation.outcomes import AnswerEvalReport, RetrievalEvalReport
 from ragassay.gates.assertions import measured
+from ragassay.run_warnings import RunWarning
 
 ALPHA = 0.05
 
@@ -29,12 +31,6 @@ def _comparison_lines(comparisons: list[dict], metrics: list[str]) -> list[str]:
     return lines
 
 
-def warning_text(warning: dict) -> str:
-    """An answer-evaluation warning as one line: where (configuration, metric, question), then why."""
-    where = " ".join(part for part in (warning["configuration"], warning["metric"], warning["question"]) if part)
-    return f"{where}: {warning['reason']}"
-
-
 def _gate_lines(assertions: list[dict]) -> list[str]:
     if not assertions:
         return []
@@ -43,19 +39,15 @@ def _gate_lines(assertions: list[dict]) -> list[str]:
     ]
 
 
-def retrieval_markdown(
-    batch_id: str,
-    questions: int,
-    means: dict[str, dict[str, float]],
-    headline: list[str],
-    comparisons: list[dict],
-    assertions: list[dict],
-    warnings: list[str],
-    mlflow_url: str | None,
-    ui_command: str,
-) -> str:
+def retrieval_markdown(report: RetrievalEvalReport, headline: list[str]) -> str:
     """Means of the headline metrics, paired differences with their significance, gates, warnings."""
-    lines = [f"# Retrieval evaluation, {questions} golden questions", "", _link(mlflow_url, batch_id, ui_command), ""]
+    means, comparisons, assertions, warnings = report.means, report.comparisons, report.assertions, report.warnings
+    lines = [
+        f"# Retrieval evaluation, {report.questions} golden questions",
+        "",
+        _link(report.mlflow_url, report.batch_id, report.ui_command),
+        "",
+    ]
     lines += ["| configuration | " + " | ".join(headline) + " |", "|---|" + "---:|" * len(headline)]
     lines += [
         f"| {label} | " + " | ".join(f"{values.get(m, float('nan')):.4f}" for m in headline) + " |"
@@ -70,23 +62,17 @@ def retrieval_markdown(
             *comparison_lines,
         ]
     lines += _gate_lines(assertions)
-    lines += ["", f"## Warnings ({len(warnings)})", ""] + ([f"- {w}" for w in warnings] or ["none"])
+    lines += _warning_lines(warnings)
     return "\n".join(lines) + "\n"
 
 
-def answers_markdown(
-    batch_id: str,
-    questions: int,
-    unanswerable: int,
-    judge_model: str,
-    metrics: dict[str, dict[str, float]],
-    pairwise: list[dict],
-    assertions: list[dict],
-    warnings: list[dict],
-    mlflow_url: str | None,
-    ui_command: str,
-) -> str:
+def _warning_lines(warnings: list[RunWarning]) -> list[str]:
+    return ["", f"## Warnings ({len(warnings)})", ""] + ([f"- {w.text()}" for w in warnings] or ["none"])
+
+
+def answers_markdown(report: AnswerEvalReport) -> str:
     """Answer metrics with their counts, refusal both ways, pairwise tallies, gates, warnings."""
+    metrics, pairwise, assertions = report.metrics, report.pairwise, report.assertions
     names = (
         "faithfulness",
         "context_recall",
@@ -97,9 +83,9 @@ def answers_markdown(
     )
     counts = {"refusal_recall": "unanswerable_questions", "false_refusal_rate": "answerable_questions"}
     lines = [
-        f"# Answer evaluation, {questions} answerable + {unanswerable} unanswerable questions",
+        f"# Answer evaluation, {report.questions} answerable + {report.unanswerable} unanswerable questions",
         "",
-        f"Judge: `{judge_model}`. " + _link(mlflow_url, batch_id, ui_command),
+        f"Judge: `{report.judge_model}`. " + _link(report.mlflow_url, report.batch_id, report.ui_command),
         "",
     ]
     lines += ["| metric | " + " | ".join(metrics) + " |", "|---|" + "---:|" * len(metrics)]
@@ -119,8 +105,7 @@ def answers_markdown(
             for p in pairwise
         ]
     lines += _gate_lines(assertions)
-    lines += ["", f"## Warnings ({len(warnings)})", ""]
-    lines += [f"- {warning_text(w)}" for w in warnings] or ["none"]
+    lines += _warning_lines(report.warnings)
     return "\n".join(lines) + "\n"
 
 

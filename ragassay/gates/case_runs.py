@@ -7,6 +7,7 @@ import hashlib
 from dataclasses import dataclass
 
 import polars as pl
+from pydantic import BaseModel
 
 from ragassay.answer.answering import answer_question
 from ragassay.gates.cases import (
@@ -19,10 +20,12 @@ from ragassay.gates.cases import (
 )
 from ragassay.gates.suite import CaseSuite, EvalCase
 from ragassay.judge.judge import Judge, context_text, judging_cost, verdict_of
+from ragassay.judge.prompts import PROMPT_VERSIONS
 from ragassay.llm.structured import Usage
 from ragassay.progress import ProgressReporter
 from ragassay.resources import Resources
 from ragassay.store.schemas import CASE_RESULTS
+from ragassay.tracking import LoggedBatch
 
 
 @dataclass(frozen=True)
@@ -115,3 +118,44 @@ def run_suite(resources: Resources, suite: CaseSuite, judge: Judge) -> SuiteResu
 def suite_digest(suite: CaseSuite) -> str:
     """Identity of a suite's settings and cases (its workspace left out)."""
     return hashlib.sha256(suite.model_dump_json(exclude={"home"}).encode()).hexdigest()[:16]
+
+
+class CaseReport(BaseModel):
+    """Per-case results, counts, and where the run is."""
+
+    suite: str
+    batch_id: str
+    run_id: str
+    cases: list[dict]
+    passed: int
+    failed: int
+    judge_errors: int
+    judge_model: str
+    tracking_uri: str
+
+
+def suite_params(suite: CaseSuite, judge_model_id: str) -> dict:
+    """What a suite's run records as its settings."""
+    return {
+        "suite": suite.name,
+        "suite_digest": suite_digest(suite),
+        "collections": list(suite.collections),
+        "answer": suite.answer.model_dump(),
+        "judge": suite.judge.model_dump(),
+        "judge_model_id": judge_model_id,
+        "prompt_version": PROMPT_VERSIONS,
+    }
+
+
+def case_report(suite: CaseSuite, result: SuiteResult, judge_model_id: str, logged: LoggedBatch) -> CaseReport:
+    return CaseReport(
+        suite=suite.name,
+        batch_id=logged.batch_id,
+        run_id=logged.parent_run_id,
+        cases=result.rows,
+        passed=result.passed,
+        failed=result.results.height - result.passed,
+        judge_errors=result.judge_errors,
+        judge_model=judge_model_id,
+        tracking_uri=logged.tracking_uri,
+    )

@@ -17,6 +17,7 @@ import numpy as np
 import polars as pl
 from pydantic import BaseModel
 
+from ragassay import plots
 from ragassay.config import GenerateConfig
 from ragassay.environment import models_dir
 from ragassay.golden.entries import GoldenCandidate, validate_candidates
@@ -43,6 +44,7 @@ from ragassay.store.workspace import (
     load_documents,
     read_manifest,
 )
+from ragassay.tracking import BatchRecord, ConfigurationRecord
 
 GENERATION_PROMPT_VERSION = "golden-question/2"
 
@@ -251,3 +253,44 @@ def _store_entry(
         return None
     write_table(pl.concat([stored, rows]), paths.golden, GOLDEN)
     return rows["entry_id"].item()
+
+
+def generation_record(config: GenerateConfig, report: GenerationReport, candidates: pl.DataFrame) -> BatchRecord:
+    """What one generation call logs: a child run with seed, model, prompt version and count,
+    acceptance and discards, and its candidates; the discards picture on the batch's parent."""
+    run = ConfigurationRecord(
+        label=f"generate-seed{report.seed}",
+        params={
+            "seed": str(report.seed),
+            "model": report.model_id,
+            "prompt_version": report.prompt_version,
+            "count": str(report.requested),
+            "judge_model": report.judge_model_id,
+            "support_threshold": str(report.support_threshold),
+            "collection": config.collection,
+            "temperature": str(config.temperature),
+            "count_is_total": str(config.count_is_total),
+        },
+        metrics={
+            "acceptance_rate": report.acceptance_rate,
+            "attempted": report.attempted,
+            "accepted": len(report.accepted),
+            **{f"discarded_{reason}": count for reason, count in report.discarded.items()},
+            **report.usage,
+            **report.judge_usage,
+        },
+        tables={"candidates": candidates, "discarded": candidates.filter(~pl.col("accepted"))},
+    )
+    figure = plots.discards_figure(
+        len(report.accepted),
+        report.discarded,
+        f"golden-set generation, seed {report.seed}: {report.attempted} candidates",
+    )
+    return BatchRecord(
+        kind="golden",
+        configurations=[run],
+        headline={},
+        parent_metrics={},
+        tables={},
+        figures={"golden_discards": figure},
+    )

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import polars as pl
-from pydantic import BaseModel
+from pydantic import BaseModel, computed_field
 
 from ragassay.errors import ConfigError
 from ragassay.ingest.documents import (
@@ -46,7 +46,10 @@ class IngestReport(BaseModel):
     queries: int = 0
     qrels: int = 0
 
+    @computed_field
+    @property
     def counts(self) -> dict[str, int]:
+        """Documents by outcome."""
         return {
             "ingested": len(self.ingested),
             "replaced": len(self.replaced),

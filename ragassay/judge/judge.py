@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
+from pydantic import BaseModel
 
 from ragassay.answer.grounding import GroundedAnswer, Source
 from ragassay.judge.prompts import (
@@ -18,6 +19,7 @@ from ragassay.judge.prompts import (
     IMPLIED_QUESTION_MAX_TOKENS,
     SUPPORT_MAX_TOKENS,
     SUPPORT_OPTIONS,
+    CorrectnessGrade,
     CriteriaScore,
     ImpliedQuestion,
     Preference,
@@ -110,19 +112,30 @@ class Judge:
         """Supported when P(supported) >= the judge's threshold; unreadable when the model put less
         than MIN_OPTION_COVERAGE of its probability on either word."""
         messages = support_messages(context, statement)
-        return self._probability_verdict(
-            ["support", self.support_threshold, messages], messages, SUPPORT_OPTIONS, "supported", SUPPORT_MAX_TOKENS
+        return self._option_probability(
+            ["support", self.support_threshold, messages],
+            messages,
+            SUPPORT_OPTIONS,
+            "supported",
+            SUPPORT_MAX_TOKENS,
+            lambda p: SupportVerdict(
+                verdict="supported" if p >= self.support_threshold else "unsupported", p_supported=round(p, 6)
+            ),
         )
 
     def implied_question(self, answer: str) -> Structured[ImpliedQuestion]:
         return self._ask(implied_question_messages(answer), ImpliedQuestion, IMPLIED_QUESTION_MAX_TOKENS)
 
-    def correctness(self, question: str, reference: str | None, answer: str) -> Structured[SupportVerdict]:
-        """P(correct) of one answer to a question (stored as p_supported of a SupportVerdict whose
-        verdict applies the support threshold)."""
+    def correctness(self, question: str, reference: str | None, answer: str) -> Structured[CorrectnessGrade]:
+        """P(correct) of one answer to a question; unreadable as for support."""
         messages = correctness_messages(question, reference, answer)
-        return self._probability_verdict(
-            ["correctness", messages], messages, CORRECTNESS_OPTIONS, "correct", CORRECTNESS_MAX_TOKENS
+        return self._option_probability(
+            ["correctness", messages],
+            messages,
+            CORRECTNESS_OPTIONS,
+            "correct",
+            CORRECTNESS_MAX_TOKENS,
+            lambda p: CorrectnessGrade(p_correct=round(p, 6)),
         )
 
     def preference(self, question: str, reference: str | None, first: str, second: str) -> Structured[Preference]:
@@ -134,7 +147,7 @@ class Judge:
         if any(result.value is None for result in graded):
             error = next(result.error for result in graded if result.value is None)
             return Structured(None, "", error, 1, [], replace(usage, unparseable=1))
-        p_first, p_second = (result.value.p_supported for result in graded)
+        p_first, p_second = (result.value.p_correct for result in graded)
         preferred = (
             "tie" if abs(p_first - p_second) < PREFERENCE_TIE_MARGIN else ("first" if p_first > p_second else "second")
         )
@@ -149,14 +162,20 @@ class Judge:
             reused=all(r.reused for r in graded),
         )
 
-    def _probability_verdict(
-        self, key_parts: list, messages: list[dict], options: dict[str, tuple[str, ...]], positive: str, max_tokens: int
-    ) -> Structured[SupportVerdict]:
-        """A one-word judgement read as P(positive option): "supported" when it reaches the judge's
-        threshold; unreadable when the options held less than MIN_OPTION_COVERAGE of the model's
+    def _option_probability(
+        self,
+        key_parts: list,
+        messages: list[dict],
+        options: dict[str, tuple[str, ...]],
+        positive: str,
+        max_tokens: int,
+        value_of: Callable[[float], BaseModel],
+    ) -> Structured:
+        """A one-word judgement read as P(positive option), made into the judgement's value by
+        value_of; unreadable when the options held less than MIN_OPTION_COVERAGE of the model's
         probability. Remembered under key_parts."""
 
-        def ask() -> Structured[SupportVerdict]:
+        def ask() -> Structured:
             spelled = {
                 option: tuple(s for word in words for s in option_spellings(word)) for option, words in options.items()
             }
@@ -165,12 +184,8 @@ class Judge:
             if answer.coverage < MIN_OPTION_COVERAGE:
                 error = f"the judge put only {answer.coverage:.2f} of its probability on {' or '.join(repr(o) for o in options)}"
                 return Structured(None, completion.text, error, 1, [completion], Usage.of([completion], unparseable=1))
-            probability = answer.probabilities[positive]
-            verdict = SupportVerdict(
-                verdict="supported" if probability >= self.support_threshold else "unsupported",
-                p_supported=round(probability, 6),
-            )
-            return Structured(verdict, completion.text, None, 1, [completion], Usage.of([completion]))
+            value = value_of(answer.probabilities[positive])
+            return Structured(value, completion.text, None, 1, [completion], Usage.of([completion]))
 
         return self._remember(key_parts, max_tokens, messages, ask)
 

@@ -53,6 +53,12 @@ class SupportVerdict(BaseModel):
     p_supported: float = Field(ge=0.0, le=1.0)
 
 
+class CorrectnessGrade(BaseModel):
+    """The judge's probability that an answer to a question is correct (graded alone)."""
+
+    p_correct: float = Field(ge=0.0, le=1.0)
+
+
 # The one-word answers of the support prompt, each with the words a model may start it with: the
 # prompt asks for supported/unsupported, and ends in a yes/no question that some models answer.
 SUPPORT_OPTIONS = {"supported": ("supported", "yes"), "unsupported": ("unsupported", "no")}

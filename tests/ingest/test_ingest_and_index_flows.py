@@ -46,7 +46,7 @@ def ingest(home: Path, *paths: Path, **options):
 def test_ingest_stores_documents_and_reports_rejections(home, tmp_path):
     corpus = make_corpus(tmp_path / "corpus")
     report = ingest(home, corpus)
-    assert report.counts() == {"ingested": 5, "replaced": 0, "unchanged": 0, "rejected": 2}
+    assert report.counts == {"ingested": 5, "replaced": 0, "unchanged": 0, "rejected": 2}
     assert {(Path(r.path).name, r.reason) for r in report.rejected} == {
         ("broken.txt", "unreadable"),
         ("picture.png", "unsupported_type"),
@@ -80,7 +80,7 @@ def test_reingest_is_a_no_op_and_a_changed_file_replaces_its_chunks(home, tmp_pa
     before = load_documents(paths)
 
     again = ingest(home, corpus)
-    assert again.counts()["unchanged"] == 5 and not again.ingested and not again.replaced
+    assert again.counts["unchanged"] == 5 and not again.ingested and not again.replaced
     assert load_documents(paths).equals(before)
 
     long_text = "# Smoke\n\n" + "\n\n".join(f"Paragraph {n} about smoke and bees." for n in range(200))

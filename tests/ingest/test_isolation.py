@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import psutil
 import pytest
 
 from ragassay.ingest.extraction import ExtractionError
@@ -52,6 +53,9 @@ def test_a_file_needing_more_memory_than_the_cap_is_too_large_and_the_next_file_
 def test_a_worker_killed_between_files_is_replaced_and_the_next_file_is_read():
     with IsolatedExtractor() as extract:
         assert extract(b"first", "a.txt").text == "first"
-        extract._worker.kill()  # as the OOM killer or a user would, while no file is being read
-        extract._worker.wait()
+        # As the OOM killer or a user would, while no file is being read: the worker is this
+        # process's child.
+        (worker,) = psutil.Process().children()
+        worker.kill()
+        worker.wait(timeout=10)
         assert extract(b"second", "b.txt").text == "second"

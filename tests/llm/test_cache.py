@@ -3,6 +3,7 @@ served without the model, anything that differs is asked again, and costs say wh
 
 from __future__ import annotations
 
+import logging
 import os
 
 from ragassay.llm.cache import CompletionCache
@@ -14,7 +15,7 @@ MESSAGES = [{"role": "user", "content": "Name one colour of the sky. One word."}
 OPTIONS = {"yes": ("yes", "Yes"), "no": ("no", "No")}
 
 
-def test_a_repeated_call_is_served_from_the_cache_and_a_different_one_is_asked(tmp_path):
+def test_a_repeated_call_is_served_from_the_cache_and_a_different_one_is_asked(tmp_path, caplog):
     path = tmp_path / "completions.sqlite"
     config = ChatModelConfig()
     models = ChatModels()
@@ -37,13 +38,14 @@ def test_a_repeated_call_is_served_from_the_cache_and_a_different_one_is_asked(t
     assert model.option_probabilities(MESSAGES, OPTIONS).probabilities == probabilities.probabilities
     tokens = model.count_tokens("Bees make honey.")
 
-    # A new owner with the same cache file never loads the model for what is remembered.
-    fresh = ChatModels()
-    remembered = fresh.get(config, CompletionCache(path))
+    # A new owner with the same cache file never loads the model for what is remembered (a load
+    # logs "loaded <file> on N threads").
+    caplog.set_level(logging.INFO, logger="ragassay")
+    remembered = ChatModels().get(config, CompletionCache(path))
     assert remembered.complete(MESSAGES, None, 8, 0.0, 1).text == asked.text
     assert remembered.option_probabilities(MESSAGES, OPTIONS).completion.cached
     assert remembered.count_tokens("Bees make honey.") == tokens
-    assert fresh._loaded == {}, "nothing was loaded"
+    assert not [r for r in caplog.records if r.getMessage().startswith("loaded ")], "nothing was loaded"
 
     uncached = ChatModels().get(config.model_copy(update={"cache": False}), CompletionCache(path))
     assert not uncached.complete(MESSAGES, None, 8, 0.0, 1).cached, "cache: false asks the model"

@@ -223,7 +223,7 @@ def test_configuration_summary_counts_exclusions_refusals_and_warnings():
     assert m["refusal_recall"] == pytest.approx(2 / 3) and m["unanswerable_questions"] == 3
     assert m["false_refusal_rate"] == 0.25 and m["answerable_questions"] == 4
     assert m["answer_model_calls"] == 7 and m["judge_calls"] == 9 and m["judge_reused_verdicts"] == 2
-    warned = {(w["metric"], w["question"]) for w in summary.warnings}
+    warned = {(w.metric, w.question) for w in summary.warnings}
     assert warned == {
         ("faithfulness", "sample/g2"),
         ("answer_relevancy", "sample/g4"),

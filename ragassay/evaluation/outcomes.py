@@ -1,0 +1,305 @@
+"""An evaluation's outcome, computed before anything is logged: the shared params, the record of
+what MLflow holds for it (tracking.BatchRecord: child runs, the parent's summary, tables and
+pictures), and the typed report a stage returns. Pure: data in, data out; the tasks log the
+record (tracking.log_batch_record) and return the report."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+from ragassay import plots
+from ragassay.answer.grounding import ANSWER_PROMPT_VERSION
+from ragassay.config import AnswerEvalConfig, RetrievalEvalConfig
+from ragassay.evaluation.answer_summary import ANSWER_INTERVAL_METRICS, ConfigurationSummary, answer_intervals
+from ragassay.evaluation.answers import PairComparison, batch_warnings
+from ragassay.evaluation.questions import EvalQuestion, GoldenContext
+from ragassay.evaluation.retrieval import SearchedConfiguration, compare_configurations
+from ragassay.gates.assertions import check_assertions, parse_answer_assertion, parse_assertion
+from ragassay.judge.judge import support_threshold_for
+from ragassay.judge.prompts import PROMPT_VERSIONS
+from ragassay.llm.settings import model_id_of
+from ragassay.metrics.averaging import interval_table, mean_scores
+from ragassay.metrics.names import headline_retrieval_metrics
+from ragassay.run_warnings import RunWarning, warnings_table
+from ragassay.store.schemas import PAIRWISE
+from ragassay.tracking import BatchRecord, ConfigurationRecord, LoggedBatch, flatten_params
+
+
+class RetrievalEvalReport(LoggedBatch):
+    """Means per configuration, pairwise comparisons, assertion results, and where the runs are."""
+
+    questions: int
+    metrics: list[str]
+    means: dict[str, dict[str, float]]
+    comparisons: list[dict]
+    assertions: list[dict]
+    warnings: list[RunWarning]
+    intervals: list[dict]
+    seconds_searching: dict[str, float]
+    model_costs: dict[str, dict[str, float]]
+
+
+class AnswerEvalReport(LoggedBatch):
+    """Metrics per configuration, pairwise tallies, warnings, cost, and where the runs are."""
+
+    questions: int
+    unanswerable: int
+    metrics: dict[str, dict[str, float]]
+    pairwise: list[dict]
+    warnings: list[RunWarning]
+    assertions: list[dict]
+    judge_model: str
+    prompt_versions: dict[str, str]
+    intervals: list[dict]
+    seconds: float
+
+
+def published_intervals(intervals: list[dict], metrics: list[str] | None = None) -> list[dict]:
+    """Interval rows as the Prefect UI's table shows them: rounded to 4 places, scored ones only
+    (of `metrics`, when given)."""
+    return [
+        {**row, "mean": round(row["mean"], 4), "ci_low": round(row["ci_low"], 4), "ci_high": round(row["ci_high"], 4)}
+        for row in intervals
+        if row["mean"] is not None and (metrics is None or row["metric"] in metrics)
+    ]
+
+
+@dataclass(frozen=True)
+class RetrievalSummary:
+    """Means per configuration with their 95% intervals, every pairwise comparison, and the
+    `--assert` bounds' results."""
+
+    means: dict[str, dict[str, float]]
+    intervals: pl.DataFrame
+    comparisons: pl.DataFrame
+    assertions: list[dict]
+
+
+def summarize_retrieval(config: RetrievalEvalConfig, per_question: dict[str, pl.DataFrame]) -> RetrievalSummary:
+    """Each configuration's means and intervals, paired comparisons of every pair, the bounds checked."""
+    metrics = config.metrics()
+    means = {label: mean_scores(table, metrics) for label, table in per_question.items()}
+    intervals = interval_table(per_question, [str(m) for m in metrics], seed=config.seed)
+    comparisons = compare_configurations(per_question, metrics, seed=config.seed)
+    assertions = check_assertions([parse_assertion(a) for a in config.assertions], means)
+    return RetrievalSummary(means, intervals, comparisons, assertions)
+
+
+def retrieval_params(config: RetrievalEvalConfig, context: GoldenContext) -> dict[str, str]:
+    """The settings every configuration of a retrieval evaluation shares, as MLflow params."""
+    return flatten_params(
+        {
+            "collections": list(config.collections),
+            "ks": list(config.ks),
+            "max_questions": config.max_questions,
+            "seed": config.seed,
+            "questions": len(context.questions),
+            "index_digest": context.index_digests,
+            "golden_digest": context.golden_digests,
+            "golden_size": context.golden_sizes,
+            "embedding_model": context.embedding_models,
+        }
+    )
+
+
+def retrieval_record(
+    config: RetrievalEvalConfig,
+    context: GoldenContext,
+    searched: dict[str, SearchedConfiguration],
+    per_question: dict[str, pl.DataFrame],
+    summary: RetrievalSummary,
+    shared: dict[str, str],
+    batch_id: str,
+) -> BatchRecord:
+    """What a retrieval evaluation logs: per configuration its settings, means, cost and tables;
+    on the parent the headline means, the comparisons, warnings and intervals, and two pictures."""
+    headline = headline_retrieval_metrics(config.ks)
+    configurations = [
+        ConfigurationRecord(
+            label=c.label,
+            params={**shared, **flatten_params({"config": c.applicable_settings()})},
+            metrics={
+                **summary.means[c.label],
+                **searched[c.label].costs,
+                "questions_scored": per_question[c.label].height,
+            },
+            tables={"per_question": per_question[c.label], "run": searched[c.label].run},
+        )
+        for c in config.configurations
+    ]
+    title = f"retrieval, batch {batch_id}: {len(context.questions)} questions"
+    return BatchRecord(
+        kind="retrieval",
+        configurations=configurations,
+        headline={label: {m: values[m] for m in headline} for label, values in summary.means.items()},
+        parent_metrics={},
+        tables={
+            "comparisons": summary.comparisons,
+            "warnings": pl.DataFrame({"warning": [w.text() for w in context.warnings]}, schema={"warning": pl.String}),
+            "intervals": summary.intervals,
+        },
+        figures={
+            "retrieval_metrics": plots.interval_figure(summary.intervals, headline, title),
+            "retrieval_recall_at_k": plots.recall_curve_figure(
+                summary.means, list(config.ks), f"recall@k, batch {batch_id}"
+            ),
+        },
+    )
+
+
+def retrieval_report(
+    config: RetrievalEvalConfig,
+    context: GoldenContext,
+    searched: dict[str, SearchedConfiguration],
+    summary: RetrievalSummary,
+    logged: LoggedBatch,
+) -> RetrievalEvalReport:
+    return RetrievalEvalReport(
+        **logged.model_dump(),
+        questions=len(context.questions),
+        metrics=[str(m) for m in config.metrics()],
+        means=summary.means,
+        comparisons=summary.comparisons.to_dicts(),
+        assertions=summary.assertions,
+        warnings=context.warnings,
+        intervals=summary.intervals.to_dicts(),
+        seconds_searching={label: result.seconds for label, result in searched.items()},
+        model_costs={label: result.costs for label, result in searched.items()},
+    )
+
+
+@dataclass(frozen=True)
+class AnswerQuestions:
+    """The questions of one answer evaluation, and when it started (for its duration)."""
+
+    golden: list[EvalQuestion]
+    unanswerable: list[EvalQuestion]
+    context: GoldenContext
+    started: float
+
+    @property
+    def all(self) -> list[tuple[EvalQuestion, bool]]:
+        """(question, answerable): the golden questions, then the unanswerable ones."""
+        return [(q, True) for q in self.golden] + [(q, False) for q in self.unanswerable]
+
+
+def answer_params(config: AnswerEvalConfig, questions: AnswerQuestions, judge_model_id: str) -> dict[str, str]:
+    """The settings every configuration of an answer evaluation shares, as MLflow params."""
+    context = questions.context
+    return flatten_params(
+        {
+            "collections": list(config.collections),
+            "max_questions": config.max_questions,
+            "seed": config.seed,
+            "questions": len(context.questions),
+            "unanswerable_questions": len(questions.unanswerable),
+            "unanswerable_file": str(config.unanswerable) if config.unanswerable else None,
+            "judge": config.judge.model_dump(exclude_none=True),
+            "judge_model_id": judge_model_id,
+            "judge_support_threshold": support_threshold_for(judge_model_id),
+            "prompt_version": {"answer": ANSWER_PROMPT_VERSION, **PROMPT_VERSIONS},
+            "index_digest": context.index_digests,
+            "golden_digest": context.golden_digests,
+            "embedding_model": context.embedding_models,
+        }
+    )
+
+
+@dataclass(frozen=True)
+class AnswerBatchSummary:
+    """What an answer evaluation concludes across configurations: each one's summary, the
+    pairwise comparisons and tallies, the 95% intervals, every warning, the bounds' results."""
+
+    summaries: dict[str, ConfigurationSummary]
+    comparisons: list[PairComparison]
+    pairwise: list[dict]
+    intervals: pl.DataFrame
+    warnings: list[RunWarning]
+    assertions: list[dict]
+
+
+def summarize_answer_batch(
+    config: AnswerEvalConfig,
+    questions: AnswerQuestions,
+    summaries: dict[str, ConfigurationSummary],
+    comparisons: list[PairComparison],
+) -> AnswerBatchSummary:
+    metrics = {label: s.metrics for label, s in summaries.items()}
+    return AnswerBatchSummary(
+        summaries=summaries,
+        comparisons=comparisons,
+        pairwise=[comparison.tally() for comparison in comparisons],
+        intervals=answer_intervals({label: s.answers for label, s in summaries.items()}, config.seed),
+        warnings=batch_warnings([s.warnings for s in summaries.values()], questions.context),
+        assertions=check_assertions([parse_answer_assertion(a) for a in config.assertions], metrics),
+    )
+
+
+def answer_record(
+    config: AnswerEvalConfig,
+    questions: AnswerQuestions,
+    judge_model_id: str,
+    summary: AnswerBatchSummary,
+    shared: dict[str, str],
+    batch_id: str,
+) -> BatchRecord:
+    """What an answer evaluation logs: per configuration its settings, answer model, metrics and
+    tables; on the parent the headline metrics, the pairwise tallies and their cost as
+    `pairwise/A/B/...` metrics, the pairwise, warnings and interval tables, and the picture."""
+    configurations = [
+        ConfigurationRecord(
+            label=c.label,
+            params={
+                **shared,
+                **flatten_params({"answer_model_id": model_id_of(c.model), "config": c.applicable_settings()}),
+            },
+            metrics=summary.summaries[c.label].metrics,
+            tables={"answers": summary.summaries[c.label].answers, "judgments": summary.summaries[c.label].judgments},
+        )
+        for c in config.configurations
+    ]
+    tallies = {
+        f"pairwise/{t['configuration_a']}/{t['configuration_b']}/{key}": value
+        for t in summary.pairwise
+        for key, value in t.items()
+        if key not in ("configuration_a", "configuration_b")
+    }
+    title = (
+        f"answers, batch {batch_id}: {len(questions.golden)} answerable + {len(questions.unanswerable)} "
+        f"unanswerable, judge {judge_model_id}"
+    )
+    return BatchRecord(
+        kind="answers",
+        configurations=configurations,
+        headline={
+            label: {m: s.metrics[m] for m in ANSWER_INTERVAL_METRICS if m in s.metrics}
+            for label, s in summary.summaries.items()
+        },
+        parent_metrics=tallies,
+        tables={
+            "pairwise": pl.concat([c.table for c in summary.comparisons]) if summary.comparisons else PAIRWISE.empty(),
+            "warnings": warnings_table(summary.warnings),
+            "intervals": summary.intervals,
+        },
+        figures={"answer_metrics": plots.interval_figure(summary.intervals, list(ANSWER_INTERVAL_METRICS), title)},
+    )
+
+
+def answer_report(
+    questions: AnswerQuestions, judge_model_id: str, summary: AnswerBatchSummary, logged: LoggedBatch, seconds: float
+) -> AnswerEvalReport:
+    return AnswerEvalReport(
+        **logged.model_dump(),
+        questions=len(questions.golden),
+        unanswerable=len(questions.unanswerable),
+        metrics={label: s.metrics for label, s in summary.summaries.items()},
+        pairwise=summary.pairwise,
+        warnings=summary.warnings,
+        assertions=summary.assertions,
+        judge_model=judge_model_id,
+        prompt_versions={"answer": ANSWER_PROMPT_VERSION, **PROMPT_VERSIONS},
+        intervals=summary.intervals.to_dicts(),
+        seconds=round(seconds, 3),
+    )
