@@ -7,7 +7,7 @@ Uses the workspace of bench_beir_retrieval.py ($RAGASSAY_BENCH_HOME, default
 fulltext, semantic and hybrid (RRF k 60, depth 100), the golden questions (BEIR test queries) are
 searched at depth 100:
 
-- product: `evaluation.retrieval.search_questions`, what `eval retrieval` runs per configuration
+- product: `evaluation.retrieval_scoring.search_questions`, what `eval retrieval` runs per configuration
   (the ranking, and the run table it stores);
 - direct: the libraries called by hand on the same index and vectors: bm25s `BM25.retrieve` on the
   saved whole-document index with bm25s' tokenizer (stopwords, PyStemmer); fastembed `embed` of all
@@ -106,7 +106,7 @@ def prepare(home: Path, dataset: str, collection: str) -> None:
 def compare(home: Path, collection: str, rounds: int) -> None:
     from ragassay.config import RetrievalConfiguration
     from ragassay.evaluation.questions import gather_golden_questions
-    from ragassay.evaluation.retrieval import search_questions
+    from ragassay.evaluation.retrieval_scoring import search_questions
     from ragassay.resources import Resources
 
     questions, _ = gather_golden_questions(home, (collection,), None, seed=0)

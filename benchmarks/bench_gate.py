@@ -43,7 +43,7 @@ def main() -> None:
     parser.add_argument("--fixture", type=Path, default=REPO / "data" / "gate" / "labelled_candidates.json")
     parser.add_argument("--judge", help="add the judged check with this model (qwen2.5-1.5b, smollm2)")
     arguments = parser.parse_args()
-    from ragassay.golden.gate import GeneratedPair, answer_claim, gate_candidate, gate_judged_support
+    from ragassay.golden.quality_gate import GeneratedPair, answer_claim, gate_candidate, gate_judged_support
     from ragassay.search.dense import DEFAULT_MODEL_NAME, Embedder, resolve_model
 
     judge = None

@@ -7,12 +7,12 @@ from prefect import flow
 from prefect.runtime import flow_run
 
 from flows.runners import task_runner
-from ragassay.batches import in_batches
 from ragassay.config import AnswerEvalConfig
-from ragassay.evaluation.answers import configuration_pairs
+from ragassay.evaluation.answer_judging import configuration_pairs
 from ragassay.evaluation.outcomes import AnswerEvalReport
 from ragassay.llm.settings import model_id_of
 from ragassay.tracking import Batch
+from ragassay.work_parts import in_parts
 from tasks.eval_answers import (
     answer_questions,
     compare_answers,
@@ -36,7 +36,7 @@ def eval_answers_flow(config: AnswerEvalConfig, batch: Batch | None = None) -> A
     # Configurations (or parts of their questions, config.questions_per_task) are answered, judged
     # and compared where config.task_runner says: threads here, or Dask worker processes, each
     # with its own in-process models.
-    parts = in_batches(questions.all, config.questions_per_task)
+    parts = in_parts(questions.all, config.questions_per_task)
     with task_runner(config.task_runner) as runner:
         answering = {
             c.label: [
@@ -54,7 +54,7 @@ def eval_answers_flow(config: AnswerEvalConfig, batch: Batch | None = None) -> A
         judging = {
             label: [
                 runner.submit(judge_answers, {**judge, "answered": part, "label": label})
-                for part in in_batches(items, config.questions_per_task)
+                for part in in_parts(items, config.questions_per_task)
             ]
             for label, items in answered.items()
         }

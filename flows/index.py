@@ -1,4 +1,4 @@
-"""The index flow: embeddings (cached) and BM25 for one collection, published as one folder."""
+"""The index flow: embeddings (cached) and BM25 for one collection, swapped in as one folder."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from tasks.index import (
     build_bm25_indexes,
     embed_text_group,
     plan_embedding,
-    publish_index,
     read_index_inputs,
     release_index_inputs,
     store_embeddings,
+    swap_in_index,
 )
 
 
@@ -44,6 +44,6 @@ def index_flow(config: IndexConfig) -> IndexReport:
             parts = [future.result() for future in futures]
         embedded = store_embeddings(inputs, work, parts)
         staged = build_bm25_indexes(inputs)
-        return publish_index(config, inputs, embedded, staged)
+        return swap_in_index(config, inputs, embedded, staged)
     finally:
         release_index_inputs(inputs)

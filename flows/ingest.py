@@ -5,9 +5,9 @@ from __future__ import annotations
 from prefect import flow
 
 from flows.runners import task_runner
-from ragassay.batches import in_batches
 from ragassay.config import IngestConfig
 from ragassay.ingest.files import IngestReport
+from ragassay.work_parts import in_parts
 from tasks.ingest import (
     combine_extractions,
     discover_files,
@@ -38,7 +38,7 @@ def ingest_flow(config: IngestConfig) -> IngestReport:
     with task_runner(config.task_runner) as runner:
         futures = [
             runner.submit(extract_file_batch, {"config": config, "found": batch, "stored": stored, "staging": staging})
-            for batch in in_batches(found, config.files_per_task)
+            for batch in in_parts(found, config.files_per_task)
         ]
         extracted = [future.result() for future in futures]
     parts, rejections = combine_extractions(extracted)

@@ -17,7 +17,7 @@ from flows.index import index_flow
 from flows.ingest import ingest_flow
 from ragassay.config import PipelineConfig
 from ragassay.errors import RagassayError
-from ragassay.pipeline import PipelineReport, StageReports
+from ragassay.pipeline_stages import PipelineReport, StageReports
 from ragassay.tracking import Batch
 from tasks.pipeline import (
     add_golden_file,

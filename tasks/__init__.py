@@ -3,7 +3,7 @@ outputs. Flows (flows/) wire them together.
 
 - ingest: find files, extract them a batch a task, store documents and chunks, import BEIR, report.
 - index: read the collection, embed the texts the cache lacks a group a task, write the cache,
-  build BM25, publish the index.
+  build BM25, swap the index in.
 - generate_golden: choose the seed, generate questions through the quality gate, log the run.
 - eval_retrieval: load golden questions, search them per configuration, score, compare, log.
 - eval_answers: load questions, answer, judge, compare pairwise (a task per configuration or

@@ -12,9 +12,9 @@ from prefect.cache_policies import NO_CACHE
 from ragassay import tracking
 from ragassay.answer.settings import AnswerConfiguration
 from ragassay.config import AnswerEvalConfig
-from ragassay.evaluation import answers, outcomes
+from ragassay.evaluation import answer_judging, outcomes
+from ragassay.evaluation.answer_judging import JudgedConfiguration, PairComparison
 from ragassay.evaluation.answer_summary import AnsweredQuestion, ConfigurationSummary, summarize_configuration
-from ragassay.evaluation.answers import JudgedConfiguration, PairComparison
 from ragassay.evaluation.outcomes import AnswerEvalReport, AnswerQuestions
 from ragassay.evaluation.questions import EvalQuestion, gather_golden_questions, read_unanswerable
 from ragassay.evaluation.reports import answers_markdown
@@ -52,7 +52,7 @@ def answer_questions(
 ) -> list[AnsweredQuestion]:
     """Each (question, answerable) through exactly `ragassay answer`'s code path under one
     configuration (all of its questions, or one part of them)."""
-    return answers.answer_questions(worker_resources(), home, collections, questions, configuration)
+    return answer_judging.answer_questions(worker_resources(), home, collections, questions, configuration)
 
 
 @task(name="judge-answers", cache_policy=NO_CACHE, **MODEL_SERVER_RETRIES)
@@ -61,7 +61,9 @@ def judge_answers(
 ) -> JudgedConfiguration:
     """Every answer metric of each answerable question (of a configuration, or of one part of its
     questions). The judge is this process's for the evaluation (tasks/resources.worker_judge)."""
-    return answers.judge_answers(worker_resources(), home, worker_judge(judge, home, evaluation), answered, label)
+    return answer_judging.judge_answers(
+        worker_resources(), home, worker_judge(judge, home, evaluation), answered, label
+    )
 
 
 @task(name="summarize-answers", cache_policy=NO_CACHE)
@@ -84,7 +86,9 @@ def compare_answers(
     answered_b: list[AnsweredQuestion],
 ) -> PairComparison:
     """The judge's preference per answerable question, asked in both orders, and its cost."""
-    return answers.compare_answers(worker_judge(judge, home, evaluation), label_a, answered_a, label_b, answered_b)
+    return answer_judging.compare_answers(
+        worker_judge(judge, home, evaluation), label_a, answered_a, label_b, answered_b
+    )
 
 
 @task(name="log-answer-batch", cache_policy=NO_CACHE, **TRACKING_RETRIES)

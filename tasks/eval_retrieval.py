@@ -14,7 +14,12 @@ from ragassay.evaluation import outcomes
 from ragassay.evaluation.outcomes import RetrievalEvalReport, RetrievalSummary
 from ragassay.evaluation.questions import DocKey, EvalQuestion, GoldenContext, gather_golden_questions
 from ragassay.evaluation.reports import retrieval_markdown
-from ragassay.evaluation.retrieval import SearchedConfiguration, per_question_frame, score_rankings, search_questions
+from ragassay.evaluation.retrieval_scoring import (
+    SearchedConfiguration,
+    per_question_frame,
+    score_rankings,
+    search_questions,
+)
 from ragassay.metrics.names import MetricName, headline_retrieval_metrics
 from ragassay.tracking import Batch
 from tasks.publish import publish, stage_batch

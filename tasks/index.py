@@ -66,9 +66,9 @@ def build_bm25_indexes(inputs: IndexInputs) -> Staged:
     return build.build_bm25_indexes(inputs)
 
 
-@task(name="publish-index", cache_policy=NO_CACHE)
-def publish_index(config: IndexConfig, inputs: IndexInputs, embedded: Embedded, staged: Staged) -> IndexReport:
+@task(name="swap-in-index", cache_policy=NO_CACHE)
+def swap_in_index(config: IndexConfig, inputs: IndexInputs, embedded: Embedded, staged: Staged) -> IndexReport:
     """Write the manifest and swap the staged index in whole; the report of the build."""
     manifest = build.index_manifest(inputs, embedded.dimension, datetime.now(UTC))
-    build.publish_index(inputs.paths, staged.folder, manifest)
+    build.swap_in_index(inputs.paths, staged.folder, manifest)
     return build.index_report(inputs, embedded, staged, manifest)

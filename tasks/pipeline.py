@@ -10,11 +10,11 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run
 
-from ragassay import pipeline, tracking
+from ragassay import pipeline_stages, tracking
 from ragassay.config import PipelineConfig
 from ragassay.golden import store
 from ragassay.golden.generation import GenerationReport
-from ragassay.pipeline import GoldenFileOutcome, GoldenStageReport, PipelineReport, StageReports
+from ragassay.pipeline_stages import GoldenFileOutcome, GoldenStageReport, PipelineReport, StageReports
 from ragassay.tracking import Batch
 from tasks.publish import flow_run_url, publish, run_origin
 from tasks.resources import TRACKING_RETRIES
@@ -33,13 +33,13 @@ def open_pipeline_batch(config: PipelineConfig) -> Batch:
 @task(name="check-stage-inputs", cache_policy=NO_CACHE)
 def check_stage_inputs(config: PipelineConfig, stage: str) -> None:
     """Fail before the stage starts when what it needs is missing, naming the stage that makes it."""
-    pipeline.check_inputs(config, stage)
+    pipeline_stages.check_inputs(config, stage)
 
 
 @task(name="add-golden-file", cache_policy=NO_CACHE)
 def add_golden_file(config: PipelineConfig) -> GoldenFileOutcome:
     """The golden file's entries not yet stored, validated and added."""
-    return pipeline.golden_file_outcome(store.add_from_file(config.home, config.collection, config.golden.file))
+    return pipeline_stages.golden_file_outcome(store.add_from_file(config.home, config.collection, config.golden.file))
 
 
 @task(name="log-stage-run", cache_policy=NO_CACHE, **TRACKING_RETRIES)
@@ -58,7 +58,7 @@ def summarize_golden_stage(
 ) -> GoldenStageReport:
     """The golden stage's outcome: the file's entries, this run's generation, and the totals of
     this seed over every run."""
-    return pipeline.golden_stage_report(config, file_outcome, generation)
+    return pipeline_stages.golden_stage_report(config, file_outcome, generation)
 
 
 @task(name="mark-pipeline-failed", cache_policy=NO_CACHE)
@@ -75,7 +75,7 @@ def finish_pipeline(
     """The pipeline's figures on the batch's parent run (stage seconds, documents, golden-set size,
     the gates), the run finished, the summary published on the flow run; the report."""
     flow_run_id = flow_run.root_flow_run_id or flow_run.id
-    report = pipeline.pipeline_report(
+    report = pipeline_stages.pipeline_report(
         config,
         reports,
         tracking.locate_batch(config.home, batch),
@@ -85,13 +85,13 @@ def finish_pipeline(
         flow_run_url(flow_run_id),
     )
     mlflow_client = tracking.client(config.home)
-    tracking.log_values(mlflow_client, batch.parent_run_id, {}, pipeline.pipeline_metrics(report))
+    tracking.log_values(mlflow_client, batch.parent_run_id, {}, pipeline_stages.pipeline_metrics(report))
     tracking.finish(mlflow_client, batch.parent_run_id)
     publish(
         "pipeline",
         [config.collection],
         [],
-        pipeline.pipeline_markdown(report),
+        pipeline_stages.pipeline_markdown(report),
         f"pipeline run, MLflow batch {batch.batch_id}",
     )
     return report

@@ -9,7 +9,7 @@ from ragassay.index.build import build_index
 from ragassay.ingest.documents import Chunker
 from ragassay.ingest.files import ingest_files
 from ragassay.resources import Resources
-from ragassay.search.retrieval import SearchHit
+from ragassay.search.ranking import SearchHit
 from ragassay.search.run import run_search
 from ragassay.search.settings import SearchSettings
 

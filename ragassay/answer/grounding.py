@@ -22,7 +22,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from ragassay.llm.prompts import defuse, few_shot_messages, one_line
+from ragassay.llm.messages import defuse, few_shot_messages, one_line
 from ragassay.llm.structured import Usage
 
 ANSWER_PROMPT_VERSION = "grounded-answer/2"

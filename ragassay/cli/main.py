@@ -41,7 +41,7 @@ from ragassay.cli.gate import gate
 from ragassay.cli.golden import golden_app
 from ragassay.cli.judge import judge_app
 from ragassay.cli.models import models_app
-from ragassay.cli.pipeline import run as run_pipeline
+from ragassay.cli.run import run as run_pipeline
 from ragassay.cli.runs import runs_app
 from ragassay.config import ChunkingConfig, IndexSettings, IngestConfig, workspace_home
 from ragassay.errors import ConfigError, RagassayError

@@ -12,10 +12,10 @@ import polars as pl
 from ragassay import plots
 from ragassay.answer.grounding import ANSWER_PROMPT_VERSION
 from ragassay.config import AnswerEvalConfig, RetrievalEvalConfig
+from ragassay.evaluation.answer_judging import PairComparison, batch_warnings
 from ragassay.evaluation.answer_summary import ANSWER_INTERVAL_METRICS, ConfigurationSummary, answer_intervals
-from ragassay.evaluation.answers import PairComparison, batch_warnings
 from ragassay.evaluation.questions import EvalQuestion, GoldenContext
-from ragassay.evaluation.retrieval import SearchedConfiguration, compare_configurations
+from ragassay.evaluation.retrieval_scoring import SearchedConfiguration, compare_configurations
 from ragassay.gates.assertions import check_assertions, parse_answer_assertion, parse_assertion
 from ragassay.judge.judge import support_threshold_for
 from ragassay.judge.prompts import PROMPT_VERSIONS

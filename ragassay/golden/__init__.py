@@ -3,5 +3,5 @@
 - entries: validating candidate entries, reading them from files, the golden set's digest.
 - store: adding, importing, listing and deleting a collection's entries.
 - generation: seeded page sampling, the question prompt, and the generation loop.
-- gate: the quality gate every generated question must pass, with each discard reason.
+- quality_gate: the quality gate every generated question must pass, with each discard reason.
 """

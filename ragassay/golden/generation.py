@@ -1,5 +1,5 @@
 """Golden-set generation: seeded page sampling, the question prompt, and the generation loop that
-asks the model for one question per page, passes it through the quality gate (golden/gate.py:
+asks the model for one question per page, passes it through the quality gate (golden/quality_gate.py:
 its rules, then the judge's support verdict of the answer against the page) and stores what
 passes.
 
@@ -21,7 +21,7 @@ from ragassay import plots
 from ragassay.config import GenerateConfig
 from ragassay.environment import models_dir
 from ragassay.golden.entries import GoldenCandidate, validate_candidates
-from ragassay.golden.gate import (
+from ragassay.golden.quality_gate import (
     DISCARD_REASONS,
     GateDecision,
     GeneratedPair,
@@ -31,7 +31,7 @@ from ragassay.golden.gate import (
 )
 from ragassay.golden.store import load_golden
 from ragassay.judge.judge import Judge
-from ragassay.llm.prompts import few_shot_messages, one_line, quoted
+from ragassay.llm.messages import few_shot_messages, one_line, quoted
 from ragassay.llm.structured import Usage, generate_structured
 from ragassay.progress import ProgressReporter
 from ragassay.resources import Resources

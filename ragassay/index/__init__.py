@@ -1,4 +1,4 @@
-"""Index: a collection's BM25 indexes and chunk embeddings, published as one folder.
+"""Index: a collection's BM25 indexes and chunk embeddings, swapped in as one folder.
 
 - build: embeddings through the cache, BM25 over chunks and documents, the manifest, the swap.
 """

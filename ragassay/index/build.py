@@ -306,7 +306,7 @@ def build_bm25_indexes(inputs: IndexInputs) -> Staged:
 
 
 def index_report(inputs: IndexInputs, embedded: Embedded, staged: Staged, manifest: dict) -> IndexReport:
-    """The report of a published build."""
+    """The report of a build swapped in."""
     return IndexReport(
         collection=inputs.paths.name,
         chunks=inputs.chunks.height,
@@ -335,7 +335,7 @@ def build_index(
         embedded = embed_chunks(inputs, embedder_for(inputs.spec), batch_size, group_rows)
         staged = build_bm25_indexes(inputs)
         manifest = index_manifest(inputs, embedded.dimension, datetime.now(UTC))
-        publish_index(inputs.paths, staged.folder, manifest)
+        swap_in_index(inputs.paths, staged.folder, manifest)
         return index_report(inputs, embedded, staged, manifest)
     finally:
         release_index_inputs(inputs.snapshot)
@@ -363,7 +363,7 @@ def index_manifest(inputs: IndexInputs, dimension: int, built_at: datetime) -> d
     }
 
 
-def publish_index(paths: CollectionPaths, staging: Path, manifest: dict) -> None:
+def swap_in_index(paths: CollectionPaths, staging: Path, manifest: dict) -> None:
     """Write the manifest into the staging folder, then swap the staging folder in whole."""
     write_json(staging / "manifest.json", {"format_version": INDEX_FORMAT_VERSION, **manifest})
     with paths.write_lock():

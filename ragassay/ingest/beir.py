@@ -8,13 +8,13 @@ from pathlib import Path
 
 import polars as pl
 
-from ragassay.batches import streamed_batches
 from ragassay.errors import ConfigError, RagassayError
 from ragassay.ingest.documents import IncomingDocument, sha256_hex
 from ragassay.ingest.extraction import ExtractedText
 from ragassay.store.schemas import QRELS, QUERIES
 from ragassay.store.tables import write_table
 from ragassay.store.workspace import CollectionPaths
+from ragassay.work_parts import streamed_parts
 
 
 def beir_files(folder: Path) -> tuple[Path, Path, Path]:
@@ -35,7 +35,7 @@ def corpus_batches(
 ) -> Iterator[list[IncomingDocument]]:
     """corpus.jsonl's documents (title and text joined), size at a time (all at once for None), read
     as they are yielded. A document whose text has its stored digest is not extracted (as files.extract_documents)."""
-    return streamed_batches(_corpus_documents(beir_files(folder)[0], stored or {}), size)
+    return streamed_parts(_corpus_documents(beir_files(folder)[0], stored or {}), size)
 
 
 def _corpus_documents(corpus_path: Path, stored: dict[str, str]) -> Iterator[IncomingDocument]:

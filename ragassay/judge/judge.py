@@ -31,7 +31,7 @@ from ragassay.judge.prompts import (
     support_messages,
 )
 from ragassay.llm.completion import ChatModel, option_spellings
-from ragassay.llm.prompts import one_line
+from ragassay.llm.messages import one_line
 from ragassay.llm.structured import Structured, Usage, generate_structured, unreadable
 from ragassay.metrics.answers import (
     AnswerJudgement,

@@ -24,7 +24,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from ragassay.llm.prompts import defuse, few_shot_messages, one_line, quoted
+from ragassay.llm.messages import defuse, few_shot_messages, one_line, quoted
 
 SUPPORT_PROMPT_VERSION = "support-probability/3"
 IMPLIED_QUESTION_PROMPT_VERSION = "implied-question/2"

@@ -19,5 +19,5 @@ a sampled word cannot.
 - cache: the completion cache: model calls remembered on disk by exactly what was asked.
 - catalog: chat models known by name, assembled from pinned part wheels and sha256-verified.
 - structured: JSON-schema constrained, validated output with one retry, and its Usage (cost).
-- prompts: building chat messages from an instruction and worked examples.
+- messages: building chat messages from an instruction and worked examples.
 """

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ragassay.llm.prompts import one_line
+from ragassay.llm.messages import one_line
 
 Verdict = bool | None
 

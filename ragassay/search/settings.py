@@ -17,7 +17,7 @@ from ragassay.llm.settings import ChatModelConfig
 
 SearchType = Literal["fulltext", "semantic", "hybrid"]
 SEARCH_TYPES: tuple[str, ...] = ("fulltext", "semantic", "hybrid")
-# What BM25 scores: whole documents (default) or chunks (max-passage); see search/retrieval.py.
+# What BM25 scores: whole documents (default) or chunks (max-passage); see search/ranking.py.
 LexicalUnit = Literal["document", "chunk"]
 
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import polars as pl
 import pyarrow.parquet as pq
 
-from ragassay.batches import streamed_batches
 from ragassay.errors import TableSchemaError
 from ragassay.store.schemas import TableSpec
+from ragassay.work_parts import streamed_parts
 
 _METADATA_KEY = b"ragassay"
 
@@ -82,7 +82,7 @@ def read_column_batches(path: Path, spec: TableSpec, column: str, batch_size: in
     values = (
         file.read_row_group(group, columns=[column]).column(0).to_pylist() for group in range(file.num_row_groups)
     )
-    yield from streamed_batches(chain.from_iterable(values), batch_size)
+    yield from streamed_parts(chain.from_iterable(values), batch_size)
 
 
 def _check_marker(path: Path, spec: TableSpec) -> None:

@@ -8,7 +8,7 @@ import polars as pl
 from ragassay.config import RetrievalEvalConfig
 from ragassay.evaluation import outcomes
 from ragassay.evaluation.questions import EvalQuestion, GoldenContext
-from ragassay.evaluation.retrieval import SearchedConfiguration, per_question_frame, score_rankings
+from ragassay.evaluation.retrieval_scoring import SearchedConfiguration, per_question_frame, score_rankings
 from ragassay.run_warnings import RunWarning
 from ragassay.tracking import LoggedBatch
 

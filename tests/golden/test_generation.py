@@ -11,8 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from ragassay.cli.main import app
-from ragassay.golden.gate import GeneratedPair, gate_candidate, is_passage_dependent
 from ragassay.golden.generation import sample_pages
+from ragassay.golden.quality_gate import GeneratedPair, gate_candidate, is_passage_dependent
 from tests.conftest import REPO, SAMPLE
 
 PASSAGE = (

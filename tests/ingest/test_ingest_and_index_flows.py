@@ -302,9 +302,9 @@ def test_embeddings_are_written_a_row_group_at_a_time_with_the_vectors_of_one_ca
 def test_batches_extracted_apart_reject_an_id_an_earlier_batch_has(home, tmp_path):
     from datetime import datetime
 
-    from ragassay.batches import in_batches
     from ragassay.ingest.documents import Chunker, IngestStaging, stage_part, store_staged
     from ragassay.ingest.files import combine_extractions, discover_files, extract_documents
+    from ragassay.work_parts import in_parts
 
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
@@ -312,7 +312,7 @@ def test_batches_extracted_apart_reject_an_id_an_earlier_batch_has(home, tmp_pat
         (tmp_path / folder / "same.txt").write_text(f"Text of {folder}.", encoding="utf-8")
     (tmp_path / "a" / "other.txt").write_text("Other text.", encoding="utf-8")
     found = discover_files((tmp_path / "a", tmp_path / "b"))
-    batches = in_batches(found, 2)
+    batches = in_parts(found, 2)
     assert [len(batch) for batch in batches] == [2, 1]
     paths, chunker = collection_paths(home, "twins", must_exist=False), Chunker(1200, 150)
     staging = IngestStaging.new(paths, datetime.now(UTC))

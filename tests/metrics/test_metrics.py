@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from ragassay.evaluation.questions import EvalQuestion, sample_questions
-from ragassay.evaluation.retrieval import per_question_frame, score_rankings
+from ragassay.evaluation.retrieval_scoring import per_question_frame, score_rankings
 from ragassay.metrics.averaging import mean_scores
 from ragassay.metrics.names import parse_metric, standard_metrics
 from ragassay.metrics.retrieval import judge_run

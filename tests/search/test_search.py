@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ragassay.errors import CollectionNotFound, ConfigError, IndexMissing
-from ragassay.search.retrieval import make_snippet
+from ragassay.search.ranking import make_snippet
 from ragassay.search.settings import SearchSettings
 from tests.helpers import build_collection, index, ingest, search_hits
 
@@ -180,7 +180,7 @@ def test_chunk_texts_are_read_when_shown_and_never_from_a_table_changed_since(tw
     asks; a re-ingest in between must not pair a hit with another chunk's text."""
     from ragassay.search.collections import load_searchable
     from ragassay.search.dense import Embedders
-    from ragassay.search.retrieval import rank_documents, search
+    from ragassay.search.ranking import rank_documents, search
     from ragassay.store.workspace import collection_paths, load_chunks
 
     settings = SearchSettings(search_type="fulltext")

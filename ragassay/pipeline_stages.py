@@ -10,8 +10,8 @@ from pydantic import BaseModel
 from ragassay.config import PipelineConfig
 from ragassay.errors import RagassayError
 from ragassay.evaluation.outcomes import AnswerEvalReport, RetrievalEvalReport
-from ragassay.golden.gate import DISCARD_REASONS
 from ragassay.golden.generation import GENERATION_PROMPT_VERSION, GenerationReport
+from ragassay.golden.quality_gate import DISCARD_REASONS
 from ragassay.golden.store import GoldenChange, load_golden
 from ragassay.index.build import IndexReport
 from ragassay.ingest.files import IngestReport
