@@ -19,7 +19,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, SAMPLE
+
+pytestmark = pytest.mark.slow  # real PostgreSQL, MLflow and Prefect servers and a worker
 
 BIN = Path(sys.executable).parent
 PREFECT = str(BIN / "prefect")
@@ -32,11 +34,14 @@ TEST_CONFIG = {
     "ingest": {"paths": ["data/sample/corpus"]},
     "golden": {"file": "data/sample/golden.jsonl", "generate": False},
     "retrieval": {"assertions": ["hybrid:recall@5>=0.5"]},
+    # Small on purpose: the deployment's plumbing is what this checks (one answerable and one
+    # unanswerable question, short answers).
     "answers": {
-        "unanswerable": "data/sample/unanswerable.jsonl",
-        "max_questions": 2,
+        "max_questions": 1,
         "pairwise": False,
-        "configurations": [{"label": "hybrid", "search_type": "hybrid", "groundedness": "off"}],
+        "configurations": [
+            {"label": "hybrid", "search_type": "hybrid", "groundedness": "off", "k": 2, "max_answer_tokens": 96}
+        ],
     },
     "judge": {"backend": "smollm2"},
 }
@@ -200,8 +205,11 @@ def servers(tmp_path, outer_models_dir):
         services.stop_all()
 
 
-def test_pipeline_deployment_runs_on_real_servers(servers):
+def test_pipeline_deployment_runs_on_real_servers(servers, tmp_path):
     env, api = servers["env"], servers["api"]
+    unanswerable = tmp_path / "unanswerable.jsonl"
+    unanswerable.write_text((SAMPLE / "unanswerable.jsonl").read_text().splitlines(keepends=True)[0])
+    config = {**TEST_CONFIG, "answers": {**TEST_CONFIG["answers"], "unanswerable": str(unanswerable)}}
     prefect_cli("work-pool", "create", "ragassay-local", "--type", "process", "--overwrite", env=env)
     deployed = prefect_cli("deploy", "--all", env=env)
     for name in ("pipeline/sample-pipeline-nightly", "run-cases/sample-cases"):
@@ -216,7 +224,7 @@ def test_pipeline_deployment_runs_on_real_servers(servers):
         "run",
         "pipeline/sample-pipeline-nightly",
         "--params",
-        json.dumps({"config": TEST_CONFIG}),
+        json.dumps({"config": config}),
         env=env,
     )
     assert "Created flow run" in started.stdout

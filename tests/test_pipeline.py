@@ -19,8 +19,10 @@ SMOLLM2 = {"backend": "smollm2"}
 
 
 def pipeline_settings(corpus) -> dict:
-    """The sample pipeline, small: SmolLM2 everywhere, one generated question, two golden questions
-    answered under one configuration."""
+    """The sample pipeline, small: SmolLM2 everywhere, one generated question, two golden and two
+    unanswerable questions answered under one configuration from two sources, in at most 128 tokens."""
+    unanswerable = corpus.parent / "unanswerable.jsonl"
+    unanswerable.write_text("".join((SAMPLE / "unanswerable.jsonl").read_text().splitlines(keepends=True)[:2]))
     return {
         "collection": "sample",
         "ingest": {"paths": [str(corpus)]},
@@ -40,16 +42,17 @@ def pipeline_settings(corpus) -> dict:
             "assertions": ["hybrid:recall@5>=0.8"],
         },
         "answers": {
-            "unanswerable": str(SAMPLE / "unanswerable.jsonl"),
+            "unanswerable": str(unanswerable),
             "max_questions": 2,
             "pairwise": False,
-            "configurations": [{"label": "hybrid", "search_type": "hybrid"}],
+            "configurations": [{"label": "hybrid", "search_type": "hybrid", "k": 2, "max_answer_tokens": 128}],
             "assertions": ["hybrid:false_refusal_rate<=1"],
         },
         "judge": SMOLLM2,
     }
 
 
+@pytest.mark.slow
 def test_pipeline_runs_every_stage_then_reruns_from_cache(home, tmp_path):
     from flows.pipeline import pipeline_flow
     from ragassay import tracking

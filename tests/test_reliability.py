@@ -47,6 +47,7 @@ def golden_file(path: Path, tag: str, documents: list[str]) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_concurrent_golden_adds_keep_every_entry(home, tmp_path):
     from ragassay.golden.store import load_golden
     from ragassay.store.workspace import collection_paths, load_documents
@@ -71,6 +72,7 @@ def test_concurrent_golden_adds_keep_every_entry(home, tmp_path):
         assert load_golden(collection_paths(home, "s")).height == 30 * (round_ + 1), f"round {round_}: an add was lost"
 
 
+@pytest.mark.slow
 def test_concurrent_ingests_of_two_halves_keep_every_document(home, tmp_path):
     from ragassay.store.workspace import collection_paths, load_chunks, load_documents
 
@@ -94,6 +96,7 @@ def test_concurrent_ingests_of_two_halves_keep_every_document(home, tmp_path):
     assert set(chunks["doc_id"]) == set(documents["doc_id"]), "no chunks without a document, no document without chunks"
 
 
+@pytest.mark.slow
 def test_a_lock_held_too_long_names_its_holder(home, tmp_path):
     from ragassay.store.locks import collection_lock
     from ragassay.store.workspace import collection_paths, load_documents
@@ -117,6 +120,7 @@ def test_a_lock_held_too_long_names_its_holder(home, tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_an_ingest_killed_between_its_writes_is_refused_by_index_and_repaired_by_the_next_ingest(home, tmp_path):
     from ragassay.store.schemas import CHUNKS
     from ragassay.store.tables import write_table
@@ -262,6 +266,7 @@ def port_open(port: int) -> bool:
         return probe.connect_ex(("127.0.0.1", port)) == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
 def test_a_killed_command_leaves_no_prefect_server_behind(home, tmp_path, stop):
     env = {name: value for name, value in os.environ.items() if name != "PREFECT_API_URL"}
@@ -307,6 +312,7 @@ def hostile_pages(root: Path, slow_copies: int = 1) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_a_file_past_the_time_bound_is_rejected_alone_and_the_ingest_goes_on(home, tmp_path):
     ingested = ragassay(
         "ingest",
@@ -325,6 +331,7 @@ def test_a_file_past_the_time_bound_is_rejected_alone_and_the_ingest_goes_on(hom
     assert report["ingested"] == ["good.txt"]
 
 
+@pytest.mark.slow
 def test_a_killed_ingest_leaves_no_extraction_worker_behind(home, tmp_path):
     command = subprocess.Popen(
         [RAGASSAY, "ingest", "-c", "s", str(hostile_pages(tmp_path / "corpus", slow_copies=20))],
@@ -354,6 +361,7 @@ def test_a_killed_ingest_leaves_no_extraction_worker_behind(home, tmp_path):
 SECRET = "S3cret-p4ss"
 
 
+@pytest.mark.slow
 @pytest.mark.flows
 @pytest.mark.parametrize(
     "url",
@@ -469,6 +477,7 @@ def test_an_api_key_comes_from_the_environment_variable_it_names(home, monkeypat
     )
 
 
+@pytest.mark.slow
 def test_commands_write_nothing_outside_the_workspace(home, tmp_path):
     user_home, temporary = tmp_path / "user-home", tmp_path / "tmp"
     user_home.mkdir()
@@ -487,6 +496,7 @@ def test_commands_write_nothing_outside_the_workspace(home, tmp_path):
     assert written == [], "no telemetry ids, caches or session files outside the workspace"
 
 
+@pytest.mark.slow
 def test_a_missing_collection_is_one_line_without_a_traceback(home):
     result = ragassay("index", "-c", "nosuch")
     assert result.returncode == 2
@@ -495,6 +505,7 @@ def test_a_missing_collection_is_one_line_without_a_traceback(home):
     assert debugged.returncode == 2 and "Traceback" in debugged.stderr, "--debug shows Prefect's traceback"
 
 
+@pytest.mark.slow
 @pytest.mark.flows
 def test_collections_stay_isolated_at_every_entry_point(home, tmp_path):
     """A token planted in collection B never comes back from anything scoped to collection A."""

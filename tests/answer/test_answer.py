@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from ragassay.answer.answering import answer_question
@@ -15,6 +16,7 @@ from ragassay.store.workspace import collection_paths, load_documents
 runner = CliRunner()
 
 
+@pytest.mark.slow
 def test_an_answerable_question_gets_citations_to_real_spans(sample_home):
     answer = answer_question(
         Resources(), sample_home, ["sample"], "What temperature does beeswax melt at?", AnswerSettings()
@@ -40,6 +42,7 @@ def test_an_off_topic_question_is_declined_without_calling_the_model(sample_home
     assert usage.calls == 0
 
 
+@pytest.mark.slow
 def test_answer_command_prints_json_with_sources_model_and_tokens(sample_home, monkeypatch):
     monkeypatch.setenv("RAGASSAY_HOME", str(sample_home))
     result = runner.invoke(app, ["answer", "-c", "sample", "--json", "What temperature does beeswax melt at?"])

@@ -29,6 +29,7 @@ def corpus(tmp_path):
     return root
 
 
+@pytest.mark.slow
 @pytest.mark.flows
 def test_ingest_index_search_and_list_round_trip(home, corpus):
     ingested = invoke("ingest", "--collection", "bees", str(corpus), "--json")

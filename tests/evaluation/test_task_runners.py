@@ -24,8 +24,12 @@ from ragassay.config import (
 from ragassay.golden.store import add_from_file
 from ragassay.metrics.names import ANSWER_METRICS
 from tests.conftest import SAMPLE
+from tests.helpers import build_collection
 
-pytestmark = pytest.mark.flows  # every test here runs flows
+pytestmark = [
+    pytest.mark.flows,
+    pytest.mark.slow,
+]  # every test here runs flows; each starts a Dask cluster whose workers load their models
 
 CONFIGURATIONS = [
     {"label": "fulltext", "search_type": "fulltext"},
@@ -35,8 +39,7 @@ CONFIGURATIONS = [
 
 
 def test_a_dask_local_cluster_gives_the_numbers_of_the_thread_runner(home):
-    ingest_flow(IngestConfig(collection="sample", paths=(SAMPLE / "corpus",), home=home))
-    index_flow(IndexConfig(collection="sample", home=home))
+    build_collection(home, "sample", (SAMPLE / "corpus",))
     add_from_file(home, "sample", SAMPLE / "golden.jsonl")
     settings = dict(collections=["sample"], configurations=CONFIGURATIONS, home=home)
     threads = eval_retrieval_flow(parse_config(RetrievalEvalConfig, **settings))
@@ -53,8 +56,9 @@ def test_a_dask_local_cluster_gives_the_numbers_of_the_thread_runner(home):
                 RetrievalEvalConfig, **settings, task_runner={"kind": "dask", "address": cluster.scheduler_address}
             )
         )
-        # The searches ran in the worker processes: those that ran one have loaded ragassay's tasks.
-        ran = client.run(lambda: "tasks.eval_retrieval" in __import__("sys").modules)
+        # The searches ran in the worker processes: those that ran one have loaded the worker's
+        # resources and the search code (neither is loaded until a task runs there).
+        ran = client.run(lambda: {"tasks.resources", "ragassay.search.run"} <= set(__import__("sys").modules))
     assert len(ran) == 2 and any(ran.values())
     for dask in (started, given):
         assert dask.questions == threads.questions == 30
@@ -95,13 +99,15 @@ def test_an_answer_evaluation_on_a_dask_local_cluster_matches_the_thread_runner(
     for name, runner, per_task in (("threads", {"kind": "threads"}, None), ("dask", {"kind": "dask", "workers": 2}, 1)):
         home = tmp_path / name
         monkeypatch.setenv("RAGASSAY_CACHE", str(home / "cache"))
-        ingest_flow(IngestConfig(collection="sample", paths=(SAMPLE / "corpus",), home=home))
-        index_flow(IndexConfig(collection="sample", home=home))
+        build_collection(home, "sample", (SAMPLE / "corpus",))
         add_from_file(home, "sample", SAMPLE / "golden.jsonl")
         config = parse_config(
             AnswerEvalConfig,
             collections=["sample"],
-            configurations=[{"label": "fulltext", "search_type": "fulltext"}, {"label": "hybrid"}],
+            configurations=[
+                {"label": "fulltext", "search_type": "fulltext", "k": 2, "max_answer_tokens": 128},
+                {"label": "hybrid", "k": 2, "max_answer_tokens": 128},
+            ],
             unanswerable=unanswerable,
             max_questions=1,
             judge={"backend": "smollm2"},

@@ -29,6 +29,7 @@ def _suite(tmp_path, cases: list[dict], **settings) -> str:
     return str(path)
 
 
+@pytest.mark.slow
 @pytest.mark.flows
 def test_a_suite_whose_checks_all_pass_exits_zero_and_is_logged(workspace, tmp_path):
     suite = _suite(
@@ -46,6 +47,7 @@ def test_a_suite_whose_checks_all_pass_exits_zero_and_is_logged(workspace, tmp_p
     assert logged["case_id"].to_list() == ["melting"] and logged["passed"].to_list() == [True]
 
 
+@pytest.mark.slow
 @pytest.mark.flows
 def test_a_failing_check_or_a_judge_error_fails_the_case_and_the_exit_code(workspace, tmp_path):
     cases = [
@@ -92,6 +94,7 @@ def test_malformed_suites_are_refused_with_the_field_named(workspace, tmp_path, 
     assert result.exit_code == 2 and message in result.output
 
 
+@pytest.mark.slow
 def test_calibration_reports_agreement_with_the_shipped_labels_and_logs_a_run(workspace):
     result = runner.invoke(app, ["judge", "calibrate", "--labels", str(LABELS), "--judge-model", "smollm2", "--json"])
     assert result.exit_code == 0, result.output
@@ -114,6 +117,7 @@ def test_calibration_reports_agreement_with_the_shipped_labels_and_logs_a_run(wo
     assert tracking.download_table(workspace, report["mlflow_run_id"], "rows").height == len(rows)
 
 
+@pytest.mark.slow
 def test_calibration_with_the_default_judge_on_a_seeded_sample(workspace):
     """The default judge (Qwen2.5 1.5B) on 6 of the team's labels, drawn with a seed."""
     arguments = ["judge", "calibrate", "--labels", str(LABELS), "--max-items", "6", "--seed", "4", "--json"]

@@ -135,6 +135,7 @@ def generated_workspace(tmp_path, name):
     return home
 
 
+@pytest.mark.slow
 @pytest.mark.flows
 def test_generation_is_reproducible_grows_the_set_and_resumes(tmp_path):
     from flows.generate_golden import generate_golden_flow
@@ -144,8 +145,12 @@ def test_generation_is_reproducible_grows_the_set_and_resumes(tmp_path):
     from ragassay.store.workspace import collection_paths
 
     first_home, second_home = generated_workspace(tmp_path, "a"), generated_workspace(tmp_path, "b")
-    first = generate_golden_flow(GenerateConfig(collection="sample", count=2, seed=5, model=SMOLLM2, home=first_home))
-    again = generate_golden_flow(GenerateConfig(collection="sample", count=2, seed=5, model=SMOLLM2, home=second_home))
+    first = generate_golden_flow(
+        GenerateConfig(collection="sample", count=1, seed=5, model=SMOLLM2, judge=SMOLLM2, home=first_home)
+    )
+    again = generate_golden_flow(
+        GenerateConfig(collection="sample", count=1, seed=5, model=SMOLLM2, judge=SMOLLM2, home=second_home)
+    )
     columns = ["chunk_id", "question", "answer", "reason"]
     log_a = pl.read_parquet(collection_paths(first_home, "sample").generation_log).select(columns)
     log_b = pl.read_parquet(collection_paths(second_home, "sample").generation_log).select(columns)
@@ -155,7 +160,9 @@ def test_generation_is_reproducible_grows_the_set_and_resumes(tmp_path):
     assert first.acceptance_rate == len(first.accepted) / first.attempted
 
     # A second call (or a rerun after an interruption) skips every page already tried.
-    grown = generate_golden_flow(GenerateConfig(collection="sample", count=2, seed=5, model=SMOLLM2, home=first_home))
+    grown = generate_golden_flow(
+        GenerateConfig(collection="sample", count=1, seed=5, model=SMOLLM2, judge=SMOLLM2, home=first_home)
+    )
     assert grown.skipped_pages >= first.attempted
     log = pl.read_parquet(collection_paths(first_home, "sample").generation_log)
     assert log["chunk_id"].is_unique().all(), "no page is asked twice"
@@ -177,6 +184,7 @@ def test_generation_is_reproducible_grows_the_set_and_resumes(tmp_path):
     assert tracking.download_table(first_home, first.run_id, "candidates").height == first.attempted
 
 
+@pytest.mark.slow
 @pytest.mark.flows
 def test_golden_list_marks_entries_whose_source_changed(tmp_path, monkeypatch):
     from flows.generate_golden import generate_golden_flow

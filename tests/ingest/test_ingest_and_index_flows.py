@@ -136,6 +136,7 @@ def test_a_single_file_can_be_given_its_doc_id(home, tmp_path):
     assert report.ingested == ["handbook/propolis"]
 
 
+@pytest.mark.slow
 def test_index_caches_embeddings_and_reembeds_only_changed_chunks(home, tmp_path):
     corpus = make_corpus(tmp_path / "corpus")
     ingest(home, corpus)

@@ -26,6 +26,7 @@ def qwen_judge():
     models.close()
 
 
+@pytest.mark.slow
 def test_the_default_judge_tells_supported_from_unsupported_statements(qwen_judge):
     """Clear cases only: a 1.5B judge is far from perfect (BENCHMARKS.md: it misses some wrong-entity
     statements), but it must put plain paraphrases above plain contradictions and additions."""
@@ -61,6 +62,7 @@ def test_thresholds_are_per_model_and_default_to_one_half():
     assert support_threshold_for("gguf:other.gguf") == 0.5 and support_threshold_for("openai:qwen@http://x") == 0.5
 
 
+@pytest.mark.slow
 def test_option_probabilities_agree_in_process_and_over_http(chat_server):  # noqa: F811
     """The same SmolLM2 file, in-process and behind llama-cpp-python's server: the same
     probabilities for the support options (the server reports top log-probabilities)."""

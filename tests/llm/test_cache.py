@@ -41,6 +41,7 @@ def test_a_repeated_call_is_served_from_the_cache_and_a_different_one_is_asked(t
     # A new owner with the same cache file never loads the model for what is remembered (a load
     # logs "loaded <file> on N threads").
     caplog.set_level(logging.INFO, logger="ragassay")
+    caplog.clear()
     remembered = ChatModels().get(config, CompletionCache(path))
     assert remembered.complete(MESSAGES, None, 8, 0.0, 1).text == asked.text
     assert remembered.option_probabilities(MESSAGES, OPTIONS).completion.cached

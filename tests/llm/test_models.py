@@ -137,6 +137,7 @@ def test_openai_compatible_endpoint_gives_validated_structured_output(chat_serve
     assert usage.calls == 1 and usage.completion_tokens > 0
 
 
+@pytest.mark.slow
 def test_an_unreachable_endpoint_is_a_model_error_after_retries():
     from ragassay.llm.openai_server import RETRY_DELAYS, ModelServerError
 

@@ -98,6 +98,7 @@ def test_sample_runs_match_pytrec_eval(sample_home):
     assert assert_parity(sample_home, eval_retrieval_flow(config), KS) > 0
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not NFCORPUS.exists(), reason="../shared/datasets/nfcorpus is not present")
 def test_graded_nfcorpus_runs_match_pytrec_eval(home, tmp_path):
     dataset = nfcorpus_slice(tmp_path / "nfcorpus-slice")

@@ -40,6 +40,7 @@ def test_search_with_the_llm_reranker_scores_each_candidate_and_keeps_k(sample_h
         assert all(0 <= h.score <= 10 for h in reranked)
 
 
+@pytest.mark.slow
 @pytest.mark.flows
 def test_a_reranked_configuration_logs_its_model_cost_and_fallbacks(sample_home):
     from flows.eval_retrieval import eval_retrieval_flow
