@@ -64,7 +64,10 @@ def _quiet_mlflow() -> None:
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
     # A progress bar per small Parquet file is noise on the terminal of `ragassay runs`.
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
-    # Its INFO lines (database migrations on first use) are not the user's business.
+    # Its INFO lines (database migrations on first use) are not the user's business. Set after
+    # MLflow is imported: its import configures its logger at INFO.
+    import mlflow  # noqa: F401
+
     logging.getLogger("mlflow").setLevel(logging.WARNING)
 
 
