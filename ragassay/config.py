@@ -20,7 +20,7 @@ from ragassay.gates.assertions import is_answer_assertion, parse_answer_assertio
 from ragassay.llm.settings import DEFAULT_JUDGE, ChatModelConfig
 from ragassay.metrics.names import MetricName, standard_metrics
 from ragassay.search.settings import SEARCH_TYPES, SearchSettings, SearchType
-from ragassay.store.workspace import workspace_home
+from ragassay.store.workspace import collection_paths, workspace_home
 
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2-int8"
 # Generation writes with the judge's model: on the sample corpus it wrote 10 acceptable questions
@@ -67,6 +67,11 @@ class OneCollection(Frozen):
 
     _collection = field_validator("collection")(check_collection)
 
+    def check_stored(self) -> None:
+        """CollectionNotFound, naming the workspace's collections, unless the collection is there:
+        a command checks it before it starts any work (or a Prefect server)."""
+        collection_paths(self.home, self.collection)
+
 
 class SomeCollections(Frozen):
     """A run over the golden sets of one or more collections of a workspace."""
@@ -75,6 +80,11 @@ class SomeCollections(Frozen):
     home: Path = Field(default_factory=workspace_home)
 
     _collections = field_validator("collections")(check_collections)
+
+    def check_stored(self) -> None:
+        """CollectionNotFound for the first collection that is not there (see OneCollection)."""
+        for name in self.collections:
+            collection_paths(self.home, name)
 
 
 class OnTaskRunner(Frozen):

@@ -5,13 +5,13 @@ task-runner worker is a process of its own and gets its own.)"""
 from __future__ import annotations
 
 import atexit
-import threading
 from functools import cache
 from pathlib import Path
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
+from ragassay.judge.evaluation_judges import EvaluationJudges
 from ragassay.judge.judge import Judge
 from ragassay.llm import registry
 from ragassay.llm.settings import ChatModelConfig
@@ -27,22 +27,15 @@ def worker_resources() -> Resources:
     return resources
 
 
-_judges: dict[tuple[ChatModelConfig, Path, str], Judge] = {}
-_judges_lock = threading.Lock()
+@cache
+def worker_judges() -> EvaluationJudges:
+    """This process's judges, over its Resources."""
+    return EvaluationJudges(worker_resources())
 
 
 def worker_judge(config: ChatModelConfig, home: Path, evaluation: str) -> Judge:
-    """This process's judge for one evaluation (any token naming it, e.g. its flow run). A Judge
-    remembers its judgements for one evaluation; the tasks of an evaluation that run in this process
-    share one, and a Dask worker makes its own (the judge's model cannot travel between processes;
-    the workspace's completion cache is shared by all). Judges of earlier evaluations are dropped."""
-    key = (config, home, evaluation)
-    with _judges_lock:
-        if key not in _judges:
-            for earlier in [k for k in _judges if k[2] != evaluation]:
-                del _judges[earlier]
-            _judges[key] = Judge(worker_resources().chat_model(config, home))
-        return _judges[key]
+    """This process's judge for one evaluation (ragassay/judge/evaluation_judges.py)."""
+    return worker_judges().get(config, home, evaluation)
 
 
 @task(name="locate-models", cache_policy=NO_CACHE)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ragassay.config import DEFAULT_EMBEDDING_MODEL
+from ragassay.config import DEFAULT_EMBEDDING_MODEL, ChunkingConfig
 from ragassay.index.build import build_index
 from ragassay.ingest.documents import Chunker
 from ragassay.ingest.files import ingest_files
@@ -18,8 +18,18 @@ from ragassay.search.settings import SearchSettings
 SESSION_RESOURCES = Resources()
 
 
-def ingest(home: Path, collection: str, paths: tuple[Path, ...], chunk_size: int = 1200, chunk_overlap: int = 150):
-    """What `ragassay ingest` does, through the library in this process (no Prefect)."""
+DEFAULT_CHUNKING = ChunkingConfig()
+
+
+def ingest(
+    home: Path,
+    collection: str,
+    paths: tuple[Path, ...],
+    chunk_size: int = DEFAULT_CHUNKING.chunk_size,
+    chunk_overlap: int = DEFAULT_CHUNKING.chunk_overlap,
+):
+    """What `ragassay ingest` does (with its default chunking), through the library in this process
+    (no Prefect)."""
     return ingest_files(home, collection, paths, Chunker(chunk_size, chunk_overlap))
 
 
@@ -30,7 +40,11 @@ def index(home: Path, collection: str):
 
 
 def build_collection(
-    home: Path, collection: str, paths: tuple[Path, ...], chunk_size: int = 1200, chunk_overlap: int = 150
+    home: Path,
+    collection: str,
+    paths: tuple[Path, ...],
+    chunk_size: int = DEFAULT_CHUNKING.chunk_size,
+    chunk_overlap: int = DEFAULT_CHUNKING.chunk_overlap,
 ) -> None:
     """A collection ingested and indexed through the library (the flows' own tests run the flows)."""
     ingest(home, collection, paths, chunk_size, chunk_overlap)

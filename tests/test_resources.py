@@ -45,3 +45,23 @@ def test_threads_asking_for_one_embedder_or_one_cached_chat_model_at_once_share_
     models = _at_once(lambda: resources.chat_model(ChatModelConfig(), home).model)
     assert all(model is models[0] for model in models)
     resources.close()
+
+
+def test_the_tasks_of_one_evaluation_share_one_judge_and_a_new_evaluation_gets_a_fresh_one(home):
+    from ragassay.judge.evaluation_judges import EvaluationJudges
+
+    resources = Resources()
+    try:
+        judges = EvaluationJudges(resources)
+        smollm2 = ChatModelConfig(backend="smollm2")
+        first = _at_once(lambda: judges.get(smollm2, home, "evaluation-1"))
+        assert all(judge is first[0] for judge in first)
+        verdict = first[0].support("Beeswax melts at 62 to 64 degrees.", "Beeswax melts at 63 degrees.")
+        assert first[0].support("Beeswax melts at 62 to 64 degrees.", "Beeswax melts at 63 degrees.").reused
+        # The next evaluation judges afresh (its judge remembers nothing), on the same loaded model.
+        second = judges.get(smollm2, home, "evaluation-2")
+        assert second is not first[0] and second.model.model is first[0].model.model
+        again = second.support("Beeswax melts at 62 to 64 degrees.", "Beeswax melts at 63 degrees.")
+        assert not again.reused and again.value == verdict.value
+    finally:
+        resources.close()

@@ -81,8 +81,14 @@ def exit_on_failed_assertions(assertions: list[dict]) -> NoReturn:
 
 
 def fail(error: Exception) -> NoReturn:
+    """One line naming what is wrong, exit 2; under --debug the error's traceback first."""
+    from ragassay.environment import environment
     from ragassay.redaction import redact
 
+    if environment().debug:
+        import traceback
+
+        sys.stderr.write(redact("".join(traceback.format_exception(error))))
     err.print("[red]error:[/red] " + escape(redact(str(error))), highlight=False)
     raise typer.Exit(EXIT_USAGE)
 

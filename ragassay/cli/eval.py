@@ -94,6 +94,7 @@ def eval_retrieval(
         if not settings.get("collections"):
             raise ConfigError("give at least one --collection (or 'collections' in --configs)")
         config = parse_config(RetrievalEvalConfig, **settings)
+        config.check_stored()
         prefect_defaults()
         from flows.eval_retrieval import eval_retrieval_flow
 
@@ -181,6 +182,7 @@ def eval_answers(
         if not settings.get("collections"):
             raise ConfigError("give at least one --collection (or 'collections' in --configs)")
         config = parse_config(AnswerEvalConfig, **settings)
+        config.check_stored()
         if estimate:
             from ragassay.evaluation.estimate import estimate_answer_eval
 

@@ -139,6 +139,7 @@ def golden_generate(
             **({"model": writer} if writer else {}),
             **({"judge": judge} if judge else {}),
         )
+        config.check_stored()
         prefect_defaults()
         from flows.generate_golden import generate_golden_flow
 

@@ -141,6 +141,7 @@ def index(
             workers,
         )
         config = parse_config(IndexConfig, **settings)
+        config.check_stored()
         prefect_defaults()
         from flows.index import index_flow
 

@@ -39,26 +39,28 @@ CONFIGURATIONS = [
     {"label": "hybrid", "search_type": "hybrid", "k": 2, "max_answer_tokens": 128},
 ]
 SMOLLM2 = {"backend": "smollm2"}
+# Two golden and one unanswerable question, each answered under both configurations.
+GOLDEN, UNANSWERABLE = 2, 1
 
 
 @pytest.fixture(scope="module")
 def unanswerable(tmp_path_factory):
-    """Two of the sample's unanswerable questions (each answered under every configuration)."""
+    """The first of the sample's unanswerable questions (answered under every configuration)."""
     path = tmp_path_factory.mktemp("unanswerable") / "unanswerable.jsonl"
-    path.write_text("".join((SAMPLE / "unanswerable.jsonl").read_text().splitlines(keepends=True)[:2]))
+    path.write_text("".join((SAMPLE / "unanswerable.jsonl").read_text().splitlines(keepends=True)[:UNANSWERABLE]))
     return path
 
 
 @pytest.fixture(scope="module")
 def evaluated(sample_home, unanswerable):
-    """Three golden and two unanswerable questions under two configurations, judged once."""
+    """The golden and unanswerable questions under two configurations, judged once."""
     add_from_file(sample_home, "sample", SAMPLE / "golden.jsonl")
     config = parse_config(
         AnswerEvalConfig,
         collections=["sample"],
         configurations=CONFIGURATIONS,
         unanswerable=unanswerable,
-        max_questions=3,
+        max_questions=GOLDEN,
         judge=SMOLLM2,
         home=sample_home,
     )
@@ -71,13 +73,13 @@ def _child_tables(home, run_id):
 
 def test_every_metric_reports_how_many_questions_it_scored(evaluated):
     _, report = evaluated
-    assert (report.questions, report.unanswerable) == (3, 2)
+    assert (report.questions, report.unanswerable) == (GOLDEN, UNANSWERABLE)
     assert set(report.metrics) == {"fulltext", "hybrid"}
     for metrics in report.metrics.values():
-        assert metrics["answerable_questions"] == 3 and metrics["unanswerable_questions"] == 2
+        assert metrics["answerable_questions"] == GOLDEN and metrics["unanswerable_questions"] == UNANSWERABLE
         assert 0.0 <= metrics["refusal_recall"] <= 1.0 and 0.0 <= metrics["false_refusal_rate"] <= 1.0
         for name in ANSWER_METRICS:
-            assert 0 <= metrics[f"{name}_scored"] <= 3
+            assert 0 <= metrics[f"{name}_scored"] <= GOLDEN
             assert (name in metrics) == (metrics[f"{name}_scored"] > 0)
             assert name not in metrics or 0.0 <= metrics[name] <= 1.0
         assert metrics["answer_model_calls"] >= 1 and metrics["answer_seconds"] > 0
@@ -88,16 +90,16 @@ def test_numbers_agree_with_the_logged_answers_and_judgments(evaluated, sample_h
     for label, run_id in report.run_ids.items():
         answers, judgments = _child_tables(sample_home, run_id)
         metrics = report.metrics[label]
-        assert answers.height == 5 and answers["answerable"].sum() == 3
+        assert answers.height == GOLDEN + UNANSWERABLE and answers["answerable"].sum() == GOLDEN
         for name in ANSWER_METRICS:
             scored = answers[name].drop_nulls()
             assert scored.len() == metrics[f"{name}_scored"] and not answers[name].is_nan().any()
             if scored.len():
                 assert metrics[name] == pytest.approx(scored.mean())
         refused = answers.filter(~pl.col("answerable"))["outcome"] == "refused"
-        assert metrics["refusal_recall"] == pytest.approx(refused.sum() / 2)
+        assert metrics["refusal_recall"] == pytest.approx(refused.sum() / UNANSWERABLE)
         declined = answers.filter(pl.col("answerable"))["outcome"] == "refused"
-        assert metrics["false_refusal_rate"] == pytest.approx(declined.sum() / 3)
+        assert metrics["false_refusal_rate"] == pytest.approx(declined.sum() / GOLDEN)
         assert set(judgments["verdict"]) <= {"supported", "unsupported", "unreadable"}
         # Every readable verdict keeps the probability it was read from; unreadable ones have none.
         assert (
@@ -123,7 +125,7 @@ def test_numbers_agree_with_the_logged_answers_and_judgments(evaluated, sample_h
 
 def test_context_recall_judges_each_reference_sentence(evaluated, sample_home):
     config, report = evaluated
-    golden, _ = gather_golden_questions(sample_home, ("sample",), 3, config.seed)
+    golden, _ = gather_golden_questions(sample_home, ("sample",), GOLDEN, config.seed)
     answers, judgments = _child_tables(sample_home, report.run_ids["hybrid"])
     for question in golden:
         sentences = split_statements(question.reference_answer)
@@ -166,7 +168,7 @@ def test_batch_is_logged_with_judge_and_prompt_versions(evaluated, sample_home):
 def test_pairwise_comparison_asks_both_orders_and_tallies_every_question(evaluated, sample_home):
     _, report = evaluated
     pairwise = tracking.download_table(sample_home, report.parent_run_id, "pairwise")
-    assert pairwise.height == 3 and set(pairwise["outcome"]) <= {"a", "b", "tie", "inconsistent", "unreadable"}
+    assert pairwise.height == GOLDEN and set(pairwise["outcome"]) <= {"a", "b", "tie", "inconsistent", "unreadable"}
     for row in pairwise.iter_rows(named=True):
         if row["a_first"] != "identical":
             assert row["a_first"] in ("first", "second", "tie", None) and row["b_first"] in (
@@ -216,7 +218,7 @@ def test_unreadable_judgements_are_excluded_and_warned_never_scored(sample_home)
         AnswerEvalConfig,
         collections=["sample"],
         configurations=[{"label": "hybrid"}],
-        max_questions=2,
+        max_questions=1,
         pairwise=False,
         judge={**SMOLLM2, "context_size": 256},
         home=sample_home,
@@ -229,7 +231,7 @@ def test_unreadable_judgements_are_excluded_and_warned_never_scored(sample_home)
     assert {w.metric for w in unreadable} >= {"context_recall"}
     assert all(w.question.startswith("sample/") and w.configuration == "hybrid" for w in unreadable)
     answers = tracking.download_table(sample_home, report.run_ids["hybrid"], "answers")
-    assert answers["context_recall"].null_count() == 2
+    assert answers["context_recall"].null_count() == 1
 
 
 def test_estimate_counts_calls_before_running(evaluated, sample_home, unanswerable, monkeypatch):
@@ -248,7 +250,7 @@ def test_estimate_counts_calls_before_running(evaluated, sample_home, unanswerab
             "--unanswerable",
             str(unanswerable),
             "--max-questions",
-            "3",
+            str(GOLDEN),
             "--judge-model",
             "smollm2",
             "--estimate",
@@ -257,14 +259,15 @@ def test_estimate_counts_calls_before_running(evaluated, sample_home, unanswerab
     )
     assert result.exit_code == 0, result.output
     estimate = json.loads(result.stdout)
-    golden, _ = gather_golden_questions(sample_home, ("sample",), 3, 0)
+    golden, _ = gather_golden_questions(sample_home, ("sample",), GOLDEN, 0)
     assert estimate["reference_sentences"] == sum(len(split_statements(q.reference_answer)) for q in golden)
     for row in estimate["configurations"]:
-        assert row["answer"]["calls"] == 5 and row["answer"]["at_most"] == 10
+        questions = GOLDEN + UNANSWERABLE
+        assert row["answer"]["calls"] == questions and row["answer"]["at_most"] == 2 * questions
         assert row["judge"]["calls"] <= row["judge"]["at_most"] and row["judge"]["seconds"] > 0
         # The batch above measured this model, so its rates are used.
         assert row["answer_rate_basis"].startswith("measured in batch")
-    assert estimate["pairwise"]["calls"] == 6
+    assert estimate["pairwise"]["calls"] == 2 * GOLDEN
     # The default judge has not judged in this workspace: its reference figures are used.
     default = json.loads(
         runner.invoke(
@@ -277,7 +280,7 @@ def test_estimate_counts_calls_before_running(evaluated, sample_home, unanswerab
                 "--configs",
                 str(configs),
                 "--max-questions",
-                "3",
+                str(GOLDEN),
                 "--estimate",
                 "--json",
             ],

@@ -4,6 +4,7 @@ labelled fixture, seeded sampling, and the whole flow with the real SmolLM2 on t
 from __future__ import annotations
 
 import json
+import shutil
 
 import numpy as np
 import polars as pl
@@ -184,29 +185,36 @@ def test_generation_is_reproducible_grows_the_set_and_resumes(tmp_path):
     assert tracking.download_table(first_home, first.run_id, "candidates").height == first.attempted
 
 
-@pytest.mark.slow
-@pytest.mark.flows
 def test_golden_list_marks_entries_whose_source_changed(tmp_path, monkeypatch):
-    from flows.generate_golden import generate_golden_flow
-    from ragassay.config import GenerateConfig
+    # A generated entry as the generation loop stores it (the loop itself is tested above): its
+    # lineage records the digest of the document the question was written from.
+    from ragassay.golden.entries import GoldenCandidate
+    from ragassay.golden.store import add_candidates
+    from ragassay.store.workspace import collection_paths, load_documents
+    from tests.helpers import build_collection, ingest
 
-    home = generated_workspace(tmp_path, "stale")
-    # The default model (Qwen2.5 1.5B) writes the question: SmolLM2's rarely pass the judged check.
-    config = GenerateConfig(collection="sample", count=1, seed=7, max_attempts_factor=5, home=home)
-    report = generate_golden_flow(config)
-    assert report.accepted, f"Qwen2.5 1.5B wrote no acceptable question in five pages: {report.discarded}"
+    corpus = tmp_path / "corpus"
+    shutil.copytree(SAMPLE / "corpus", corpus)
+    home = tmp_path / "stale"
+    build_collection(home, "sample", (corpus,))
+    documents = load_documents(collection_paths(home, "sample"))
+    source = documents.filter(pl.col("doc_id").str.ends_with("overview.md")).row(0, named=True)
+    question = GoldenCandidate(
+        question="What does the overview say a new beekeeper should read first?",
+        expected_document_ids=(source["doc_id"],),
+        source="generated in the test",
+        reference_answer="The guides.",
+        origin="generated",
+        lineage={"seed": 7, "model": "test", "prompt_version": "test", "source_document_sha256": source["sha256"]},
+    )
+    assert add_candidates(home, "sample", [question], []).added
     monkeypatch.setenv("RAGASSAY_HOME", str(home))
     runner = CliRunner()
     entries = json.loads(runner.invoke(app, ["golden", "list", "-c", "sample", "--json"]).stdout)
     generated = next(e for e in entries if e["origin"] == "generated")
     assert generated["stale"] is False
-    changed = tmp_path / "changed.txt"
-    changed.write_text("This document was rewritten after the question was generated.", encoding="utf-8")
-    assert (
-        runner.invoke(
-            app, ["ingest", "-c", "sample", str(changed), "--doc-id", generated["expected_document_ids"][0]]
-        ).exit_code
-        == 0
-    )
+    rewritten = next(path for path in corpus.rglob("overview.md"))
+    rewritten.write_text("This document was rewritten after the question was generated.", encoding="utf-8")
+    assert ingest(home, "sample", (corpus,)).counts["replaced"] == 1
     entries = json.loads(runner.invoke(app, ["golden", "list", "-c", "sample", "--json"]).stdout)
     assert next(e for e in entries if e["entry_id"] == generated["entry_id"])["stale"] is True
