@@ -14,7 +14,7 @@ from pydantic import (
 )
 
 from ragassay.answer.settings import AnswerConfiguration
-from ragassay.errors import ConfigError
+from ragassay.errors import ConfigError, listed_problems
 from ragassay.fields import LABEL, Frozen, check_collection, check_collections, unique_labels
 from ragassay.gates.assertions import is_answer_assertion, parse_answer_assertion, parse_assertion
 from ragassay.llm.settings import DEFAULT_JUDGE, ChatModelConfig
@@ -493,7 +493,7 @@ def parse_config(config_class: type[BaseModel], /, **values) -> BaseModel:
                 allowed = _allowed_keys(config_class, item["loc"][:-1])
                 message = "unknown key" + (f"; allowed keys: {', '.join(allowed)}" if allowed else "")
             problems.append(f"{field}: {message}")
-        raise ConfigError("invalid configuration: " + "; ".join(problems)) from None
+        raise ConfigError("invalid configuration: " + listed_problems(problems)) from None
 
 
 def _allowed_keys(model: type[BaseModel], location: tuple) -> list[str]:

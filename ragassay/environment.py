@@ -46,6 +46,12 @@ class Environment(BaseSettings):
         120.0, gt=0, description="Seconds one file's extraction may take before it is rejected."
     )
     extract_memory_mb: float = Field(4096, gt=0, description="Memory cap of the extraction worker process (MB).")
+    max_config_mb: float = Field(
+        4, gt=0, description="Largest configuration or pipeline file read (MB), checked before parsing."
+    )
+    max_file_mb: float = Field(
+        64, gt=0, description="Largest golden, question or label file read (MB), checked before parsing."
+    )
     model_threads: int | None = Field(
         None, ge=1, description="Threads of an in-process model (default: the cores free when it loads)."
     )

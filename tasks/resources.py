@@ -60,6 +60,15 @@ def transient_failure(task, task_run, state) -> bool:
 MODEL_SERVER_RETRIES = {"retries": 2, "retry_delay_seconds": [10, 60], "retry_condition_fn": transient_failure}
 
 
+def healable_tracking_failure(task, task_run, state) -> bool:
+    """Prefect's retry condition for tasks that write to MLflow: a read-only or full store does not
+    heal in seconds, so it fails at once; anything else (a server briefly away) is tried again."""
+    from ragassay.errors import environment_problem
+
+    error = state.result(raise_on_failure=False)
+    return not (isinstance(error, BaseException) and environment_problem(error) is not None)
+
+
 # What a task writing to MLflow passes to @task: the tracking server may be briefly unreachable,
 # so two more tries, after 2 s and 10 s.
-TRACKING_RETRIES = {"retries": 2, "retry_delay_seconds": [2, 10]}
+TRACKING_RETRIES = {"retries": 2, "retry_delay_seconds": [2, 10], "retry_condition_fn": healable_tracking_failure}

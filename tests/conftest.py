@@ -54,9 +54,13 @@ def no_temporary_prefect_server():
     not marked `flows` fails at once ("No Prefect API URL"), instead of quietly starting a server
     (seconds per flow) that the marker exists to share. Commands started as subprocesses are not
     affected (they start their own, as a user's command does)."""
-    from prefect.settings import PREFECT_SERVER_EPHEMERAL_ENABLED, temporary_settings
+    from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, PREFECT_SERVER_EPHEMERAL_ENABLED, temporary_settings
 
-    with temporary_settings({PREFECT_SERVER_EPHEMERAL_ENABLED: False}):
+    # No flow-run heartbeats in this process: they let a server mark a deployment's run crashed when
+    # its heartbeats stop (every 180 s), which no flow here runs long enough to send, and each flow
+    # waits at its end for the heartbeat thread's one-second sleep (about 0.5-1 s per flow and
+    # subflow run). The deployment test's worker keeps Prefect's default.
+    with temporary_settings({PREFECT_SERVER_EPHEMERAL_ENABLED: False, PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
         yield
 
 

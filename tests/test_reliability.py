@@ -225,14 +225,23 @@ def test_relevance_grades_are_validated_strictly_with_file_and_line(home, tmp_pa
     )
 
 
-def test_an_unexpected_error_is_exit_code_3_with_one_line_and_a_traceback_under_debug(tmp_path):
-    # A workspace path that is a file: MLflow's store cannot be made there, which nothing expects.
+def test_a_workspace_path_that_is_a_file_is_exit_2_naming_it(tmp_path):
     not_a_folder = tmp_path / "workspace"
     not_a_folder.write_text("a file, not a folder", encoding="utf-8")
-    env = {**os.environ, "RAGASSAY_HOME": str(not_a_folder)}
+    refused = ragassay("runs", "list", env={**os.environ, "RAGASSAY_HOME": str(not_a_folder)})
+    assert refused.returncode == 2 and str(not_a_folder) in refused.stderr, refused.stderr
+    assert "a file is where a folder is to be made" in refused.stderr and "Traceback" not in refused.stderr
+
+
+def test_an_unexpected_error_is_exit_code_3_with_one_line_and_a_traceback_under_debug(tmp_path):
+    # MLflow's store replaced by bytes that are no SQLite database: nothing in ragassay expects it.
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    (workspace / "mlflow.db").write_bytes(b"not a database " * 100)
+    env = {**os.environ, "RAGASSAY_HOME": str(workspace)}
     crashed = ragassay("runs", "list", env=env)
     assert crashed.returncode == 3, crashed.stderr
-    assert "unexpected error FileExistsError" in crashed.stderr and "Traceback" not in crashed.stderr
+    assert "unexpected error" in crashed.stderr and "Traceback" not in crashed.stderr
     debugged = ragassay("runs", "list", "--debug", env=env)
     assert debugged.returncode == 3 and "Traceback (most recent call last)" in debugged.stderr
 
@@ -417,14 +426,16 @@ def test_credentials_in_a_model_url_stay_out_of_prefect_flow_run_parameters(home
     from prefect.client.orchestration import get_client
 
     url = f"http://alice:{SECRET}@127.0.0.1:9/v1"
-    # The collection is missing, so the flow fails at once, after Prefect stored its parameters.
+    # The judge's key variable is not set, so the flow fails at once (its first task locates the
+    # models), after Prefect stored its parameters.
+    ingest(home, "unindexed", (small_corpus(home.parent / "corpus", 2),))
     generated = runner.invoke(
         app,
         [
             "golden",
             "generate",
             "-c",
-            "nosuch",
+            "unindexed",
             "--count",
             "1",
             "--model-url",
@@ -435,6 +446,8 @@ def test_credentials_in_a_model_url_stay_out_of_prefect_flow_run_parameters(home
             url,
             "--judge-name",
             "m",
+            "--judge-api-key-env",
+            "RAGASSAY_TEST_KEY_NEVER_SET",
         ],
     )
     assert generated.exit_code == 2 and SECRET not in generated.output, generated.output

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -198,13 +199,28 @@ def judge_override(
 
 def read_yaml(text: str):
     """YAML as people write it: only true/false are booleans (YAML 1.2), so `groundedness: off` or
-    `rerank: no` stay the words written, where YAML 1.1 readers turn them into false."""
+    `rerank: no` stay the words written, where YAML 1.1 readers turn them into false; and a key
+    given twice in one mapping is refused (readers keep the last silently: a second `collection:`
+    once evaluated another collection)."""
     import re
 
     import yaml
 
     class Yaml12Loader(yaml.SafeLoader):
-        pass
+        def construct_mapping(self, node, deep=False):
+            if isinstance(node, yaml.MappingNode):
+                lines: dict = {}
+                for key_node, _ in node.value:
+                    if key_node.tag == "tag:yaml.org,2002:merge":
+                        continue
+                    key = self.construct_object(key_node, deep=deep)
+                    if not isinstance(key, str | int | float | bool):
+                        continue  # an unhashable key is PyYAML's own error below
+                    line = key_node.start_mark.line + 1
+                    if key in lines:
+                        raise ConfigError(f"duplicate key {key!r} on lines {lines[key]} and {line}")
+                    lines[key] = line
+            return super().construct_mapping(node, deep)
 
     Yaml12Loader.yaml_implicit_resolvers = {
         first: [(tag, pattern) for tag, pattern in resolvers if tag != "tag:yaml.org,2002:bool"]
@@ -216,16 +232,31 @@ def read_yaml(text: str):
     return yaml.load(text, Loader=Yaml12Loader)
 
 
+def _object_without_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict:
+    """json.loads' object_pairs_hook: a key given twice in one object is refused."""
+    counts = Counter(key for key, _ in pairs)
+    repeated = [key for key, count in counts.items() if count > 1]
+    if repeated:
+        raise ConfigError(f"duplicate key {repeated[0]!r} in one object")
+    return dict(pairs)
+
+
 def load_config_file(path: Path) -> dict:
     """A YAML or JSON file holding a list of configurations, or a mapping of evaluation settings."""
     import yaml
 
-    if not path.is_file():
-        raise ConfigError(f"configuration file {path} does not exist")
+    from ragassay.user_files import read_user_text
+
+    text = read_user_text(path, "configuration file", configuration=True)
+    kind = "JSON" if path.suffix == ".json" else "YAML"
     try:
-        loaded = json.loads(path.read_text()) if path.suffix == ".json" else read_yaml(path.read_text())
+        loaded = (
+            json.loads(text, object_pairs_hook=_object_without_duplicate_keys) if kind == "JSON" else read_yaml(text)
+        )
+    except ConfigError as error:
+        raise ConfigError(f"{path}: {error}") from None
     except (json.JSONDecodeError, yaml.YAMLError) as error:
-        raise ConfigError(f"{path} is not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {error}") from error
+        raise ConfigError(f"{path} is not valid {kind}: {error}") from error
     except RecursionError:
         raise ConfigError(f"{path} is nested too deeply to be a configuration file") from None
     if isinstance(loaded, list):

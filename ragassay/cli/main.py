@@ -309,7 +309,7 @@ def main() -> None:
     import sys
     import traceback
 
-    from ragassay.cli.common import EXIT_CRASH, err
+    from ragassay.cli.common import EXIT_CRASH, EXIT_USAGE, err
 
     debug = "--debug" in sys.argv[1:]
     if debug:
@@ -326,7 +326,14 @@ def main() -> None:
             traceback.print_exc()
         from rich.markup import escape
 
+        from ragassay.errors import environment_problem
         from ragassay.redaction import redact
+
+        problem = environment_problem(error)
+        if problem is not None:
+            # The machine is in the way (read-only, full, a permission): what to fix, exit 2.
+            err.print("[red]error:[/red] " + escape(redact(problem)), highlight=False)
+            sys.exit(EXIT_USAGE)
 
         err.print(f"[red]unexpected error[/red] {type(error).__name__}: " + escape(redact(str(error))), highlight=False)
         err.print("this is a bug in ragassay or its environment; rerun with --debug for the traceback", style="dim")

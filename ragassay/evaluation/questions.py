@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from ragassay.errors import ConfigError, RagassayError
+from ragassay.errors import ConfigError, RagassayError, listed_problems
 from ragassay.golden.entries import default_entry_id, golden_digest
 from ragassay.golden.store import load_golden, read_question_file
 from ragassay.run_warnings import RunWarning
@@ -139,7 +139,7 @@ def read_unanswerable(path: Path) -> list[EvalQuestion]:
         seen.add(entry_id)
         questions.append(EvalQuestion(UNANSWERABLE_COLLECTION, entry_id, candidate.question.strip(), {}))
     if messages:
-        raise ConfigError(f"{path} has {len(messages)} bad rows: " + "; ".join(messages))
+        raise ConfigError(f"{path} has {len(messages)} bad rows: " + listed_problems(messages))
     if not questions:
         raise ConfigError(f"{path} holds no questions")
     return questions

@@ -22,6 +22,7 @@ from typing import Literal
 import polars as pl
 
 from ragassay.store.schemas import GOLDEN
+from ragassay.user_files import read_user_text
 
 Origin = Literal["manual", "imported", "generated"]
 
@@ -130,7 +131,7 @@ def read_candidate_file(path: Path) -> tuple[list[GoldenCandidate], list[GoldenP
     suffix = path.suffix.lower()
     if suffix not in (".csv", ".jsonl", ".json"):
         raise ValueError(f"{path}: golden set files must be .jsonl or .csv")
-    text = path.read_text(encoding="utf-8")
+    text = read_user_text(path, "question file")
     problems: list[GoldenProblem] = []
     if suffix == ".csv":
         try:

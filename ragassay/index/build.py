@@ -18,8 +18,8 @@ import polars as pl
 from pydantic import BaseModel
 
 from ragassay.environment import models_dir
-from ragassay.errors import InconsistentCollection, IndexMissing
-from ragassay.ingest.documents import index_input_digest
+from ragassay.errors import InconsistentCollection, IndexMissing, TableDamaged
+from ragassay.ingest.documents import check_consistent, index_input_digest
 from ragassay.progress import ProgressReporter
 from ragassay.search.dense import Embedder, EmbeddingModelSpec, resolve_model
 from ragassay.search.lexical import STEMMER_LANGUAGE, STOPWORDS, TOKENIZE_BATCH, LexicalIndex
@@ -83,6 +83,10 @@ def read_index_inputs(home: Path, collection: str, embedding_model: str) -> Inde
     try:
         documents, chunks = load_documents(snapshot), load_chunks(snapshot, with_text=False)
         check_consistent(paths.name, documents, chunks)
+    except TableDamaged as error:
+        release_index_inputs(snapshot)
+        # The snapshot's files are links to the collection's: the error names the collection's.
+        raise TableDamaged(str(error).replace(str(snapshot.root), str(paths.root))) from error
     except BaseException:
         release_index_inputs(snapshot)
         raise
@@ -105,17 +109,6 @@ def snapshot_in_use(snapshot: CollectionPaths) -> CollectionPaths:
             "run `ragassay index` again"
         ) from None
     return snapshot
-
-
-def check_consistent(collection: str, documents: pl.DataFrame, chunks: pl.DataFrame) -> None:
-    """InconsistentCollection when chunks belong to no document (an ingest killed between its two
-    writes): an index built on them would fail every search. The next ingest repairs it."""
-    orphans = set(chunks["doc_id"].unique().to_list()) - set(documents["doc_id"].to_list())
-    if orphans:
-        raise InconsistentCollection(
-            f"collection {collection!r} has chunks of {len(orphans)} documents it does not hold (e.g. {sorted(orphans)[0]!r}); "
-            "an ingest was interrupted: run `ragassay ingest` on the collection again, which repairs it"
-        )
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,9 @@ batch, not the collection. Tables keep documents in the order they were stored (
 ones after the rest), chunks grouped by document in the same order; nothing depends on the order
 but the index digest, and search breaks ties by doc_id. Rules of the merge (merge_outcomes):
 - a document whose sha256 and chunker match the stored one is `unchanged` and left as it is;
-- a stored document with the same id but other content (or chunker) is `replaced`: its old chunks
-  are dropped and the new ones added, so no orphan chunk survives;
+- a stored document with the same id but other content (or chunker), or without any chunks (its
+  chunks lost with a damaged or deleted chunks table), is `replaced`: its old chunks are dropped
+  and the new ones added, so no orphan chunk survives and no document is left without chunks;
 - any other document is `ingested` (new).
 """
 
@@ -22,7 +23,7 @@ from pathlib import Path
 
 import polars as pl
 
-from ragassay.errors import DocumentNotFound
+from ragassay.errors import DocumentNotFound, InconsistentCollection
 from ragassay.ingest.chunking import chunk_document
 from ragassay.ingest.extraction import ExtractedText
 from ragassay.store.schemas import CHUNKS, DOCUMENTS, TableSpec
@@ -170,13 +171,19 @@ def stage_part(staging: IngestStaging, incoming: list[IncomingDocument], chunker
     return part
 
 
-def merge_outcomes(stored: pl.DataFrame, parts: list[StagedPart], chunker: Chunker) -> pl.DataFrame:
+def merge_outcomes(
+    stored: pl.DataFrame, parts: list[StagedPart], chunker: Chunker, chunked: pl.Series | None = None
+) -> pl.DataFrame:
     """Each listed document's outcome (doc_id, outcome) against the stored documents (doc_id,
-    sha256, chunker; see the module docstring), in the parts' order."""
+    sha256, chunker; see the module docstring), in the parts' order. chunked: the ids of the
+    stored documents that have chunks (all when None); one without is replaced, never unchanged."""
     listed = pl.concat([STAGED_DOCUMENTS.to_frame(), *[part.documents for part in parts]])
     before = stored.select("doc_id", stored_sha256="sha256", stored_chunker="chunker")
+    has_chunks = pl.lit(True) if chunked is None else pl.col("doc_id").is_in(chunked.implode())
     judged = listed.join(before, on="doc_id", how="left", maintain_order="left").with_columns(
-        outcome=pl.when((pl.col("stored_sha256") == pl.col("sha256")) & (pl.col("stored_chunker") == chunker.label))
+        outcome=pl.when(
+            (pl.col("stored_sha256") == pl.col("sha256")) & (pl.col("stored_chunker") == chunker.label) & has_chunks
+        )
         .then(pl.lit("unchanged"))
         .when(pl.col("stored_sha256").is_null())
         .then(pl.lit("ingested"))
@@ -203,7 +210,7 @@ def store_staged(
         with paths.write_lock():
             remove_leftovers(paths.root, keep=staging.folder)
             stored = load_documents(paths)
-            outcomes = merge_outcomes(stored, parts, chunker)
+            outcomes = merge_outcomes(stored, parts, chunker, chunked_documents(paths))
             stored_ids = stored["doc_id"]
             changed = outcomes.filter(pl.col("outcome") != "unchanged")["doc_id"]
             if changed.len() or _has_orphan_chunks(paths, stored_ids):
@@ -272,6 +279,28 @@ def _has_orphan_chunks(paths: CollectionPaths, stored_ids: pl.Series) -> bool:
     return bool((~chunk_documents.is_in(stored_ids.implode())).any())
 
 
+def check_consistent(collection: str, documents: pl.DataFrame, chunks: pl.DataFrame) -> None:
+    """InconsistentCollection when chunks belong to no document (an ingest killed between its two
+    writes): an index built on them would fail every search; or when documents have no chunks (the
+    chunks table lost or damaged): an index built without them would find nothing, and every
+    metric over it would read 0. The next ingest of the sources repairs both."""
+    chunked = set(chunks["doc_id"].unique().to_list())
+    stored = set(documents["doc_id"].to_list())
+    orphans = chunked - stored
+    if orphans:
+        raise InconsistentCollection(
+            f"collection {collection!r} has chunks of {len(orphans)} documents it does not hold (e.g. {sorted(orphans)[0]!r}); "
+            "an ingest was interrupted: run `ragassay ingest` on the collection again, which repairs it"
+        )
+    unchunked = stored - chunked
+    if unchunked:
+        raise InconsistentCollection(
+            f"collection {collection!r} holds {len(unchunked)} of its {len(stored)} documents without any chunks "
+            f"(e.g. {sorted(unchunked)[0]!r}): its chunks table was lost or damaged; run `ragassay ingest` on the "
+            "collection's sources again, which chunks them again, then `ragassay index`"
+        )
+
+
 def index_input_digest(documents: pl.DataFrame, chunks: pl.DataFrame) -> str:
     """Digest of what an index is built from, in order: documents (id, content digest, chunker)
     and chunks (id, text digest). Equal digests mean the same index input."""
@@ -289,7 +318,16 @@ def stored_digests(paths: CollectionPaths, chunker: Chunker) -> dict[str, str]:
     if not paths.documents.exists():
         return {}
     documents = load_documents(paths).filter(pl.col("chunker") == chunker.label)
+    # A stored document always has chunks (a file without text is rejected): one without any lost
+    # them (chunks.parquet deleted or rebuilt from a damaged copy), so it is extracted again.
+    documents = documents.filter(pl.col("doc_id").is_in(chunked_documents(paths).implode()))
     return dict(zip(documents["doc_id"].to_list(), documents["sha256"].to_list()))
+
+
+def chunked_documents(paths: CollectionPaths) -> pl.Series:
+    """The ids of the documents that have chunks in the collection's chunks table."""
+    chunks = read_table(paths.chunks, CHUNKS, columns=["doc_id"]) if paths.chunks.exists() else CHUNKS.empty()
+    return chunks["doc_id"].unique()
 
 
 def delete_documents(paths: CollectionPaths, doc_ids: list[str]) -> list[str]:

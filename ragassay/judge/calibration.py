@@ -9,7 +9,7 @@ import random
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ragassay.errors import ConfigError
+from ragassay.errors import ConfigError, listed_problems
 from ragassay.judge.judge import Judge, judging_cost, verdict_of
 from ragassay.judge.prompts import PREFERENCE_PROMPT_VERSION, SUPPORT_PROMPT_VERSION
 from ragassay.llm.registry import ChatModels
@@ -17,6 +17,7 @@ from ragassay.llm.settings import ChatModelConfig
 from ragassay.metrics.agreement import agreement
 from ragassay.metrics.answers import pair_outcome, tally_pairs
 from ragassay.progress import ProgressReporter
+from ragassay.user_files import read_user_text
 
 
 @dataclass(frozen=True)
@@ -35,10 +36,8 @@ def read_labelled_statements(path: Path) -> list[LabelledStatement]:
     The whole file is refused (ConfigError naming each bad file:line) when any row is bad: a
     calibration over a silently shortened label set would report a figure for other data.
     """
-    if not path.is_file():
-        raise ConfigError(f"labels file {path} does not exist")
     rows, problems = [], []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, line in enumerate(read_user_text(path, "labels file").splitlines(), start=1):
         if not line.strip():
             continue
         where = f"{path}:{number}"
@@ -64,7 +63,7 @@ def read_labelled_statements(path: Path) -> list[LabelledStatement]:
                 LabelledStatement(where, record["context"], record["statement"], record["label"] == "supported")
             )
     if problems:
-        raise ConfigError(f"{path} has {len(problems)} bad rows: " + "; ".join(problems))
+        raise ConfigError(f"{path} has {len(problems)} bad rows: " + listed_problems(problems))
     if not rows:
         raise ConfigError(f"{path} holds no labelled statements")
     return rows

@@ -14,7 +14,7 @@ import polars as pl
 
 from ragassay.environment import models_dir
 from ragassay.errors import IndexMissing
-from ragassay.ingest.documents import index_input_digest
+from ragassay.ingest.documents import check_consistent, index_input_digest
 from ragassay.search.dense import Embedders, resolve_model
 from ragassay.search.lexical import LexicalIndex
 from ragassay.search.ranking import SearchableCollection
@@ -44,6 +44,10 @@ def load_searchable(home: Path, name: str, need_dense: bool, embedders: Embedder
         raise IndexMissing(
             f"collection {name!r} changed since it was indexed; run `ragassay index --collection {name}`"
         )
+    # An index over fewer chunks than documents (the chunks table lost, then indexed by an older
+    # ragassay) finds nothing for the documents without chunks: every metric over it would be a
+    # false 0, so it is refused (check_consistent says how to repair it).
+    check_consistent(name, documents, chunks)
     doc_position = {doc_id: i for i, doc_id in enumerate(documents["doc_id"].to_list())}
     dense, embed_queries = None, None
     if need_dense:

@@ -6,24 +6,35 @@ import json
 import os
 import tempfile
 from collections.abc import Iterable, Iterator
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from itertools import chain
 from pathlib import Path
 
 import polars as pl
 import pyarrow.parquet as pq
 
-from ragassay.errors import TableSchemaError
+from ragassay.errors import TableDamaged, TableSchemaError
 from ragassay.store.schemas import TableSpec
 from ragassay.work_parts import streamed_parts
 
 _METADATA_KEY = b"ragassay"
+# Every data page carries a CRC32 of its bytes, verified on every read: a damaged page is an error
+# naming the file, never changed values read as stored (Parquet's footer alone holds no checksum).
+# Tables written before checksums were written read as before.
+_WRITE_OPTIONS = {"compression": "zstd", "write_page_checksum": True}
+# How each table is made again when it is damaged, for the error that names it.
+_REPAIRS = {
+    "documents": "run `ragassay ingest` on the collection's sources again",
+    "chunks": "run `ragassay ingest` on the collection's sources again, then `ragassay index`",
+    "embeddings": "delete it (it is a cache) and run `ragassay index` again",
+    "golden": "restore it from a copy, or add the golden file again (`ragassay golden add`)",
+}
 
 
 def write_table(frame: pl.DataFrame, path: Path, spec: TableSpec) -> Path:
     """Write frame as spec's table: columns cast and ordered by the schema, then an atomic rename."""
     arrow = _as_table(frame, path, spec)
-    atomic_write(path, lambda handle: pq.write_table(arrow, handle, compression="zstd"))
+    atomic_write(path, lambda handle: pq.write_table(arrow, handle, **_WRITE_OPTIONS))
     return path
 
 
@@ -35,7 +46,7 @@ def write_table_in_groups(
     under replace_under (a lock) when given. An empty iterable writes an empty table."""
 
     def write(handle) -> None:
-        with pq.ParquetWriter(handle, _as_table(spec.empty(), path, spec).schema, compression="zstd") as writer:
+        with pq.ParquetWriter(handle, _as_table(spec.empty(), path, spec).schema, **_WRITE_OPTIONS) as writer:
             for frame in frames:
                 if frame.height:
                     writer.write_table(_as_table(frame, path, spec))
@@ -58,16 +69,20 @@ def _as_table(frame: pl.DataFrame, path: Path, spec: TableSpec):
 def read_table(path: Path, spec: TableSpec, columns: list[str] | None = None) -> pl.DataFrame:
     """Read spec's table from path, refusing a file of another table, version or schema."""
     _check_marker(path, spec)
-    return _checked_columns(pl.read_parquet(path, columns=columns), path, spec, columns)
+    with _damage_named(path, spec):
+        arrow = pq.read_table(path, columns=columns, page_checksum_verification=True)
+    return _checked_columns(pl.from_arrow(arrow), path, spec, columns)
 
 
 def read_row_groups(path: Path, spec: TableSpec) -> Iterator[pl.DataFrame]:
     """spec's table at path one row group at a time, checked as read_table checks it: a table far
     larger than memory can be filtered and written on."""
     _check_marker(path, spec)
-    file = pq.ParquetFile(path)
+    file = pq.ParquetFile(path, page_checksum_verification=True)
     for group in range(file.num_row_groups):
-        yield _checked_columns(pl.from_arrow(file.read_row_group(group)), path, spec, None)
+        with _damage_named(path, spec):
+            arrow = file.read_row_group(group)
+        yield _checked_columns(pl.from_arrow(arrow), path, spec, None)
 
 
 def read_column_batches(path: Path, spec: TableSpec, column: str, batch_size: int) -> Iterator[list]:
@@ -78,11 +93,29 @@ def read_column_batches(path: Path, spec: TableSpec, column: str, batch_size: in
         raise TableSchemaError(f"{spec.name} table has no column {column!r}")
     # Row group by row group: ParquetFile.iter_batches held about three times as much of the file
     # (190 MB against 59 MB for the texts of 146,432 chunks).
-    file = pq.ParquetFile(path)
-    values = (
-        file.read_row_group(group, columns=[column]).column(0).to_pylist() for group in range(file.num_row_groups)
-    )
+    file = pq.ParquetFile(path, page_checksum_verification=True)
+
+    def group_values(group: int) -> list:
+        with _damage_named(path, spec):
+            return file.read_row_group(group, columns=[column]).column(0).to_pylist()
+
+    values = (group_values(group) for group in range(file.num_row_groups))
     yield from streamed_parts(chain.from_iterable(values), batch_size)
+
+
+def _repair(spec: TableSpec) -> str:
+    return _REPAIRS.get(spec.name, "restore it from a copy, or run again the command that wrote it")
+
+
+@contextmanager
+def _damage_named(path: Path, spec: TableSpec) -> Iterator[None]:
+    """TableDamaged naming the file and its repair for any error reading its pages."""
+    try:
+        yield
+    except FileNotFoundError:
+        raise
+    except Exception as error:  # pyarrow raises OSError, ArrowInvalid and others for damaged bytes
+        raise TableDamaged(f"{path} is damaged ({type(error).__name__}: {error}); {_repair(spec)}") from error
 
 
 def _check_marker(path: Path, spec: TableSpec) -> None:
@@ -92,7 +125,7 @@ def _check_marker(path: Path, spec: TableSpec) -> None:
     except FileNotFoundError:
         raise
     except Exception as error:  # pyarrow raises several unrelated types for a damaged file
-        raise TableSchemaError(f"{path} is not a readable Parquet file: {error}") from error
+        raise TableDamaged(f"{path} is not a readable Parquet file ({error}); {_repair(spec)}") from error
     marker = json.loads(metadata.get(_METADATA_KEY, b"{}"))
     if marker.get("table") != spec.name or marker.get("version") != spec.version:
         raise TableSchemaError(

@@ -92,8 +92,6 @@ def test_an_answer_evaluation_on_a_dask_local_cluster_matches_the_thread_runner(
     # Two workspaces and two completion caches, so that the Dask workers answer and judge for
     # themselves instead of reading what the thread runner's calls stored. (The workers are started
     # after the variable is set, and inherit it.)
-    unanswerable = tmp_path / "unanswerable.jsonl"
-    unanswerable.write_text("".join((SAMPLE / "unanswerable.jsonl").read_text().splitlines(keepends=True)[:1]))
     reports = {}
     # Threads: a task per configuration; Dask: a task per question, as questions_per_task says.
     for name, runner, per_task in (("threads", {"kind": "threads"}, None), ("dask", {"kind": "dask", "workers": 2}, 1)):
@@ -108,7 +106,6 @@ def test_an_answer_evaluation_on_a_dask_local_cluster_matches_the_thread_runner(
                 {"label": "fulltext", "search_type": "fulltext", "k": 2, "max_answer_tokens": 128},
                 {"label": "hybrid", "k": 2, "max_answer_tokens": 128},
             ],
-            unanswerable=unanswerable,
             max_questions=1,
             judge={"backend": "smollm2"},
             questions_per_task=per_task,
@@ -126,7 +123,6 @@ def test_an_answer_evaluation_on_a_dask_local_cluster_matches_the_thread_runner(
         for metric in [
             *ANSWER_METRICS,
             *(f"{m}_scored" for m in ANSWER_METRICS),
-            "refusal_recall",
             "false_refusal_rate",
         ]:
             assert dask.metrics[label].get(metric) == threads.metrics[label].get(metric), (label, metric)
@@ -149,38 +145,45 @@ def test_an_answer_evaluation_on_a_dask_local_cluster_matches_the_thread_runner(
 
 
 def test_ingest_and_index_on_a_dask_local_cluster_store_what_threads_store(tmp_path):
-    import pyarrow.parquet as pq
-
-    from ragassay.store.schemas import embeddings_spec
-    from ragassay.store.tables import read_table
-    from ragassay.store.workspace import collection_paths, load_chunks, load_documents
-
     stored = {}
-    for name, runner in (("threads", {"kind": "threads"}), ("dask", {"kind": "dask", "workers": 2})):
-        home = tmp_path / name
-        # Small tasks, so that several run on each runner: 4 files an extraction task, 8 chunk texts
-        # an embedding task (one row group of the embedding cache each).
-        ingest_flow(
-            IngestConfig(
-                collection="sample", paths=(SAMPLE / "corpus",), files_per_task=4, task_runner=runner, home=home
-            )
-        )
-        report = index_flow(IndexConfig(collection="sample", chunks_per_task=8, task_runner=runner, home=home))
-        paths = collection_paths(home, "sample")
-        assert pq.ParquetFile(paths.embeddings).metadata.num_row_groups == -(-report.embedded // 8) > 2
-        stored[name] = (
-            load_documents(paths, with_text=True).drop("ingested_at"),
-            load_chunks(paths),
-            read_table(paths.embeddings, embeddings_spec(384)).sort("text_sha256"),
-        )
-        # The groups' part files are gone once the cache is written.
-        assert not list(paths.root.glob(".index-*"))
+    # One cluster, given to both flows by its address (a cluster the flow starts itself is tested above).
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        for name, runner in (
+            ("threads", {"kind": "threads"}),
+            ("dask", {"kind": "dask", "address": cluster.scheduler_address}),
+        ):
+            stored[name] = _ingested_and_indexed(tmp_path / name, runner)
     (documents, chunks, embeddings), (dask_documents, dask_chunks, dask_embeddings) = stored["threads"], stored["dask"]
     assert documents.height > 8
     assert_frame_equal(dask_documents, documents)
     assert_frame_equal(dask_chunks, chunks)
     assert dask_embeddings["text_sha256"].to_list() == embeddings["text_sha256"].to_list()
     assert abs(dask_embeddings["vector"].to_numpy() - embeddings["vector"].to_numpy()).max() < 1e-6
+
+
+def _ingested_and_indexed(home, runner):
+    """The sample corpus ingested and indexed on runner: its documents, chunks and embeddings."""
+    import pyarrow.parquet as pq
+
+    from ragassay.store.schemas import embeddings_spec
+    from ragassay.store.tables import read_table
+    from ragassay.store.workspace import collection_paths, load_chunks, load_documents
+
+    # Small tasks, so that several run on each runner: 4 files an extraction task, 8 chunk texts
+    # an embedding task (one row group of the embedding cache each).
+    ingest_flow(
+        IngestConfig(collection="sample", paths=(SAMPLE / "corpus",), files_per_task=4, task_runner=runner, home=home)
+    )
+    report = index_flow(IndexConfig(collection="sample", chunks_per_task=8, task_runner=runner, home=home))
+    paths = collection_paths(home, "sample")
+    assert pq.ParquetFile(paths.embeddings).metadata.num_row_groups == -(-report.embedded // 8) > 2
+    # The groups' part files are gone once the cache is written.
+    assert not list(paths.root.glob(".index-*"))
+    return (
+        load_documents(paths, with_text=True).drop("ingested_at"),
+        load_chunks(paths),
+        read_table(paths.embeddings, embeddings_spec(384)).sort("text_sha256"),
+    )
 
 
 def test_a_scheduler_address_needs_the_dask_kind():

@@ -49,6 +49,43 @@ def test_a_damaged_file_is_a_typed_error(tmp_path):
         read_table(path, QUERIES)
 
 
+def test_a_flipped_byte_anywhere_in_a_table_is_refused_naming_the_file_never_read_as_stored(tmp_path):
+    """The faults of a disk or a copy: one byte changed. Every flip, in the data pages, the page
+    headers or the footer, is a TableDamaged naming the file (or, where the byte is one no reader
+    uses, the very rows that were stored)."""
+    import pyarrow.parquet as pq
+
+    from ragassay.errors import TableDamaged
+    from ragassay.store.schemas import GOLDEN
+
+    stored = pl.DataFrame(
+        {"query_id": [f"q{i}" for i in range(40)], "text": [f"What happened to hive {i} in spring?" for i in range(40)]}
+    )
+    clean = write_table(stored, tmp_path / "queries.parquet", QUERIES).read_bytes()
+    data_start = pq.ParquetFile(tmp_path / "queries.parquet").metadata.row_group(0).column(0).data_page_offset
+    damaged, unchanged = 0, 0
+    for position in range(data_start, len(clean) - 8, 7):
+        flipped = bytearray(clean)
+        flipped[position] ^= 0x5A
+        path = tmp_path / f"flip-{position}.parquet"
+        path.write_bytes(bytes(flipped))
+        try:
+            read = read_table(path, QUERIES)
+        except TableSchemaError as error:
+            assert str(path) in str(error), error
+            damaged += 1
+        else:
+            assert read.equals(stored), f"a flip at byte {position} changed what was read"
+            unchanged += 1
+    assert damaged > unchanged, (damaged, unchanged)  # 128 against 41 when written
+    # A damaged table says how it is made again.
+    path = tmp_path / "golden.parquet"
+    write_table(GOLDEN.empty(), path, GOLDEN)
+    path.write_bytes(path.read_bytes()[:-20] + b"\x00" * 20)
+    with pytest.raises(TableDamaged, match="golden add"):
+        read_table(path, GOLDEN)
+
+
 def test_a_column_is_read_in_batches_across_row_groups(tmp_path):
     import pyarrow.parquet as pq
 

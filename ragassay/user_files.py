@@ -1,0 +1,44 @@
+"""The files people write for ragassay (configurations, golden sets, question and label files),
+read as text with every way they go wrong named: missing, a folder, empty, too large to be what
+it claims (checked before parsing: a 50 MB YAML file took minutes and gigabytes to parse), or not
+UTF-8 (naming the byte)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ragassay.environment import environment
+from ragassay.errors import ConfigError
+
+
+def read_user_text(path: Path, what: str, configuration: bool = False) -> str:
+    """The text of a file a person wrote; a ConfigError naming the file and what is wrong.
+    configuration: a configuration file (a smaller size cap than data files such as golden sets)."""
+    if path.is_dir():
+        raise ConfigError(f"{what} {path} is a folder; give the file itself")
+    if not path.is_file():
+        raise ConfigError(f"{what} {path} does not exist")
+    settings = environment()
+    limit_mb, variable = (
+        (settings.max_config_mb, "RAGASSAY_MAX_CONFIG_MB")
+        if configuration
+        else (settings.max_file_mb, "RAGASSAY_MAX_FILE_MB")
+    )
+    size = path.stat().st_size
+    if size > limit_mb * 1024 * 1024:
+        raise ConfigError(
+            f"{what} {path} is {size / 1024 / 1024:.1f} MB, over the {limit_mb:g} MB a file of this kind may be "
+            f"({variable} raises it)"
+        )
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        raise ConfigError(
+            f"{what} {path} is not UTF-8 text: line {line}, byte {error.start} is {data[error.start : error.start + 1]!r}; "
+            "save it as UTF-8"
+        ) from None
+    if not text.strip():
+        raise ConfigError(f"{what} {path} is empty")
+    return text

@@ -1,0 +1,104 @@
+"""The faults people cause every day: a workspace where it cannot be written, configuration files
+written twice over, empty, in another encoding, huge or given as a folder. Each is one line, exit
+2, naming the file (or path) and what to do; nothing is retried that cannot heal."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from ragassay.cli.main import app
+from ragassay.errors import environment_problem
+from tests.conftest import REPO
+
+RAGASSAY = str(Path(sys.executable).parent / "ragassay")
+runner = CliRunner()
+
+
+def test_a_workspace_under_a_file_is_exit_2_naming_the_path_without_a_traceback(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "note.txt").write_text("Hive 1 was inspected on day 1.")
+    workspace = blocker / "workspace"
+    result = subprocess.run(
+        [RAGASSAY, "ingest", "-c", "notes", str(corpus)],
+        env={**os.environ, "RAGASSAY_HOME": str(workspace)},
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 2, result.stderr
+    assert "error: cannot use" in result.stderr and str(blocker) in result.stderr
+    assert "a file is where a folder is expected" in result.stderr
+    assert "Traceback" not in result.stderr and "bug in ragassay" not in result.stderr
+
+
+def test_environment_problems_are_recognised_through_the_errors_that_wrap_them(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    with pytest.raises(OSError) as raised:
+        (blocker / "child").mkdir()
+    try:
+        raise RuntimeError("the flow failed") from raised.value
+    except RuntimeError as wrapped:
+        assert str(blocker / "child") in environment_problem(wrapped)
+    # A full disk and a read-only store, as the operating system and SQLite word them.
+    full = OSError(28, "No space left on device", str(tmp_path / "chunks.parquet"))
+    assert "free space" in environment_problem(full) and "chunks.parquet" in environment_problem(full)
+    assert "read-only" in environment_problem(
+        Exception("(sqlite3.OperationalError) attempt to write a readonly database")
+    )
+    assert environment_problem(ValueError("a bug")) is None
+
+
+@pytest.mark.parametrize(
+    "name, content, expected",
+    [
+        (
+            "twice.yaml",
+            "collection: sample\nretrieval:\n  ks: [1]\ncollection: other\n",
+            "duplicate key 'collection' on lines 1 and 4",
+        ),
+        (
+            "nested.yaml",
+            "collection: s\nanswers:\n  max_questions: 2\n  max_questions: 3\n",
+            "duplicate key 'max_questions' on lines 3 and 4",
+        ),
+        ("twice.json", '{"collection": "a", "collection": "b"}', "duplicate key 'collection'"),
+        ("empty.yaml", "", "is empty"),
+        ("latin1.yaml", "collection: caf\xe9\n".encode("latin-1"), "is not UTF-8 text: line 1, byte 15"),
+    ],
+)
+def test_a_configuration_file_written_wrong_is_named_for_what_it_is(home, tmp_path, name, content, expected):
+    path = tmp_path / name
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    result = runner.invoke(app, ["run", "--config", str(path)])
+    assert result.exit_code == 2 and expected in result.output and str(path) in result.output, result.output
+
+
+def test_a_folder_or_an_oversized_file_is_refused_before_parsing(home, tmp_path, monkeypatch):
+    result = runner.invoke(app, ["run", "--config", str(tmp_path)])
+    assert result.exit_code == 2 and "is a folder" in result.output
+    big = tmp_path / "big.yaml"
+    big.write_text("configurations:\n" + "  - {label: x}\n" * 100_000)  # 1.5 MB
+    monkeypatch.setenv("RAGASSAY_MAX_CONFIG_MB", "1")
+    result = runner.invoke(app, ["run", "--config", str(big)])
+    assert result.exit_code == 2 and "over the 1 MB" in result.output and "RAGASSAY_MAX_CONFIG_MB" in result.output
+
+
+def test_a_file_with_an_error_in_every_entry_lists_twenty_then_a_count(home, tmp_path):
+    configs = tmp_path / "configs.json"
+    configs.write_text(json.dumps([{"label": f"c{n}", "search_type": "hybrid", "colour": n} for n in range(500)]))
+    result = runner.invoke(app, ["eval", "retrieval", "-c", "sample", "--configs", str(configs)])
+    assert result.exit_code == 2
+    assert result.output.count("unknown key") == 20 and "and 480 more problems" in result.output
+    assert len(result.output) < 10_000
