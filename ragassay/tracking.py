@@ -88,14 +88,36 @@ def ensure_experiment(mlflow_client, home: Path, collections: list[str]) -> str:
 
 
 def ensure_named_experiment(mlflow_client, home: Path, name: str) -> str:
+    local = tracking_uri(home) == f"sqlite:///{home / 'mlflow.db'}"
+    artifact_location = (home / "mlartifacts" / re.sub(r"[^A-Za-z0-9_.+-]", "_", name)).as_uri() if local else None
     experiment = mlflow_client.get_experiment_by_name(name)
-    if experiment is not None:
-        return experiment.experiment_id
-    artifact_location = None
-    if tracking_uri(home).startswith("sqlite:///"):
-        folder = re.sub(r"[^A-Za-z0-9_.+-]", "_", name)
-        artifact_location = (home / "mlartifacts" / folder).as_uri()
-    return mlflow_client.create_experiment(name, artifact_location=artifact_location)
+    if experiment is None:
+        return mlflow_client.create_experiment(name, artifact_location=artifact_location)
+    if local and experiment.artifact_location != artifact_location:
+        _relocate_artifacts(home, experiment.experiment_id, experiment.artifact_location, artifact_location)
+    return experiment.experiment_id
+
+
+def _relocate_artifacts(home: Path, experiment_id: str, stored: str, current: str) -> None:
+    """Point an experiment of the workspace's own store, and its runs, at the workspace's
+    mlartifacts folder again after the workspace was moved or copied (MLflow records artifact
+    locations as absolute URIs, so new runs would write into the old place, recreated). MLflow has
+    no API to change an experiment's location; the local store is the workspace's own SQLite
+    file, so its two columns are rewritten, prefix for prefix."""
+    import sqlite3
+
+    old_root, new_root = stored.rsplit("/", 1)[0], current.rsplit("/", 1)[0]
+    with sqlite3.connect(home / "mlflow.db") as database:
+        database.execute(
+            "UPDATE experiments SET artifact_location = ? WHERE experiment_id = ?", (current, int(experiment_id))
+        )
+        database.execute(
+            "UPDATE runs SET artifact_uri = ? || substr(artifact_uri, ?) WHERE experiment_id = ? AND artifact_uri LIKE ?",
+            (new_root, len(old_root) + 1, int(experiment_id), old_root + "/%"),
+        )
+    logging.getLogger("ragassay").info(
+        "runs of %s now keep their artifacts in %s (was %s)", experiment_id, current, stored
+    )
 
 
 def flatten_params(value: object, prefix: str = "") -> dict[str, str]:

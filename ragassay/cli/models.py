@@ -32,6 +32,29 @@ def models_fetch(
     )
 
 
+@models_app.command("verify")
+def models_verify(
+    name: str = typer.Argument(..., help="A catalog model, e.g. qwen2.5-1.5b."), as_json: bool = JSON_OPTION
+) -> None:
+    """Hash an assembled model in full against its catalog sha256, whatever its stamp says (a file
+    changed in place with its size and mtime restored passes the stamp, not this)."""
+    from ragassay.llm.catalog import ModelError, catalog_model, model_path, verify_model_file
+
+    try:
+        model = catalog_model(name)
+        path = model_path(model)
+        if not path.is_file():
+            raise ModelError(f"chat model {name} is not assembled at {path}; run `ragassay models fetch {name}`")
+        verify_model_file(model, path, full=True)
+    except RagassayError as error:
+        fail(error)
+    emit(
+        as_json,
+        {"model": name, "path": str(path), "sha256": model.sha256, "verified": "sha256"},
+        lambda: out.print(f"{name}: {path} hashed in full, sha256 {model.sha256} as recorded", highlight=False),
+    )
+
+
 @models_app.command("list")
 def models_list(as_json: bool = JSON_OPTION) -> None:
     """The chat models known by name, and whether each is assembled and verified here."""

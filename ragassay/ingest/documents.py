@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+import unicodedata
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -331,7 +332,9 @@ def chunked_documents(paths: CollectionPaths) -> pl.Series:
 
 
 def delete_documents(paths: CollectionPaths, doc_ids: list[str]) -> list[str]:
-    """Remove documents and their chunks; nothing is removed when any id is unknown."""
+    """Remove documents and their chunks; nothing is removed when any id is unknown. Ids are
+    compared in NFC, the form ingest stores them in."""
+    doc_ids = [unicodedata.normalize("NFC", doc_id) for doc_id in doc_ids]
     with paths.write_lock():
         stored = load_documents(paths)["doc_id"]
         unknown = sorted(set(doc_ids) - set(stored.to_list()))

@@ -98,7 +98,9 @@ def extract_documents(
     seen: dict[str, Path] = {}
     with ProgressReporter("extracting files", total=len(files)) as progress, IsolatedExtractor() as extract:
         for done, (root, file) in enumerate(files, start=1):
-            identifier = doc_id or file.relative_to(root).as_posix()
+            # NFC: a name typed on one system and stored by another (macOS writes NFD) is one id;
+            # two files whose names differ only in that form are a duplicate, not two documents.
+            identifier = unicodedata.normalize("NFC", doc_id or file.relative_to(root).as_posix())
             try:
                 if identifier in seen:
                     raise ExtractionError("duplicate_id", f"doc_id {identifier!r} is also {seen[identifier]}")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import shutil
 import struct
@@ -140,13 +141,21 @@ def _stamp_of(path: Path) -> dict:
     return {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
 
 
-def verify_model_file(model: CatalogModel, path: Path) -> None:
-    """Refuse a file that is not exactly the model recorded in the catalog (size, sha256, header)."""
+# Files verified in this process whose stamp could not be written (a read-only shared models
+# folder): hashed once per process instead of at every load.
+_verified_here: set[tuple[str, int, int]] = set()
+
+
+def verify_model_file(model: CatalogModel, path: Path, full: bool = False) -> str:
+    """Refuse a file that is not exactly the model recorded in the catalog (size, sha256, header).
+    Returns how it was verified: "stamp" (size and mtime as when it was last hashed, the shortcut
+    that saves hashing 1 GB at every load) or "sha256" (hashed now). full: always hash."""
     check_gguf_header(path)
     stamp_path = _stamp_path(path)
     stamp = {**_stamp_of(path), "sha256": model.sha256}
-    if stamp_path.exists() and json.loads(stamp_path.read_text()) == stamp:
-        return
+    identity = (str(path), stamp["size"], stamp["mtime_ns"])
+    if not full and (identity in _verified_here or (stamp_path.exists() and _read_stamp(stamp_path) == stamp)):
+        return "stamp"
     if path.stat().st_size != model.size:
         raise ModelError(
             f"{path} is {path.stat().st_size:,} bytes, not the {model.size:,} of {model.name}; run `ragassay models fetch {model.name}` again"
@@ -157,7 +166,25 @@ def verify_model_file(model: CatalogModel, path: Path) -> None:
         raise ModelError(
             f"{path} has sha256 {actual}, not {model.sha256} as recorded for {model.name}; refusing to load it. Delete it and run `ragassay models fetch {model.name}`"
         )
-    stamp_path.write_text(json.dumps(stamp))
+    try:
+        stamp_path.write_text(json.dumps(stamp))
+    except OSError as error:
+        # A shared, read-only models folder: the file is verified; only the shortcut is lost.
+        _verified_here.add(identity)
+        logging.getLogger("ragassay").warning(
+            "verified %s, but cannot record it in %s (%s): it is hashed again in each new process",
+            path,
+            stamp_path,
+            error.strerror,
+        )
+    return "sha256"
+
+
+def _read_stamp(stamp_path: Path) -> dict | None:
+    try:
+        return json.loads(stamp_path.read_text())
+    except (OSError, ValueError):
+        return None  # an unreadable stamp is no shortcut: the file is hashed
 
 
 def verified_model_path(name: str) -> Path:

@@ -119,6 +119,13 @@ def collection_paths(home: Path, name: str, must_exist: bool = True) -> Collecti
         raise ConfigError(f"collection name {name!r} must be 1-64 letters, digits, '_', '.' or '-'")
     paths = CollectionPaths(home / "collections" / name)
     if must_exist and not paths.documents.exists():
+        if paths.root.is_dir() and any(paths.root.iterdir()):
+            # The folder holds other tables (a golden set, an index) but no documents table: it was
+            # deleted or lost, which a user should not read as "there is no such collection".
+            raise CollectionNotFound(
+                f"collection {name!r} in {home} has no documents table ({paths.documents} is missing): "
+                f"run `ragassay ingest -c {name}` on its sources to rebuild it (its golden set is kept)"
+            )
         known = ", ".join(list_collections(home)) or "none"
         raise CollectionNotFound(f"no collection {name!r} in {home} (collections: {known})")
     return paths

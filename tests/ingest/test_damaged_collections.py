@@ -46,3 +46,36 @@ def test_a_damaged_chunks_table_names_the_file_and_its_repair(tmp_path):
     paths.chunks.write_bytes(bytes(data))
     with pytest.raises(TableDamaged, match=rf"{re.escape(str(paths.chunks))}.*ragassay ingest"):
         index(home, "notes")
+
+
+def test_a_collection_without_its_documents_table_is_named_as_such_and_rebuilt_by_ingest(tmp_path):
+    from ragassay.errors import CollectionNotFound
+    from ragassay.golden.store import add_from_file, load_golden
+
+    home, corpus = tmp_path / "workspace", _corpus(tmp_path / "corpus")
+    build_collection(home, "notes", (corpus,))
+    golden = tmp_path / "golden.jsonl"
+    golden.write_text('{"question": "When was hive 1 inspected?", "expected_document_ids": ["note-1.txt"]}\n')
+    assert add_from_file(home, "notes", golden).added
+    collection_paths(home, "notes").documents.unlink()
+    with pytest.raises(CollectionNotFound, match=r"has no documents table .*ragassay ingest -c notes"):
+        collection_paths(home, "notes")
+    ingest(home, "notes", (corpus,))
+    assert load_golden(collection_paths(home, "notes")).height == 1, "the golden set was kept"
+
+
+def test_names_in_nfc_and_nfd_are_one_document_id(tmp_path):
+    from ragassay.ingest.documents import delete_documents
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "cafe\u0301.txt").write_text(
+        "Decomposed: the hive by the cafe.", encoding="utf-8"
+    )  # NFD, as macOS writes
+    (corpus / "caf\u00e9.txt").write_text("Composed: the hive by the cafe.", encoding="utf-8")  # NFC
+    home = tmp_path / "workspace"
+    report = ingest(home, "notes", (corpus,))
+    assert report.counts["ingested"] == 1 and [r.reason for r in report.rejected] == ["duplicate_id"]
+    paths = collection_paths(home, "notes")
+    assert load_documents(paths)["doc_id"].to_list() == ["caf\u00e9.txt"]
+    assert delete_documents(paths, ["cafe\u0301.txt"]) == ["caf\u00e9.txt"], "either spelling names it"

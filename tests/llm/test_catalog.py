@@ -110,3 +110,32 @@ def test_the_assembled_qwen_file_is_the_published_one(monkeypatch, outer_models_
     stamp.unlink()  # force the full hash, as on first use
     verify_model_file(catalog.QWEN_1_5B, path)
     assert stamp.exists() and path.stat().st_size == catalog.QWEN_1_5B.size
+
+
+def test_a_models_folder_that_cannot_keep_the_stamp_verifies_in_memory_and_warns(tiny_model, caplog):
+    path = assemble_model("tiny")
+    stamp = path.with_name(path.name + ".verified.json")
+    stamp.unlink()
+    stamp.mkdir()  # the stamp cannot be written there, as in a read-only shared folder
+    with caplog.at_level("WARNING", logger="ragassay"):
+        assert verify_model_file(tiny_model, path) == "sha256"
+    assert "cannot record it" in caplog.text and str(stamp) in caplog.text
+    assert verify_model_file(tiny_model, path) == "stamp", "hashed once in this process"
+
+
+def test_models_verify_hashes_in_full_what_the_stamp_lets_through(tiny_model, monkeypatch):
+    import os
+
+    from typer.testing import CliRunner
+
+    from ragassay.cli.main import app
+
+    path = assemble_model("tiny")
+    before = path.stat()
+    data = bytearray(path.read_bytes())
+    data[-1] ^= 0xFF
+    path.write_bytes(bytes(data))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))  # size and mtime as stamped
+    assert verify_model_file(tiny_model, path) == "stamp", "the documented shortcut"
+    result = CliRunner().invoke(app, ["models", "verify", "tiny"])
+    assert result.exit_code == 2 and "refusing to load it" in result.output
