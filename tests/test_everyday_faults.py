@@ -102,3 +102,18 @@ def test_a_file_with_an_error_in_every_entry_lists_twenty_then_a_count(home, tmp
     assert result.exit_code == 2
     assert result.output.count("unknown key") == 20 and "and 480 more problems" in result.output
     assert len(result.output) < 10_000
+
+
+def test_an_unreachable_prefect_api_is_named_before_any_work(tmp_path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "note.txt").write_text("Hive 1 was inspected on day 1.")
+    env = {**os.environ, "RAGASSAY_HOME": str(tmp_path / "workspace"), "PREFECT_API_URL": "http://127.0.0.1:9/api"}
+    result = subprocess.run(
+        [RAGASSAY, "ingest", "-c", "notes", str(corpus)], env=env, cwd=REPO, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 2, result.stderr
+    assert (
+        "PREFECT_API_URL=http://127.0.0.1:9/api does not answer" in result.stderr and "Traceback" not in result.stderr
+    )
+    assert not (tmp_path / "workspace" / "collections").exists(), "nothing was ingested"

@@ -40,7 +40,10 @@ def start_for_this_process() -> str | None:
     from prefect.settings import get_current_settings
 
     settings = get_current_settings()
-    if settings.api.url or not settings.server.ephemeral.enabled:
+    if settings.api.url:
+        _check_reachable(settings.api.url)
+        return None
+    if not settings.server.ephemeral.enabled:
         return None
     server_env = {
         **os.environ,
@@ -77,6 +80,22 @@ def start_for_this_process() -> str | None:
         f"the temporary Prefect server exited (code {process.returncode}) {START_ATTEMPTS} times before answering; "
         "its output is above; set PREFECT_API_URL to a running Prefect server"
     )
+
+
+def _check_reachable(api_url: str, timeout: float = 5.0) -> None:
+    """TemporaryServerError naming PREFECT_API_URL when the Prefect API there does not answer:
+    said before any work, where Prefect's client would retry and then fail with a traceback."""
+    from ragassay.redaction import redact
+
+    try:
+        with urllib.request.urlopen(f"{api_url.rstrip('/')}/health", timeout=timeout):
+            return
+    except (urllib.error.URLError, OSError, ValueError) as error:
+        reason = getattr(error, "reason", error)
+        raise TemporaryServerError(
+            f"the Prefect API at PREFECT_API_URL={redact(api_url)} does not answer ({reason}); start that server, "
+            "or unset PREFECT_API_URL to run with a temporary server of this command's own"
+        ) from None
 
 
 def _free_port() -> int:
