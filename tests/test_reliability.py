@@ -310,6 +310,47 @@ def test_a_killed_command_leaves_no_prefect_server_behind(home, tmp_path, stop):
     assert not left and not port_open(port), "the temporary server stops with the command that started it"
 
 
+@pytest.mark.slow
+def test_a_ctrl_c_during_an_evaluation_ends_it_within_seconds_and_its_calls_are_kept(home, tmp_path):
+    """Ctrl-C (SIGINT to the terminal's whole process group) while models answer: the command
+    exits 130 in seconds (before: minutes, then exit 3), its temporary Prefect server ends with it,
+    and the calls it finished are in the completion cache. (SIGTERM to the command alone, 143,
+    takes the same path: RELIABILITY.md.)"""
+    stop, to_group, code = signal.SIGINT, True, 130
+    from ragassay.golden.store import add_from_file
+    from tests.conftest import SAMPLE
+    from tests.helpers import build_collection
+
+    build_collection(home, "sample", (SAMPLE / "corpus",))
+    add_from_file(home, "sample", SAMPLE / "golden.jsonl")
+    env = {name: value for name, value in os.environ.items() if name != "PREFECT_API_URL"}
+    command = subprocess.Popen(
+        [RAGASSAY, "eval", "answers", "-c", "sample", "--judge-model", "smollm2", "--max-questions", "5"],
+        env={**env, "RAGASSAY_CACHE": str(tmp_path / "cache")},
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own group, as a terminal gives a command
+    )
+    deadline = time.monotonic() + 120
+    while not (tmp_path / "cache" / "completions.sqlite").exists() and time.monotonic() < deadline:
+        time.sleep(0.2)  # until the first model call is under way
+    time.sleep(3)
+    servers = [pid for pid, ppid, args in process_table() if ppid == command.pid and "temporary_server" in args]
+    (os.killpg if to_group else os.kill)(command.pid, stop)
+    stopped = time.monotonic()
+    _, errors = command.communicate(timeout=60)
+    assert command.returncode == code, errors[-2000:]
+    assert time.monotonic() - stopped < 30, "seconds, not minutes (benchmarks measure how many)"
+    assert "interrupted" in errors and "bug in ragassay" not in errors and "Traceback" not in errors
+    deadline = time.monotonic() + 10
+    while any(running(pid) for pid in servers) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert servers and not any(running(pid) for pid in servers), "its temporary server ended with it"
+    assert (tmp_path / "cache" / "completions.sqlite").stat().st_size > 0, "the calls it made are kept"
+
+
 def hostile_pages(root: Path, slow_copies: int = 1) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     block = "<div>" * 1000 + "x" + "</div>" * 1000  # under the depth limit, over a second for lexbor

@@ -316,12 +316,16 @@ def main() -> None:
         sys.argv.remove("--debug")
         os.environ["PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL"] = "INFO"
         os.environ["RAGASSAY_DEBUG"] = "1"
+    from ragassay.cli import interrupts
+
+    interrupts.install()
     try:
         app()
-    except KeyboardInterrupt:
-        err.print("interrupted")
-        sys.exit(130)
     except Exception as error:
+        if interrupts.exit_code() is not None:
+            # What the interrupt left behind as it unwound (a closed connection, a failed task):
+            # the interrupt is the news, not these.
+            sys.exit(interrupts.exit_code())
         if debug:
             traceback.print_exc()
         from rich.markup import escape
@@ -338,3 +342,8 @@ def main() -> None:
         err.print(f"[red]unexpected error[/red] {type(error).__name__}: " + escape(redact(str(error))), highlight=False)
         err.print("this is a bug in ragassay or its environment; rerun with --debug for the traceback", style="dim")
         sys.exit(EXIT_CRASH)
+    except BaseException:
+        # KeyboardInterrupt, or Prefect's TerminationSignal for a SIGTERM during a flow.
+        if interrupts.exit_code() is None:
+            raise
+        sys.exit(interrupts.exit_code())

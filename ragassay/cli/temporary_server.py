@@ -60,6 +60,9 @@ def start_for_this_process() -> str | None:
             [sys.executable, "-m", "ragassay.cli.temporary_server", str(port), str(os.getpid())],
             env=server_env,
             stdin=subprocess.DEVNULL,
+            # Its own session: a terminal's Ctrl-C (SIGINT to the whole foreground group) must not
+            # stop the server while the command still reports to it. It ends with the command.
+            start_new_session=True,
         )
         if _wait_until_healthy(process, port, timeout):
             atexit.register(_stop, process)

@@ -1,0 +1,81 @@
+"""Ctrl-C and SIGTERM end a command within seconds, whatever it is doing.
+
+Each signal is seen twice. Python runs the signal's handler in the main thread: ours raises
+KeyboardInterrupt; while a flow runs, Prefect's own SIGTERM handler raises its TerminationSignal
+instead and marks the flow run, and its task runner then waits for the running tasks, a model call
+that Python cannot interrupt among them (19-38 s and more, measured). The operating system's
+signal also wakes a watcher thread (signal.set_wakeup_fd, which no Python handler replaces): it
+starts a watchdog, and if the command has not exited INTERRUPT_GRACE_SECONDS later, the process
+exits there and then, with 128 + the signal (130 for Ctrl-C, 143 for SIGTERM). A second signal
+exits at once. Nothing finished is lost: completed model calls are in the completion cache and
+every table is written atomically, so a rerun resumes from them; the temporary Prefect server, in
+its own session so that a terminal's Ctrl-C does not stop it first, ends within a second of the
+command (cli/temporary_server.py)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import threading
+
+INTERRUPT_GRACE_SECONDS = 3.0
+_STOPPING_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_received: list[int] = []
+_lock = threading.Lock()
+
+
+def install() -> None:
+    """Handle SIGINT and SIGTERM as above (call from the main thread, before the command runs)."""
+    for signum in _STOPPING_SIGNALS:
+        signal.signal(signum, _on_signal)
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
+    threading.Thread(target=_watch, args=(read_end,), name="ragassay-interrupts", daemon=True).start()
+
+
+def exit_code() -> int | None:
+    """128 + the signal that interrupted the command, or None when none did."""
+    with _lock:
+        return 128 + _received[0] if _received else None
+
+
+def _on_signal(signum: int, frame) -> None:
+    _record(signum)
+    raise KeyboardInterrupt
+
+
+def _watch(read_end: int) -> None:
+    signals = 0
+    while True:
+        for signum in os.read(read_end, 64):
+            if signum not in _STOPPING_SIGNALS:
+                continue
+            signals += 1
+            if signals > 1:
+                _exit_now(128 + signum)
+            _record(signum)
+
+
+def _record(signum: int) -> None:
+    """The first stopping signal: say so, and start the watchdog (once, whichever path is first)."""
+    with _lock:
+        if _received:
+            return
+        _received.append(signum)
+    sys.stderr.write(
+        f"\ninterrupted ({signal.Signals(signum).name}): stopping; what finished is kept, and running the "
+        "command again resumes from it\n"
+    )
+    watchdog = threading.Timer(INTERRUPT_GRACE_SECONDS, _exit_now, args=(128 + signum,))
+    watchdog.daemon = True
+    watchdog.start()
+
+
+def _exit_now(code: int) -> None:
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(code)
