@@ -2,7 +2,7 @@
 look-ups call the library directly.
 
 - main: the app, and ingest, index, search and answer.
-- pipeline: `ragassay run --config FILE` (every stage, one flow run) and its summary.
+- run: `ragassay run --config FILE` (every stage, one flow run) and its summary.
 - gate: `ragassay gate` (a candidate batch against a baseline, paired).
 - documents: `ragassay documents list|delete`.
 - collections: `ragassay collections list|delete`.
@@ -11,9 +11,10 @@ look-ups call the library directly.
 - runs: `ragassay runs list|show|compare`.
 - cases: `ragassay cases run`.
 - judge: `ragassay judge calibrate` (support verdicts against labels, or pairwise position bias).
-- models: `ragassay models fetch|list` (named chat models, assembled and verified).
+- models: `ragassay models fetch|verify|list` (named chat models, assembled and verified).
 - render: the tables and lines evaluation commands print.
 - console_log: Prefect's console handler, less the tracebacks of errors the command reports itself.
 - common: exit codes, consoles, --json output, shared options, config files.
 - temporary_server: the temporary Prefect server a command starts, which stops with it.
+- interrupts: Ctrl-C and SIGTERM end a command within seconds (exit 130 / 143).
 """
