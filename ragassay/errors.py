@@ -38,7 +38,8 @@ class EmbeddingModelError(RagassayError):
 
 
 class InconsistentCollection(RagassayError):
-    """A collection's tables disagree (chunks of documents it does not hold): an interrupted write."""
+    """A collection's tables disagree: chunks of documents it does not hold (an interrupted write), or
+    documents without chunks (a lost or damaged chunks table)."""
 
 
 # What the operating system says when the machine, not ragassay, is in the way: no retry heals
