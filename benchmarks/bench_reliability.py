@@ -7,9 +7,14 @@
 4. an `ingest` killed (SIGKILL) 0-3 s after its extraction worker starts:
    how many servers (or extraction workers) are still running 5 s later;
 5. hostile files, each ingested beside one good file: what the ingest says, how long it takes,
-   and the peak memory of the process that reads the file.
+   and the peak memory of the process that reads the file;
+6. `ragassay run` of a small pipeline (SmolLM2 answering and judging) interrupted at a random
+   moment 1-45 s after it starts, by Ctrl-C (SIGINT to its process group), `timeout`'s SIGTERM to
+   the group, or SIGTERM to the command alone, in turn: seconds from the signal to the exit, exit
+   codes, processes and MLflow runs left RUNNING, tracebacks, and whether a rerun finishes.
 
-    .venv/bin/python benchmarks/bench_reliability.py [--rounds 10] [--only writers kills hostile]
+    .venv/bin/python benchmarks/bench_reliability.py [--rounds 10] [--interrupts 20]
+        [--only writers kills hostile interrupts]
 
 Prints, per experiment, the rounds run and how many lost, duplicated, crashed (exit code 3 or a
 traceback), hung (past 300 s) or left inconsistent (chunks of no document after a completed
@@ -77,9 +82,9 @@ def tables(home: Path):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=10)
-    parser.add_argument(
-        "--only", nargs="+", choices=("writers", "kills", "hostile"), default=["writers", "kills", "hostile"]
-    )
+    parser.add_argument("--interrupts", type=int, default=20)
+    experiments = ("writers", "kills", "hostile", "interrupts")
+    parser.add_argument("--only", nargs="+", choices=experiments, default=list(experiments))
     arguments = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="ragassay-bench-reliability-"))
     try:
@@ -89,6 +94,8 @@ def main() -> None:
             kills(arguments.rounds, folder)
         if "hostile" in arguments.only:
             hostile_files(folder)
+        if "interrupts" in arguments.only:
+            interrupts(arguments.interrupts, folder)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -392,3 +399,126 @@ print(f"{seconds:.1f} {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 
 
 if __name__ == "__main__":
     main()
+
+
+SAMPLE = REPO / "data" / "sample"
+INTERRUPTS = [
+    ("SIGINT to the group (Ctrl-C)", signal.SIGINT, True),
+    ("SIGTERM to the group", signal.SIGTERM, True),
+    ("SIGTERM to the command", signal.SIGTERM, False),
+]
+
+
+def small_pipeline(path: Path) -> Path:
+    settings = {
+        "collection": "sample",
+        "ingest": {"paths": [str(SAMPLE / "corpus")]},
+        "golden": {"file": str(SAMPLE / "golden.jsonl"), "generate": False},
+        "retrieval": {"configurations": [{"label": "fulltext", "search_type": "fulltext"}]},
+        "answers": {
+            "max_questions": 4,
+            "pairwise": False,
+            "configurations": [{"label": "fulltext", "search_type": "fulltext", "k": 2, "max_answer_tokens": 96}],
+        },
+        "judge": {"backend": "smollm2"},
+    }
+    path.write_text(json.dumps(settings))
+    return path
+
+
+def descendants(root: int) -> set[int]:
+    table = process_table()
+    found, frontier = set(), {root}
+    while frontier:
+        frontier = {pid for pid, ppid, _ in table if ppid in frontier} - found
+        found |= frontier
+    return found
+
+
+def unfinished_runs(home: Path) -> int:
+    """MLflow runs of the workspace still RUNNING (a batch or configuration never ended)."""
+    if not (home / "mlflow.db").exists():
+        return 0
+    import sqlite3
+
+    with sqlite3.connect(home / "mlflow.db") as connection:
+        return connection.execute("select count(*) from runs where status = 'RUNNING'").fetchone()[0]
+
+
+def interrupts(rounds: int, folder: Path) -> None:
+    """Interrupt `ragassay run` at random moments, each way in turn, and count what is left."""
+    generator = random.Random(24)
+    config = small_pipeline(folder / "pipeline.json")
+    rows = []
+    for round_ in range(rounds):
+        name, stop, to_group = INTERRUPTS[round_ % len(INTERRUPTS)]
+        home = folder / f"interrupt-home-{round_}"
+        env = {key: value for key, value in os.environ.items() if key != "PREFECT_API_URL"}
+        env.update(
+            RAGASSAY_HOME=str(home), RAGASSAY_CACHE=str(home / "cache"), PREFECT_SERVER_ANALYTICS_ENABLED="false"
+        )
+        command = [RAGASSAY, "run", "--config", str(config)]
+        process = subprocess.Popen(
+            command,
+            env=env,
+            cwd=REPO,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        delay = generator.uniform(1.0, 45.0)
+        time.sleep(delay)
+        if process.poll() is not None:
+            rows.append({"way": name, "at": delay, "finished_first": True})
+            continue
+        family = descendants(process.pid)
+        (os.killpg if to_group else os.kill)(process.pid, stop)
+        signalled = time.monotonic()
+        try:
+            _, errors = process.communicate(timeout=300)
+            seconds = time.monotonic() - signalled
+        except subprocess.TimeoutExpired:
+            process.kill()
+            _, errors = process.communicate()
+            seconds = None
+        time.sleep(5)
+        left = [pid for pid in family | descendants(process.pid) if running(pid)]
+        for pid in left:
+            os.kill(pid, signal.SIGKILL)
+        rerun = None
+        if round_ % 4 == 3:
+            rerun = subprocess.run(command, env=env, cwd=REPO, capture_output=True, text=True, timeout=900).returncode
+        rows.append(
+            {
+                "way": name,
+                "at": delay,
+                "finished_first": False,
+                "seconds": seconds,
+                "code": process.returncode,
+                "left": len(left),
+                "running_runs": unfinished_runs(home),
+                "traceback": "Traceback" in errors or "bug in ragassay" in errors,
+                "rerun": rerun,
+            }
+        )
+    print(f"\n`ragassay run` interrupted 1-45 s after it started, {rounds} rounds:")
+    print(
+        f"{'way':<30} {'rounds':>6} {'exit codes':<16} {'max s to exit':>13} {'left':>5} {'RUNNING':>8} {'tracebacks':>10} {'reruns ok':>10}"
+    )
+    for name, _, _ in INTERRUPTS:
+        mine = [row for row in rows if row["way"] == name and not row["finished_first"]]
+        if not mine:
+            continue
+        codes = ",".join(sorted({str(row["code"]) for row in mine}))
+        times = [row["seconds"] for row in mine]
+        slowest = "hung" if None in times else f"{max(times):.1f}"
+        reruns = [row["rerun"] for row in mine if row["rerun"] is not None]
+        print(
+            f"{name:<30} {len(mine):>6} {codes:<16} {slowest:>13} {sum(r['left'] for r in mine):>5} "
+            f"{sum(r['running_runs'] for r in mine):>8} {sum(r['traceback'] for r in mine):>10} "
+            f"{sum(code in (0, 1) for code in reruns)}/{len(reruns):>8}"
+        )
+    finished = sum(row["finished_first"] for row in rows)
+    if finished:
+        print(f"({finished} rounds finished before their signal came)")

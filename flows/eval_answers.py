@@ -6,6 +6,7 @@ from __future__ import annotations
 from prefect import flow
 from prefect.runtime import flow_run
 
+from flows.finished import finished
 from flows.runners import task_runner
 from ragassay.config import AnswerEvalConfig
 from ragassay.evaluation.answer_judging import configuration_pairs
@@ -71,4 +72,4 @@ def eval_answers_flow(config: AnswerEvalConfig, batch: Batch | None = None) -> A
     summaries = {label: summarize_answers(label, answered[label], judged[label]) for label in answered}
     report = log_answer_batch(config, questions, model_id_of(config.judge), summaries, comparisons, batch)
     publish_answer_report(config, report)
-    return report
+    return finished(report)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from prefect import flow
 
+from flows.finished import finished
 from flows.runners import task_runner
 from ragassay.config import RetrievalEvalConfig
 from ragassay.evaluation.outcomes import RetrievalEvalReport
@@ -48,4 +49,4 @@ def eval_retrieval_flow(config: RetrievalEvalConfig, batch: Batch | None = None)
     summary = summarize_retrieval(config, per_question)
     report = log_retrieval_batch(config, context, searched, per_question, summary, batch)
     publish_retrieval_report(config, report)
-    return report
+    return finished(report)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from prefect import flow
 
+from flows.finished import finished
 from ragassay.config import GenerateConfig
 from ragassay.golden.generation import GenerationReport
 from ragassay.tracking import Batch
@@ -18,4 +19,4 @@ def generate_golden_flow(config: GenerateConfig, batch: Batch | None = None) -> 
     locate_models(config.chat_models())
     seed = choose_seed(config)
     report, candidates = generate_golden_questions(config, seed)
-    return log_generation_run(config, report, candidates, batch)
+    return finished(log_generation_run(config, report, candidates, batch))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from prefect import flow
 
+from flows.finished import finished
 from flows.runners import task_runner
 from ragassay.config import IndexConfig
 from ragassay.index.build import IndexReport
@@ -44,6 +45,6 @@ def index_flow(config: IndexConfig) -> IndexReport:
             parts = [future.result() for future in futures]
         embedded = store_embeddings(inputs, work, parts)
         staged = build_bm25_indexes(inputs)
-        return swap_in_index(config, inputs, embedded, staged)
+        return finished(swap_in_index(config, inputs, embedded, staged))
     finally:
         release_index_inputs(inputs)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from prefect import flow
 
+from flows.finished import finished
 from flows.runners import task_runner
 from ragassay.config import IngestConfig
 from ragassay.ingest.files import IngestReport
@@ -32,7 +33,7 @@ def ingest_flow(config: IngestConfig) -> IngestReport:
         parts, rejections = combine_extractions(stage_beir_corpus(config, stored, staging))
         outcomes = store_documents(config, staging, parts)
         store_beir_queries(config, queries, qrels)
-        return report_ingest(config, outcomes, parts, rejections, queries, qrels)
+        return finished(report_ingest(config, outcomes, parts, rejections, queries, qrels))
     found = discover_files(config.paths)
     # Batches of files are extracted where config.task_runner says (threads here, or Dask workers).
     with task_runner(config.task_runner) as runner:
@@ -42,4 +43,4 @@ def ingest_flow(config: IngestConfig) -> IngestReport:
         ]
         extracted = [future.result() for future in futures]
     parts, rejections = combine_extractions(extracted)
-    return report_ingest(config, store_documents(config, staging, parts), parts, rejections)
+    return finished(report_ingest(config, store_documents(config, staging, parts), parts, rejections))

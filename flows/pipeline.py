@@ -12,6 +12,7 @@ from prefect import flow
 
 from flows.eval_answers import eval_answers_flow
 from flows.eval_retrieval import eval_retrieval_flow
+from flows.finished import finished
 from flows.generate_golden import generate_golden_flow
 from flows.index import index_flow
 from flows.ingest import ingest_flow
@@ -22,6 +23,7 @@ from ragassay.tracking import Batch
 from tasks.pipeline import (
     add_golden_file,
     check_stage_inputs,
+    end_stopped_runs,
     finish_pipeline,
     log_stage_run,
     mark_pipeline_failed,
@@ -81,13 +83,20 @@ def pipeline_flow(config: PipelineConfig) -> PipelineReport:
     locate_models(config.chat_models())
     batch = open_pipeline_batch(config)
     reports, seconds = {}, {}
-    for stage in config.enabled_stages():
-        stage_started = time.perf_counter()
-        try:
-            check_stage_inputs(config, stage)
-            reports[stage] = STAGES[stage](config, batch)
-        except Exception as error:
-            mark_pipeline_failed(config, batch, stage, f"{type(error).__name__}: {error}")
-            raise StageFailed(f"pipeline stage {stage} failed: {error}") from error
-        seconds[stage] = round(time.perf_counter() - stage_started, 3)
-    return finish_pipeline(config, batch, started, seconds, StageReports(**reports))
+    try:
+        for stage in config.enabled_stages():
+            stage_started = time.perf_counter()
+            try:
+                check_stage_inputs(config, stage)
+                reports[stage] = STAGES[stage](config, batch)
+            except Exception as error:
+                mark_pipeline_failed(config, batch, stage, f"{type(error).__name__}: {error}")
+                raise StageFailed(f"pipeline stage {stage} failed: {error}") from error
+            seconds[stage] = round(time.perf_counter() - stage_started, 3)
+        return finished(finish_pipeline(config, batch, started, seconds, StageReports(**reports)))
+    except BaseException as stop:
+        if not isinstance(stop, Exception):
+            # Ctrl-C, SIGTERM, or the flow run cancelled from the Prefect UI (its worker's
+            # SIGTERM): the batch ends KILLED with what its stages logged, not RUNNING for ever.
+            end_stopped_runs(f"stopped: {type(stop).__name__}")
+        raise

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from prefect import flow
 
+from flows.finished import finished
 from ragassay.gates.case_runs import CaseReport
 from ragassay.gates.suite import CaseSuite
 from tasks.eval_answers import load_judge
@@ -16,4 +17,4 @@ def run_cases_flow(suite: CaseSuite) -> CaseReport:
     """Answer and check each case; a case passes only when all its checks pass."""
     locate_models(suite.chat_models())
     judge = load_judge(suite.judge, suite.home)
-    return log_cases_run(suite, run_suite(suite, judge), judge.model_id)
+    return finished(log_cases_run(suite, run_suite(suite, judge), judge.model_id))

@@ -16,6 +16,7 @@ import os
 import re
 import subprocess
 import tempfile
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -40,6 +41,12 @@ TAG_PREFECT_FLOW_RUN_URL = "ragassay.prefect.flow_run_url"
 # Tables up to this many rows are also logged as JSON (`log_table`), which MLflow's UI previews;
 # Parquet stays the machine-readable copy.
 PREVIEW_ROWS = 2_000
+TAG_INTERRUPTED = "ragassay.interrupted"
+
+# Runs this process created and has not ended yet (run id -> its client), so that an interrupt or
+# a cancelled flow run can end them KILLED instead of leaving them RUNNING in MLflow for ever.
+_unfinished_runs: dict[str, object] = {}
+_unfinished_lock = threading.Lock()
 
 
 def tracking_uri(home: Path) -> str:
@@ -186,7 +193,8 @@ def open_batch(
     mlflow_client = client(home)
     experiment_id = ensure_experiment(mlflow_client, home, collections)
     batch_id = new_batch_id()
-    run = mlflow_client.create_run(
+    run = _create_run(
+        mlflow_client,
         experiment_id,
         run_name=f"{kind}-{batch_id}",
         tags={TAG_BATCH: batch_id, TAG_KIND: kind, TAG_COLLECTIONS: ",".join(collections), TAG_ROLE: "batch", **origin},
@@ -212,7 +220,8 @@ def log_configuration_run(
 ) -> str:
     """A child run named `batchid kind/label`: params, metrics (MLflow-safe names) and table
     artifacts of one configuration (or of one pipeline stage)."""
-    run = mlflow_client.create_run(
+    run = _create_run(
+        mlflow_client,
         batch.experiment_id,
         run_name=f"{batch.batch_id} {kind}/{label}",
         tags={
@@ -228,7 +237,7 @@ def log_configuration_run(
     run_id = run.info.run_id
     log_values(mlflow_client, run_id, params, metrics)
     log_tables(mlflow_client, run_id, artifacts)
-    mlflow_client.set_terminated(run_id, "FINISHED")
+    finish(mlflow_client, run_id)
     return run_id
 
 
@@ -372,8 +381,36 @@ def _json_columns(table: pl.DataFrame) -> dict[str, list]:
     return {name: [plain(value) for value in table[name].to_list()] for name in table.columns}
 
 
+def _create_run(mlflow_client, experiment_id: str, **settings):
+    run = mlflow_client.create_run(experiment_id, **settings)
+    with _unfinished_lock:
+        _unfinished_runs[run.info.run_id] = mlflow_client
+    return run
+
+
 def finish(mlflow_client, run_id: str, status: str = "FINISHED") -> None:
     mlflow_client.set_terminated(run_id, status)
+    with _unfinished_lock:
+        _unfinished_runs.pop(run_id, None)
+
+
+def end_unfinished_runs(reason: str, status: str = "KILLED") -> list[str]:
+    """End every run this process started and has not finished (an interrupted or cancelled
+    command's batch and the configuration run it was logging), tagged with why; what they logged
+    stays. Each run is ended at most once, whoever calls first; a run that cannot be reached is
+    left as it is. The ids ended."""
+    with _unfinished_lock:
+        runs = list(_unfinished_runs.items())
+        _unfinished_runs.clear()
+    ended = []
+    for run_id, mlflow_client in runs:
+        try:
+            mlflow_client.set_tag(run_id, TAG_INTERRUPTED, reason)
+            mlflow_client.set_terminated(run_id, status)
+        except Exception:
+            continue
+        ended.append(run_id)
+    return ended
 
 
 def find_runs(home: Path, batch_id: str | None = None, collection: str | None = None, role: str | None = None) -> list:
@@ -431,7 +468,8 @@ def log_calibration(
     confusion-matrix picture."""
     mlflow_client = client(home)
     experiment_id = ensure_named_experiment(mlflow_client, home, CALIBRATION_EXPERIMENT)
-    run = mlflow_client.create_run(
+    run = _create_run(
+        mlflow_client,
         experiment_id,
         run_name=f"{kind}-{params.get('judge_model', '')}",
         tags={TAG_KIND: kind, TAG_ROLE: "calibration"},
@@ -443,7 +481,7 @@ def log_calibration(
         mlflow_client.log_figure(
             run_id, plots.confusion_figure(confusion, params.get("judge_model", "")), "confusion_matrix.png"
         )
-    mlflow_client.set_terminated(run_id, "FINISHED")
+    finish(mlflow_client, run_id)
     return run_id
 
 

@@ -20,6 +20,12 @@ from tasks.publish import flow_run_url, publish, run_origin
 from tasks.resources import TRACKING_RETRIES
 
 
+def end_stopped_runs(reason: str) -> None:
+    """The MLflow runs a stopped flow run leaves unfinished end KILLED, tagged with the reason. A
+    plain function, not a task: a flow run being cancelled starts no new task runs."""
+    tracking.end_unfinished_runs(reason)
+
+
 @task(name="open-pipeline-batch", cache_policy=NO_CACHE, **TRACKING_RETRIES)
 def open_pipeline_batch(config: PipelineConfig) -> Batch:
     """The pipeline run's MLflow batch: one parent run whose children are every stage's runs.

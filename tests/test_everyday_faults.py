@@ -117,3 +117,56 @@ def test_an_unreachable_prefect_api_is_named_before_any_work(tmp_path):
         "PREFECT_API_URL=http://127.0.0.1:9/api does not answer" in result.stderr and "Traceback" not in result.stderr
     )
     assert not (tmp_path / "workspace" / "collections").exists(), "nothing was ingested"
+
+
+LOSE_THE_SERVER_AFTER_THE_WORK = """
+import os, signal
+from pathlib import Path
+
+from prefect import flow
+
+from flows.finished import finished
+from ragassay.cli.common import prefect_defaults, run_flow
+
+
+def temporary_servers():
+    me = str(os.getpid()).encode()
+    for entry in Path("/proc").iterdir():
+        try:
+            args = (entry / "cmdline").read_bytes().split(b"\\0")
+        except OSError:
+            continue
+        if b"ragassay.cli.temporary_server" in args and me in args:
+            yield int(entry.name)
+
+
+@flow(name="work-then-lose-the-server")
+def work():
+    # The work is done, then the Prefect server is gone (SIGKILL) before the run's end is recorded.
+    for pid in temporary_servers():
+        os.kill(pid, signal.SIGKILL)
+    return finished({"recall@5": 0.75})
+
+
+prefect_defaults()
+print("results:", run_flow(work))
+"""
+
+
+@pytest.mark.slow
+def test_a_prefect_server_lost_after_the_work_still_prints_the_results_with_a_warning(tmp_path):
+    """The command's own temporary Prefect server, killed once the flow's work has finished: the
+    results are printed, a warning says the run's end was not recorded, exit 0 (before: retries,
+    then exit 3 and nothing printed)."""
+    env = {name: value for name, value in os.environ.items() if name != "PREFECT_API_URL"}
+    result = subprocess.run(
+        [sys.executable, "-c", LOSE_THE_SERVER_AFTER_THE_WORK],
+        env={**env, "RAGASSAY_HOME": str(tmp_path / "workspace"), "PREFECT_CLIENT_MAX_RETRIES": "1"},
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "results: {'recall@5': 0.75}" in result.stdout
+    assert "the work finished, but Prefect could not record the flow run's end" in result.stderr

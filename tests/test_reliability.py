@@ -311,21 +311,35 @@ def test_a_killed_command_leaves_no_prefect_server_behind(home, tmp_path, stop):
 
 
 @pytest.mark.slow
-def test_a_ctrl_c_during_an_evaluation_ends_it_within_seconds_and_its_calls_are_kept(home, tmp_path):
+def test_a_ctrl_c_during_a_pipeline_ends_it_within_seconds_its_batch_killed_and_its_calls_kept(home, tmp_path):
     """Ctrl-C (SIGINT to the terminal's whole process group) while models answer: the command
     exits 130 in seconds (before: minutes, then exit 3), its temporary Prefect server ends with it,
-    and the calls it finished are in the completion cache. (SIGTERM to the command alone, 143,
-    takes the same path: RELIABILITY.md.)"""
-    stop, to_group, code = signal.SIGINT, True, 130
-    from ragassay.golden.store import add_from_file
+    its MLflow batch ends KILLED (before: RUNNING for ever) and the calls it finished are in the
+    completion cache. (SIGTERM to the command alone, 143, takes the same path: RELIABILITY.md.)"""
+    from ragassay import tracking
     from tests.conftest import SAMPLE
-    from tests.helpers import build_collection
 
-    build_collection(home, "sample", (SAMPLE / "corpus",))
-    add_from_file(home, "sample", SAMPLE / "golden.jsonl")
+    pipeline = tmp_path / "pipeline.json"
+    pipeline.write_text(
+        json.dumps(
+            {
+                "collection": "sample",
+                "ingest": {"paths": [str(SAMPLE / "corpus")]},
+                "golden": {"file": str(SAMPLE / "golden.jsonl"), "generate": False},
+                "retrieval": {"configurations": [{"label": "fulltext", "search_type": "fulltext"}]},
+                "answers": {
+                    "max_questions": 5,
+                    "pairwise": False,
+                    "configurations": [{"label": "fulltext", "search_type": "fulltext", "k": 2}],
+                },
+                "judge": {"backend": "smollm2"},
+            }
+        ),
+        encoding="utf-8",
+    )
     env = {name: value for name, value in os.environ.items() if name != "PREFECT_API_URL"}
     command = subprocess.Popen(
-        [RAGASSAY, "eval", "answers", "-c", "sample", "--judge-model", "smollm2", "--max-questions", "5"],
+        [RAGASSAY, "run", "--config", str(pipeline)],
         env={**env, "RAGASSAY_CACHE": str(tmp_path / "cache")},
         cwd=REPO,
         stdout=subprocess.PIPE,
@@ -333,22 +347,29 @@ def test_a_ctrl_c_during_an_evaluation_ends_it_within_seconds_and_its_calls_are_
         text=True,
         start_new_session=True,  # its own group, as a terminal gives a command
     )
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 180
     while not (tmp_path / "cache" / "completions.sqlite").exists() and time.monotonic() < deadline:
         time.sleep(0.2)  # until the first model call is under way
     time.sleep(3)
     servers = [pid for pid, ppid, args in process_table() if ppid == command.pid and "temporary_server" in args]
-    (os.killpg if to_group else os.kill)(command.pid, stop)
+    os.killpg(command.pid, signal.SIGINT)
     stopped = time.monotonic()
     _, errors = command.communicate(timeout=60)
-    assert command.returncode == code, errors[-2000:]
+    assert command.returncode == 130, errors[-2000:]
     assert time.monotonic() - stopped < 30, "seconds, not minutes (benchmarks measure how many)"
-    assert "interrupted" in errors and "bug in ragassay" not in errors and "Traceback" not in errors
+    assert "interrupted (SIGINT)" in errors, errors[-3000:]
+    assert "bug in ragassay" not in errors and "Traceback" not in errors, errors[-3000:]
     deadline = time.monotonic() + 10
     while any(running(pid) for pid in servers) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert servers and not any(running(pid) for pid in servers), "its temporary server ended with it"
     assert (tmp_path / "cache" / "completions.sqlite").stat().st_size > 0, "the calls it made are kept"
+    [batch] = tracking.find_runs(home, role="batch")
+    assert batch.info.status == "KILLED"
+    assert batch.data.tags[tracking.TAG_INTERRUPTED] == "interrupted by SIGINT"
+    assert {"ingest", "index", "retrieval"} <= {run.data.tags[tracking.TAG_KIND] for run in tracking.find_runs(home)}, (
+        "what the stages before it logged stays"
+    )
 
 
 def hostile_pages(root: Path, slow_copies: int = 1) -> Path:

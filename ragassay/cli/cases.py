@@ -23,6 +23,7 @@ from ragassay.cli.common import (
     judge_override,
     out,
     prefect_defaults,
+    run_flow,
 )
 from ragassay.errors import ConfigError, RagassayError
 
@@ -62,7 +63,7 @@ def cases_run(
         prefect_defaults()
         from flows.run_cases import run_cases_flow
 
-        report = run_cases_flow(suite)
+        report = run_flow(run_cases_flow, suite)
     except RagassayError as error:
         fail(error)
 

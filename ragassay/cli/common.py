@@ -58,6 +58,34 @@ def prefect_defaults() -> None:
     start_for_this_process()
 
 
+def run_flow(flow_object, *args: Any) -> Any:
+    """The flow's report. When Prefect fails after the flow's work finished (its server lost, so the
+    final state cannot be recorded), the report the work produced, with a warning: every table is
+    written and MLflow holds the batch, so the command prints its results and exits with the code
+    the work earned (flows/finished.py)."""
+    from flows.finished import take
+
+    take(flow_object.name)
+    try:
+        return flow_object(*args)
+    except Exception as error:
+        report = take(flow_object.name)
+        if report is None:
+            raise
+        from rich.markup import escape
+
+        from ragassay.redaction import redact
+
+        err.print(
+            "[yellow]warning:[/yellow] the work finished, but Prefect could not record the flow run's end "
+            f"({type(error).__name__}: {escape(redact(str(error)))[:300]}; PREFECT_API_URL="
+            f"{escape(redact(os.environ.get('PREFECT_API_URL', 'unset')))}); the results below are this "
+            "process's, and MLflow holds the batch",
+            highlight=False,
+        )
+        return report
+
+
 def emit(as_json: bool, payload: Any, render) -> None:
     """Print payload as JSON on stdout with --json, else call render() for the human view."""
     if as_json:

@@ -25,6 +25,7 @@ from ragassay.cli.common import (
     load_config_file,
     out,
     prefect_defaults,
+    run_flow,
     with_task_runner,
 )
 from ragassay.cli.render import (
@@ -98,7 +99,7 @@ def eval_retrieval(
         prefect_defaults()
         from flows.eval_retrieval import eval_retrieval_flow
 
-        report = eval_retrieval_flow(config)
+        report = run_flow(eval_retrieval_flow, config)
     except RagassayError as error:
         fail(error)
 
@@ -191,7 +192,7 @@ def eval_answers(
             prefect_defaults()
             from flows.eval_answers import eval_answers_flow
 
-            report = eval_answers_flow(config)
+            report = run_flow(eval_answers_flow, config)
     except RagassayError as error:
         fail(error)
     if estimate:

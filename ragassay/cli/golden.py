@@ -30,6 +30,7 @@ from ragassay.cli.common import (
     judge_override,
     model_settings,
     out,
+    run_flow,
 )
 from ragassay.config import GenerateSettings, workspace_home
 from ragassay.errors import ConfigError, RagassayError
@@ -143,7 +144,7 @@ def golden_generate(
         prefect_defaults()
         from flows.generate_golden import generate_golden_flow
 
-        report = generate_golden_flow(config)
+        report = run_flow(generate_golden_flow, config)
     except RagassayError as error:
         fail(error)
 

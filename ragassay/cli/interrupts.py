@@ -7,7 +7,9 @@ that Python cannot interrupt among them (19-38 s and more, measured). The operat
 signal also wakes a watcher thread (signal.set_wakeup_fd, which no Python handler replaces): it
 starts a watchdog, and if the command has not exited INTERRUPT_GRACE_SECONDS later, the process
 exits there and then, with 128 + the signal (130 for Ctrl-C, 143 for SIGTERM). A second signal
-exits at once. Nothing finished is lost: completed model calls are in the completion cache and
+exits at once. Cleanups registered with `on_interrupt` (the MLflow runs left unfinished are ended
+KILLED) run at the first signal in a thread of their own, and the exit waits for them up to
+CLEANUP_SECONDS more. Nothing finished is lost: completed model calls are in the completion cache and
 every table is written atomically, so a rerun resumes from them; the temporary Prefect server, in
 its own session so that a terminal's Ctrl-C does not stop it first, ends within a second of the
 command (cli/temporary_server.py)."""
@@ -19,11 +21,15 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Callable
 
 INTERRUPT_GRACE_SECONDS = 3.0
+CLEANUP_SECONDS = 1.5
 _STOPPING_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _received: list[int] = []
 _lock = threading.Lock()
+_cleanups: list[Callable[[str], None]] = []
+_cleaning: list[threading.Thread] = []
 
 
 def install() -> None:
@@ -34,6 +40,17 @@ def install() -> None:
     os.set_blocking(write_end, False)
     signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
     threading.Thread(target=_watch, args=(read_end,), name="ragassay-interrupts", daemon=True).start()
+
+
+def on_interrupt(cleanup: Callable[[str], None]) -> None:
+    """Call `cleanup(signal name)` at the first stopping signal (from a thread: keep it short)."""
+    _cleanups.append(cleanup)
+
+
+def wait_for_cleanup() -> None:
+    """Let the cleanups finish (at most CLEANUP_SECONDS) before the process exits."""
+    for thread in _cleaning:
+        thread.join(CLEANUP_SECONDS)
 
 
 def exit_code() -> int | None:
@@ -69,9 +86,25 @@ def _record(signum: int) -> None:
         f"\ninterrupted ({signal.Signals(signum).name}): stopping; what finished is kept, and running the "
         "command again resumes from it\n"
     )
-    watchdog = threading.Timer(INTERRUPT_GRACE_SECONDS, _exit_now, args=(128 + signum,))
+    cleaning = threading.Thread(
+        target=_clean_up, args=(signal.Signals(signum).name,), name="ragassay-interrupt-cleanup", daemon=True
+    )
+    _cleaning.append(cleaning)
+    cleaning.start()
+    watchdog = threading.Timer(INTERRUPT_GRACE_SECONDS, _exit_after_cleanup, args=(128 + signum,))
     watchdog.daemon = True
     watchdog.start()
+
+
+def _clean_up(reason: str) -> None:
+    for cleanup in _cleanups:
+        with contextlib.suppress(Exception):
+            cleanup(reason)
+
+
+def _exit_after_cleanup(code: int) -> None:
+    wait_for_cleanup()
+    _exit_now(code)
 
 
 def _exit_now(code: int) -> None:

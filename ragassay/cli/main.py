@@ -33,6 +33,7 @@ from ragassay.cli.common import (
     model_settings,
     out,
     prefect_defaults,
+    run_flow,
     with_task_runner,
 )
 from ragassay.cli.documents import documents_app
@@ -98,7 +99,7 @@ def ingest(
         prefect_defaults()
         from flows.ingest import ingest_flow
 
-        report = ingest_flow(config)
+        report = run_flow(ingest_flow, config)
     except RagassayError as error:
         fail(error)
 
@@ -145,7 +146,7 @@ def index(
         prefect_defaults()
         from flows.index import index_flow
 
-        report = index_flow(config)
+        report = run_flow(index_flow, config)
     except RagassayError as error:
         fail(error)
 
@@ -319,10 +320,12 @@ def main() -> None:
     from ragassay.cli import interrupts
 
     interrupts.install()
+    interrupts.on_interrupt(_end_unfinished_runs)
     try:
         app()
     except Exception as error:
         if interrupts.exit_code() is not None:
+            interrupts.wait_for_cleanup()
             # What the interrupt left behind as it unwound (a closed connection, a failed task):
             # the interrupt is the news, not these.
             sys.exit(interrupts.exit_code())
@@ -346,4 +349,15 @@ def main() -> None:
         # KeyboardInterrupt, or Prefect's TerminationSignal for a SIGTERM during a flow.
         if interrupts.exit_code() is None:
             raise
+        interrupts.wait_for_cleanup()
         sys.exit(interrupts.exit_code())
+
+
+def _end_unfinished_runs(signal_name: str) -> None:
+    """The MLflow runs an interrupted command leaves unfinished end KILLED (no runs when the command
+    never imported tracking, and importing it now would only cost time)."""
+    import sys
+
+    tracking = sys.modules.get("ragassay.tracking")
+    if tracking is not None:
+        tracking.end_unfinished_runs(f"interrupted by {signal_name}")

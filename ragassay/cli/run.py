@@ -14,6 +14,7 @@ from ragassay.cli.common import (
     load_config_file,
     out,
     prefect_defaults,
+    run_flow,
 )
 from ragassay.cli.render import (
     headline_metrics,
@@ -51,7 +52,7 @@ def run(
         prefect_defaults()
         from flows.pipeline import pipeline_flow
 
-        report = pipeline_flow(config)
+        report = run_flow(pipeline_flow, config)
     except RagassayError as error:
         fail(error)
 

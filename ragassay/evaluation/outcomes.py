@@ -19,6 +19,7 @@ from ragassay.evaluation.retrieval_scoring import SearchedConfiguration, compare
 from ragassay.gates.assertions import check_assertions, parse_answer_assertion, parse_assertion
 from ragassay.judge.judge import support_threshold_for
 from ragassay.judge.prompts import PROMPT_VERSIONS
+from ragassay.llm.registry import model_verification
 from ragassay.llm.settings import model_id_of
 from ragassay.metrics.averaging import interval_table, mean_scores
 from ragassay.metrics.names import headline_retrieval_metrics
@@ -198,6 +199,7 @@ def answer_params(config: AnswerEvalConfig, questions: AnswerQuestions, judge_mo
             "unanswerable_file": str(config.unanswerable) if config.unanswerable else None,
             "judge": config.judge.model_dump(exclude_none=True),
             "judge_model_id": judge_model_id,
+            "judge_model_verified": model_verification(config.judge),
             "judge_support_threshold": support_threshold_for(judge_model_id),
             "prompt_version": {"answer": ANSWER_PROMPT_VERSION, **PROMPT_VERSIONS},
             "index_digest": context.index_digests,
@@ -253,7 +255,13 @@ def answer_record(
             label=c.label,
             params={
                 **shared,
-                **flatten_params({"answer_model_id": model_id_of(c.model), "config": c.applicable_settings()}),
+                **flatten_params(
+                    {
+                        "answer_model_id": model_id_of(c.model),
+                        "answer_model_verified": model_verification(c.model),
+                        "config": c.applicable_settings(),
+                    }
+                ),
             },
             metrics=summary.summaries[c.label].metrics,
             tables={"answers": summary.summaries[c.label].answers, "judgments": summary.summaries[c.label].judgments},

@@ -121,26 +121,32 @@ def per_question_frame(
 
 
 def compare_configurations(per_question: dict[str, pl.DataFrame], metrics: list[MetricName], seed: int) -> pl.DataFrame:
-    """Every pair (a, b) of configurations: mean of b - a per metric, bootstrap 95% CI, p-value."""
+    """Every pair (a, b) of configurations: mean of b - a per metric, bootstrap 95% CI, p-value.
+    Shows progress: a bootstrap per pair and metric takes seconds over thousands of questions."""
     rows = []
-    for label_a, label_b in itertools.combinations(per_question, 2):
-        a, b = per_question[label_a], per_question[label_b]
-        aligned = a.join(b, on=["query_collection", "query_id"], suffix="__b", maintain_order="left")
-        for metric in metrics:
-            name = str(metric)
-            result = compare_paired(aligned[name].to_numpy(), aligned[f"{name}__b"].to_numpy(), seed=seed)
-            rows.append(
-                {
-                    "configuration_a": label_a,
-                    "configuration_b": label_b,
-                    "metric": name,
-                    "questions": result.questions,
-                    "mean_difference": result.mean_difference,
-                    "ci_low": result.ci_low,
-                    "ci_high": result.ci_high,
-                    "p_value": result.p_value,
-                }
-            )
+    pairs = list(itertools.combinations(per_question, 2))
+    with ProgressReporter(
+        f"comparing {len(pairs)} pairs of configurations", total=len(pairs) * len(metrics)
+    ) as progress:
+        for label_a, label_b in pairs:
+            a, b = per_question[label_a], per_question[label_b]
+            aligned = a.join(b, on=["query_collection", "query_id"], suffix="__b", maintain_order="left")
+            for metric in metrics:
+                name = str(metric)
+                result = compare_paired(aligned[name].to_numpy(), aligned[f"{name}__b"].to_numpy(), seed=seed)
+                rows.append(
+                    {
+                        "configuration_a": label_a,
+                        "configuration_b": label_b,
+                        "metric": name,
+                        "questions": result.questions,
+                        "mean_difference": result.mean_difference,
+                        "ci_low": result.ci_low,
+                        "ci_high": result.ci_high,
+                        "p_value": result.p_value,
+                    }
+                )
+                progress(len(rows), len(pairs) * len(metrics))
     return pl.DataFrame(rows, schema=COMPARISON_SCHEMA)
 
 

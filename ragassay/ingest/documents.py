@@ -55,6 +55,12 @@ class Chunker:
     def label(self) -> str:
         return f"spans:{self.chunk_size}/{self.overlap}"
 
+    @classmethod
+    def from_label(cls, label: str) -> Chunker:
+        """The settings a document's recorded label names (`spans:1200/150`)."""
+        size, overlap = label.removeprefix("spans:").split("/")
+        return cls(int(size), int(overlap))
+
 
 # What a part lists about each accepted document of its batch: the text waits on disk. staged is
 # False where the document was not extracted, as the collection holds these bytes with these

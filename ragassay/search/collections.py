@@ -30,7 +30,17 @@ from ragassay.store.workspace import (
 )
 
 
-def load_searchable(home: Path, name: str, need_dense: bool, embedders: Embedders) -> SearchableCollection:
+def check_index(home: Path, name: str) -> None:
+    """Raise what opening the collection for search would (IndexMissing, InconsistentCollection,
+    TableDamaged, or the BM25 files' own error), with an embedding for every chunk, without
+    loading the embedding model."""
+    load_searchable(home, name, need_dense=False, embedders=None)
+    paths = collection_paths(home, name)
+    manifest = read_manifest(paths)
+    _dense_matrix(paths, load_chunks(paths, with_text=False), manifest["embedding_model_id"], manifest["dimension"])
+
+
+def load_searchable(home: Path, name: str, need_dense: bool, embedders: Embedders | None) -> SearchableCollection:
     """Load a collection for search, refusing an index that is missing or older than the chunks."""
     paths = collection_paths(home, name)
     manifest = read_manifest(paths)

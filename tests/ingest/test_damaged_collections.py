@@ -4,6 +4,7 @@ its index were a measurement, and made whole by the next ingest."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -79,3 +80,86 @@ def test_names_in_nfc_and_nfd_are_one_document_id(tmp_path):
     paths = collection_paths(home, "notes")
     assert load_documents(paths)["doc_id"].to_list() == ["caf\u00e9.txt"]
     assert delete_documents(paths, ["cafe\u0301.txt"]) == ["caf\u00e9.txt"], "either spelling names it"
+
+
+def _check(*args: str):
+    from typer.testing import CliRunner
+
+    from ragassay.cli.main import app
+
+    return CliRunner().invoke(app, ["collections", "check", *args, "--json"])
+
+
+def _flip_a_byte(path):
+    data = bytearray(path.read_bytes())
+    data[len(data) // 3] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def test_collections_check_passes_a_whole_collection(home, tmp_path):
+    import json
+
+    build_collection(home, "notes", (_corpus(tmp_path / "corpus"),))
+    result = _check("notes")
+    assert result.exit_code == 0, result.output
+    health = json.loads(result.stdout)
+    assert (health["documents"], health["chunks"], health["index"], health["findings"]) == (4, 4, "current", [])
+
+
+def test_collections_check_repair_rebuilds_damaged_chunks_as_they_were_and_keeps_the_damaged_file(home, tmp_path):
+    import json
+
+    build_collection(home, "notes", (_corpus(tmp_path / "corpus"),))
+    paths = collection_paths(home, "notes")
+    chunks_before, hits_before = load_chunks(paths), search_hits(home, ["notes"], "hive 2 inspected")
+    _flip_a_byte(paths.chunks)
+    damaged = paths.chunks.read_bytes()
+
+    found = _check("notes")
+    assert found.exit_code == 1
+    [finding] = json.loads(found.stdout)["findings"]
+    assert finding["table"] == "chunks" and str(paths.chunks) in finding["problem"] and finding["repairable"]
+
+    repaired = _check("notes", "--repair")
+    assert repaired.exit_code == 0, repaired.output
+    report = json.loads(repaired.stdout)
+    assert report["after"]["findings"] == [] and report["after"]["index"] == "current"
+    [kept] = report["moved_aside"]
+    assert Path(kept).read_bytes() == damaged, "the damaged file is kept, not deleted"
+    assert load_chunks(paths).equals(chunks_before), "chunks rebuilt from the documents' text are the ones ingest made"
+    assert search_hits(home, ["notes"], "hive 2 inspected") == hits_before
+
+
+def test_collections_check_repair_rebuilds_a_damaged_index(home, tmp_path):
+    import json
+
+    build_collection(home, "notes", (_corpus(tmp_path / "corpus"),))
+    paths = collection_paths(home, "notes")
+    hits_before = search_hits(home, ["notes"], "hive 2 inspected")
+    for file in paths.bm25_dir.iterdir():
+        file.write_bytes(b"not an index")
+    found = _check("notes")
+    assert found.exit_code == 1
+    assert [f["table"] for f in json.loads(found.stdout)["findings"]] == ["index"]
+    repaired = _check("notes", "--repair")
+    assert repaired.exit_code == 0, repaired.output
+    assert search_hits(home, ["notes"], "hive 2 inspected") == hits_before
+
+
+def test_collections_check_names_a_damaged_golden_set_and_repair_leaves_it_for_the_user(home, tmp_path):
+    import json
+
+    from ragassay.golden.store import add_from_file
+
+    build_collection(home, "notes", (_corpus(tmp_path / "corpus"),))
+    golden = tmp_path / "golden.jsonl"
+    golden.write_text('{"question": "When was hive 1 inspected?", "expected_document_ids": ["note-1.txt"]}\n')
+    add_from_file(home, "notes", golden)
+    paths = collection_paths(home, "notes")
+    _flip_a_byte(paths.golden)
+    damaged = paths.golden.read_bytes()
+    result = _check("notes", "--repair")
+    assert result.exit_code == 1
+    [finding] = json.loads(result.stdout)["after"]["findings"]
+    assert finding["table"] == "golden" and not finding["repairable"] and "golden add" in finding["repair"]
+    assert paths.golden.read_bytes() == damaged, "what cannot be rebuilt is left as it was"

@@ -137,5 +137,6 @@ def test_models_verify_hashes_in_full_what_the_stamp_lets_through(tiny_model, mo
     path.write_bytes(bytes(data))
     os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))  # size and mtime as stamped
     assert verify_model_file(tiny_model, path) == "stamp", "the documented shortcut"
+    assert catalog.how_verified("tiny") == "stamp", "what a run records says the digest came from the stamp"
     result = CliRunner().invoke(app, ["models", "verify", "tiny"])
     assert result.exit_code == 2 and "refusing to load it" in result.output

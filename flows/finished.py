@@ -1,0 +1,30 @@
+"""The report a flow's work produced, kept in this process as the flow returns it.
+
+Prefect records a flow run's final state on its API after the flow's function returns. When that
+API is lost then (a Prefect server stopped or unreachable after the work succeeded), Prefect's
+engine retries and then raises instead of returning, and the command would print nothing
+although every table is written and MLflow holds the finished batch. A flow hands its report to
+`finished` as it returns it, so the CLI (cli/common.run_flow) can still print the results, with a
+warning, and exit with the code the work earned."""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+from prefect.context import FlowRunContext
+
+Report = TypeVar("Report")
+_reports: dict[str, object] = {}
+
+
+def finished(report: Report) -> Report:
+    """Keep report as the current flow's finished work (under the flow's name), and return it."""
+    context = FlowRunContext.get()
+    if context is not None:
+        _reports[context.flow.name] = report
+    return report
+
+
+def take(flow_name: str) -> object | None:
+    """The report the named flow finished in this process since the last take, or None."""
+    return _reports.pop(flow_name, None)
