@@ -397,10 +397,6 @@ print(f"{seconds:.1f} {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 
 """
 
 
-if __name__ == "__main__":
-    main()
-
-
 SAMPLE = REPO / "data" / "sample"
 INTERRUPTS = [
     ("SIGINT to the group (Ctrl-C)", signal.SIGINT, True),
@@ -522,3 +518,7 @@ def interrupts(rounds: int, folder: Path) -> None:
     finished = sum(row["finished_first"] for row in rows)
     if finished:
         print(f"({finished} rounds finished before their signal came)")
+
+
+if __name__ == "__main__":
+    main()

@@ -8,8 +8,10 @@ from flows.finished import finished
 from flows.runners import task_runner
 from ragassay.config import RetrievalEvalConfig
 from ragassay.evaluation.outcomes import RetrievalEvalReport
+from ragassay.systems.settings import SystemConfiguration
 from ragassay.tracking import Batch
 from tasks.eval_retrieval import (
+    ask_system,
     load_golden_questions,
     log_retrieval_batch,
     publish_retrieval_report,
@@ -28,9 +30,10 @@ def eval_retrieval_flow(config: RetrievalEvalConfig, batch: Batch | None = None)
     questions, context = load_golden_questions(config)
     # Configurations are searched where config.task_runner says (threads here, or Dask workers).
     with task_runner(config.task_runner) as runner:
+        # A team's own system under test is asked (or its records read) instead of searched.
         futures = {
             c.label: runner.submit(
-                search_golden_questions,
+                ask_system if isinstance(c, SystemConfiguration) else search_golden_questions,
                 {
                     "home": config.home,
                     "collections": config.collections,
@@ -43,10 +46,11 @@ def eval_retrieval_flow(config: RetrievalEvalConfig, batch: Batch | None = None)
         }
         searched = {label: future.result() for label, future in futures.items()}
     per_question = {
-        label: score_configuration(label, questions, found.rankings, config.metrics(), config.depth)
+        label: score_configuration(label, questions, found.rankings, config.metrics(), config.depth, found.answered)
         for label, found in searched.items()
     }
-    summary = summarize_retrieval(config, per_question)
+    coverage = {label: found.costs["coverage"] for label, found in searched.items() if found.answered is not None}
+    summary = summarize_retrieval(config, per_question, coverage)
     report = log_retrieval_batch(config, context, searched, per_question, summary, batch)
     publish_retrieval_report(config, report)
     return finished(report)

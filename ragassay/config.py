@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import (
     BaseModel,
+    Discriminator,
     Field,
+    Tag,
     ValidationError,
     field_validator,
     model_validator,
@@ -21,6 +23,7 @@ from ragassay.llm.settings import DEFAULT_JUDGE, ChatModelConfig
 from ragassay.metrics.names import MetricName, standard_metrics
 from ragassay.search.settings import SEARCH_TYPES, SearchSettings, SearchType
 from ragassay.store.workspace import collection_paths, workspace_home
+from ragassay.systems.settings import SystemConfiguration
 
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2-int8"
 # Generation writes with the judge's model: on the sample corpus it wrote 10 acceptable questions
@@ -207,6 +210,20 @@ class RetrievalConfiguration(SearchSettings):
     rerank_model: ChatModelConfig = ChatModelConfig()
 
 
+def _configuration_kind(value) -> str:
+    """A configuration with a `system:` key is a system under test; any other is built in."""
+    if isinstance(value, dict):
+        return "system" if "system" in value else "built_in"
+    return "system" if isinstance(value, SystemConfiguration) else "built_in"
+
+
+# A retrieval configuration: ragassay's own search, or a team's RAG system under test.
+AnyRetrievalConfiguration = Annotated[
+    Annotated[RetrievalConfiguration, Tag("built_in")] | Annotated[SystemConfiguration, Tag("system")],
+    Discriminator(_configuration_kind),
+]
+
+
 def _assertion_labels_known(assertions: tuple[str, ...], labels: list[str], parse) -> None:
     for text in assertions:
         assertion = parse(text)
@@ -218,7 +235,7 @@ class RetrievalSettings(Frozen):
     """Retrieval evaluation: configurations (default: fulltext, semantic and hybrid), cut-offs, the
     question sample, and `--assert` bounds."""
 
-    configurations: tuple[RetrievalConfiguration, ...] = Field(
+    configurations: tuple[AnyRetrievalConfiguration, ...] = Field(
         default_factory=lambda: tuple(RetrievalConfiguration(label=m, search_type=m) for m in SEARCH_TYPES),
         min_length=1,
     )
@@ -241,7 +258,11 @@ class RetrievalSettings(Frozen):
         _assertion_labels_known(self.assertions, unique_labels(self.configurations), parse_assertion)
         for text in self.assertions:
             assertion = parse_assertion(text)
-            if assertion.metric.k is not None and assertion.metric.k > max(self.ks):
+            if (
+                isinstance(assertion.metric, MetricName)
+                and assertion.metric.k is not None
+                and assertion.metric.k > max(self.ks)
+            ):
                 raise ValueError(f"assertion {text!r} needs k <= max(ks) = {max(self.ks)}")
         return self
 
@@ -253,7 +274,7 @@ class RetrievalSettings(Frozen):
         """The standard metrics at every k, plus any other metric an assertion names."""
         names = standard_metrics(list(self.ks))
         extra = [parse_assertion(text).metric for text in self.assertions]
-        return names + [m for m in dict.fromkeys(extra) if m not in names]
+        return names + [m for m in dict.fromkeys(extra) if isinstance(m, MetricName) and m not in names]
 
 
 class RetrievalEvalConfig(SomeCollections, RetrievalSettings, OnTaskRunner):
@@ -261,7 +282,9 @@ class RetrievalEvalConfig(SomeCollections, RetrievalSettings, OnTaskRunner):
 
     def chat_models(self) -> list[ChatModelConfig]:
         """The rerankers of the configurations that rerank."""
-        return [c.rerank_model for c in self.configurations if c.rerank == "llm"]
+        return [
+            c.rerank_model for c in self.configurations if isinstance(c, RetrievalConfiguration) and c.rerank == "llm"
+        ]
 
 
 class AnswerEvalSettings(Frozen):

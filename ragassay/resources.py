@@ -36,12 +36,15 @@ class Resources:
     def chat_model(self, config: ChatModelConfig, home: Path) -> ChatModel:
         """The chat model of config for work in workspace home: its calls remembered in the
         workspace's completion cache (llm/cache.py) unless config.cache is off."""
+        return self.chat_models.get(config, self.completion_cache(home))
+
+    def completion_cache(self, home: Path) -> CompletionCache:
+        """The workspace's completion cache (model calls, and calls to systems under test)."""
         path = completion_cache_path(home)
         with self._lock:
             if path not in self._caches:
                 self._caches[path] = CompletionCache(path)
-            cache = self._caches[path]
-        return self.chat_models.get(config, cache)
+            return self._caches[path]
 
     def close(self) -> None:
         """Release the loaded models and caches; what is opened again afterwards is loaded again."""

@@ -20,7 +20,9 @@ from ragassay.evaluation.retrieval_scoring import (
     score_rankings,
     search_questions,
 )
+from ragassay.evaluation.system_runs import run_system
 from ragassay.metrics.names import MetricName, headline_retrieval_metrics
+from ragassay.systems.settings import SystemConfiguration
 from ragassay.tracking import Batch
 from tasks.publish import publish, stage_batch
 from tasks.resources import MODEL_SERVER_RETRIES, TRACKING_RETRIES, worker_resources
@@ -45,18 +47,39 @@ def search_golden_questions(
     return search_questions(worker_resources(), home, collections, questions, configuration, depth)
 
 
+@task(name="ask-system-under-test", cache_policy=NO_CACHE)
+def ask_system(
+    home: Path,
+    collections: tuple[str, ...],
+    questions: list[EvalQuestion],
+    configuration: SystemConfiguration,
+    depth: int,
+) -> SearchedConfiguration:
+    """Each question's record from a team's own system (read from its records or run file, or
+    called), its ids mapped to the collection's; failed calls kept as rows with their error."""
+    return run_system(home, collections, questions, configuration, depth, worker_resources().completion_cache(home))
+
+
 @task(name="score-configuration", cache_policy=NO_CACHE)
 def score_configuration(
-    label: str, questions: list[EvalQuestion], rankings: list[list[DocKey]], metrics: list[MetricName], depth: int
+    label: str,
+    questions: list[EvalQuestion],
+    rankings: list[list[DocKey]],
+    metrics: list[MetricName],
+    depth: int,
+    answered: list[bool] | None = None,
 ) -> pl.DataFrame:
-    """Every metric of every question of one configuration, one row per question."""
-    return per_question_frame(label, questions, rankings, score_rankings(questions, rankings, metrics, depth))
+    """Every metric of every question of one configuration, one row per question (null where a
+    system under test did not answer)."""
+    return per_question_frame(label, questions, rankings, score_rankings(questions, rankings, metrics, depth), answered)
 
 
 @task(name="summarize-retrieval", cache_policy=NO_CACHE)
-def summarize_retrieval(config: RetrievalEvalConfig, per_question: dict[str, pl.DataFrame]) -> RetrievalSummary:
+def summarize_retrieval(
+    config: RetrievalEvalConfig, per_question: dict[str, pl.DataFrame], coverage: dict[str, float]
+) -> RetrievalSummary:
     """Each configuration's means and intervals, paired comparisons of every pair, the bounds checked."""
-    return outcomes.summarize_retrieval(config, per_question)
+    return outcomes.summarize_retrieval(config, per_question, coverage)
 
 
 @task(name="log-retrieval-batch", cache_policy=NO_CACHE, **TRACKING_RETRIES)

@@ -16,6 +16,7 @@ from ragassay.evaluation.answer_judging import PairComparison, batch_warnings
 from ragassay.evaluation.answer_summary import ANSWER_INTERVAL_METRICS, ConfigurationSummary, answer_intervals
 from ragassay.evaluation.questions import EvalQuestion, GoldenContext
 from ragassay.evaluation.retrieval_scoring import SearchedConfiguration, compare_configurations
+from ragassay.evaluation.system_runs import records_table
 from ragassay.gates.assertions import check_assertions, parse_answer_assertion, parse_assertion
 from ragassay.judge.judge import support_threshold_for
 from ragassay.judge.prompts import PROMPT_VERSIONS
@@ -78,10 +79,16 @@ class RetrievalSummary:
     assertions: list[dict]
 
 
-def summarize_retrieval(config: RetrievalEvalConfig, per_question: dict[str, pl.DataFrame]) -> RetrievalSummary:
-    """Each configuration's means and intervals, paired comparisons of every pair, the bounds checked."""
+def summarize_retrieval(
+    config: RetrievalEvalConfig, per_question: dict[str, pl.DataFrame], coverage: dict[str, float] | None = None
+) -> RetrievalSummary:
+    """Each configuration's means (over the questions it answered) and intervals, paired
+    comparisons of every pair, the bounds checked. coverage: answered / asked of each
+    configuration under test, which `LABEL:coverage>=…` bounds."""
     metrics = config.metrics()
     means = {label: mean_scores(table, metrics) for label, table in per_question.items()}
+    for label, share in (coverage or {}).items():
+        means[label]["coverage"] = share
     intervals = interval_table(per_question, [str(m) for m in metrics], seed=config.seed)
     comparisons = compare_configurations(per_question, metrics, seed=config.seed)
     assertions = check_assertions([parse_assertion(a) for a in config.assertions], means)
@@ -124,12 +131,23 @@ def retrieval_record(
             metrics={
                 **summary.means[c.label],
                 **searched[c.label].costs,
-                "questions_scored": per_question[c.label].height,
+                "questions_scored": per_question[c.label].height
+                if searched[c.label].answered is None
+                else sum(searched[c.label].answered),
             },
-            tables={"per_question": per_question[c.label], "run": searched[c.label].run},
+            tables={
+                "per_question": per_question[c.label],
+                "run": searched[c.label].run,
+                **(
+                    {"records": records_table(searched[c.label].records)}
+                    if searched[c.label].records is not None
+                    else {}
+                ),
+            },
         )
         for c in config.configurations
     ]
+    warnings = retrieval_warnings(context, searched)
     title = f"retrieval, batch {batch_id}: {len(context.questions)} questions"
     return BatchRecord(
         kind="retrieval",
@@ -138,7 +156,7 @@ def retrieval_record(
         parent_metrics={},
         tables={
             "comparisons": summary.comparisons,
-            "warnings": pl.DataFrame({"warning": [w.text() for w in context.warnings]}, schema={"warning": pl.String}),
+            "warnings": pl.DataFrame({"warning": [w.text() for w in warnings]}, schema={"warning": pl.String}),
             "intervals": summary.intervals,
         },
         figures={
@@ -148,6 +166,11 @@ def retrieval_record(
             ),
         },
     )
+
+
+def retrieval_warnings(context: GoldenContext, searched: dict[str, SearchedConfiguration]) -> list[RunWarning]:
+    """The golden set's warnings, then each system under test's (failed calls, unknown ids)."""
+    return [*context.warnings, *(w for found in searched.values() for w in found.warnings)]
 
 
 def retrieval_report(
@@ -164,7 +187,7 @@ def retrieval_report(
         means=summary.means,
         comparisons=summary.comparisons.to_dicts(),
         assertions=summary.assertions,
-        warnings=context.warnings,
+        warnings=retrieval_warnings(context, searched),
         intervals=summary.intervals.to_dicts(),
         seconds_searching={label: result.seconds for label, result in searched.items()},
         model_costs={label: result.costs for label, result in searched.items()},

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -29,12 +29,16 @@ from ragassay.store.schemas import RUN, per_question_spec
 @dataclass(frozen=True)
 class SearchedConfiguration:
     """Every question's ranking under one configuration, the run as a table, what reranking cost
-    (empty without reranking) and the seconds searching took."""
+    (empty without reranking) and the seconds searching took. A system under test also says which
+    questions it answered (the others count in no metric), what it noticed, and its records."""
 
     rankings: list[list[DocKey]]
     run: pl.DataFrame
     costs: dict[str, float]
     seconds: float
+    answered: list[bool] | None = None
+    warnings: list = field(default_factory=list)
+    records: list | None = None
 
 
 def search_questions(
@@ -102,10 +106,20 @@ def score_rankings(
 
 
 def per_question_frame(
-    label: str, questions: list[EvalQuestion], rankings: list[list[DocKey]], scores: dict[str, np.ndarray]
+    label: str,
+    questions: list[EvalQuestion],
+    rankings: list[list[DocKey]],
+    scores: dict[str, np.ndarray],
+    answered: list[bool] | None = None,
 ) -> pl.DataFrame:
-    """One row per question of one configuration, one column per metric."""
+    """One row per question of one configuration, one column per metric; null where the question
+    was not answered (a system under test whose call failed), so it counts in no mean."""
     spec = per_question_spec(list(scores))
+    if answered is not None:
+        unanswered = ~np.asarray(answered, dtype=bool)
+        scores = {
+            name: [None if skip else float(v) for v, skip in zip(values, unanswered)] for name, values in scores.items()
+        }
     return pl.DataFrame(
         {
             "configuration": [label] * len(questions),
@@ -133,7 +147,9 @@ def compare_configurations(per_question: dict[str, pl.DataFrame], metrics: list[
             aligned = a.join(b, on=["query_collection", "query_id"], suffix="__b", maintain_order="left")
             for metric in metrics:
                 name = str(metric)
-                result = compare_paired(aligned[name].to_numpy(), aligned[f"{name}__b"].to_numpy(), seed=seed)
+                # Paired over the questions both answered (a system's failed calls are null).
+                both = aligned.select(name, f"{name}__b").drop_nulls()
+                result = compare_paired(both[name].to_numpy(), both[f"{name}__b"].to_numpy(), seed=seed)
                 rows.append(
                     {
                         "configuration_a": label_a,

@@ -13,6 +13,9 @@ from ragassay.metrics.names import ANSWER_METRICS, MetricName, parse_metric
 
 # What an answer assertion can bound: the judged metrics and refusal in both directions.
 ANSWER_ASSERTION_METRICS = (*ANSWER_METRICS, "refusal_recall", "false_refusal_rate")
+# What a retrieval assertion can bound besides the rank metrics: the share of questions a
+# configuration answered (1 for built-in search; a system under test's failed calls lower it).
+COVERAGE = "coverage"
 
 _OPERATORS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt, "==": operator.eq}
 _ASSERTION = re.compile(
@@ -38,7 +41,8 @@ def parse_assertion(text: str) -> Assertion:
     match = _ASSERTION.match(text)
     if match is None:
         raise ValueError(f"assertion {text!r} must look like 'LABEL:METRIC>=NUMBER' (operators: >= > <= < ==)")
-    return Assertion(match["label"], parse_metric(match["metric"]), match["op"], float(match["bound"]))
+    metric = COVERAGE if match["metric"] == COVERAGE else parse_metric(match["metric"])
+    return Assertion(match["label"], metric, match["op"], float(match["bound"]))
 
 
 def parse_answer_assertion(text: str) -> Assertion:

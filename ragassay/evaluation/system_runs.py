@@ -1,0 +1,183 @@
+"""A system under test as a retrieval configuration: its records for the golden questions, its
+document ids mapped to the collection's, ranked as it ranked them, and what the run cost it
+(answered / asked, errors by kind, latency p50 and p95, ids that are no document, records that
+matched no question). Scored by the same functions as built-in configurations; a question whose
+call failed is a row with its error and counts in no metric's mean (`answered`)."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from ragassay.evaluation.questions import DocKey, EvalQuestion
+from ragassay.evaluation.retrieval_scoring import SearchedConfiguration, run_table
+from ragassay.llm.cache import CompletionCache
+from ragassay.progress import ProgressReporter
+from ragassay.run_warnings import RunWarning
+from ragassay.store.workspace import collection_paths, load_documents
+from ragassay.systems.collect import collect_records
+from ragassay.systems.doc_ids import DocIdMapper
+from ragassay.systems.records import SystemRecord
+from ragassay.systems.settings import SystemConfiguration
+
+# Error kinds counted per configuration (errors/<kind>); others count under their own name.
+ERROR_KINDS = ("timeout", "http_status", "connection", "malformed", "mapping", "exception", "missing", "recorded")
+
+
+def run_system(
+    home: Path,
+    collections: tuple[str, ...],
+    questions: list[EvalQuestion],
+    configuration: SystemConfiguration,
+    depth: int,
+    cache: CompletionCache | None,
+) -> SearchedConfiguration:
+    """The system's ranking of every question, with its records, costs and warnings."""
+    started = time.perf_counter()
+    label = configuration.label
+    with ProgressReporter(f"asking {label} {len(questions)} questions", total=len(questions)) as progress:
+        collected = collect_records(
+            configuration.system, [(q.query_id, q.question) for q in questions], cache, progress
+        )
+    warnings: list[RunWarning] = []
+    mappers = {}
+    for name in collections:
+        documents = (
+            load_documents(collection_paths(home, name)) if collection_paths(home, name).documents.exists() else None
+        )
+        known = set(documents["doc_id"].to_list()) if documents is not None and documents.height else None
+        if known is None:
+            warnings.append(
+                RunWarning(
+                    configuration=label,
+                    reason=f"collection {name} holds no documents: the system's ids could not be checked against it",
+                )
+            )
+        mappers[name] = DocIdMapper(configuration.doc_ids, known)
+    ranked: list[list[tuple[DocKey, float | None]]] = []
+    for question, record in zip(questions, collected.records):
+        if not record.answered:
+            ranked.append([])
+            continue
+        scores = {}
+        for item in record.retrieved:
+            if item.doc_id is not None:
+                scores.setdefault(mappers[question.query_collection].one(item.doc_id), item.score)
+        doc_ids = mappers[question.query_collection].ranking([r.doc_id for r in record.retrieved if r.doc_id])
+        ranked.append([((question.query_collection, doc), scores.get(doc)) for doc in doc_ids[:depth]])
+    costs = system_costs(collected.records, sum(len(m.unknown) for m in mappers.values()), len(collected.unmatched))
+    warnings += system_warnings(label, collected.records, mappers, collected.unmatched, collected.repeated)
+    return SearchedConfiguration(
+        rankings=[[key for key, _ in ranking] for ranking in ranked],
+        run=run_table(label, questions, ranked),
+        costs=costs,
+        seconds=round(time.perf_counter() - started, 3),
+        answered=[record.answered for record in collected.records],
+        warnings=warnings,
+        records=collected.records,
+    )
+
+
+def system_costs(records: list[SystemRecord], unknown_ids: int, unmatched: int) -> dict[str, float]:
+    """answered, asked, coverage = answered / asked, errors/<kind>, latency p50 and p95 (ms, over
+    the calls that have a latency), ids that are no document, records that matched no question."""
+    asked = len(records)
+    answered = sum(record.answered for record in records)
+    kinds = Counter(record.error_kind for record in records if not record.answered)
+    latencies = [record.latency_ms for record in records if record.latency_ms is not None]
+    costs = {
+        "asked": float(asked),
+        "answered": float(answered),
+        "coverage": answered / asked if asked else 0.0,
+        **{f"errors/{kind}": float(count) for kind, count in sorted(kinds.items())},
+        "unknown_doc_ids": float(unknown_ids),
+        "unmatched_records": float(unmatched),
+    }
+    if latencies:
+        p50, p95 = np.percentile(latencies, [50, 95])
+        costs |= {"latency_p50_ms": round(float(p50), 3), "latency_p95_ms": round(float(p95), 3)}
+    return costs
+
+
+def system_warnings(
+    label: str, records: list[SystemRecord], mappers: dict[str, DocIdMapper], unmatched: list[str], repeated: list[str]
+) -> list[RunWarning]:
+    """What a user must see: failed calls by kind (with the first message), unknown ids, records
+    that matched no question or repeated one."""
+    warnings = []
+    failed: dict[str, list[SystemRecord]] = {}
+    for record in records:
+        if not record.answered:
+            failed.setdefault(record.error_kind or "error", []).append(record)
+    for kind, failures in sorted(failed.items()):
+        warnings.append(
+            RunWarning(
+                configuration=label,
+                metric=f"errors/{kind}",
+                question=failures[0].query_id or "",
+                reason=f"{len(failures)} of {len(records)} questions failed ({kind}), e.g.: {failures[0].error}; "
+                "they count in no metric",
+            )
+        )
+    unknown = Counter()
+    for mapper in mappers.values():
+        unknown.update(mapper.unknown)
+    if unknown:
+        examples = ", ".join(name for name, _ in unknown.most_common(3))
+        warnings.append(
+            RunWarning(
+                configuration=label,
+                metric="unknown_doc_ids",
+                reason=f"{sum(unknown.values())} returned ids are no document of the collection (e.g. {examples}): "
+                "left out of the ranking; map them with doc_ids:",
+            )
+        )
+    for what, names in (("matched no golden question", unmatched), ("repeated a question's record", repeated)):
+        if names:
+            warnings.append(
+                RunWarning(
+                    configuration=label,
+                    reason=f"{len(names)} records {what} (e.g. {', '.join(names[:3])}); not scored",
+                )
+            )
+    return warnings
+
+
+RECORDS_SCHEMA = pl.Schema(
+    {
+        "query_id": pl.String,
+        "question": pl.String,
+        "answered": pl.Boolean,
+        "error_kind": pl.String,
+        "error": pl.String,
+        "latency_ms": pl.Float64,
+        "returned_ids": pl.List(pl.String),
+        "answer": pl.String,
+        "refused": pl.Boolean,
+    }
+)
+
+
+def records_table(records: list[SystemRecord]) -> pl.DataFrame:
+    """What the system returned for each question, failures included (the run's `records` table)."""
+    return pl.DataFrame(
+        [
+            {
+                "query_id": r.query_id,
+                "question": r.question,
+                "answered": r.answered,
+                "error_kind": r.error_kind,
+                "error": r.error,
+                "latency_ms": r.latency_ms,
+                "returned_ids": [item.doc_id for item in r.retrieved if item.doc_id is not None],
+                "answer": r.answer,
+                "refused": r.refused,
+            }
+            for r in records
+        ],
+        schema=RECORDS_SCHEMA,
+    )

@@ -1,0 +1,178 @@
+"""One record per golden question from a system under test, whichever way it was obtained, and
+the records files that hold them (JSON Lines or Parquet, in ragassay's field names or another
+tool's through `columns:`).
+
+A record: `query_id`, `question`, `answer` (optional), `retrieved` (ranked, best first: each
+`{doc_id, text, score}`, every part optional, `doc_id` needed for retrieval metrics; or the flat
+`documents` and `contexts` lists), `citations`, `refused`, `error` (the call failed) and
+`latency_ms`. A failed call is a record with its error, never a missing row."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+
+from ragassay.errors import ConfigError, listed_problems
+from ragassay.user_files import read_user_text
+
+
+@dataclass(frozen=True)
+class Retrieved:
+    doc_id: str | None = None
+    text: str | None = None
+    score: float | None = None
+
+
+@dataclass(frozen=True)
+class SystemRecord:
+    """What a system returned for one question (error set when the call failed)."""
+
+    query_id: str | None
+    question: str | None
+    answer: str | None = None
+    retrieved: tuple[Retrieved, ...] = ()
+    citations: tuple[str, ...] | None = None
+    refused: bool | None = None
+    error: str | None = None
+    error_kind: str | None = None  # timeout, http_status, connection, mapping, exception, malformed
+    latency_ms: float | None = None
+    extra: dict = field(default_factory=dict, compare=False)
+
+    @property
+    def answered(self) -> bool:
+        return self.error is None
+
+    def as_json(self) -> dict:
+        """The record in ragassay's own field names (what `--save-records` writes)."""
+        return {
+            "query_id": self.query_id,
+            "question": self.question,
+            "answer": self.answer,
+            "retrieved": [{"doc_id": r.doc_id, "text": r.text, "score": r.score} for r in self.retrieved],
+            "citations": list(self.citations) if self.citations is not None else None,
+            "refused": self.refused,
+            "error": self.error,
+            "error_kind": self.error_kind,
+            "latency_ms": self.latency_ms,
+        }
+
+
+def failed_record(query_id: str, question: str, kind: str, message: str, latency_ms: float | None) -> SystemRecord:
+    return SystemRecord(query_id, question, error=message, error_kind=kind, latency_ms=latency_ms)
+
+
+def record_from_fields(values: dict, names: dict[str, str], where: str) -> SystemRecord:
+    """A record from a mapping in the names `names` gives ({record field: its name there});
+    ValueError naming `where` and the field when a value has the wrong shape."""
+
+    def value(name: str):
+        return values.get(names[name])
+
+    def strings(name: str) -> list[str] | None:
+        items = value(name)
+        if items is None:
+            return None
+        if not isinstance(items, list) or not all(isinstance(item, (str, int)) for item in items):
+            raise ValueError(f"{where}: {names[name]} must be a list of strings")
+        return [str(item) for item in items]
+
+    retrieved_value = value("retrieved")
+    if retrieved_value is not None:
+        if not isinstance(retrieved_value, list):
+            raise ValueError(f"{where}: {names['retrieved']} must be a list of {{doc_id, text, score}}")
+        retrieved = []
+        for position, item in enumerate(retrieved_value, start=1):
+            if isinstance(item, str):
+                item = {"doc_id": item}
+            if not isinstance(item, dict) or set(item) - {"doc_id", "text", "score"}:
+                raise ValueError(f"{where}: {names['retrieved']}[{position}] must hold doc_id, text and/or score")
+            score = item.get("score")
+            if score is not None and not isinstance(score, (int, float)):
+                raise ValueError(f"{where}: {names['retrieved']}[{position}].score must be a number")
+            doc_id = item.get("doc_id")
+            retrieved.append(
+                Retrieved(
+                    None if doc_id is None else str(doc_id), item.get("text"), None if score is None else float(score)
+                )
+            )
+    else:
+        documents, contexts = strings("documents") or [], strings("contexts") or []
+        retrieved = [
+            Retrieved(
+                documents[i] if i < len(documents) else None,
+                contexts[i] if i < len(contexts) else None,
+            )
+            for i in range(max(len(documents), len(contexts)))
+        ]
+    refused = value("refused")
+    if refused is not None and not isinstance(refused, bool):
+        raise ValueError(f"{where}: {names['refused']} must be true or false")
+    latency = value("latency_ms")
+    if latency is not None and not isinstance(latency, (int, float)):
+        raise ValueError(f"{where}: {names['latency_ms']} must be a number of milliseconds")
+    answer, question, query_id = value("answer"), value("question"), value("query_id")
+    for name, text in (("answer", answer), ("question", question)):
+        if text is not None and not isinstance(text, str):
+            raise ValueError(f"{where}: {names[name]} must be a string")
+    error = value("error")
+    citations = strings("citations")
+    return SystemRecord(
+        query_id=None if query_id is None else str(query_id),
+        question=question,
+        answer=answer,
+        retrieved=tuple(retrieved),
+        citations=None if citations is None else tuple(citations),
+        refused=refused,
+        error=None if error in (None, "") else str(error),
+        error_kind=None if error in (None, "") else "recorded",
+        latency_ms=None if latency is None else float(latency),
+    )
+
+
+def read_records(path: Path, names: dict[str, str]) -> list[SystemRecord]:
+    """The records of a JSON Lines or Parquet file; a ConfigError naming the file and line (at most
+    20 problems, then a count) when any record is malformed."""
+    if path.suffix == ".parquet":
+        if not path.is_file():
+            raise ConfigError(f"records file {path} does not exist")
+        try:
+            rows = pl.read_parquet(path).to_dicts()
+        except Exception as error:  # polars raises several types for a file that is not Parquet
+            raise ConfigError(f"records file {path} is not readable Parquet: {error}") from None
+        numbered = [(f"{path} row {number}", row) for number, row in enumerate(rows, start=1)]
+    else:
+        numbered = []
+        problems = []
+        for number, line in enumerate(read_user_text(path, "records file").splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as error:
+                problems.append(f"{path}:{number}: not JSON ({error.msg})")
+                continue
+            if not isinstance(row, dict):
+                problems.append(f"{path}:{number}: a record must be a JSON object")
+                continue
+            numbered.append((f"{path}:{number}", row))
+        if problems:
+            raise ConfigError(f"records file {path} has malformed lines: " + listed_problems(problems))
+    records, problems = [], []
+    for where, row in numbered:
+        try:
+            records.append(record_from_fields(row, names, where))
+        except ValueError as error:
+            problems.append(str(error))
+    if problems:
+        raise ConfigError(f"records file {path} has malformed records: " + listed_problems(problems))
+    return records
+
+
+def write_records(path: Path, records: list[SystemRecord]) -> Path:
+    """The records as JSON Lines in ragassay's field names (readable again as `kind: records`)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r.as_json(), ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+    return path

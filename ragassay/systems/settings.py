@@ -1,0 +1,178 @@
+"""How a configuration names a system under test (the `system:` key): where its records come from
+(a file of records, a TREC run, a Python callable, an HTTP endpoint), how its document ids map to
+the collection's, and whether its calls are remembered."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from ragassay.fields import LABEL, Frozen
+
+# The field names a records file may use instead of ragassay's (`columns:` takes one of these
+# names, or a mapping of its own): RAGAS' SingleTurnSample, DeepEval's LLMTestCase and
+# LlamaCloud's eval-set records.
+COLUMN_PRESETS: dict[str, dict[str, str]] = {
+    "ragas": {
+        "question": "user_input",
+        "answer": "response",
+        "contexts": "retrieved_contexts",
+        "documents": "retrieved_context_ids",
+    },
+    "deepeval": {"question": "input", "answer": "actual_output", "contexts": "retrieval_context"},
+    "llamacloud": {"question": "query", "answer": "response", "contexts": "contexts"},
+}
+# ragassay's own record fields; `documents` and `contexts` are the flat alternative to `retrieved`.
+RECORD_FIELDS = (
+    "query_id",
+    "question",
+    "answer",
+    "retrieved",
+    "documents",
+    "contexts",
+    "citations",
+    "refused",
+    "error",
+    "latency_ms",
+)
+
+
+class DocIdRule(Frozen):
+    """How a system's document ids become the collection's: strip a prefix, then a regex
+    substitution, then a CSV mapping (columns `system_id,doc_id`); any of them, in that order."""
+
+    strip_prefix: str | None = None
+    pattern: str | None = None
+    replacement: str = ""
+    mapping: Path | None = Field(None, description="CSV file with columns system_id,doc_id.")
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, pattern: str | None) -> str | None:
+        if pattern is not None:
+            try:
+                re.compile(pattern)
+            except re.error as error:
+                raise ValueError(f"doc_ids.pattern {pattern!r} is not a regular expression: {error}") from None
+        return pattern
+
+
+class _Columns(Frozen):
+    columns: str | dict[str, str] = Field(
+        default_factory=dict,
+        description="Field names of the records: ragas, deepeval, llamacloud, or {our_field: their_field}.",
+    )
+
+    @field_validator("columns")
+    @classmethod
+    def _known(cls, columns: str | dict[str, str]) -> str | dict[str, str]:
+        if isinstance(columns, str) and columns not in COLUMN_PRESETS:
+            raise ValueError(f"columns {columns!r} must be one of {', '.join(COLUMN_PRESETS)}, or a mapping")
+        if isinstance(columns, dict):
+            unknown = sorted(set(columns) - set(RECORD_FIELDS))
+            if unknown:
+                raise ValueError(f"columns maps unknown fields {unknown}; record fields: {', '.join(RECORD_FIELDS)}")
+        return columns
+
+    def column_names(self) -> dict[str, str]:
+        """{record field: the name it has in the records}."""
+        given = COLUMN_PRESETS[self.columns] if isinstance(self.columns, str) else self.columns
+        return {name: given.get(name, name) for name in RECORD_FIELDS}
+
+
+class RecordsSystem(_Columns):
+    """Records a system produced earlier: JSON Lines (one record per line) or Parquet."""
+
+    kind: Literal["records"]
+    path: Path
+
+
+class TrecSystem(Frozen):
+    """A TREC run file (`qid Q0 docid rank score tag`): retrieval only."""
+
+    kind: Literal["trec"]
+    path: Path
+
+
+class _Called(Frozen):
+    """What every system that is called shares: how many calls at once, retries, the cache."""
+
+    concurrency: int = Field(1, ge=1, le=64)
+    timeout_seconds: float = Field(30.0, gt=0)
+    max_retries: int = Field(3, ge=0, le=10, description="Tries after the first, with backoff.")
+    cache: bool = Field(True, description="Remember successful calls (false for a live nightly run).")
+    version: str | None = Field(None, description="Bump to call the system again with unchanged settings.")
+
+
+class PythonSystem(_Called, _Columns):
+    """A Python callable `package.module:function` called with (question, query_id), sync or async,
+    returning a record's fields as a dict."""
+
+    kind: Literal["python"]
+    target: str = Field(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+
+
+class ResponsePaths(Frozen):
+    """JSONPaths (jsonpath-ng) into an HTTP response body, one per record field."""
+
+    answer: str | None = None
+    documents: str | None = None
+    contexts: str | None = None
+    scores: str | None = None
+    citations: str | None = None
+    refused: str | None = None
+
+    @model_validator(mode="after")
+    def _parse(self) -> ResponsePaths:
+        from jsonpath_ng.exceptions import JsonPathLexerError, JsonPathParserError
+        from jsonpath_ng.ext import parse
+
+        for name, path in self.model_dump(exclude_none=True).items():
+            try:
+                parse(path)
+            except (JsonPathLexerError, JsonPathParserError, Exception) as error:
+                raise ValueError(f"response.{name} {path!r} is not a JSONPath: {error}") from None
+        if self.answer is None and self.documents is None:
+            raise ValueError("response needs a JSONPath for documents (retrieval metrics) or answer (answer metrics)")
+        return self
+
+
+class HttpSystem(_Called):
+    """An HTTP endpoint: the request from a template ({{question}} and {{query_id}} substituted in
+    every string of the body, ${VAR} in headers taken from the environment), the record read from
+    the JSON response by JSONPaths."""
+
+    kind: Literal["http"]
+    url: str = Field(pattern=r"^https?://")
+    method: Literal["GET", "POST", "PUT"] = "POST"
+    headers: dict[str, str] = Field(default_factory=dict)
+    body: dict | None = None
+    response: ResponsePaths
+    concurrency: int = Field(4, ge=1, le=64)
+
+
+SystemSpec = Annotated[RecordsSystem | TrecSystem | PythonSystem | HttpSystem, Field(discriminator="kind")]
+
+
+class SystemConfiguration(Frozen):
+    """A configuration whose results come from a team's own RAG system, scored exactly as the
+    built-in ones are."""
+
+    label: str = Field(pattern=LABEL)
+    system: SystemSpec
+    doc_ids: DocIdRule | None = None
+
+    def applicable_settings(self) -> dict:
+        """The settings logged as MLflow params: a header's value is kept (as the template it is)
+        only when it takes its secret from an environment variable (`Bearer ${VAR}`); one written
+        into the file is logged as ***, as a secret must not reach MLflow."""
+        settings = self.model_dump(mode="json", exclude_none=True, exclude={"label"})
+        headers = settings["system"].get("headers")
+        if headers:
+            settings["system"]["headers"] = {
+                name: value if re.search(r"\$\{\w+\}", value) else "***" for name, value in headers.items()
+            }
+        return settings

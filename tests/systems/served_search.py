@@ -1,0 +1,109 @@
+"""ragassay's own search as a team would expose its RAG system: a Python callable, and the same
+callable served over HTTP by a real server (stdlib http.server on a free port), with faults a
+real service has on demand."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from ragassay.search.run import run_search
+from ragassay.search.settings import SearchSettings
+from tests.helpers import SESSION_RESOURCES
+
+# The workspace and collection searched (the test sets them); depth as the evaluation's max(ks).
+HOME: Path | None = None
+COLLECTION = "sample"
+DEPTH = 10
+
+
+def search(question: str, query_id: str) -> dict:
+    """The `python` kind's target: the question searched as `ragassay search --mode fulltext`."""
+    hits = run_search(
+        SESSION_RESOURCES, HOME, [COLLECTION], question, SearchSettings(search_type="fulltext"), DEPTH
+    ).hits
+    return {"retrieved": [{"doc_id": hit.doc_id, "text": hit.snippet, "score": hit.score} for hit in hits]}
+
+
+async def search_async(question: str) -> dict:
+    """The same, as a coroutine function without query_id."""
+    return search(question, "")
+
+
+class Faults:
+    """What the server does wrong, by question id: statuses to answer before it answers properly,
+    ids it answers too slowly, or with a body that is not JSON, or without its `sources` field,
+    and ids whose documents get a prefix the collection does not use."""
+
+    def __init__(self):
+        self.failures_before_success: dict[str, list[int]] = {}
+        self.slow: set[str] = set()
+        self.malformed: set[str] = set()
+        self.without_sources: set[str] = set()
+        self.unknown_ids: set[str] = set()
+        self.calls: dict[str, int] = {}
+        self.lock = threading.Lock()
+
+
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request, client_address):
+        pass  # a client that timed out closed its end: the slow fault's point, not news
+
+
+class SearchServer:
+    """The served search on 127.0.0.1:port; POST /rag {"query", "id"} → {"sources": [...], "answer"}."""
+
+    def __init__(self, faults: Faults | None = None):
+        self.faults = faults or Faults()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # quiet: the test reads the results, not the access log
+                pass
+
+            def do_POST(self):
+                request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                status, body = server.respond(request)
+                payload = body if isinstance(body, bytes) else json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+        self.http = _Server(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.http.server_address[1]}/rag"
+        self.thread = threading.Thread(target=self.http.serve_forever, daemon=True)
+
+    def respond(self, request: dict) -> tuple[int, dict | bytes]:
+        query_id, faults = request["id"], self.faults
+        with faults.lock:
+            faults.calls[query_id] = faults.calls.get(query_id, 0) + 1
+            pending = faults.failures_before_success.get(query_id, [])
+            status = pending.pop(0) if pending else None
+        if status is not None:
+            return status, {"error": "try again"}
+        if query_id in faults.slow:
+            time.sleep(3)
+        if query_id in faults.malformed:
+            return 200, b"<html>gateway error</html>"
+        if query_id in faults.without_sources:
+            return 200, {"answer": "no sources today"}
+        result = search(request["query"], query_id)
+        prefix = "kb://" if query_id in faults.unknown_ids else ""
+        sources = [
+            {"doc_id": prefix + item["doc_id"], "text": item["text"], "score": item["score"]}
+            for item in result["retrieved"]
+        ]
+        return 200, {"sources": sources}
+
+    def __enter__(self) -> SearchServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.http.shutdown()
+        self.http.server_close()

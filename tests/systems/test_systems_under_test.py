@@ -1,0 +1,276 @@
+"""A team's own RAG system as a configuration: ragassay's own search wrapped as a Python callable,
+served by a real HTTP server, replayed from the records it wrote, and given as a TREC run; each
+scored like the built-in configuration it wraps, with pytrec_eval parity, and with the faults a
+real service has counted and named, never dropped."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import numpy as np
+import polars as pl
+import pytest
+import pytrec_eval
+
+from flows.eval_retrieval import eval_retrieval_flow
+from ragassay import tracking
+from ragassay.config import RetrievalEvalConfig, parse_config
+from ragassay.errors import ConfigError
+from ragassay.golden.store import add_from_file, load_golden
+from ragassay.store.workspace import collection_paths, load_documents
+from ragassay.systems.records import read_records
+from ragassay.systems.settings import COLUMN_PRESETS, RecordsSystem
+from ragassay.systems.trec import read_trec_run
+from tests.conftest import SAMPLE
+from tests.systems import served_search
+from tests.systems.served_search import Faults, SearchServer
+
+METRICS = ("recall@5", "ndcg@10", "mrr", "hit_rate@3")
+
+
+def _evaluate(home, configurations, **settings):
+    config = parse_config(
+        RetrievalEvalConfig, collections=["sample"], configurations=configurations, home=home, **settings
+    )
+    return eval_retrieval_flow(config)
+
+
+def _per_question(home, report, label) -> pl.DataFrame:
+    return tracking.download_table(home, report.run_ids[label], "per_question").sort("query_id")
+
+
+@pytest.fixture(scope="module")
+def served(sample_home):
+    add_from_file(sample_home, "sample", SAMPLE / "golden.jsonl")
+    served_search.HOME = sample_home
+    return sample_home
+
+
+@pytest.mark.flows
+def test_a_python_system_an_http_system_and_their_records_score_as_the_search_they_wrap(served, tmp_path):
+    home = served
+    with SearchServer() as server:
+        http = {
+            "kind": "http",
+            "url": server.url,
+            "body": {"query": "{{question}}", "id": "{{query_id}}"},
+            "response": {"documents": "$.sources[*].doc_id", "contexts": "$.sources[*].text"},
+            "cache": False,
+        }
+        report = _evaluate(
+            home,
+            [
+                {"label": "built-in", "search_type": "fulltext"},
+                {"label": "python", "system": {"kind": "python", "target": "tests.systems.served_search:search"}},
+                {
+                    "label": "python-async",
+                    "system": {"kind": "python", "target": "tests.systems.served_search:search_async"},
+                },
+                {"label": "http", "system": http},
+            ],
+        )
+    built_in = _per_question(home, report, "built-in")
+    for label in ("python", "python-async", "http"):
+        theirs = _per_question(home, report, label)
+        assert theirs.drop("configuration").equals(built_in.drop("configuration")), label
+        assert report.model_costs[label]["coverage"] == 1.0 and report.model_costs[label]["asked"] == built_in.height
+        assert report.model_costs[label]["latency_p95_ms"] >= report.model_costs[label]["latency_p50_ms"] > 0
+    # The records a system produced, kept and re-scored later as the records kind.
+    records = tracking.download_table(home, report.run_ids["http"], "records")
+    saved = tmp_path / "http-records.jsonl"
+    saved.write_text(
+        "".join(
+            json.dumps({"query_id": row["query_id"], "question": row["question"], "documents": row["returned_ids"]})
+            + "\n"
+            for row in records.iter_rows(named=True)
+        )
+    )
+    replayed = _evaluate(home, [{"label": "last-week", "system": {"kind": "records", "path": str(saved)}}])
+    assert _per_question(home, replayed, "last-week").drop("configuration").equals(built_in.drop("configuration"))
+    comparisons = pl.DataFrame(report.comparisons).filter(pl.col("configuration_b") == "http")
+    assert (comparisons["mean_difference"] == 0).all() and (comparisons["p_value"] == 1).all()
+
+
+@pytest.mark.flows
+def test_faults_of_a_real_server_are_counted_named_and_kept_as_rows(served):
+    home = served
+    questions = load_golden(collection_paths(home, "sample"))["entry_id"].to_list()
+    faults = Faults()
+    flaky, throttled, slow, malformed, unmapped, unknown = questions[:6]
+    faults.failures_before_success = {flaky: [500, 503], throttled: [429]}
+    faults.slow, faults.malformed, faults.without_sources, faults.unknown_ids = (
+        {slow},
+        {malformed},
+        {unmapped},
+        {unknown},
+    )
+    with SearchServer(faults) as server:
+        system = {
+            "kind": "http",
+            "url": server.url,
+            "body": {"query": "{{question}}", "id": "{{query_id}}"},
+            "response": {"documents": "$.sources[*].doc_id"},
+            "timeout_seconds": 1,
+            "max_retries": 2,
+            "concurrency": 4,
+            "cache": False,
+        }
+        report = _evaluate(
+            home,
+            [{"label": "fulltext", "search_type": "fulltext"}, {"label": "prod", "system": system}],
+            assertions=["prod:coverage>=0.98"],
+        )
+    costs = report.model_costs["prod"]
+    asked = len(questions)
+    assert (costs["asked"], costs["answered"]) == (asked, asked - 3)
+    assert (costs["errors/timeout"], costs["errors/malformed"], costs["errors/mapping"]) == (1, 1, 1)
+    assert costs["unknown_doc_ids"] > 0
+    assert faults.calls[flaky] == 3 and faults.calls[throttled] == 2, "500s and 429s are retried"
+    assert faults.calls[slow] == 3, "a timeout is retried, then kept as the row's error"
+    per_question = _per_question(home, report, "prod")
+    failed = per_question.filter(pl.col("query_id").is_in([slow, malformed, unmapped]))
+    assert failed.height == 3 and failed["recall@5"].is_null().all(), "failed calls are rows, in no mean"
+    expected_mean = per_question["recall@5"].drop_nulls().mean()
+    assert report.means["prod"]["recall@5"] == pytest.approx(expected_mean)
+    warnings = " | ".join(w.text() for w in report.warnings)
+    assert "response.documents $.sources[*].doc_id matched nothing" in warnings
+    assert "kb://" in warnings and "no document of the collection" in warnings
+    [assertion] = report.assertions
+    assert assertion["assertion"] == "prod:coverage>=0.98" and not assertion["passed"]
+    assert assertion["value"] == pytest.approx((asked - 3) / asked)
+    records = tracking.download_table(home, report.run_ids["prod"], "records")
+    assert records.height == asked and set(records.filter(~pl.col("answered"))["error_kind"]) == {
+        "timeout",
+        "malformed",
+        "mapping",
+    }
+
+
+@pytest.mark.flows
+def test_a_trec_run_scores_as_pytrec_eval_scores_it_ties_included(served, tmp_path):
+    home = served
+    golden = load_golden(collection_paths(home, "sample"))
+    documents = load_documents(collection_paths(home, "sample"))["doc_id"].to_list()
+    generator = random.Random(5)
+    run_file, trec_run = tmp_path / "run.trec", {}
+    lines = []
+    for entry_id in golden["entry_id"].to_list():
+        chosen = generator.sample(documents, 12)
+        # Few distinct scores, so ties are common; the rank column is deliberately wrong.
+        trec_run[entry_id] = {doc: float(generator.choice([1, 2, 3])) for doc in chosen}
+        lines += [f"{entry_id} Q0 {doc} 1 {score} bm25" for doc, score in trec_run[entry_id].items()]
+    run_file.write_text("\n".join(lines) + "\n")
+    report = _evaluate(
+        home, [{"label": "bm25-baseline", "system": {"kind": "trec", "path": str(run_file)}}], ks=[3, 5, 10, 20]
+    )
+    qrels = {
+        row["entry_id"]: dict(zip(row["expected_document_ids"], row["relevance"]))
+        for row in golden.iter_rows(named=True)
+    }
+    reference = pytrec_eval.RelevanceEvaluator(qrels, {"recall.5", "ndcg_cut.10", "recip_rank", "P.3"}).evaluate(
+        trec_run
+    )
+    ours = _per_question(home, report, "bm25-baseline")
+    for our_name, their_name in (
+        ("recall@5", "recall_5"),
+        ("ndcg@10", "ndcg_cut_10"),
+        ("mrr", "recip_rank"),
+        ("precision@3", "P_3"),
+    ):
+        theirs = np.array([reference[q][their_name] for q in ours["query_id"]])
+        assert np.max(np.abs(ours[our_name].to_numpy() - theirs)) <= 1e-9, our_name
+
+
+def test_a_trec_run_with_a_document_twice_or_a_bad_line_names_file_and_line(tmp_path):
+    run_file = tmp_path / "run.trec"
+    run_file.write_text("q1 Q0 d1 1 2.0 t\nq1 Q0 d2 2 1.5 t\nq1 Q0 d1 3 1.0 t\nq2 Q0 d3 1 high t\n")
+    with pytest.raises(ConfigError) as raised:
+        read_trec_run(run_file)
+    assert f"{run_file}:3: d1 listed again for query q1 (first on line 1)" in str(raised.value)
+    assert f"{run_file}:4: score 'high' is not a number" in str(raised.value)
+
+
+@pytest.mark.parametrize("tool", sorted(COLUMN_PRESETS))
+def test_records_shaped_as_ragas_deepeval_or_llamacloud_are_read_through_columns(tmp_path, tool):
+    names = COLUMN_PRESETS[tool]
+    row = {
+        names["question"]: "When was hive 3 inspected?",
+        names["answer"]: "On day 3.",
+        names["contexts"]: ["Hive 3 was inspected on day 3.", "Hive 4 swarmed."],
+    }
+    if "documents" in names:
+        row[names["documents"]] = ["hives/3.txt", "hives/4.txt"]
+    path = tmp_path / f"{tool}.jsonl"
+    path.write_text(json.dumps(row) + "\n")
+    [record] = read_records(path, RecordsSystem(kind="records", path=path, columns=tool).column_names())
+    assert (record.question, record.answer) == ("When was hive 3 inspected?", "On day 3.")
+    assert [r.text for r in record.retrieved] == ["Hive 3 was inspected on day 3.", "Hive 4 swarmed."]
+    assert [r.doc_id for r in record.retrieved] == (["hives/3.txt", "hives/4.txt"] if tool == "ragas" else [None, None])
+
+
+def test_a_records_file_with_bad_records_names_each_line(tmp_path):
+    path = tmp_path / "records.jsonl"
+    path.write_text('{"query_id": "q1", "documents": "not-a-list"}\nnot json\n')
+    with pytest.raises(ConfigError, match=rf"{path}:2: not JSON"):
+        read_records(path, RecordsSystem(kind="records", path=path).column_names())
+    path.write_text('{"query_id": "q1", "documents": "not-a-list"}\n{"query_id": "q2", "refused": "yes"}\n')
+    with pytest.raises(ConfigError) as raised:
+        read_records(path, RecordsSystem(kind="records", path=path).column_names())
+    assert f"{path}:1: documents must be a list of strings" in str(raised.value)
+    assert f"{path}:2: refused must be true or false" in str(raised.value)
+
+
+def test_doc_id_rules_map_prefixes_patterns_csv_and_chunk_ids(tmp_path):
+    from ragassay.systems.doc_ids import DocIdMapper
+    from ragassay.systems.settings import DocIdRule
+
+    mapping = tmp_path / "ids.csv"
+    mapping.write_text("system_id,doc_id\nKB-7,guides/seven.txt\n")
+    known = {"guides/one.txt", "guides/seven.txt", "notes/2.md"}
+    mapper = DocIdMapper(
+        DocIdRule(strip_prefix="kb://", pattern=r"^N(\d)$", replacement=r"notes/\1.md", mapping=mapping), known
+    )
+    ranked = mapper.ranking(["kb://guides/one.txt#3", "N2", "kb://KB-7", "kb://guides/one.txt#0", "elsewhere.txt"])
+    assert ranked == ["guides/one.txt", "notes/2.md", "guides/seven.txt"], "chunk ids collapse at their best rank"
+    assert mapper.unknown == {"elsewhere.txt": 1}
+
+
+def test_header_secrets_come_from_the_environment_and_never_reach_the_params(monkeypatch):
+    from ragassay.systems.calls import resolved_headers
+    from ragassay.systems.settings import SystemConfiguration
+
+    configuration = SystemConfiguration(
+        label="prod",
+        system={
+            "kind": "http",
+            "url": "http://127.0.0.1:1/rag",
+            "headers": {"Authorization": "Bearer ${PROD_RAG_TOKEN}", "X-Key": "written-in-the-file"},
+            "response": {"documents": "$.ids[*]"},
+        },
+    )
+    params = json.dumps(configuration.applicable_settings())
+    assert "${PROD_RAG_TOKEN}" in params and "written-in-the-file" not in params
+    with pytest.raises(ConfigError, match=r"\$\{PROD_RAG_TOKEN\}, which is not set"):
+        resolved_headers(configuration.system.headers)
+    monkeypatch.setenv("PROD_RAG_TOKEN", "s3cret")
+    assert resolved_headers(configuration.system.headers)["Authorization"] == "Bearer s3cret"
+
+
+@pytest.mark.flows
+def test_a_system_that_cannot_be_reached_stops_after_a_few_calls_and_the_batch_still_finishes(served):
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{probe.getsockname()[1]}/rag"
+    system = {"kind": "http", "url": url, "body": {"q": "{{question}}"}, "response": {"documents": "$.ids[*]"}}
+    report = _evaluate(
+        served,
+        [{"label": "fulltext", "search_type": "fulltext"}, {"label": "dead", "system": {**system, "max_retries": 0}}],
+    )
+    costs = report.model_costs["dead"]
+    assert costs["coverage"] == 0 and costs["errors/connection"] >= 5
+    assert costs["errors/connection"] + costs["errors/skipped"] == costs["asked"]
+    assert report.means["fulltext"]["recall@5"] > 0, "the other configurations of the batch still finish"
+    assert any("unreachable" in w.text() for w in report.warnings)
