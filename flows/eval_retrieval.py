@@ -15,6 +15,7 @@ from tasks.eval_retrieval import (
     load_golden_questions,
     log_retrieval_batch,
     publish_retrieval_report,
+    save_configuration_records,
     score_configuration,
     search_golden_questions,
     summarize_retrieval,
@@ -45,6 +46,8 @@ def eval_retrieval_flow(config: RetrievalEvalConfig, batch: Batch | None = None)
             for c in config.configurations
         }
         searched = {label: future.result() for label, future in futures.items()}
+    if config.save_records is not None:
+        save_configuration_records(config.save_records, questions, searched)
     per_question = {
         label: score_configuration(label, questions, found.rankings, config.metrics(), config.depth, found.answered)
         for label, found in searched.items()

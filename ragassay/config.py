@@ -245,6 +245,11 @@ class RetrievalSettings(Frozen):
     )
     seed: int = Field(0, description="Seed of the question sample and the significance tests.")
     assertions: tuple[str, ...] = ()
+    save_records: Path | None = Field(
+        None,
+        description="Write each configuration's records into this folder as <label>.jsonl (re-scored later as "
+        "`system: {kind: records, path: ...}`).",
+    )
 
     @field_validator("ks")
     @classmethod

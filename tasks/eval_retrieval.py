@@ -20,7 +20,7 @@ from ragassay.evaluation.retrieval_scoring import (
     score_rankings,
     search_questions,
 )
-from ragassay.evaluation.system_runs import run_system
+from ragassay.evaluation.system_runs import run_system, save_records
 from ragassay.metrics.names import MetricName, headline_retrieval_metrics
 from ragassay.systems.settings import SystemConfiguration
 from ragassay.tracking import Batch
@@ -58,6 +58,14 @@ def ask_system(
     """Each question's record from a team's own system (read from its records or run file, or
     called), its ids mapped to the collection's; failed calls kept as rows with their error."""
     return run_system(home, collections, questions, configuration, depth, worker_resources().completion_cache(home))
+
+
+@task(name="save-configuration-records", cache_policy=NO_CACHE)
+def save_configuration_records(
+    folder: Path, questions: list[EvalQuestion], searched: dict[str, SearchedConfiguration]
+) -> list[Path]:
+    """Each configuration's records as `<folder>/<label>.jsonl`, to keep and re-score later."""
+    return save_records(folder, questions, searched)
 
 
 @task(name="score-configuration", cache_policy=NO_CACHE)

@@ -193,3 +193,12 @@ def test_the_sample_pipeline_file_and_prefect_yaml_are_valid(home):
     pipeline = next(d for d in deployments if d["entrypoint"] == "flows/pipeline.py:pipeline_flow")
     assert parse_config(PipelineConfig, **pipeline["parameters"]["config"]).collection == "sample"
     assert json.dumps(pipeline["schedules"][0]) == json.dumps({"cron": "0 2 * * *", "timezone": "UTC"})
+    from prefect.utilities.templating import apply_values
+
+    from ragassay.config import RetrievalEvalConfig
+
+    nightly = next(d for d in deployments if d["name"] == "prod-rag-nightly")
+    # As `prefect deploy` leaves it after filling its own {{ }} placeholders.
+    settings = apply_values(nightly["parameters"]["config"], {}, remove_notset=True)
+    prod = parse_config(RetrievalEvalConfig, **settings).configurations[1]
+    assert prod.system.body == {"query": "[[question]]", "top_k": 10}

@@ -21,6 +21,7 @@ from ragassay.cli.common import (
     emit,
     exit_on_failed_assertions,
     fail,
+    field_option,
     judge_override,
     load_config_file,
     out,
@@ -37,8 +38,10 @@ from ragassay.cli.render import (
     render_estimate,
     render_means,
     render_pairwise,
+    render_systems,
     render_warnings,
 )
+from ragassay.config import RetrievalSettings
 from ragassay.errors import ConfigError, RagassayError
 from ragassay.search.settings import SEARCH_TYPES
 
@@ -62,6 +65,7 @@ def eval_retrieval(
     assertion: list[str] = typer.Option(
         [], "--assert", help="Quality gate such as 'hybrid:recall@5>=0.8'; repeatable."
     ),
+    save_records: Path | None = field_option(RetrievalSettings, "save_records", "--save-records"),
     task_runner: str | None = TASK_RUNNER_OPTION,
     dask_address: str | None = DASK_ADDRESS_OPTION,
     workers: int | None = WORKERS_OPTION,
@@ -90,6 +94,8 @@ def eval_retrieval(
             settings["max_questions"] = max_questions
         if seed is not None:
             settings["seed"] = seed
+        if save_records is not None:
+            settings["save_records"] = save_records
         settings["assertions"] = [*settings.get("assertions", []), *assertion]
         settings = with_task_runner(settings, task_runner, dask_address, workers)
         if not settings.get("collections"):
@@ -107,6 +113,7 @@ def eval_retrieval(
         render_means(
             f"batch {report.batch_id}: {report.questions} questions", report.means, headline_metrics(list(config.ks))
         )
+        render_systems(report.model_costs)
         render_comparisons(report.comparisons, [f"ndcg@{max(config.ks)}", "mrr"])
         for warning in report.warnings:
             out.print(f"[yellow]warning[/yellow] {warning.text()}", highlight=False)

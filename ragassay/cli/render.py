@@ -21,6 +21,32 @@ def render_means(title: str, means: dict[str, dict[str, float]], columns: list[s
     out.print(table)
 
 
+def render_systems(costs: dict[str, dict[str, float]]) -> None:
+    """Each system under test's calls: answered of asked, errors by kind, latency, unknown ids
+    (nothing for built-in configurations)."""
+    systems = {label: values for label, values in costs.items() if "coverage" in values}
+    if not systems:
+        return
+    table = Table(title="systems under test: metrics are over the questions each answered")
+    for column in ("configuration", "answered", "errors", "p50 ms", "p95 ms", "unknown ids"):
+        table.add_column(column, justify="left" if column in ("configuration", "errors") else "right")
+    for label, values in systems.items():
+        errors = ", ".join(
+            f"{int(count)} {name.removeprefix('errors/')}"
+            for name, count in values.items()
+            if name.startswith("errors/")
+        )
+        latency = [f"{values[key]:.0f}" if key in values else "-" for key in ("latency_p50_ms", "latency_p95_ms")]
+        table.add_row(
+            label,
+            f"{int(values['answered'])}/{int(values['asked'])} ({values['coverage']:.1%})",
+            errors or "none",
+            *latency,
+            str(int(values["unknown_doc_ids"])),
+        )
+    out.print(table)
+
+
 def render_comparisons(comparisons: list[dict], metrics: list[str]) -> None:
     shown = [c for c in comparisons if c["metric"] in metrics]
     if not shown:

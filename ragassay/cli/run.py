@@ -24,6 +24,7 @@ from ragassay.cli.render import (
     render_comparisons,
     render_means,
     render_pairwise,
+    render_systems,
     render_warnings,
 )
 from ragassay.errors import RagassayError
@@ -91,6 +92,7 @@ def render_pipeline(report) -> None:
         retrieval = report.retrieval
         ks = sorted({int(m.split("@")[1]) for m in retrieval.metrics if m.startswith("recall@")})
         render_means(f"retrieval: {retrieval.questions} questions", retrieval.means, headline_metrics(ks))
+        render_systems(retrieval.model_costs)
         render_comparisons(retrieval.comparisons, [f"ndcg@{max(ks)}", "mrr"])
     if report.answers:
         answers = report.answers

@@ -21,7 +21,7 @@ from ragassay.run_warnings import RunWarning
 from ragassay.store.workspace import collection_paths, load_documents
 from ragassay.systems.collect import collect_records
 from ragassay.systems.doc_ids import DocIdMapper
-from ragassay.systems.records import SystemRecord
+from ragassay.systems.records import Retrieved, SystemRecord, write_records
 from ragassay.systems.settings import SystemConfiguration
 
 # Error kinds counted per configuration (errors/<kind>); others count under their own name.
@@ -181,3 +181,22 @@ def records_table(records: list[SystemRecord]) -> pl.DataFrame:
         ],
         schema=RECORDS_SCHEMA,
     )
+
+
+def configuration_records(questions: list[EvalQuestion], searched: SearchedConfiguration) -> list[SystemRecord]:
+    """A configuration's records: a system's as it returned them; a built-in configuration's
+    ranked documents with their scores, so any configuration can be kept and re-scored later."""
+    if searched.records is not None:
+        return searched.records
+    ranked: dict[str, list[Retrieved]] = {}
+    for row in searched.run.sort("query_id", "rank").iter_rows(named=True):
+        ranked.setdefault(row["query_id"], []).append(Retrieved(row["doc_id"], None, row["score"]))
+    return [SystemRecord(q.query_id, q.question, retrieved=tuple(ranked.get(q.query_id, ()))) for q in questions]
+
+
+def save_records(folder: Path, questions: list[EvalQuestion], searched: dict[str, SearchedConfiguration]) -> list[Path]:
+    """Each configuration's records as `<folder>/<label>.jsonl` (readable as `kind: records`)."""
+    return [
+        write_records(folder / f"{label}.jsonl", configuration_records(questions, found))
+        for label, found in searched.items()
+    ]

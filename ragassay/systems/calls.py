@@ -179,8 +179,12 @@ def resolved_headers(headers: dict[str, str]) -> dict[str, str]:
 
 
 def _substituted(value, query_id: str, question: str):
+    """The body template with {{question}} and {{query_id}} (or [[question]] and [[query_id]],
+    which Prefect's own templating in prefect.yaml leaves alone) filled in every string."""
     if isinstance(value, str):
-        return value.replace("{{question}}", question).replace("{{query_id}}", query_id)
+        for placeholder, filled in (("question", question), ("query_id", query_id)):
+            value = value.replace(f"{{{{{placeholder}}}}}", filled).replace(f"[[{placeholder}]]", filled)
+        return value
     if isinstance(value, dict):
         return {key: _substituted(item, query_id, question) for key, item in value.items()}
     if isinstance(value, list):

@@ -109,7 +109,7 @@ def test_faults_of_a_real_server_are_counted_named_and_kept_as_rows(served):
         system = {
             "kind": "http",
             "url": server.url,
-            "body": {"query": "{{question}}", "id": "{{query_id}}"},
+            "body": {"query": "[[question]]", "id": "[[query_id]]"},
             "response": {"documents": "$.sources[*].doc_id"},
             "timeout_seconds": 1,
             "max_retries": 2,
@@ -274,3 +274,51 @@ def test_a_system_that_cannot_be_reached_stops_after_a_few_calls_and_the_batch_s
     assert costs["errors/connection"] + costs["errors/skipped"] == costs["asked"]
     assert report.means["fulltext"]["recall@5"] > 0, "the other configurations of the batch still finish"
     assert any("unreachable" in w.text() for w in report.warnings)
+
+
+@pytest.mark.flows
+def test_eval_retrieval_takes_systems_from_the_configs_file_and_saves_every_configurations_records(served, tmp_path):
+    from typer.testing import CliRunner
+
+    from ragassay.cli.main import app
+
+    golden = load_golden(collection_paths(served, "sample"))
+    first = golden.row(0, named=True)
+    run_file = tmp_path / "run.trec"
+    run_file.write_text(
+        "".join(
+            f"{first['entry_id']} Q0 {doc} {rank} {10 - rank} t\n"
+            for rank, doc in enumerate(first["expected_document_ids"])
+        )
+    )
+    configs = tmp_path / "configs.yaml"
+    configs.write_text(
+        "configurations:\n"
+        "  - {label: fulltext, search_type: fulltext}\n"
+        f"  - {{label: baseline, system: {{kind: trec, path: {run_file}}}}}\n"
+    )
+    saved = tmp_path / "records"
+    result = CliRunner().invoke(
+        app,
+        ["eval", "retrieval", "-c", "sample", "--configs", str(configs), "--save-records", str(saved)],
+        env={"RAGASSAY_HOME": str(served), "COLUMNS": "200"},
+    )
+    assert result.exit_code == 0, result.output
+    assert "systems under test" in result.output and f"1/{golden.height}" in result.output
+    assert f"{golden.height - 1} of {golden.height} questions failed (missing)" in result.output
+    assert sorted(path.name for path in saved.iterdir()) == ["baseline.jsonl", "fulltext.jsonl"]
+    replay_configs = tmp_path / "replay.yaml"
+    replay_configs.write_text(
+        "configurations:\n  - {label: fulltext, search_type: fulltext}\n"
+        f"  - {{label: kept, system: {{kind: records, path: {saved / 'fulltext.jsonl'}}}}}\n"
+    )
+    replay = CliRunner().invoke(
+        app,
+        ["eval", "retrieval", "-c", "sample", "--json", "--configs", str(replay_configs)],
+        env={"RAGASSAY_HOME": str(served)},
+    )
+    assert replay.exit_code == 0, replay.output
+    means = json.loads(replay.stdout)["means"]
+    assert means["kept"] == {**means["fulltext"], "coverage": 1.0}, (
+        "a built-in configuration's records re-score the same"
+    )
