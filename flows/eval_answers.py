@@ -12,10 +12,12 @@ from ragassay.config import AnswerEvalConfig
 from ragassay.evaluation.answer_judging import configuration_pairs
 from ragassay.evaluation.outcomes import AnswerEvalReport
 from ragassay.llm.settings import model_id_of
+from ragassay.systems.settings import SystemConfiguration
 from ragassay.tracking import Batch
 from ragassay.work_parts import in_parts
 from tasks.eval_answers import (
     answer_questions,
+    ask_system_for_answers,
     compare_answers,
     judge_answers,
     load_answer_questions,
@@ -42,7 +44,8 @@ def eval_answers_flow(config: AnswerEvalConfig, batch: Batch | None = None) -> A
         answering = {
             c.label: [
                 runner.submit(
-                    answer_questions,
+                    # A team's own system under test answers for itself.
+                    ask_system_for_answers if isinstance(c, SystemConfiguration) else answer_questions,
                     {"home": config.home, "collections": config.collections, "questions": part, "configuration": c},
                 )
                 for part in parts

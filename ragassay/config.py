@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import (
     BaseModel,
@@ -222,6 +222,11 @@ AnyRetrievalConfiguration = Annotated[
     Annotated[RetrievalConfiguration, Tag("built_in")] | Annotated[SystemConfiguration, Tag("system")],
     Discriminator(_configuration_kind),
 ]
+# An answer configuration: ragassay's own answer path, or a team's RAG system under test.
+AnyAnswerConfiguration = Annotated[
+    Annotated[AnswerConfiguration, Tag("built_in")] | Annotated[SystemConfiguration, Tag("system")],
+    Discriminator(_configuration_kind),
+]
 
 
 def _assertion_labels_known(assertions: tuple[str, ...], labels: list[str], parse) -> None:
@@ -301,7 +306,7 @@ class AnswerEvalSettings(Frozen):
     configuration's questions in one task each).
     """
 
-    configurations: tuple[AnswerConfiguration, ...] = Field(
+    configurations: tuple[AnyAnswerConfiguration, ...] = Field(
         default_factory=lambda: (AnswerConfiguration(label="hybrid", search_type="hybrid"),), min_length=1
     )
     unanswerable: Path | None = None
@@ -515,7 +520,7 @@ def parse_config(config_class: type[BaseModel], /, **values) -> BaseModel:
                 len(loc) > len(item["loc"]) and loc[: len(item["loc"])] == item["loc"] for loc in nested
             ):
                 continue
-            field = ".".join(str(part) for part in item["loc"]) or config_class.__name__
+            field = ".".join(str(part) for part in _shown_location(item["loc"])) or config_class.__name__
             message = item["msg"]
             if item["type"] == "extra_forbidden":
                 allowed = _allowed_keys(config_class, item["loc"][:-1])
@@ -524,16 +529,50 @@ def parse_config(config_class: type[BaseModel], /, **values) -> BaseModel:
         raise ConfigError("invalid configuration: " + listed_problems(problems)) from None
 
 
+def _shown_location(location: tuple) -> tuple:
+    """A field's location as a user wrote it: without the tag pydantic adds after a list index to
+    say which kind of configuration it tried (built_in, or system)."""
+    return tuple(
+        part
+        for position, part in enumerate(location)
+        if not (part in _CONFIGURATION_TAGS and position and isinstance(location[position - 1], int))
+    )
+
+
+_CONFIGURATION_TAGS = ("built_in", "system")
+
+
+def _models_in(annotation) -> list[type[BaseModel]]:
+    """The models an annotation holds, through Annotated, unions and tuples."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [model for argument in get_args(annotation) for model in _models_in(argument)]
+
+
 def _allowed_keys(model: type[BaseModel], location: tuple) -> list[str]:
     """The field names of the (nested) model found at location, for an 'unknown key' message."""
-    current: type | None = model
-    for part in location:
-        if isinstance(part, int) or current is None:
+    candidates = [model]
+    for position, part in enumerate(location):
+        if isinstance(part, int):
             continue
-        field = current.model_fields.get(part)
-        if field is None:
+        if part in _CONFIGURATION_TAGS and position and isinstance(location[position - 1], int):
+            wanted = [c for c in candidates if (c is SystemConfiguration) == (part == "system")]
+        else:
+            holding = [c for c in candidates if part in c.model_fields]
+            if holding:
+                wanted = _models_in(holding[0].model_fields[part].annotation)
+            else:  # a discriminated union's tag: the kind literal of the model it chose
+                wanted = [c for c in candidates if part in get_args(c.model_fields.get("kind", _NO_KIND).annotation)]
+        if not wanted:
             return []
-        annotation = field.annotation
-        arguments = getattr(annotation, "__args__", ()) or (annotation,)
-        current = next((a for a in arguments if isinstance(a, type) and issubclass(a, BaseModel)), None)
-    return sorted(f for f in current.model_fields if f != "home") if current is not None else []
+        candidates = wanted
+    if len(candidates) != 1:
+        return []
+    return sorted(f for f in candidates[0].model_fields if f != "home")
+
+
+class _NoKind:
+    annotation = None
+
+
+_NO_KIND = _NoKind()

@@ -18,8 +18,10 @@ from ragassay.evaluation.answer_summary import AnsweredQuestion, ConfigurationSu
 from ragassay.evaluation.outcomes import AnswerEvalReport, AnswerQuestions
 from ragassay.evaluation.questions import EvalQuestion, gather_golden_questions, read_unanswerable
 from ragassay.evaluation.reports import answers_markdown
+from ragassay.evaluation.system_answers import system_answers
 from ragassay.judge.judge import Judge
 from ragassay.llm.settings import ChatModelConfig
+from ragassay.systems.settings import SystemConfiguration
 from ragassay.tracking import Batch
 from tasks.publish import publish, stage_batch
 from tasks.resources import MODEL_SERVER_RETRIES, TRACKING_RETRIES, worker_judge, worker_resources
@@ -53,6 +55,18 @@ def answer_questions(
     """Each (question, answerable) through exactly `ragassay answer`'s code path under one
     configuration (all of its questions, or one part of them)."""
     return answer_judging.answer_questions(worker_resources(), home, collections, questions, configuration)
+
+
+@task(name="ask-system-for-answers", cache_policy=NO_CACHE)
+def ask_system_for_answers(
+    home: Path,
+    collections: tuple[str, ...],
+    questions: list[tuple[EvalQuestion, bool]],
+    configuration: SystemConfiguration,
+) -> list[AnsweredQuestion]:
+    """Each (question, answerable) answered by a team's own system (called, or read from its
+    records), its contexts and citations kept for the judge; failed calls kept with their error."""
+    return system_answers(home, collections, questions, configuration, worker_resources().completion_cache(home))
 
 
 @task(name="judge-answers", cache_policy=NO_CACHE, **MODEL_SERVER_RETRIES)

@@ -94,6 +94,12 @@ class GroundedAnswer:
     relevance: float | None = None
     raw_output: str | None = None
     usage: Usage = Usage()
+    # A system under test's answer: the documents it cites for the answer as a whole (judged
+    # against the whole answer), whether it returned any context text (without, the metrics that
+    # need one are not applicable), and who said it refused ("system", or "detected" from its text).
+    answer_citations: list[Citation] = field(default_factory=list)
+    contexts_returned: bool = True
+    refusal_source: str | None = None
 
     @property
     def prose(self) -> str:

@@ -8,4 +8,6 @@
   AnswerEvalReport), computed before MLflow is called.
 - reports: an evaluation's outcome as Markdown (the Prefect UI's artifacts).
 - estimate: model calls, tokens and seconds of an answer evaluation, before it runs.
+- system_runs: a system under test as a retrieval configuration (records, ids, errors, latency).
+- system_answers: a system under test's answers, contexts and citations, shaped for the judge.
 """

@@ -72,7 +72,7 @@ def judge_answers(
 ) -> JudgedConfiguration:
     """Judge each answerable question's answer; answer relevancy embeds with the question
     collection's own model."""
-    answerable = [a for a in answered if a.answerable]
+    answerable = [a for a in answered if a.answerable and a.error is None]
     judged = {}
     with ProgressReporter(f"judging {len(answerable)} answers ({label})", total=len(answerable)) as progress:
         for done, item in enumerate(answerable, start=1):
@@ -113,7 +113,12 @@ def compare_answers(
     judge: Judge, label_a: str, answered_a: list[AnsweredQuestion], label_b: str, answered_b: list[AnsweredQuestion]
 ) -> PairComparison:
     """The judge's preference per answerable question, asked with a first and with b first."""
-    pairs = [(a, b) for a, b in zip(answered_a, answered_b, strict=True) if a.answerable]
+    # A question either system under test failed to answer is compared on nothing.
+    pairs = [
+        (a, b)
+        for a, b in zip(answered_a, answered_b, strict=True)
+        if a.answerable and a.error is None and b.error is None
+    ]
     rows, asked = [], []
     with ProgressReporter(
         f"comparing {label_a} with {label_b} on {len(pairs)} questions", total=len(pairs)

@@ -12,7 +12,7 @@ import polars as pl
 from ragassay.answer.grounding import GroundedAnswer
 from ragassay.evaluation.questions import EvalQuestion
 from ragassay.llm.structured import Usage
-from ragassay.metrics.answers import UNREADABLE, AnswerJudgement, false_refusal_rate, refusal_recall
+from ragassay.metrics.answers import NO_CONTEXTS, UNREADABLE, AnswerJudgement, false_refusal_rate, refusal_recall
 from ragassay.metrics.averaging import interval_table, mean_scored
 from ragassay.metrics.names import ANSWER_METRICS
 from ragassay.run_warnings import RunWarning
@@ -28,6 +28,8 @@ class AnsweredQuestion:
     answer: GroundedAnswer
     usage: Usage
     seconds: float
+    # Why a system under test gave no answer (its call failed): such a question counts in no metric.
+    error: str | None = None
 
     @property
     def key(self) -> str:
@@ -53,8 +55,9 @@ def summarize_configuration(
 ) -> ConfigurationSummary:
     """Run metrics (each answer metric with the number of questions it scored; refusal in both
     directions; cost), the answers and judgments tables, and a warning per unreadable output."""
-    answerable = [a for a in answered if a.answerable]
-    unanswerable = [a for a in answered if not a.answerable]
+    failed = [a for a in answered if a.error is not None]
+    answerable = [a for a in answered if a.answerable and a.error is None]
+    unanswerable = [a for a in answered if not a.answerable and a.error is None]
     metrics: dict[str, float] = {}
     for name in ANSWER_METRICS:
         mean, scored = mean_scored([getattr(judgements[a.key], name) for a in answerable if a.key in judgements])
@@ -67,6 +70,8 @@ def summarize_configuration(
     metrics.update({name: value for name, value in refusal.items() if value is not None})
     metrics["unanswerable_questions"] = len(unanswerable)
     metrics["answerable_questions"] = len(answerable)
+    if failed:
+        metrics["failed_questions"] = len(failed)
     answer_usage = Usage.total(a.usage for a in answered)
     metrics.update(answer_usage.as_metrics("answer_model"))
     metrics.update(judge_usage.as_metrics("judge"))
@@ -94,11 +99,11 @@ def _answers_frame(
                 "query_id": a.question.query_id,
                 "question": a.question.question,
                 "answerable": a.answerable,
-                "outcome": a.answer.outcome,
-                "reason": a.answer.reason,
+                "outcome": "error" if a.error is not None else a.answer.outcome,
+                "reason": a.error if a.error is not None else a.answer.reason,
                 "answer": a.answer.text,
                 "statements": len(a.answer.statements),
-                "citations": sum(len(s.citations) for s in a.answer.statements),
+                "citations": sum(len(s.citations) for s in a.answer.statements) + len(a.answer.answer_citations),
                 "sources": len(a.answer.sources),
                 "unparseable": a.answer.unparseable,
                 "relevance": a.answer.relevance,
@@ -147,6 +152,29 @@ def _warnings(label: str, answered: list[AnsweredQuestion], judgements: dict[str
         for name, scored in (judgement.scores() if judgement else {}).items():
             if scored.excluded and scored.excluded.startswith(UNREADABLE):
                 warnings.append(RunWarning(configuration=label, metric=name, question=a.key, reason=scored.excluded))
+    without_contexts = [a.key for a in answered if a.error is None and not a.answer.contexts_returned and a.answerable]
+    if without_contexts:
+        warnings.append(
+            RunWarning(
+                configuration=label,
+                metric="faithfulness, context_recall, citation_precision",
+                question=", ".join(without_contexts[:5]) + (" …" if len(without_contexts) > 5 else ""),
+                reason=f"{len(without_contexts)} answers came without context text: {NO_CONTEXTS}",
+            )
+        )
+    failures: dict[str, list[AnsweredQuestion]] = {}
+    for a in answered:
+        if a.error is not None:
+            failures.setdefault(a.error.split(":")[0], []).append(a)
+    for kind, items in failures.items():
+        warnings.append(
+            RunWarning(
+                configuration=label,
+                metric=f"errors/{kind}",
+                question=items[0].key,
+                reason=f"{len(items)} questions got no answer from the system ({items[0].error}); they count in no metric",
+            )
+        )
     missing = [a.key for a in answered if a.answerable and not a.question.reference_answer]
     if missing:
         warnings.append(
@@ -168,10 +196,21 @@ def answer_intervals(answers: dict[str, pl.DataFrame], seed: int = 0) -> pl.Data
     ways included: refusal_recall is 1 per unanswerable question declined (0 answered),
     false_refusal_rate 1 per answerable question declined (0 answered); each is null elsewhere."""
     refused = (pl.col("outcome") == "refused").cast(pl.Float64)
+    failed = pl.col("outcome") == "error"  # a system under test's failed call: in no metric
     per_question = {
         label: table.with_columns(
-            pl.when(~pl.col("answerable")).then(refused).otherwise(None).alias("refusal_recall"),
-            pl.when(pl.col("answerable")).then(refused).otherwise(None).alias("false_refusal_rate"),
+            pl.when(failed)
+            .then(None)
+            .when(~pl.col("answerable"))
+            .then(refused)
+            .otherwise(None)
+            .alias("refusal_recall"),
+            pl.when(failed)
+            .then(None)
+            .when(pl.col("answerable"))
+            .then(refused)
+            .otherwise(None)
+            .alias("false_refusal_rate"),
         )
         for label, table in answers.items()
     }

@@ -28,6 +28,7 @@ from ragassay.config import AnswerEvalConfig
 from ragassay.evaluation.questions import gather_golden_questions, read_unanswerable
 from ragassay.llm.settings import ChatModelConfig, model_id_of
 from ragassay.metrics.answers import split_statements
+from ragassay.systems.settings import SystemConfiguration
 
 # Statements and citations of an answered question, measured on the sample corpus with SmolLM2
 # (benchmarks/bench_answer_eval.py, BENCHMARKS.md). The expected count assumes every answerable
@@ -105,10 +106,21 @@ def estimate_answer_eval(config: AnswerEvalConfig) -> dict:
     judge_rate = _rate(config, config.judge, "judge")
     rows = []
     for configuration in config.configurations:
-        answer_rate = _rate(config, configuration.model, "answer")
-        rerank = configuration.rerank_candidates * total if configuration.rerank == "llm" else 0
         judge_expected = answerable * (TYPICAL_STATEMENTS + TYPICAL_CITATIONS + 1) + reference_sentences
         judge_most = 2 * (answerable * (MAX_STATEMENTS * (1 + MAX_CITATIONS_PER_STATEMENT) + 1) + reference_sentences)
+        if isinstance(configuration, SystemConfiguration):
+            # The system answers itself: one call per question, at its own latency (not measured here).
+            rows.append(
+                {
+                    "configuration": configuration.label,
+                    "answer": {**_cost(total, None), "at_most": total},
+                    "judge": {**_cost(judge_expected, judge_rate), "at_most": judge_most},
+                    "answer_rate_basis": "a system under test: one call per question",
+                }
+            )
+            continue
+        answer_rate = _rate(config, configuration.model, "answer")
+        rerank = configuration.rerank_candidates * total if configuration.rerank == "llm" else 0
         rows.append(
             {
                 "configuration": configuration.label,

@@ -26,6 +26,7 @@ from ragassay.metrics.averaging import interval_table, mean_scores
 from ragassay.metrics.names import headline_retrieval_metrics
 from ragassay.run_warnings import RunWarning, warnings_table
 from ragassay.store.schemas import PAIRWISE
+from ragassay.systems.settings import SystemConfiguration
 from ragassay.tracking import BatchRecord, ConfigurationRecord, LoggedBatch, flatten_params
 
 
@@ -279,7 +280,9 @@ def answer_record(
             params={
                 **shared,
                 **flatten_params(
-                    {
+                    {"config": c.applicable_settings()}
+                    if isinstance(c, SystemConfiguration)
+                    else {
                         "answer_model_id": model_id_of(c.model),
                         "answer_model_verified": model_verification(c.model),
                         "config": c.applicable_settings(),

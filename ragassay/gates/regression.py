@@ -48,9 +48,10 @@ def per_question_scores(kind: str, table: pl.DataFrame) -> pl.DataFrame:
     if kind != "answers":
         return table
     refused = (pl.col("outcome") == "refused").cast(pl.Float64)
+    failed = pl.col("outcome") == "error"  # a system under test's failed call: in no metric
     return table.with_columns(
-        pl.when(~pl.col("answerable")).then(refused).otherwise(None).alias("refusal_recall"),
-        pl.when(pl.col("answerable")).then(refused).otherwise(None).alias("false_refusal_rate"),
+        pl.when(failed).then(None).when(~pl.col("answerable")).then(refused).otherwise(None).alias("refusal_recall"),
+        pl.when(failed).then(None).when(pl.col("answerable")).then(refused).otherwise(None).alias("false_refusal_rate"),
     )
 
 

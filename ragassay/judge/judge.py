@@ -34,6 +34,7 @@ from ragassay.llm.completion import ChatModel, option_spellings
 from ragassay.llm.messages import one_line
 from ragassay.llm.structured import Structured, Usage, generate_structured, unreadable
 from ragassay.metrics.answers import (
+    NO_CONTEXTS,
     AnswerJudgement,
     Scored,
     Verdict,
@@ -251,7 +252,12 @@ def judge_answer(
 
     context = context_text(answer.sources)
     reference_statements = split_statements(reference_answer)
-    if reference_statements and not answer.sources:
+    if not answer.contexts_returned:
+        # A system under test that returns no context text: nothing to hold its answer or the
+        # reference against, so those metrics are not applicable (never 0); relevancy still is.
+        without = Scored(None, NO_CONTEXTS)
+        recall = without
+    elif reference_statements and not answer.sources:
         # Nothing was retrieved, so no reference statement can be in the context: 0, no judge call.
         recall = context_recall([False] * len(reference_statements))
     else:
@@ -263,14 +269,23 @@ def judge_answer(
         return JudgedAnswer(
             AnswerJudgement(not_scored, recall, not_scored, not_scored, None, verdicts), *judging_cost(asked)
         )
-    faithful = faithfulness([judged("faithfulness", i, s.text, None, context) for i, s in enumerate(answer.statements)])
-    cited = citation_precision(
-        [
-            judged("citation_precision", i, statement.text, citation.number, citation.quote)
-            for i, statement in enumerate(answer.statements)
-            for citation in statement.citations
-        ]
-    )
+    if not answer.contexts_returned:
+        faithful = cited = without
+    else:
+        faithful = faithfulness(
+            [judged("faithfulness", i, s.text, None, context) for i, s in enumerate(answer.statements)]
+        )
+        cited = citation_precision(
+            [
+                judged("citation_precision", i, statement.text, citation.number, citation.quote)
+                for i, statement in enumerate(answer.statements)
+                for citation in statement.citations
+            ]
+            + [
+                judged("citation_precision", -1, answer.prose, citation.number, citation.quote)
+                for citation in answer.answer_citations
+            ]
+        )
     implied = judge.implied_question(" ".join(s.text for s in answer.statements))
     asked.append(implied)
     if implied.value is None:

@@ -26,6 +26,7 @@ Verdict = bool | None
 # Exclusion reasons (what a warning says about a question left out of a metric).
 UNREADABLE = "unreadable judge output"
 NOTHING_TO_JUDGE = "nothing to judge"
+NO_CONTEXTS = "not applicable: the system under test returned no context text"
 
 
 @dataclass(frozen=True)

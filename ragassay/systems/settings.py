@@ -165,6 +165,10 @@ class SystemConfiguration(Frozen):
     system: SystemSpec
     doc_ids: DocIdRule | None = None
 
+    def chat_models(self) -> list:
+        """The chat models the configuration calls: none (the system answers itself)."""
+        return []
+
     def applicable_settings(self) -> dict:
         """The settings logged as MLflow params: a header's value is kept (as the template it is)
         only when it takes its secret from an environment variable (`Bearer ${VAR}`); one written

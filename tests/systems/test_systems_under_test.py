@@ -322,3 +322,50 @@ def test_eval_retrieval_takes_systems_from_the_configs_file_and_saves_every_conf
     assert means["kept"] == {**means["fulltext"], "coverage": 1.0}, (
         "a built-in configuration's records re-score the same"
     )
+
+
+@pytest.mark.flows
+@pytest.mark.slow
+def test_a_systems_own_answers_are_judged_and_what_it_cannot_have_is_not_applicable(served, tmp_path):
+    """SmolLM2 judges (fast; its verdicts are not what this checks): a system's answers with their
+    contexts and citations get every answer metric; one without contexts gets no faithfulness,
+    context recall or citation precision (not 0); a failed call is a row in no metric; refusal
+    both ways comes from the system's own `refused`."""
+    from flows.eval_answers import eval_answers_flow
+    from ragassay.config import AnswerEvalConfig
+    from ragassay.evaluation.questions import gather_golden_questions
+
+    sampled, _ = gather_golden_questions(served, ("sample",), 3, 0)  # the questions the evaluation asks
+    first, second, third = sorted(q.query_id for q in sampled)
+    served_search.WITHOUT_CONTEXTS, served_search.FAILING = {second}, {third}
+    unanswerable = tmp_path / "unanswerable.jsonl"
+    unanswerable.write_text((SAMPLE / "unanswerable.jsonl").read_text().splitlines()[0] + "\n")
+    config = parse_config(
+        AnswerEvalConfig,
+        collections=["sample"],
+        configurations=[
+            {"label": "team-rag", "system": {"kind": "python", "target": "tests.systems.served_search:answer"}}
+        ],
+        unanswerable=unanswerable,
+        max_questions=3,
+        pairwise=False,
+        judge={"backend": "smollm2"},
+        home=served,
+    )
+    report = eval_answers_flow(config)
+    answers = tracking.download_table(served, report.run_ids["team-rag"], "answers")
+    by_id = {row["query_id"]: row for row in answers.iter_rows(named=True)}
+    assert by_id[third]["outcome"] == "error" and "the model server behind the system is down" in by_id[third]["reason"]
+    assert by_id[second]["faithfulness"] is None and by_id[second]["citation_precision"] is None
+    judgments = tracking.download_table(served, report.run_ids["team-rag"], "judgments")
+    judged = {q: set(judgments.filter(pl.col("query_id") == q)["metric"]) for q in (first, second)}
+    # Judged against the contexts it returned (SmolLM2's verdicts may be unreadable: then left out).
+    assert judged[first] == {"faithfulness", "context_recall", "citation_precision"}
+    assert judged[second] == set(), "without contexts nothing is judged against nothing"
+    metrics = report.metrics["team-rag"]
+    assert metrics["answerable_questions"] == 2 and metrics["failed_questions"] == 1
+    assert metrics["faithfulness_scored"] <= 1 and metrics["answer_relevancy_scored"] == 2
+    assert metrics["refusal_recall"] == 1.0 and metrics["false_refusal_rate"] == 0.0
+    warnings = " | ".join(w.text() for w in report.warnings)
+    assert "got no answer from the system" in warnings
+    assert f"{second}: 1 answers came without context text: not applicable" in warnings
