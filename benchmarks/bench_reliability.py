@@ -496,6 +496,7 @@ def interrupts(rounds: int, folder: Path) -> None:
                 "running_runs": unfinished_runs(home),
                 "traceback": "Traceback" in errors or "bug in ragassay" in errors,
                 "rerun": rerun,
+                "errors": errors[-1500:],
             }
         )
     print(f"\n`ragassay run` interrupted 1-45 s after it started, {rounds} rounds:")
@@ -515,6 +516,9 @@ def interrupts(rounds: int, folder: Path) -> None:
             f"{sum(r['running_runs'] for r in mine):>8} {sum(r['traceback'] for r in mine):>10} "
             f"{sum(code in (0, 1) for code in reruns)}/{len(reruns):>8}"
         )
+    for row in rows:
+        if not row["finished_first"] and (row["code"] not in (130, 143) or row["traceback"]):
+            print(f"\n{row['way']} at {row['at']:.1f} s: exit {row['code']}; the end of its stderr:\n{row['errors']}")
     finished = sum(row["finished_first"] for row in rows)
     if finished:
         print(f"({finished} rounds finished before their signal came)")

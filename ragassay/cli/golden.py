@@ -48,6 +48,12 @@ def _report_change(change, as_json: bool) -> None:
             out.print(
                 f"[red]refused[/red] {problem['source']}: {problem['reason']} ({problem['detail']})", highlight=False
             )
+        if not change.ids_checked:
+            out.print(
+                f"[yellow]note[/yellow] {change.collection} holds only a golden set: expected document ids were not "
+                "checked (ingest the corpus for that check, and for built-in search and generation)",
+                highlight=False,
+            )
 
     emit(as_json, change.model_dump(), render)
     raise typer.Exit(EXIT_PARTIAL if change.problems else EXIT_OK)

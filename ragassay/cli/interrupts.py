@@ -27,7 +27,8 @@ INTERRUPT_GRACE_SECONDS = 3.0
 CLEANUP_SECONDS = 1.5
 _STOPPING_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _received: list[int] = []
-_lock = threading.Lock()
+# Re-entrant: the main thread's signal handler may run while the main thread itself holds it.
+_lock = threading.RLock()
 _cleanups: list[Callable[[str], None]] = []
 _cleaning: list[threading.Thread] = []
 
@@ -77,20 +78,23 @@ def _watch(read_end: int) -> None:
 
 
 def _record(signum: int) -> None:
-    """The first stopping signal: say so, and start the watchdog (once, whichever path is first)."""
+    """The first stopping signal: say so, start the cleanups and the watchdog (once, whichever of
+    the handler and the watcher thread comes first). The cleanup thread is started and listed
+    under the lock, so the main thread, whose handler also passes here, never waits on a thread
+    that is listed but not yet started."""
     with _lock:
         if _received:
             return
         _received.append(signum)
+        cleaning = threading.Thread(
+            target=_clean_up, args=(signal.Signals(signum).name,), name="ragassay-interrupt-cleanup", daemon=True
+        )
+        cleaning.start()
+        _cleaning.append(cleaning)
     sys.stderr.write(
         f"\ninterrupted ({signal.Signals(signum).name}): stopping; what finished is kept, and running the "
         "command again resumes from it\n"
     )
-    cleaning = threading.Thread(
-        target=_clean_up, args=(signal.Signals(signum).name,), name="ragassay-interrupt-cleanup", daemon=True
-    )
-    _cleaning.append(cleaning)
-    cleaning.start()
     watchdog = threading.Timer(INTERRUPT_GRACE_SECONDS, _exit_after_cleanup, args=(128 + signum,))
     watchdog.daemon = True
     watchdog.start()

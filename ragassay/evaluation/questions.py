@@ -41,7 +41,15 @@ def gather_golden_questions(
         digests[name], sizes[name] = golden_digest(golden), golden.height
         index_digests[name] = str(manifest.get("index_digest"))
         models[name] = str(manifest.get("embedding_model_id"))
-        known = set(load_documents(paths)["doc_id"].to_list())
+        known = set(load_documents(paths)["doc_id"].to_list()) if paths.documents.exists() else None
+        if known is None:
+            warnings.append(
+                RunWarning(
+                    metric="golden",
+                    reason=f"collection {name} holds only a golden set: its expected document ids could not be "
+                    "checked against documents (ingest its corpus for that check)",
+                )
+            )
         for row in golden.iter_rows(named=True):
             if not row["expected_document_ids"]:
                 warnings.append(
@@ -52,7 +60,7 @@ def gather_golden_questions(
                     )
                 )
                 continue
-            gone = sorted(set(row["expected_document_ids"]) - known)
+            gone = sorted(set(row["expected_document_ids"]) - known) if known is not None else []
             if gone:
                 warnings.append(
                     RunWarning(

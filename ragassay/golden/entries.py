@@ -66,7 +66,7 @@ def default_entry_id(question: str) -> str:
 
 
 def validate_candidates(
-    candidates: list[GoldenCandidate], stored: pl.DataFrame, known_doc_ids: set[str], now: datetime
+    candidates: list[GoldenCandidate], stored: pl.DataFrame, known_doc_ids: set[str] | None, now: datetime
 ) -> tuple[pl.DataFrame, list[GoldenProblem]]:
     """Rows (GOLDEN schema) of the acceptable candidates, and a problem for each refused one."""
     seen_questions = {normalize_question(q): i for q, i in stored.select("question", "entry_id").iter_rows()}
@@ -100,7 +100,7 @@ def validate_candidates(
 
 
 def _problem(
-    candidate: GoldenCandidate, seen_questions: dict[str, str], seen_ids: set[str], known_doc_ids: set[str]
+    candidate: GoldenCandidate, seen_questions: dict[str, str], seen_ids: set[str], known_doc_ids: set[str] | None
 ) -> tuple[str, str] | None:
     if not candidate.question.strip():
         return "empty_question", "the question is empty"
@@ -110,7 +110,8 @@ def _problem(
         len(candidate.relevance) != len(candidate.expected_document_ids) or min(candidate.relevance) < 1
     ):
         return "bad_relevance", "relevance needs one grade >= 1 per expected document"
-    unknown = sorted(set(candidate.expected_document_ids) - known_doc_ids)
+    # None: a collection holding only a golden set, whose ids nothing here can check.
+    unknown = sorted(set(candidate.expected_document_ids) - known_doc_ids) if known_doc_ids is not None else []
     if unknown:
         return "unknown_document_ids", "not in the collection: " + ", ".join(unknown)
     key = normalize_question(candidate.question)

@@ -22,6 +22,8 @@ class GoldenChange(BaseModel):
     added: list[str] = []
     problems: list[dict] = []
     size: int = 0
+    # False for a collection that holds only a golden set: expected ids could not be checked.
+    ids_checked: bool = True
 
 
 def load_golden(paths: CollectionPaths) -> pl.DataFrame:
@@ -43,21 +45,30 @@ def load_golden_with_staleness(paths: CollectionPaths) -> pl.DataFrame:
 def add_candidates(
     home: Path, collection: str, candidates: list[GoldenCandidate], problems: list[GoldenProblem]
 ) -> GoldenChange:
-    """Validate candidates against the stored set and the collection, store the good ones."""
-    paths = collection_paths(home, collection)
+    """Validate candidates against the stored set and the collection, store the good ones. A name
+    that is no collection yet becomes one that holds only this golden set: its expected ids are
+    then not checked (nothing to check them against), and the change says so."""
+    paths = collection_paths(home, collection, must_exist=False)
+    if not paths.documents.exists() and not paths.golden_only:
+        if paths.root.is_dir() and any(paths.root.iterdir()):
+            collection_paths(home, collection)  # a lost documents table: its own error says so
+        paths.root.mkdir(parents=True, exist_ok=True)
     # Validated against, and added to, what is stored when the lock is held: a concurrent add
     # waits, then sees these entries (store/locks.py).
     with paths.write_lock():
         stored = load_golden(paths)
-        known = set(load_documents(paths)["doc_id"].to_list())
+        known = set(load_documents(paths)["doc_id"].to_list()) if paths.documents.exists() else None
         accepted, refused = validate_candidates(candidates, stored, known, datetime.now(UTC))
         if accepted.height:
             write_table(pl.concat([stored, accepted]), paths.golden, GOLDEN)
+    if not paths.golden.exists() and not paths.documents.exists():
+        paths.root.rmdir()  # nothing was added: no empty collection is left behind
     return GoldenChange(
         collection=collection,
         added=accepted["entry_id"].to_list(),
         problems=[p.__dict__ for p in problems + refused],
         size=stored.height + accepted.height,
+        ids_checked=known is not None,
     )
 
 

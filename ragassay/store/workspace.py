@@ -97,6 +97,18 @@ class CollectionPaths:
         return collection_lock(self.lock_file)
 
     @property
+    def golden_only(self) -> bool:
+        """A collection that holds only a golden set (a team's own system under test is evaluated
+        against its own document ids, without ingesting its corpus). One that also holds chunks or
+        an index lost its documents table instead."""
+        return (
+            self.golden.exists()
+            and not self.documents.exists()
+            and not self.chunks.exists()
+            and not self.index_dir.exists()
+        )
+
+    @property
     def index_dir(self) -> Path:
         return self.root / "index"
 
@@ -118,7 +130,7 @@ def collection_paths(home: Path, name: str, must_exist: bool = True) -> Collecti
     if not COLLECTION_NAME.match(name):
         raise ConfigError(f"collection name {name!r} must be 1-64 letters, digits, '_', '.' or '-'")
     paths = CollectionPaths(home / "collections" / name)
-    if must_exist and not paths.documents.exists():
+    if must_exist and not paths.documents.exists() and not paths.golden_only:
         if paths.root.is_dir() and any(paths.root.iterdir()):
             # The folder holds other tables (a golden set, an index) but no documents table: it was
             # deleted or lost, which a user should not read as "there is no such collection".

@@ -369,3 +369,33 @@ def test_a_systems_own_answers_are_judged_and_what_it_cannot_have_is_not_applica
     warnings = " | ".join(w.text() for w in report.warnings)
     assert "got no answer from the system" in warnings
     assert f"{second}: 1 answers came without context text: not applicable" in warnings
+
+
+@pytest.mark.flows
+def test_a_collection_holding_only_a_golden_set_evaluates_a_systems_own_ids(home, tmp_path):
+    """A team whose golden set names its own system's ids: no corpus ingested; the output says the
+    ids could not be checked."""
+    from typer.testing import CliRunner
+
+    from ragassay.cli.main import app
+
+    golden = tmp_path / "golden.jsonl"
+    golden.write_text(
+        '{"id": "q1", "question": "Which runbook covers disk alerts?", "expected_document_ids": ["RB-12"]}\n'
+        '{"id": "q2", "question": "Who owns the billing service?", "expected_document_ids": ["TEAM-3", "RB-40"]}\n'
+    )
+    added = CliRunner().invoke(app, ["golden", "add", "-c", "ops", "--file", str(golden)])
+    assert added.exit_code == 0, added.output
+    assert "holds only a golden set: expected document ids were not checked" in added.output
+    run_file = tmp_path / "run.trec"
+    run_file.write_text("q1 Q0 RB-12 1 9 t\nq1 Q0 RB-7 2 8 t\nq2 Q0 RB-40 1 5 t\n")
+    report = parse_config(
+        RetrievalEvalConfig,
+        collections=["ops"],
+        configurations=[{"label": "ops-search", "system": {"kind": "trec", "path": str(run_file)}}],
+        home=home,
+    )
+    result = eval_retrieval_flow(report)
+    assert result.means["ops-search"]["recall@1"] == pytest.approx((1 + 0.5) / 2)
+    warnings = " | ".join(w.text() for w in result.warnings)
+    assert "ops holds only a golden set" in warnings and "could not be checked" in warnings
