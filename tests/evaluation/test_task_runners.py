@@ -38,10 +38,23 @@ CONFIGURATIONS = [
 ]
 
 
-def test_a_dask_local_cluster_gives_the_numbers_of_the_thread_runner(home):
+def test_a_dask_local_cluster_gives_the_numbers_of_the_thread_runner(home, tmp_path):
     build_collection(home, "sample", (SAMPLE / "corpus",))
     add_from_file(home, "sample", SAMPLE / "golden.jsonl")
-    settings = dict(collections=["sample"], configurations=CONFIGURATIONS, home=home)
+    # A system under test too (a TREC run: each entry's expected documents, then one other).
+    from ragassay.golden.store import load_golden
+    from ragassay.store.workspace import collection_paths
+
+    run_file = tmp_path / "run.trec"
+    run_file.write_text(
+        "".join(
+            f"{row['entry_id']} Q0 {doc} {rank} {1 / (rank + 1)} t\n"
+            for row in load_golden(collection_paths(home, "sample")).iter_rows(named=True)
+            for rank, doc in enumerate([*row["expected_document_ids"][::-1], "not/a-document.txt"])
+        )
+    )
+    configurations = [*CONFIGURATIONS, {"label": "baseline", "system": {"kind": "trec", "path": str(run_file)}}]
+    settings = dict(collections=["sample"], configurations=configurations, home=home)
     threads = eval_retrieval_flow(parse_config(RetrievalEvalConfig, **settings))
     # A cluster the flow starts (workers: 2), and one already running that it is given the address of.
     started = eval_retrieval_flow(

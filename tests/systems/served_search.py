@@ -44,6 +44,7 @@ class Faults:
         self.malformed: set[str] = set()
         self.without_sources: set[str] = set()
         self.unknown_ids: set[str] = set()
+        self.die_after: int | None = None  # requests answered before the server goes away
         self.calls: dict[str, int] = {}
         self.lock = threading.Lock()
 
@@ -82,6 +83,9 @@ class SearchServer:
         query_id, faults = request["id"], self.faults
         with faults.lock:
             faults.calls[query_id] = faults.calls.get(query_id, 0) + 1
+            if faults.die_after is not None and sum(faults.calls.values()) == faults.die_after:
+                # The last answer, then the server stops listening: later calls cannot connect.
+                threading.Thread(target=self.stop_listening, daemon=True).start()
             pending = faults.failures_before_success.get(query_id, [])
             status = pending.pop(0) if pending else None
         if status is not None:
@@ -100,13 +104,17 @@ class SearchServer:
         ]
         return 200, {"sources": sources}
 
+    def stop_listening(self) -> None:
+        self.http.shutdown()
+        self.http.server_close()
+
     def __enter__(self) -> SearchServer:
         self.thread.start()
         return self
 
     def __exit__(self, *exc_info) -> None:
-        self.http.shutdown()
-        self.http.server_close()
+        if self.http.socket.fileno() != -1:
+            self.stop_listening()
 
 
 # What the answering system does, by question id: raise, or answer without returning contexts.

@@ -399,3 +399,26 @@ def test_a_collection_holding_only_a_golden_set_evaluates_a_systems_own_ids(home
     assert result.means["ops-search"]["recall@1"] == pytest.approx((1 + 0.5) / 2)
     warnings = " | ".join(w.text() for w in result.warnings)
     assert "ops holds only a golden set" in warnings and "could not be checked" in warnings
+
+
+@pytest.mark.flows
+def test_a_server_that_dies_mid_run_keeps_what_it_answered_and_the_batch_is_logged(served):
+    faults = Faults()
+    faults.die_after = 8
+    with SearchServer(faults) as server:
+        system = {
+            "kind": "http",
+            "url": server.url,
+            "body": {"query": "{{question}}", "id": "{{query_id}}"},
+            "response": {"documents": "$.sources[*].doc_id"},
+            "max_retries": 1,
+            "concurrency": 1,
+            "cache": False,
+        }
+        report = _evaluate(
+            served, [{"label": "fulltext", "search_type": "fulltext"}, {"label": "prod", "system": system}]
+        )
+    costs = report.model_costs["prod"]
+    assert costs["answered"] == 8, "what it answered before it died is scored"
+    assert costs["errors/connection"] + costs.get("errors/skipped", 0) == costs["asked"] - 8
+    assert report.batch_id and set(report.run_ids) == {"fulltext", "prod"}, "the batch is still logged"
