@@ -514,7 +514,7 @@ def interrupts(rounds: int, folder: Path) -> None:
         print(
             f"{name:<30} {len(mine):>6} {codes:<16} {slowest:>13} {sum(r['left'] for r in mine):>5} "
             f"{sum(r['running_runs'] for r in mine):>8} {sum(r['traceback'] for r in mine):>10} "
-            f"{sum(code in (0, 1) for code in reruns)}/{len(reruns):>8}"
+            f"{f'{sum(code in (0, 1) for code in reruns)}/{len(reruns)}':>10}"
         )
     for row in rows:
         if not row["finished_first"] and (row["code"] not in (130, 143) or row["traceback"]):

@@ -8,4 +8,5 @@ bash scripts/setup.sh
 .venv/bin/ruff check --quiet .
 .venv/bin/ruff format --check --quiet .
 .venv/bin/lint-imports --no-logo --no-cache
-exec .venv/bin/python -m pytest "$@"
+# Every core, each test file on one worker (its module fixtures built once); `-n 0` overrides.
+exec .venv/bin/python -m pytest -n auto --dist loadfile "$@"

@@ -63,13 +63,11 @@ def run_system(
         if not record.answered:
             ranked.append([])
             continue
-        scores = {}
-        for item in record.retrieved:
-            if item.doc_id is not None:
-                scores.setdefault(mappers[question.query_collection].one(item.doc_id), item.score)
-        doc_ids = mappers[question.query_collection].ranking([r.doc_id for r in record.retrieved if r.doc_id])
-        ranked.append([((question.query_collection, doc), scores.get(doc)) for doc in doc_ids[:depth]])
-    costs = system_costs(collected.records, sum(len(m.unknown) for m in mappers.values()), len(collected.unmatched))
+        mapper = mappers[question.query_collection]
+        documents = mapper.ranking([(item.doc_id, item.score) for item in record.retrieved if item.doc_id])
+        ranked.append([((question.query_collection, doc), score) for doc, score in documents[:depth]])
+    unknown = sum(sum(m.unknown.values()) for m in mappers.values())
+    costs = system_costs(collected.records, unknown, len(collected.unmatched))
     warnings += system_warnings(label, collected.records, mappers, collected.unmatched, collected.repeated)
     return SearchedConfiguration(
         rankings=[[key for key, _ in ranking] for ranking in ranked],

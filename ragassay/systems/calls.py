@@ -1,8 +1,8 @@
 """Calling a system under test once per question: a Python callable or an HTTP endpoint, at most
 `concurrency` calls at once, retried with backoff where a later try may pass (connection errors,
-timeouts, HTTP 429 and 5xx), remembered in the completion cache when they succeed (keyed on the
-system's settings, the request and its `version:`; errors are never remembered; `cache: false`
-asks every time). A failed call is a record with its error kind and message, never a lost row.
+timeouts, HTTP 429 and 5xx), remembered in the completion cache when they succeed and the system
+says so (`version:` set, or `cache: true`; keyed on the system's settings, the request and its
+version; errors are never remembered). A failed call is a record with its error kind and message, never a lost row.
 When the first UNREACHABLE_AFTER calls all fail to reach the system, the rest are not made: their
 records say `skipped`, so one dead endpoint costs seconds, not retries × questions, and the other
 configurations of the batch still run."""
@@ -62,7 +62,7 @@ def call_system(
     def one(position: int) -> None:
         query_id, question = questions[position]
         key = request_key(identity, "system-call", query_id=query_id, question=question)
-        remembered = cache.get(key) if cache is not None and system.cache else None
+        remembered = cache.get(key) if cache is not None and system.remembers_calls else None
         if remembered is not None:
             record = record_from_fields(remembered, _OWN_NAMES, "cached call")
         else:
@@ -76,7 +76,7 @@ def call_system(
                 )
             else:
                 record = _with_retries(system, call, query_id, question)
-                if record.answered and cache is not None and system.cache:
+                if record.answered and cache is not None and system.remembers_calls:
                     cache.put(key, record.as_json())
         with lock:
             records[position] = record
@@ -84,8 +84,11 @@ def call_system(
             unreachable[0] += record.error_kind == "connection"
             on_progress(done[0], len(questions))
 
-    with ThreadPoolExecutor(max_workers=system.concurrency) as pool:
-        list(pool.map(one, range(len(questions))))
+    try:
+        with ThreadPoolExecutor(max_workers=system.concurrency) as pool:
+            list(pool.map(one, range(len(questions))))
+    finally:
+        getattr(call, "close", lambda: None)()
     return records
 
 
@@ -222,6 +225,7 @@ def _http_caller(system: HttpSystem):
             raise _Failed("malformed", f"the response from {url} is not JSON: {response.text[:120]!r}") from None
         return _read_response(document, paths)
 
+    call.close = client.close
     return call
 
 

@@ -40,20 +40,21 @@ class DocIdMapper:
                 doc_id = self._mapping.get(doc_id, doc_id)
         return doc_id
 
-    def ranking(self, system_ids: list[str]) -> list[str]:
-        """The ranked document ids: mapped, chunk ids collapsed to their document at its best rank,
-        each document once, unknown ids left out (and counted)."""
-        ranked: list[str] = []
+    def ranking(self, ranked: list[tuple[str, float | None]]) -> list[tuple[str, float | None]]:
+        """The ranked (document id, score) pairs of ranked (system id, score) pairs: mapped, chunk
+        ids collapsed to their document at its best rank (with that rank's score), each document
+        once, unknown ids left out (and counted)."""
+        documents: list[tuple[str, float | None]] = []
         seen: set[str] = set()
-        for system_id in system_ids:
+        for system_id, score in ranked:
             doc_id = self._known_document(self.one(system_id))
             if doc_id is None:
                 self.unknown[system_id] = self.unknown.get(system_id, 0) + 1
                 continue
             if doc_id not in seen:
                 seen.add(doc_id)
-                ranked.append(doc_id)
-        return ranked
+                documents.append((doc_id, score))
+        return documents
 
     def _known_document(self, doc_id: str) -> str | None:
         if self.known is None or doc_id in self.known:

@@ -103,8 +103,16 @@ class _Called(Frozen):
     concurrency: int = Field(1, ge=1, le=64)
     timeout_seconds: float = Field(30.0, gt=0)
     max_retries: int = Field(3, ge=0, le=10, description="Tries after the first, with backoff.")
-    cache: bool = Field(True, description="Remember successful calls (false for a live nightly run).")
+    cache: bool | None = Field(
+        None,
+        description="Remember successful calls. Default: only under a `version:`, since a system can change "
+        "behind unchanged settings (a new deploy) and remembered calls would then be stale.",
+    )
     version: str | None = Field(None, description="Bump to call the system again with unchanged settings.")
+
+    @property
+    def remembers_calls(self) -> bool:
+        return self.cache if self.cache is not None else self.version is not None
 
 
 class PythonSystem(_Called, _Columns):

@@ -231,8 +231,11 @@ def test_doc_id_rules_map_prefixes_patterns_csv_and_chunk_ids(tmp_path):
     mapper = DocIdMapper(
         DocIdRule(strip_prefix="kb://", pattern=r"^N(\d)$", replacement=r"notes/\1.md", mapping=mapping), known
     )
-    ranked = mapper.ranking(["kb://guides/one.txt#3", "N2", "kb://KB-7", "kb://guides/one.txt#0", "elsewhere.txt"])
-    assert ranked == ["guides/one.txt", "notes/2.md", "guides/seven.txt"], "chunk ids collapse at their best rank"
+    returned = ["kb://guides/one.txt#3", "N2", "kb://KB-7", "kb://guides/one.txt#0", "elsewhere.txt"]
+    ranked = mapper.ranking([(system_id, 5.0 - rank) for rank, system_id in enumerate(returned)])
+    assert ranked == [("guides/one.txt", 5.0), ("notes/2.md", 4.0), ("guides/seven.txt", 3.0)], (
+        "chunk ids collapse to their document at its best rank"
+    )
     assert mapper.unknown == {"elsewhere.txt": 1}
 
 
@@ -422,3 +425,27 @@ def test_a_server_that_dies_mid_run_keeps_what_it_answered_and_the_batch_is_logg
     assert costs["answered"] == 8, "what it answered before it died is scored"
     assert costs["errors/connection"] + costs.get("errors/skipped", 0) == costs["asked"] - 8
     assert report.batch_id and set(report.run_ids) == {"fulltext", "prod"}, "the batch is still logged"
+
+
+@pytest.mark.flows
+def test_calls_are_remembered_under_a_version_and_failures_never(served):
+    questions = load_golden(collection_paths(served, "sample"))["entry_id"].to_list()
+    faults = Faults()
+    faults.malformed = {questions[0]}
+    with SearchServer(faults) as server:
+        system = {
+            "kind": "http",
+            "url": server.url,
+            "body": {"query": "{{question}}", "id": "{{query_id}}"},
+            "response": {"documents": "$.sources[*].doc_id"},
+            "version": "2026-12-01",
+        }
+        configurations = [{"label": "prod", "system": system}]
+        first = _evaluate(served, configurations)
+        calls_after_first = dict(faults.calls)
+        second = _evaluate(served, configurations)
+        third = _evaluate(served, [{"label": "prod", "system": {**system, "version": "2026-12-02"}}])
+    assert first.means == second.means == third.means
+    asked_again = {q: faults.calls[q] - calls_after_first.get(q, 0) for q in questions}
+    assert asked_again[questions[0]] == 2, "a failed call is asked again on each run"
+    assert all(asked_again[q] == 1 for q in questions[1:]), "remembered under one version, asked under the next"
