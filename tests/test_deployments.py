@@ -324,3 +324,39 @@ def test_pipeline_deployment_runs_on_real_servers(servers, tmp_path):
         with psycopg2.connect(servers["database"]) as connection, connection.cursor() as cursor:
             cursor.execute("SELECT count(*) FROM runs")
             assert cursor.fetchone()[0] == 1 + len(children) + 2, "MLflow's runs live in PostgreSQL"
+
+    # Cancelled from the Prefect UI (its API) while models answer: the worker stops the run, and
+    # the pipeline's MLflow batch ends KILLED with what its stages logged, not RUNNING for ever.
+    slow = {**config, "answers": {**config["answers"], "max_questions": 20, "unanswerable": None}}
+    started = prefect_cli(
+        "deployment", "run", "pipeline/sample-pipeline-nightly", "--params", json.dumps({"config": slow}), env=env
+    )
+    worker, worker_log = servers["services"].start(
+        "cancelled-worker", [PREFECT, "worker", "start", "--pool", "ragassay-local", "--run-once"], env
+    )
+    deadline, batch = time.monotonic() + 600, None
+    while time.monotonic() < deadline and batch is None:
+        time.sleep(1)
+        running = client.search_runs(
+            [experiment.experiment_id], "tags.`ragassay.kind` = 'pipeline' and attributes.status = 'RUNNING'"
+        )
+        answering = running and client.search_runs(
+            [experiment.experiment_id],
+            f"tags.`ragassay.batch_id` = '{running[0].data.tags['ragassay.batch_id']}' and tags.`ragassay.kind` = 'retrieval'",
+        )
+        batch = running[0] if answering else None  # retrieval logged: the answers stage is under way
+    assert batch is not None, worker_log.read_text()[-4000:]
+    flow_run_id = batch.data.tags["ragassay.prefect.flow_run_id"]
+    cancelled = httpx.post(
+        f"{api}/flow_runs/{flow_run_id}/set_state", json={"state": {"type": "CANCELLING"}, "force": True}, timeout=30
+    )
+    assert cancelled.status_code in (200, 201), cancelled.text
+    try:
+        worker.wait(timeout=300)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"the worker did not stop the cancelled run:\n{worker_log.read_text()[-4000:]}")
+    state = httpx.get(f"{api}/flow_runs/{flow_run_id}", timeout=30).json()["state"]["type"]
+    assert state == "CANCELLED", f"{state}\n{worker_log.read_text()[-4000:]}"
+    ended = client.get_run(batch.info.run_id)
+    assert ended.info.status == "KILLED", worker_log.read_text()[-4000:]
+    assert ended.data.tags["ragassay.interrupted"].startswith("stopped")
