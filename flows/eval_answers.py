@@ -23,6 +23,7 @@ from tasks.eval_answers import (
     load_answer_questions,
     log_answer_batch,
     publish_answer_report,
+    save_answer_records,
     summarize_answers,
 )
 from tasks.resources import locate_models
@@ -55,6 +56,8 @@ def eval_answers_flow(config: AnswerEvalConfig, batch: Batch | None = None) -> A
         answered = {
             label: [item for future in futures for item in future.result()] for label, futures in answering.items()
         }
+        if config.save_records is not None:
+            save_answer_records(config.save_records, answered)
         judging = {
             label: [
                 runner.submit(judge_answers, {**judge, "answered": part, "label": label})

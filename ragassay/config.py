@@ -317,6 +317,11 @@ class AnswerEvalSettings(Frozen):
     pairwise: bool = True
     assertions: tuple[str, ...] = ()
     questions_per_task: int | None = Field(None, ge=1)
+    save_records: Path | None = Field(
+        None,
+        description="Write each configuration's answers as records into this folder as <label>.jsonl (re-scored "
+        "later as `system: {kind: records, path: ...}`).",
+    )
 
     @model_validator(mode="after")
     def _unique_labels(self) -> AnswerEvalSettings:

@@ -12,13 +12,12 @@ from prefect.cache_policies import NO_CACHE
 from ragassay import tracking
 from ragassay.answer.settings import AnswerConfiguration
 from ragassay.config import AnswerEvalConfig
-from ragassay.evaluation import answer_judging, outcomes
+from ragassay.evaluation import answer_judging, outcomes, system_answers
 from ragassay.evaluation.answer_judging import JudgedConfiguration, PairComparison
 from ragassay.evaluation.answer_summary import AnsweredQuestion, ConfigurationSummary, summarize_configuration
 from ragassay.evaluation.outcomes import AnswerEvalReport, AnswerQuestions
 from ragassay.evaluation.questions import EvalQuestion, gather_golden_questions, read_unanswerable
 from ragassay.evaluation.reports import answers_markdown
-from ragassay.evaluation.system_answers import system_answers
 from ragassay.judge.judge import Judge
 from ragassay.llm.settings import ChatModelConfig
 from ragassay.systems.settings import SystemConfiguration
@@ -66,7 +65,15 @@ def ask_system_for_answers(
 ) -> list[AnsweredQuestion]:
     """Each (question, answerable) answered by a team's own system (called, or read from its
     records), its contexts and citations kept for the judge; failed calls kept with their error."""
-    return system_answers(home, collections, questions, configuration, worker_resources().completion_cache(home))
+    return system_answers.system_answers(
+        home, collections, questions, configuration, worker_resources().completion_cache(home)
+    )
+
+
+@task(name="save-answer-records", cache_policy=NO_CACHE)
+def save_answer_records(folder: Path, answered: dict[str, list[AnsweredQuestion]]) -> list[Path]:
+    """Each configuration's answers as `<folder>/<label>.jsonl`, to keep and re-score later."""
+    return system_answers.save_answer_records(folder, answered)
 
 
 @task(name="judge-answers", cache_policy=NO_CACHE, **MODEL_SERVER_RETRIES)

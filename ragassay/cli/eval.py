@@ -41,7 +41,7 @@ from ragassay.cli.render import (
     render_systems,
     render_warnings,
 )
-from ragassay.config import RetrievalSettings
+from ragassay.config import AnswerEvalSettings, RetrievalSettings
 from ragassay.errors import ConfigError, RagassayError
 from ragassay.search.settings import SEARCH_TYPES
 
@@ -156,6 +156,7 @@ def eval_answers(
     judge_url: str | None = JUDGE_URL_OPTION,
     judge_name: str | None = JUDGE_NAME_OPTION,
     judge_api_key_env: str | None = JUDGE_API_KEY_ENV_OPTION,
+    save_records: Path | None = field_option(AnswerEvalSettings, "save_records", "--save-records"),
     task_runner: str | None = TASK_RUNNER_OPTION,
     dask_address: str | None = DASK_ADDRESS_OPTION,
     workers: int | None = WORKERS_OPTION,
@@ -177,7 +178,12 @@ def eval_answers(
         settings.setdefault(
             "configurations", [{"label": "hybrid", "search_type": "hybrid", "groundedness": groundedness}]
         )
-        for key, value in (("unanswerable", unanswerable), ("max_questions", max_questions), ("seed", seed)):
+        for key, value in (
+            ("unanswerable", unanswerable),
+            ("max_questions", max_questions),
+            ("seed", seed),
+            ("save_records", save_records),
+        ):
             if value is not None:
                 settings[key] = value
         if no_pairwise:

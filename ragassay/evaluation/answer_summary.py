@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import polars as pl
 
 from ragassay.answer.grounding import GroundedAnswer
@@ -77,12 +78,29 @@ def summarize_configuration(
     metrics.update(judge_usage.as_metrics("judge"))
     metrics["judge_reused_verdicts"] = judge_reused
     metrics["answer_seconds"] = round(sum(a.seconds for a in answered), 3)
+    if any(a.answer.refusal_source is not None or a.error is not None for a in answered):
+        metrics.update(system_call_metrics(answered))
     return ConfigurationSummary(
         metrics=metrics,
         answers=_answers_frame(label, answered, judgements),
         judgments=_judgments_frame(label, answerable, judgements),
         warnings=_warnings(label, answered, judgements),
     )
+
+
+def system_call_metrics(answered: list[AnsweredQuestion]) -> dict[str, float]:
+    """A system under test's calls: asked, answered, coverage = answered / asked, and latency p50
+    and p95 in ms over the calls that returned (as in retrieval evaluation)."""
+    returned = [a.seconds * 1000 for a in answered if a.error is None]
+    metrics = {
+        "asked": float(len(answered)),
+        "answered": float(len(returned)),
+        "coverage": len(returned) / len(answered) if answered else 0.0,
+    }
+    if returned:
+        p50, p95 = np.percentile(returned, [50, 95])
+        metrics |= {"latency_p50_ms": round(float(p50), 3), "latency_p95_ms": round(float(p95), 3)}
+    return metrics
 
 
 def _answers_frame(

@@ -19,7 +19,7 @@ from ragassay.progress import ProgressReporter
 from ragassay.store.workspace import collection_paths, load_documents
 from ragassay.systems.collect import collect_records
 from ragassay.systems.doc_ids import DocIdMapper
-from ragassay.systems.records import SystemRecord
+from ragassay.systems.records import Retrieved, SystemRecord, write_records
 from ragassay.systems.settings import SystemConfiguration
 
 # How a refusal reads when the system does not say (`refused`): an empty answer, ragassay's own
@@ -105,3 +105,34 @@ def answered_question(
         refusal_source="system" if record.refused is not None else "detected",
     )
     return AnsweredQuestion(question, answerable, answer, Usage(), seconds)
+
+
+def answer_records(answered: list[AnsweredQuestion]) -> list[SystemRecord]:
+    """Any answer configuration's answers as records (answer, the contexts it was given, the
+    documents it cites, whether it declined), readable again as `kind: records`."""
+    records = []
+    for a in answered:
+        if a.error is not None:
+            kind, _, message = a.error.partition(": ")
+            records.append(SystemRecord(a.question.query_id, a.question.question, error=message, error_kind=kind))
+            continue
+        cited = [c.doc_id for s in a.answer.statements for c in s.citations] + [
+            c.doc_id for c in a.answer.answer_citations
+        ]
+        records.append(
+            SystemRecord(
+                query_id=a.question.query_id,
+                question=a.question.question,
+                answer=a.answer.prose,
+                retrieved=tuple(Retrieved(s.doc_id or None, s.text, None) for s in a.answer.sources),
+                citations=tuple(dict.fromkeys(cited)),
+                refused=a.answer.outcome == "refused",
+                latency_ms=round(a.seconds * 1000, 3),
+            )
+        )
+    return records
+
+
+def save_answer_records(folder: Path, answered: dict[str, list[AnsweredQuestion]]) -> list[Path]:
+    """Each configuration's answers as `<folder>/<label>.jsonl`."""
+    return [write_records(folder / f"{label}.jsonl", answer_records(items)) for label, items in answered.items()]

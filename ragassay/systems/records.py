@@ -127,7 +127,8 @@ def record_from_fields(values: dict, names: dict[str, str], where: str) -> Syste
         citations=None if citations is None else tuple(citations),
         refused=refused,
         error=None if error in (None, "") else str(error),
-        error_kind=None if error in (None, "") else "recorded",
+        # The kind a ragassay-written record kept; any other failed record's is "recorded".
+        error_kind=None if error in (None, "") else str(values.get("error_kind") or "recorded"),
         latency_ms=None if latency is None else float(latency),
     )
 

@@ -354,8 +354,14 @@ def test_a_systems_own_answers_are_judged_and_what_it_cannot_have_is_not_applica
         pairwise=False,
         judge={"backend": "smollm2"},
         home=served,
+        save_records=tmp_path / "records",
     )
     report = eval_answers_flow(config)
+    kept = read_records(
+        tmp_path / "records" / "team-rag.jsonl", RecordsSystem(kind="records", path=tmp_path).column_names()
+    )
+    assert [r.error_kind for r in kept].count("exception") == 1 and sum(bool(r.refused) for r in kept) == 1
+    assert all(r.retrieved for r in kept if r.answered and r.query_id not in (second, "u01"))
     answers = tracking.download_table(served, report.run_ids["team-rag"], "answers")
     by_id = {row["query_id"]: row for row in answers.iter_rows(named=True)}
     assert by_id[third]["outcome"] == "error" and "the model server behind the system is down" in by_id[third]["reason"]
@@ -367,6 +373,7 @@ def test_a_systems_own_answers_are_judged_and_what_it_cannot_have_is_not_applica
     assert judged[second] == set(), "without contexts nothing is judged against nothing"
     metrics = report.metrics["team-rag"]
     assert metrics["answerable_questions"] == 2 and metrics["failed_questions"] == 1
+    assert (metrics["asked"], metrics["answered"], metrics["coverage"]) == (4, 3, 0.75)
     assert metrics["faithfulness_scored"] <= 1 and metrics["answer_relevancy_scored"] == 2
     assert metrics["refusal_recall"] == 1.0 and metrics["false_refusal_rate"] == 0.0
     warnings = " | ".join(w.text() for w in report.warnings)
