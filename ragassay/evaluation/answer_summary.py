@@ -5,6 +5,7 @@ metrics/averaging.py only.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
@@ -89,13 +90,15 @@ def summarize_configuration(
 
 
 def system_call_metrics(answered: list[AnsweredQuestion]) -> dict[str, float]:
-    """A system under test's calls: asked, answered, coverage = answered / asked, and latency p50
-    and p95 in ms over the calls that returned (as in retrieval evaluation)."""
+    """A system under test's calls: asked, answered, coverage = answered / asked, errors by kind,
+    and latency p50 and p95 in ms over the calls that returned (as in retrieval evaluation)."""
     returned = [a.seconds * 1000 for a in answered if a.error is None]
+    kinds = Counter(a.error.split(":")[0] for a in answered if a.error is not None)
     metrics = {
         "asked": float(len(answered)),
         "answered": float(len(returned)),
         "coverage": len(returned) / len(answered) if answered else 0.0,
+        **{f"errors/{kind}": float(count) for kind, count in sorted(kinds.items())},
     }
     if returned:
         p50, p95 = np.percentile(returned, [50, 95])

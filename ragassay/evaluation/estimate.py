@@ -82,6 +82,24 @@ def _history_rate(config: AnswerEvalConfig, model_id: str, role: str) -> CallRat
     return None
 
 
+def _system_cost(config: AnswerEvalConfig, configuration: SystemConfiguration, calls: int) -> tuple[dict, str]:
+    """A system under test's calls and seconds: none for records read from a file; otherwise one
+    call a question at the median latency its newest run of this label measured, `concurrency`
+    at a time (seconds unknown until a run has measured it)."""
+    system = configuration.system
+    if system.kind in ("records", "trec"):
+        return {"calls": 0, "tokens": None, "seconds": 0.0}, f"records read from {system.path}"
+    for run in tracking.find_runs(config.home, role="configuration"):
+        p50 = run.data.metrics.get("latency_p50_ms")
+        if run.data.tags.get(tracking.TAG_LABEL) != configuration.label or p50 is None:
+            continue
+        seconds = round(calls * p50 / 1000 / system.concurrency, 1)
+        batch = run.data.tags.get(tracking.TAG_BATCH)
+        basis = f"latency p50 {p50:.0f} ms measured in batch {batch}, {system.concurrency} at a time"
+        return {"calls": calls, "tokens": None, "seconds": seconds}, basis
+    return {"calls": calls, "tokens": None, "seconds": None}, "a system under test: no latency measured for it yet"
+
+
 def _rate(config: AnswerEvalConfig, model: ChatModelConfig, role: str) -> CallRate | None:
     measured = _history_rate(config, model_id_of(model), role)
     if measured is not None or model.backend not in REFERENCE_RATES:
@@ -109,13 +127,14 @@ def estimate_answer_eval(config: AnswerEvalConfig) -> dict:
         judge_expected = answerable * (TYPICAL_STATEMENTS + TYPICAL_CITATIONS + 1) + reference_sentences
         judge_most = 2 * (answerable * (MAX_STATEMENTS * (1 + MAX_CITATIONS_PER_STATEMENT) + 1) + reference_sentences)
         if isinstance(configuration, SystemConfiguration):
-            # The system answers itself: one call per question, at its own latency (not measured here).
+            # The system answers itself: one call per question, at its own measured latency.
+            answer, basis = _system_cost(config, configuration, total)
             rows.append(
                 {
                     "configuration": configuration.label,
-                    "answer": {**_cost(total, None), "at_most": total},
+                    "answer": {**answer, "at_most": answer["calls"]},
                     "judge": {**_cost(judge_expected, judge_rate), "at_most": judge_most},
-                    "answer_rate_basis": "a system under test: one call per question",
+                    "answer_rate_basis": basis,
                 }
             )
             continue

@@ -373,9 +373,15 @@ def test_a_systems_own_answers_are_judged_and_what_it_cannot_have_is_not_applica
     assert judged[second] == set(), "without contexts nothing is judged against nothing"
     metrics = report.metrics["team-rag"]
     assert metrics["answerable_questions"] == 2 and metrics["failed_questions"] == 1
-    assert (metrics["asked"], metrics["answered"], metrics["coverage"]) == (4, 3, 0.75)
+    assert (metrics["asked"], metrics["answered"], metrics["coverage"], metrics["errors/exception"]) == (4, 3, 0.75, 1)
     assert metrics["faithfulness_scored"] <= 1 and metrics["answer_relevancy_scored"] == 2
     assert metrics["refusal_recall"] == 1.0 and metrics["false_refusal_rate"] == 0.0
+    from ragassay.evaluation.estimate import estimate_answer_eval
+
+    [row] = estimate_answer_eval(config)["configurations"]
+    expected = 4 * metrics["latency_p50_ms"] / 1000  # calls × the measured median latency, one at a time
+    assert row["answer"]["calls"] == 4 and row["answer"]["seconds"] == pytest.approx(expected, abs=0.05)
+    assert report.batch_id in row["answer_rate_basis"]
     warnings = " | ".join(w.text() for w in report.warnings)
     assert "got no answer from the system" in warnings
     assert f"{second}: 1 answers came without context text: not applicable" in warnings
@@ -456,3 +462,49 @@ def test_calls_are_remembered_under_a_version_and_failures_never(served):
     asked_again = {q: faults.calls[q] - calls_after_first.get(q, 0) for q in questions}
     assert asked_again[questions[0]] == 2, "a failed call is asked again on each run"
     assert all(asked_again[q] == 1 for q in questions[1:]), "remembered under one version, asked under the next"
+
+
+@pytest.mark.flows
+def test_the_regression_gate_catches_a_systems_drop_over_the_questions_both_nights_answered(served, tmp_path):
+    from typer.testing import CliRunner
+
+    from ragassay.cli.main import app
+
+    golden = load_golden(collection_paths(served, "sample"))
+    documents = load_documents(collection_paths(served, "sample"))["doc_id"].to_list()
+
+    def night(name: str, buried: int, missing: int):
+        """A TREC run: each question's expected documents first, except `buried` questions where
+        ten others come first, and `missing` questions the system did not answer at all."""
+        lines = []
+        for number, row in enumerate(golden.iter_rows(named=True)):
+            if number < missing:
+                continue
+            others = [d for d in documents if d not in row["expected_document_ids"]][:10]
+            ranked = (
+                [*others, *row["expected_document_ids"]] if number < missing + buried else row["expected_document_ids"]
+            )
+            lines += [f"{row['entry_id']} Q0 {doc} {rank} {100 - rank} t" for rank, doc in enumerate(ranked)]
+        path = tmp_path / f"{name}.trec"
+        path.write_text("\n".join(lines) + "\n")
+        return _evaluate(served, [{"label": "prod", "system": {"kind": "trec", "path": str(path)}}])
+
+    good, bad = night("good", 0, 0), night("bad", 12, 3)
+    result = CliRunner().invoke(
+        app,
+        [
+            "gate",
+            "--baseline",
+            good.batch_id,
+            "--candidate",
+            bad.batch_id,
+            "--max-drop",
+            "prod:recall@5=0.05",
+            "--json",
+        ],
+        env={"RAGASSAY_HOME": str(served)},
+    )
+    assert result.exit_code == 1, result.output
+    [row] = json.loads(result.stdout)["results"]
+    assert row["failed"] and row["questions"] == golden.height - 3, "paired over the questions both nights answered"
+    assert row["drop"] == pytest.approx(12 / (golden.height - 3))
