@@ -567,17 +567,12 @@ def _allowed_keys(model: type[BaseModel], location: tuple) -> list[str]:
             if holding:
                 wanted = _models_in(holding[0].model_fields[part].annotation)
             else:  # a discriminated union's tag: the kind literal of the model it chose
-                wanted = [c for c in candidates if part in get_args(c.model_fields.get("kind", _NO_KIND).annotation)]
+                wanted = [
+                    c for c in candidates if part in get_args(getattr(c.model_fields.get("kind"), "annotation", None))
+                ]
         if not wanted:
             return []
         candidates = wanted
     if len(candidates) != 1:
         return []
     return sorted(f for f in candidates[0].model_fields if f != "home")
-
-
-class _NoKind:
-    annotation = None
-
-
-_NO_KIND = _NoKind()
