@@ -34,6 +34,11 @@ class AnsweredQuestion:
     error: str | None = None
 
     @property
+    def error_kind(self) -> str | None:
+        """The kind of a failed call (`timeout`, `http_status`, ...): the error's text before `:`."""
+        return self.error.split(":")[0] if self.error is not None else None
+
+    @property
     def key(self) -> str:
         return f"{self.question.query_collection}/{self.question.query_id}"
 
@@ -93,7 +98,7 @@ def system_call_metrics(answered: list[AnsweredQuestion]) -> dict[str, float]:
     """A system under test's calls: asked, answered, coverage = answered / asked, errors by kind,
     and latency p50 and p95 in ms over the calls that returned (as in retrieval evaluation)."""
     returned = [a.seconds * 1000 for a in answered if a.error is None]
-    kinds = Counter(a.error.split(":")[0] for a in answered if a.error is not None)
+    kinds = Counter(a.error_kind for a in answered if a.error is not None)
     metrics = {
         "asked": float(len(answered)),
         "answered": float(len(returned)),
@@ -179,14 +184,14 @@ def _warnings(label: str, answered: list[AnsweredQuestion], judgements: dict[str
             RunWarning(
                 configuration=label,
                 metric="faithfulness, context_recall, citation_precision",
-                question=", ".join(without_contexts[:5]) + (" …" if len(without_contexts) > 5 else ""),
+                question=_first_keys(without_contexts),
                 reason=f"{len(without_contexts)} answers came without context text: {NO_CONTEXTS}",
             )
         )
     failures: dict[str, list[AnsweredQuestion]] = {}
     for a in answered:
         if a.error is not None:
-            failures.setdefault(a.error.split(":")[0], []).append(a)
+            failures.setdefault(a.error_kind, []).append(a)
     for kind, items in failures.items():
         warnings.append(
             RunWarning(
@@ -202,11 +207,16 @@ def _warnings(label: str, answered: list[AnsweredQuestion], judgements: dict[str
             RunWarning(
                 configuration=label,
                 metric="context_recall",
-                question=", ".join(missing[:5]) + (" …" if len(missing) > 5 else ""),
+                question=_first_keys(missing),
                 reason=f"{len(missing)} questions have no reference answer, so context recall cannot score them",
             )
         )
     return warnings
+
+
+def _first_keys(keys: list[str]) -> str:
+    """The first five question keys of a warning, and … when there are more."""
+    return ", ".join(keys[:5]) + (" …" if len(keys) > 5 else "")
 
 
 ANSWER_INTERVAL_METRICS = (*ANSWER_METRICS, "refusal_recall", "false_refusal_rate")

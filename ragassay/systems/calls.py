@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
 from ragassay.errors import ConfigError
 from ragassay.llm.cache import CompletionCache, request_key
@@ -115,17 +116,7 @@ def _record(values: SystemRecord | dict, query_id: str, question: str, latency: 
         record = values
     else:
         record = record_from_fields(values, _OWN_NAMES, f"question {query_id}")
-    return SystemRecord(
-        query_id=query_id,
-        question=question,
-        answer=record.answer,
-        retrieved=record.retrieved,
-        citations=record.citations,
-        refused=record.refused,
-        error=record.error,
-        error_kind=record.error_kind,
-        latency_ms=round(latency, 3),
-    )
+    return replace(record, query_id=query_id, question=question, latency_ms=round(latency, 3))
 
 
 _OWN_NAMES = {name: name for name in RECORD_FIELDS}

@@ -6,7 +6,7 @@ that match no question (or repeat one) are counted and named."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ragassay.llm.cache import CompletionCache
 from ragassay.systems.calls import call_system
@@ -64,17 +64,8 @@ def match_records(stored: list[SystemRecord], questions: list[tuple[str, str]]) 
             repeated.append(name)
         else:
             query_id, question = questions[position]
-            found[position] = SystemRecord(
-                query_id=query_id,
-                question=question,
-                answer=record.answer,
-                retrieved=record.retrieved,
-                citations=record.citations,
-                refused=record.refused,
-                error=record.error,
-                error_kind=record.error_kind,
-                latency_ms=record.latency_ms,
-            )
+            # Named as the golden set names it (a record matched by its text may carry no id).
+            found[position] = replace(record, query_id=query_id, question=question)
     records = [
         found.get(position) or failed_record(query_id, question, "missing", "no record for this question", None)
         for position, (query_id, question) in enumerate(questions)

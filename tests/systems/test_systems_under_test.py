@@ -40,6 +40,18 @@ def _per_question(home, report, label) -> pl.DataFrame:
     return tracking.download_table(home, report.run_ids[label], "per_question").sort("query_id")
 
 
+def _served(server: SearchServer, **settings) -> dict:
+    """The `http` kind asking the served search: the question and its id in the body, the
+    ranked document ids out of the response; settings add to or replace these."""
+    return {
+        "kind": "http",
+        "url": server.url,
+        "body": {"query": "{{question}}", "id": "{{query_id}}"},
+        "response": {"documents": "$.sources[*].doc_id"},
+        **settings,
+    }
+
+
 @pytest.fixture(scope="module")
 def served(sample_home):
     add_from_file(sample_home, "sample", SAMPLE / "golden.jsonl")
@@ -51,13 +63,9 @@ def served(sample_home):
 def test_a_python_system_an_http_system_and_their_records_score_as_the_search_they_wrap(served, tmp_path):
     home = served
     with SearchServer() as server:
-        http = {
-            "kind": "http",
-            "url": server.url,
-            "body": {"query": "{{question}}", "id": "{{query_id}}"},
-            "response": {"documents": "$.sources[*].doc_id", "contexts": "$.sources[*].text"},
-            "cache": False,
-        }
+        http = _served(
+            server, response={"documents": "$.sources[*].doc_id", "contexts": "$.sources[*].text"}, cache=False
+        )
         report = _evaluate(
             home,
             [
@@ -106,16 +114,14 @@ def test_faults_of_a_real_server_are_counted_named_and_kept_as_rows(served):
         {unknown},
     )
     with SearchServer(faults) as server:
-        system = {
-            "kind": "http",
-            "url": server.url,
-            "body": {"query": "[[question]]", "id": "[[query_id]]"},
-            "response": {"documents": "$.sources[*].doc_id"},
-            "timeout_seconds": 1,
-            "max_retries": 2,
-            "concurrency": 4,
-            "cache": False,
-        }
+        system = _served(
+            server,
+            body={"query": "[[question]]", "id": "[[query_id]]"},  # the prefect.yaml spelling
+            timeout_seconds=1,
+            max_retries=2,
+            concurrency=4,
+            cache=False,
+        )
         report = _evaluate(
             home,
             [{"label": "fulltext", "search_type": "fulltext"}, {"label": "prod", "system": system}],
@@ -422,15 +428,7 @@ def test_a_server_that_dies_mid_run_keeps_what_it_answered_and_the_batch_is_logg
     faults = Faults()
     faults.die_after = 8
     with SearchServer(faults) as server:
-        system = {
-            "kind": "http",
-            "url": server.url,
-            "body": {"query": "{{question}}", "id": "{{query_id}}"},
-            "response": {"documents": "$.sources[*].doc_id"},
-            "max_retries": 1,
-            "concurrency": 1,
-            "cache": False,
-        }
+        system = _served(server, max_retries=1, concurrency=1, cache=False)
         report = _evaluate(
             served, [{"label": "fulltext", "search_type": "fulltext"}, {"label": "prod", "system": system}]
         )
@@ -446,13 +444,7 @@ def test_calls_are_remembered_under_a_version_and_failures_never(served):
     faults = Faults()
     faults.malformed = {questions[0]}
     with SearchServer(faults) as server:
-        system = {
-            "kind": "http",
-            "url": server.url,
-            "body": {"query": "{{question}}", "id": "{{query_id}}"},
-            "response": {"documents": "$.sources[*].doc_id"},
-            "version": "2026-12-01",
-        }
+        system = _served(server, version="2026-12-01")
         configurations = [{"label": "prod", "system": system}]
         first = _evaluate(served, configurations)
         calls_after_first = dict(faults.calls)
