@@ -18,7 +18,13 @@ from pydantic import (
 from ragassay.answer.settings import AnswerConfiguration
 from ragassay.errors import ConfigError, listed_problems
 from ragassay.fields import LABEL, Frozen, check_collection, check_collections, unique_labels
-from ragassay.gates.assertions import is_answer_assertion, parse_answer_assertion, parse_assertion
+from ragassay.gates.assertions import (
+    COVERAGE,
+    coverage_label,
+    is_answer_assertion,
+    parse_answer_assertion,
+    parse_assertion,
+)
 from ragassay.llm.settings import DEFAULT_JUDGE, ChatModelConfig
 from ragassay.metrics.names import MetricName, standard_metrics
 from ragassay.search.settings import SEARCH_TYPES, SearchSettings, SearchType
@@ -229,11 +235,19 @@ AnyAnswerConfiguration = Annotated[
 ]
 
 
-def _assertion_labels_known(assertions: tuple[str, ...], labels: list[str], parse) -> None:
+def _assertions_checked(assertions: tuple[str, ...], configurations: tuple, parse) -> None:
+    """Each assertion parses, names a configuration, and bounds coverage only of a system under test."""
+    labels = unique_labels(configurations)
+    systems = {c.label for c in configurations if isinstance(c, SystemConfiguration)}
     for text in assertions:
         assertion = parse(text)
         if assertion.label not in labels:
             raise ValueError(f"assertion {text!r} names configuration {assertion.label!r}; labels: {', '.join(labels)}")
+        if assertion.metric == COVERAGE and assertion.label not in systems:
+            raise ValueError(
+                f"assertion {text!r}: coverage is the share of questions a system under test answered; "
+                f"{assertion.label!r} is built in and answers every question"
+            )
 
 
 class RetrievalSettings(Frozen):
@@ -265,7 +279,7 @@ class RetrievalSettings(Frozen):
 
     @model_validator(mode="after")
     def _unique_labels(self) -> RetrievalSettings:
-        _assertion_labels_known(self.assertions, unique_labels(self.configurations), parse_assertion)
+        _assertions_checked(self.assertions, self.configurations, parse_assertion)
         for text in self.assertions:
             assertion = parse_assertion(text)
             if (
@@ -325,7 +339,7 @@ class AnswerEvalSettings(Frozen):
 
     @model_validator(mode="after")
     def _unique_labels(self) -> AnswerEvalSettings:
-        _assertion_labels_known(self.assertions, unique_labels(self.configurations), parse_answer_assertion)
+        _assertions_checked(self.assertions, self.configurations, parse_answer_assertion)
         return self
 
 
@@ -474,15 +488,22 @@ class PipelineConfig(OneCollection, OnTaskRunner):
 
     def retrieval_config(self) -> RetrievalEvalConfig:
         configurations = tuple(
-            c.model_copy(update={"rerank_model": self._model(c.rerank_model)}) for c in self.retrieval.configurations
+            c
+            if isinstance(c, SystemConfiguration)
+            else c.model_copy(update={"rerank_model": self._model(c.rerank_model)})
+            for c in self.retrieval.configurations
         )
         return _stage_config(
             RetrievalEvalConfig, self.retrieval, configurations=configurations, **self._provided(one_collection=False)
         )
 
     def answer_config(self) -> AnswerEvalConfig:
+        # A system under test answers with its own models: only built-in configurations get the
+        # pipeline's model settings.
         configurations = tuple(
-            c.model_copy(
+            c
+            if isinstance(c, SystemConfiguration)
+            else c.model_copy(
                 update={"model": self._model(c.model), "rerank_model": c.rerank_model and self._model(c.rerank_model)}
             )
             for c in self.answers.configurations
@@ -498,12 +519,26 @@ class PipelineConfig(OneCollection, OnTaskRunner):
 
 def route_assertions(values: dict, assertions: list[str]) -> dict:
     """Pipeline settings with `--assert` bounds added to the stage they bound: an answer metric's
-    to answers, any other to retrieval."""
+    to answers, a `LABEL:coverage` bound to each stage that has a configuration LABEL (retrieval
+    when neither has), any other to retrieval."""
     if not assertions:
         return values
     values = dict(values)
-    for stage, wanted in (("answers", True), ("retrieval", False)):
-        extra = [text for text in assertions if is_answer_assertion(text) == wanted]
+    labels = {
+        stage: {c.get("label") for c in (values.get(stage) or {}).get("configurations") or () if isinstance(c, dict)}
+        for stage in ("answers", "retrieval")
+    }
+
+    def bounds(stage: str, text: str) -> bool:
+        label = coverage_label(text)
+        if label is None:
+            return is_answer_assertion(text) == (stage == "answers")
+        if label in labels["answers"] or label in labels["retrieval"]:
+            return label in labels[stage]
+        return stage == "retrieval"
+
+    for stage in ("answers", "retrieval"):
+        extra = [text for text in assertions if bounds(stage, text)]
         if extra:
             section = dict(values.get(stage) or {})
             section["assertions"] = [*section.get("assertions", []), *extra]

@@ -162,6 +162,7 @@ ANSWER_COLUMNS = {
     "context recall": ("context_recall", "context_recall_scored"),
     "answer relevancy": ("answer_relevancy", "answer_relevancy_scored"),
     "citation precision": ("citation_precision", "citation_precision_scored"),
+    "answer correctness": ("answer_correctness", "answer_correctness_scored"),
     "refusal recall": ("refusal_recall", "unanswerable_questions"),
     "false refusals": ("false_refusal_rate", "answerable_questions"),
 }

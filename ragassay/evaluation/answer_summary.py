@@ -206,9 +206,10 @@ def _warnings(label: str, answered: list[AnsweredQuestion], judgements: dict[str
         warnings.append(
             RunWarning(
                 configuration=label,
-                metric="context_recall",
+                metric="context_recall, answer_correctness",
                 question=_first_keys(missing),
-                reason=f"{len(missing)} questions have no reference answer, so context recall cannot score them",
+                reason=f"{len(missing)} questions have no reference answer, so context recall and answer correctness "
+                "cannot score them",
             )
         )
     return warnings

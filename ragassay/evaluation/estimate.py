@@ -7,8 +7,11 @@ Calls are counted from the evaluation's shape, with the work each question cause
   configuration reranks with the model;
 - judging, per answerable question: one call per reference-answer sentence (context recall,
   counted exactly), and for an answered question one per statement (faithfulness), one per
-  citation (citation precision) and one for the implied question (answer relevancy);
-- pairwise: two calls per answerable question and pair of configurations.
+  citation (citation precision), one for the implied question (answer relevancy) and, when it has
+  a reference answer, one grading (answer correctness);
+- pairwise: two gradings per answerable question and pair of configurations, none expected for a
+  question with a reference answer (answer correctness graded both answers already; at most
+  counts them all).
 "expected" assumes every answerable question is answered, with the statements and citations an
 answer typically has; "at most" uses the limits of the answer schema (6 statements, 4 citations
 each) and one retry for every call.
@@ -121,11 +124,16 @@ def estimate_answer_eval(config: AnswerEvalConfig) -> dict:
     unanswerable = read_unanswerable(config.unanswerable) if config.unanswerable else []
     answerable, total = len(golden), len(golden) + len(unanswerable)
     reference_sentences = sum(len(split_statements(q.reference_answer)) for q in golden)
+    with_reference = sum(1 for q in golden if split_statements(q.reference_answer))
     judge_rate = _rate(config, config.judge, "judge")
     rows = []
     for configuration in config.configurations:
-        judge_expected = answerable * (TYPICAL_STATEMENTS + TYPICAL_CITATIONS + 1) + reference_sentences
-        judge_most = 2 * (answerable * (MAX_STATEMENTS * (1 + MAX_CITATIONS_PER_STATEMENT) + 1) + reference_sentences)
+        judge_expected = (
+            answerable * (TYPICAL_STATEMENTS + TYPICAL_CITATIONS + 1) + reference_sentences + with_reference
+        )
+        judge_most = 2 * (
+            answerable * (MAX_STATEMENTS * (1 + MAX_CITATIONS_PER_STATEMENT) + 1) + reference_sentences + with_reference
+        )
         if isinstance(configuration, SystemConfiguration):
             # The system answers itself: one call per question, at its own measured latency.
             answer, basis = _system_cost(config, configuration, total)
@@ -149,7 +157,7 @@ def estimate_answer_eval(config: AnswerEvalConfig) -> dict:
             }
         )
     pairs = len(list(itertools.combinations(config.configurations, 2))) if config.pairwise else 0
-    pairwise = {**_cost(2 * answerable * pairs, judge_rate), "at_most": 4 * answerable * pairs}
+    pairwise = {**_cost(2 * (answerable - with_reference) * pairs, judge_rate), "at_most": 4 * answerable * pairs}
     known = [part["seconds"] for row in rows for part in (row["answer"], row["judge"])] + [pairwise["seconds"]]
     return {
         "questions": answerable,

@@ -4,6 +4,7 @@ to the MLflow run. Pure: numbers in, text out."""
 
 from __future__ import annotations
 
+from ragassay.evaluation.answer_summary import ANSWER_INTERVAL_METRICS
 from ragassay.evaluation.outcomes import AnswerEvalReport, RetrievalEvalReport
 from ragassay.gates.assertions import measured
 from ragassay.run_warnings import RunWarning
@@ -73,14 +74,7 @@ def _warning_lines(warnings: list[RunWarning]) -> list[str]:
 def answers_markdown(report: AnswerEvalReport) -> str:
     """Answer metrics with their counts, refusal both ways, pairwise tallies, gates, warnings."""
     metrics, pairwise, assertions = report.metrics, report.pairwise, report.assertions
-    names = (
-        "faithfulness",
-        "context_recall",
-        "answer_relevancy",
-        "citation_precision",
-        "refusal_recall",
-        "false_refusal_rate",
-    )
+    names = ANSWER_INTERVAL_METRICS
     counts = {"refusal_recall": "unanswerable_questions", "false_refusal_rate": "answerable_questions"}
     lines = [
         f"# Answer evaluation, {report.questions} answerable + {report.unanswerable} unanswerable questions",

@@ -1,7 +1,8 @@
 """Quality gates on an evaluation: `--assert LABEL:METRIC OP NUMBER` parsed and checked against
 each configuration's means (a failed one makes the command exit 1). Retrieval assertions name a
 retrieval metric (`hybrid:recall@5>=0.8`), answer assertions an answer metric
-(`hybrid:faithfulness>=0.7`, `hybrid:false_refusal_rate<=0.2`)."""
+(`hybrid:faithfulness>=0.7`, `hybrid:false_refusal_rate<=0.2`); either evaluation can bound a
+system under test's `coverage` (`prod:coverage>=0.98`)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ from ragassay.metrics.names import ANSWER_METRICS, MetricName, parse_metric
 
 # What an answer assertion can bound: the judged metrics and refusal in both directions.
 ANSWER_ASSERTION_METRICS = (*ANSWER_METRICS, "refusal_recall", "false_refusal_rate")
-# What a retrieval assertion can bound besides the rank metrics: the share of questions a
-# configuration answered (1 for built-in search; a system under test's failed calls lower it).
+# What either evaluation can bound besides its own metrics: the share of questions a system under
+# test answered (its failed calls lower it; a built-in configuration has none to bound).
 COVERAGE = "coverage"
 
 _OPERATORS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt, "==": operator.eq}
@@ -50,15 +51,23 @@ def parse_answer_assertion(text: str) -> Assertion:
     match = _ASSERTION.match(text)
     if match is None:
         raise ValueError(f"assertion {text!r} must look like 'LABEL:METRIC>=NUMBER' (operators: >= > <= < ==)")
-    if match["metric"] not in ANSWER_ASSERTION_METRICS:
-        raise ValueError(f"assertion {text!r}: answer metric must be one of {', '.join(ANSWER_ASSERTION_METRICS)}")
+    if match["metric"] not in (*ANSWER_ASSERTION_METRICS, COVERAGE):
+        raise ValueError(
+            f"assertion {text!r}: answer metric must be one of {', '.join((*ANSWER_ASSERTION_METRICS, COVERAGE))}"
+        )
     return Assertion(match["label"], match["metric"], match["op"], float(match["bound"]))
 
 
 def is_answer_assertion(text: str) -> bool:
-    """Whether an assertion bounds an answer metric (else it is a retrieval one)."""
+    """Whether an assertion bounds an answer metric (else it is a retrieval one, or coverage)."""
     match = _ASSERTION.match(text)
     return match is not None and match["metric"] in ANSWER_ASSERTION_METRICS
+
+
+def coverage_label(text: str) -> str | None:
+    """The configuration a `LABEL:coverage…` assertion bounds, None for any other assertion."""
+    match = _ASSERTION.match(text)
+    return match["label"] if match is not None and match["metric"] == COVERAGE else None
 
 
 def check_assertions(assertions: list[Assertion], means: dict[str, dict[str, float]]) -> list[dict]:

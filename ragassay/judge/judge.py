@@ -38,6 +38,7 @@ from ragassay.metrics.answers import (
     AnswerJudgement,
     Scored,
     Verdict,
+    answer_correctness,
     answer_relevancy,
     citation_precision,
     context_recall,
@@ -58,6 +59,9 @@ SUPPORT_THRESHOLDS = {"qwen2.5-1.5b": 0.85}
 DEFAULT_SUPPORT_THRESHOLD = 0.5
 # Two answers whose P(correct) differ by less than this are a tie in a pairwise comparison.
 PREFERENCE_TIE_MARGIN = 0.05
+# P(correct) at or above which an answer counts as correct (answer_correctness). Not calibrated
+# against people's labels: the judge's own odds, read as they are.
+CORRECT_THRESHOLD = 0.5
 
 
 def support_threshold_for(model_id: str) -> float:
@@ -226,9 +230,12 @@ class JudgedAnswer:
 def judge_answer(
     judge: Judge, answer: GroundedAnswer, reference_answer: str | None, embed: Callable[[str], np.ndarray]
 ) -> JudgedAnswer:
-    """Faithfulness, context recall, answer relevancy and citation precision of one answer.
+    """Faithfulness, context recall, answer relevancy, citation precision and answer correctness
+    of one answer.
 
     embed: the question collection's embedding model (normalized vectors), for answer relevancy.
+    Answer correctness asks the grading pairwise comparison asks (judge.correctness of the
+    answer's prose), so with pairwise comparison on it costs no extra judge call.
     """
     verdicts: list[dict] = []
     asked: list[Structured] = []
@@ -267,7 +274,8 @@ def judge_answer(
     if answer.outcome == "refused":
         not_scored = Scored(None, REFUSED)
         return JudgedAnswer(
-            AnswerJudgement(not_scored, recall, not_scored, not_scored, None, verdicts), *judging_cost(asked)
+            AnswerJudgement(not_scored, recall, not_scored, not_scored, not_scored, None, verdicts),
+            *judging_cost(asked),
         )
     if not answer.contexts_returned:
         faithful = cited = without
@@ -293,7 +301,25 @@ def judge_answer(
     else:
         similarity = float(embed(answer.question) @ embed(implied.value.question))
         relevancy = answer_relevancy(similarity, implied.value.noncommittal)
+    if reference_answer and reference_answer.strip():
+        grade = judge.correctness(answer.question, reference_answer, answer.prose)
+        asked.append(grade)
+        p_correct = grade.value.p_correct if grade.value else None
+        correct = answer_correctness(p_correct, CORRECT_THRESHOLD)
+        verdicts.append(
+            {
+                "metric": "answer_correctness",
+                "statement_index": -1,
+                "statement": answer.prose,
+                "source_number": None,
+                "verdict": "unreadable" if correct.value is None else ("correct" if correct.value else "incorrect"),
+                "p_supported": p_correct,
+                "error": grade.error,
+            }
+        )
+    else:
+        correct = Scored(None, "no reference answer")
     judgement = AnswerJudgement(
-        faithful, recall, relevancy, cited, implied.value.question if implied.value else None, verdicts
+        faithful, recall, relevancy, cited, correct, implied.value.question if implied.value else None, verdicts
     )
     return JudgedAnswer(judgement, *judging_cost(asked))

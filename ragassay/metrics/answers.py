@@ -7,8 +7,8 @@ Conventions, in writing:
   scored 0, never NaN); a question with nothing to judge (no statements, no citations, no
   reference answer) is left out too. Means are over the questions a metric scored, and every mean
   is reported with that count (`mean_scored`).
-- refused answers are not scored for faithfulness, answer relevancy or citation precision; they
-  count in the refusal metrics. Context recall is a property of retrieval and is scored whatever
+- refused answers are not scored for faithfulness, answer relevancy, citation precision or answer
+  correctness; they count in the refusal metrics. Context recall is a property of retrieval and is scored whatever
   the answer was.
 """
 
@@ -85,6 +85,18 @@ def answer_relevancy(similarity: float | None, noncommittal: bool | None) -> Sco
     return Scored(0.0 if noncommittal else max(0.0, min(1.0, similarity)), None, 1)
 
 
+def answer_correctness(p_correct: float | None, threshold: float) -> Scored:
+    """answer correctness = 1 when the judge's P(correct | question, reference answer, answer) >=
+    threshold, else 0; its mean is the share of answers the judge grades correct.
+
+    The one answer metric that needs no retrieved context, so a system under test that returns
+    none still has it. p_correct None: the grade was unreadable, and the question is left out.
+    """
+    if p_correct is None:
+        return Scored(None, UNREADABLE, 1)
+    return Scored(1.0 if p_correct >= threshold else 0.0, None, 1)
+
+
 def refusal_recall(declined_unanswerable: Sequence[bool]) -> float | None:
     """refusal recall = unanswerable questions declined / unanswerable questions (None without any)."""
     return sum(declined_unanswerable) / len(declined_unanswerable) if declined_unanswerable else None
@@ -107,6 +119,7 @@ class AnswerJudgement:
     context_recall: Scored
     answer_relevancy: Scored
     citation_precision: Scored
+    answer_correctness: Scored = Scored(None, NOTHING_TO_JUDGE)
     implied_question: str | None = None
     verdicts: list[dict] = field(default_factory=list)
 
@@ -116,6 +129,7 @@ class AnswerJudgement:
             "context_recall": self.context_recall,
             "answer_relevancy": self.answer_relevancy,
             "citation_precision": self.citation_precision,
+            "answer_correctness": self.answer_correctness,
         }
 
 

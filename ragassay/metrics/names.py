@@ -21,7 +21,7 @@ from ragassay.metrics.retrieval import (
 )
 
 # The answer metrics, in the order tables show them (metrics/answers.py computes each).
-ANSWER_METRICS = ("faithfulness", "context_recall", "answer_relevancy", "citation_precision")
+ANSWER_METRICS = ("faithfulness", "context_recall", "answer_relevancy", "citation_precision", "answer_correctness")
 
 _METRICS: dict[str, Callable[..., np.ndarray]] = {
     "recall": recall_at_k,

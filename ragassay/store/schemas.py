@@ -174,7 +174,7 @@ GENERATION_CANDIDATES = TableSpec(
 # question was not scored for that metric (the reason is in the batch's warnings or the outcome).
 ANSWERS = TableSpec(
     "answers",
-    1,
+    2,
     pl.Schema(
         {
             "configuration": pl.String,
@@ -200,6 +200,7 @@ ANSWERS = TableSpec(
             "context_recall": pl.Float64,
             "answer_relevancy": pl.Float64,
             "citation_precision": pl.Float64,
+            "answer_correctness": pl.Float64,  # version 2
         }
     ),
 )
@@ -217,9 +218,12 @@ JUDGMENTS = TableSpec(
             "statement": pl.String,
             # The cited source (citation precision); null when judged against the whole context.
             "source_number": pl.Int32,
-            "verdict": pl.String,  # supported, unsupported or unreadable
-            # The judge's probability that the statement is supported (the verdict applies the
-            # judge's threshold to it); null when unreadable.
+            # supported, unsupported or unreadable; for answer_correctness (the whole answer graded
+            # against the reference answer): correct, incorrect or unreadable.
+            "verdict": pl.String,
+            # The judge's probability of the positive verdict, supported (or, for
+            # answer_correctness, correct); the verdict applies the threshold to it. Null when
+            # unreadable.
             "p_supported": pl.Float64,
             "error": pl.String,
         }

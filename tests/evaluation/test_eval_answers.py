@@ -185,9 +185,18 @@ def test_pairwise_comparison_asks_both_orders_and_tallies_every_question(evaluat
         **tally_pairs(pairwise["outcome"].to_list()),
     }
     assert {key: tally[key] for key in expected} == expected
-    judged = pairwise.filter(pl.col("a_first").is_null() | (pl.col("a_first") != "identical")).height
-    # Each answer graded once (the swapped order reuses both gradings): two calls per judged question.
-    assert tally["judge_calls"] == 2 * judged
+    # Each answer was graded once already, for answer correctness (both sampled questions have a
+    # reference answer): the comparison, in both orders, reuses those gradings and calls nothing.
+    assert tally["judge_calls"] == 0
+    for label in ("fulltext", "hybrid"):
+        answers, judgments = _child_tables(sample_home, report.run_ids[label])
+        answered = answers.filter(pl.col("answerable") & (pl.col("outcome") == "answered")).height
+        grades = judgments.filter(pl.col("metric") == "answer_correctness")
+        assert grades.height == answered, "one grading per answered question"
+        assert (
+            report.metrics[label]["answer_correctness_scored"]
+            == grades.filter(pl.col("verdict") != "unreadable").height
+        )
     parent = tracking.client(sample_home).get_run(report.parent_run_id).data.metrics
     for key in ("wins_a", "ties", "wins_b", "inconsistent", "judge_calls"):
         assert parent[f"pairwise/fulltext/hybrid/{key}"] == tally[key]
@@ -268,7 +277,10 @@ def test_estimate_counts_calls_before_running(evaluated, sample_home, unanswerab
         assert row["judge"]["calls"] <= row["judge"]["at_most"] and row["judge"]["seconds"] > 0
         # The batch above measured this model, so its rates are used.
         assert row["answer_rate_basis"].startswith("measured in batch")
-    assert estimate["pairwise"]["calls"] == 2 * GOLDEN
+    # Every sampled question has a reference answer: answer correctness grades each answer, and
+    # pairwise comparison reuses those gradings (at most counts them all again).
+    assert all(q.reference_answer for q in golden)
+    assert estimate["pairwise"]["calls"] == 0 and estimate["pairwise"]["at_most"] == 4 * GOLDEN
     # The default judge has not judged in this workspace: its reference figures are used.
     default = json.loads(
         runner.invoke(

@@ -21,8 +21,10 @@ from ragassay.judge.prompts import CriteriaScore, criteria_schema
 from ragassay.llm.structured import Usage
 from ragassay.metrics.agreement import agreement
 from ragassay.metrics.answers import (
+    UNREADABLE,
     AnswerJudgement,
     Scored,
+    answer_correctness,
     answer_relevancy,
     citation_precision,
     context_recall,
@@ -205,9 +207,14 @@ def test_configuration_summary_counts_exclusions_refusals_and_warnings():
             context_recall([True, True]),
             answer_relevancy(0.8, False),
             citation_precision([True, False]),
+            answer_correctness(0.9, 0.5),
         ),
         "sample/g2": AnswerJudgement(
-            faithfulness([None]), context_recall([False]), answer_relevancy(0.6, False), citation_precision([True])
+            faithfulness([None]),
+            context_recall([False]),
+            answer_relevancy(0.6, False),
+            citation_precision([True]),
+            answer_correctness(0.2, 0.5),
         ),
         "sample/g3": AnswerJudgement(refused, context_recall([True]), refused, refused),
         "sample/g4": AnswerJudgement(
@@ -220,6 +227,8 @@ def test_configuration_summary_counts_exclusions_refusals_and_warnings():
     assert (m["context_recall"], m["context_recall_scored"]) == (pytest.approx(2 / 3), 3)  # g1 1, g2 0, g3 1
     assert (m["answer_relevancy"], m["answer_relevancy_scored"]) == (pytest.approx(0.7), 2)
     assert (m["citation_precision"], m["citation_precision_scored"]) == (pytest.approx(2.5 / 3), 3)
+    # g1 graded correct, g2 incorrect; g3 refused; g4 has no reference answer to grade against.
+    assert (m["answer_correctness"], m["answer_correctness_scored"]) == (0.5, 2)
     assert m["refusal_recall"] == pytest.approx(2 / 3) and m["unanswerable_questions"] == 3
     assert m["false_refusal_rate"] == 0.25 and m["answerable_questions"] == 4
     assert m["answer_model_calls"] == 7 and m["judge_calls"] == 9 and m["judge_reused_verdicts"] == 2
@@ -228,10 +237,18 @@ def test_configuration_summary_counts_exclusions_refusals_and_warnings():
         ("faithfulness", "sample/g2"),
         ("answer_relevancy", "sample/g4"),
         ("answer", "sample/u3"),
-        ("context_recall", "sample/g4"),
+        ("context_recall, answer_correctness", "sample/g4"),
     }
     assert summary.answers.height == 7 and summary.answers.filter(answerable=False)["faithfulness"].null_count() == 3
     assert summary.answers.filter(query_id="g2")["faithfulness"].to_list() == [None]
+    assert summary.answers["answer_correctness"].to_list() == [1.0, 0.0, None, None, None, None, None]
+
+
+def test_answer_correctness_applies_the_threshold_and_leaves_an_unreadable_grade_out():
+    assert answer_correctness(0.5, 0.5) == Scored(1.0, None, 1)
+    assert answer_correctness(0.49, 0.5) == Scored(0.0, None, 1)
+    unreadable = answer_correctness(None, 0.5)
+    assert unreadable.value is None and unreadable.excluded == UNREADABLE
 
 
 def test_case_checks_are_case_insensitive_and_all_must_pass():

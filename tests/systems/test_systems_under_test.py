@@ -338,8 +338,9 @@ def test_eval_retrieval_takes_systems_from_the_configs_file_and_saves_every_conf
 def test_a_systems_own_answers_are_judged_and_what_it_cannot_have_is_not_applicable(served, tmp_path):
     """SmolLM2 judges (fast; its verdicts are not what this checks): a system's answers with their
     contexts and citations get every answer metric; one without contexts gets no faithfulness,
-    context recall or citation precision (not 0); a failed call is a row in no metric; refusal
-    both ways comes from the system's own `refused`."""
+    context recall or citation precision (not 0), and still its correctness against the reference
+    answer; a failed call is a row in no metric, and lowers the coverage an assertion bounds;
+    refusal both ways comes from the system's own `refused`."""
     from flows.eval_answers import eval_answers_flow
     from ragassay.config import AnswerEvalConfig
     from ragassay.evaluation.questions import gather_golden_questions
@@ -361,6 +362,7 @@ def test_a_systems_own_answers_are_judged_and_what_it_cannot_have_is_not_applica
         judge={"backend": "smollm2"},
         home=served,
         save_records=tmp_path / "records",
+        assertions=["team-rag:coverage>=0.98", "team-rag:coverage>=0.75"],
     )
     report = eval_answers_flow(config)
     kept = read_records(
@@ -375,13 +377,23 @@ def test_a_systems_own_answers_are_judged_and_what_it_cannot_have_is_not_applica
     judgments = tracking.download_table(served, report.run_ids["team-rag"], "judgments")
     judged = {q: set(judgments.filter(pl.col("query_id") == q)["metric"]) for q in (first, second)}
     # Judged against the contexts it returned (SmolLM2's verdicts may be unreadable: then left out).
-    assert judged[first] == {"faithfulness", "context_recall", "citation_precision"}
-    assert judged[second] == set(), "without contexts nothing is judged against nothing"
+    assert judged[first] == {"faithfulness", "context_recall", "citation_precision", "answer_correctness"}
+    assert judged[second] == {"answer_correctness"}, "without contexts only the reference answer is a yardstick"
+    for query_id in (first, second):
+        [grade] = judgments.filter((pl.col("query_id") == query_id) & (pl.col("metric") == "answer_correctness")).rows(
+            named=True
+        )
+        expected = {"correct": 1.0, "incorrect": 0.0, "unreadable": None}[grade["verdict"]]
+        assert by_id[query_id]["answer_correctness"] == expected and grade["statement"] == by_id[query_id]["answer"]
     metrics = report.metrics["team-rag"]
     assert metrics["answerable_questions"] == 2 and metrics["failed_questions"] == 1
     assert (metrics["asked"], metrics["answered"], metrics["coverage"], metrics["errors/exception"]) == (4, 3, 0.75, 1)
     assert metrics["faithfulness_scored"] <= 1 and metrics["answer_relevancy_scored"] == 2
     assert metrics["refusal_recall"] == 1.0 and metrics["false_refusal_rate"] == 0.0
+    assert [(a["assertion"], a["value"], a["passed"]) for a in report.assertions] == [
+        ("team-rag:coverage>=0.98", 0.75, False),
+        ("team-rag:coverage>=0.75", 0.75, True),
+    ]
     from ragassay.evaluation.estimate import estimate_answer_eval
 
     [row] = estimate_answer_eval(config)["configurations"]
