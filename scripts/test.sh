@@ -8,5 +8,6 @@ bash scripts/setup.sh
 .venv/bin/ruff check --quiet .
 .venv/bin/ruff format --check --quiet .
 .venv/bin/lint-imports --no-logo --no-cache
-# Every core, each test file on one worker (its module fixtures built once); `-n 0` overrides.
-exec .venv/bin/python -m pytest -n auto --dist loadfile "$@"
+# Every core, each test file on one worker (its module fixtures built once), the longest files
+# first (tests/conftest.py, LONGEST_FIRST); `-n 0` overrides.
+exec .venv/bin/python -m pytest -n auto --dist loadfile --no-loadscope-reorder "$@"

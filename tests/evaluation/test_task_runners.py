@@ -101,17 +101,16 @@ ANSWER_COLUMNS = [
 ]
 
 
-def test_an_answer_evaluation_on_a_dask_local_cluster_matches_the_thread_runner(tmp_path, monkeypatch):
-    # Two workspaces and two completion caches, so that the Dask workers answer and judge for
-    # themselves instead of reading what the thread runner's calls stored. (The workers are started
-    # after the variable is set, and inherit it.)
+def test_an_answer_evaluation_on_a_dask_local_cluster_matches_the_thread_runner(home, tmp_path, monkeypatch):
+    build_collection(home, "sample", (SAMPLE / "corpus",))
+    add_from_file(home, "sample", SAMPLE / "golden.jsonl")
     reports = {}
     # Threads: a task per configuration; Dask: a task per question, as questions_per_task says.
     for name, runner, per_task in (("threads", {"kind": "threads"}, None), ("dask", {"kind": "dask", "workers": 2}, 1)):
-        home = tmp_path / name
-        monkeypatch.setenv("RAGASSAY_CACHE", str(home / "cache"))
-        build_collection(home, "sample", (SAMPLE / "corpus",))
-        add_from_file(home, "sample", SAMPLE / "golden.jsonl")
+        # A completion cache each, so that the Dask workers answer and judge for themselves instead
+        # of reading what the thread runner's calls stored. (The workers are started after the
+        # variable is set, and inherit it.)
+        monkeypatch.setenv("RAGASSAY_CACHE", str(tmp_path / f"{name}-cache"))
         config = parse_config(
             AnswerEvalConfig,
             collections=["sample"],
@@ -125,8 +124,8 @@ def test_an_answer_evaluation_on_a_dask_local_cluster_matches_the_thread_runner(
             task_runner=runner,
             home=home,
         )
-        reports[name] = (home, eval_answers_flow(config))
-    (threads_home, threads), (dask_home, dask) = reports["threads"], reports["dask"]
+        reports[name] = eval_answers_flow(config)
+    threads, dask = reports["threads"], reports["dask"]
     assert dask.judge_model == threads.judge_model and dask.questions == threads.questions == 1
     # The same wins and ties; the judge's cost differs (a judge remembers its judgements per process).
     assert [{k: v for k, v in t.items() if not k.startswith("judge_")} for t in dask.pairwise] == [
@@ -140,12 +139,12 @@ def test_an_answer_evaluation_on_a_dask_local_cluster_matches_the_thread_runner(
         ]:
             assert dask.metrics[label].get(metric) == threads.metrics[label].get(metric), (label, metric)
         assert_frame_equal(
-            tracking.download_table(dask_home, dask.run_ids[label], "answers").select(ANSWER_COLUMNS),
-            tracking.download_table(threads_home, threads.run_ids[label], "answers").select(ANSWER_COLUMNS),
+            tracking.download_table(home, dask.run_ids[label], "answers").select(ANSWER_COLUMNS),
+            tracking.download_table(home, threads.run_ids[label], "answers").select(ANSWER_COLUMNS),
         )
         assert_frame_equal(
-            tracking.download_table(dask_home, dask.run_ids[label], "judgments"),
-            tracking.download_table(threads_home, threads.run_ids[label], "judgments"),
+            tracking.download_table(home, dask.run_ids[label], "judgments"),
+            tracking.download_table(home, threads.run_ids[label], "judgments"),
         )
         # The same model calls were asked, and the workers ran the models themselves. (Which calls
         # the shared completion cache serves depends on which worker asked first.)

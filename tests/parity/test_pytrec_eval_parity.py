@@ -30,7 +30,7 @@ KS = [1, 3, 5, 10, 20]
 CONFIGURATIONS = [{"label": m, "search_type": m} for m in ("fulltext", "semantic", "hybrid")]
 
 
-def nfcorpus_slice(target: Path, queries: int = 12, distractors: int = 150) -> Path:
+def nfcorpus_slice(target: Path, queries: int = 12, distractors: int = 60) -> Path:
     """The test queries with the fewest judged documents, their documents, and some others."""
     qrels: dict[str, dict[str, int]] = {}
     for line in (NFCORPUS / "qrels" / "test.tsv").read_text(encoding="utf-8").splitlines()[1:]:
