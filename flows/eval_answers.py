@@ -74,8 +74,8 @@ def eval_answers_flow(config: AnswerEvalConfig, batch: Batch | None = None) -> A
             for a, b in pairs
         ]
         judged = {label: [future.result() for future in futures] for label, futures in judging.items()}
-        comparisons = [future.result() for future in comparing]
+        preferences = [future.result() for future in comparing]
     summaries = {label: summarize_answers(label, answered[label], judged[label]) for label in answered}
-    report = log_answer_batch(config, questions, model_id_of(config.judge), summaries, comparisons, batch)
-    publish_answer_report(config, report)
+    report = log_answer_batch(config, questions, model_id_of(config.judge), summaries, preferences, batch)
+    publish_answer_report(config, report, describe_batch=batch is None)
     return finished(report)

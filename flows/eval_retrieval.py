@@ -55,5 +55,5 @@ def eval_retrieval_flow(config: RetrievalEvalConfig, batch: Batch | None = None)
     coverage = {label: found.costs["coverage"] for label, found in searched.items() if found.answered is not None}
     summary = summarize_retrieval(config, per_question, coverage)
     report = log_retrieval_batch(config, context, searched, per_question, summary, batch)
-    publish_retrieval_report(config, report)
+    publish_retrieval_report(config, report, describe_batch=batch is None)
     return finished(report)

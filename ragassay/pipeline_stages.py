@@ -10,12 +10,14 @@ from pydantic import BaseModel
 from ragassay.config import PipelineConfig
 from ragassay.errors import RagassayError
 from ragassay.evaluation.outcomes import AnswerEvalReport, RetrievalEvalReport
+from ragassay.evaluation.reports import ahead_lines, interval_lines
 from ragassay.golden.generation import GENERATION_PROMPT_VERSION, GenerationReport
 from ragassay.golden.quality_gate import DISCARD_REASONS
 from ragassay.golden.store import GoldenChange, load_golden
 from ragassay.index.build import IndexReport
 from ragassay.ingest.files import IngestReport
 from ragassay.llm.settings import model_id_of
+from ragassay.metrics.names import REPORTED_ANSWER_METRICS, headline_retrieval_metrics
 from ragassay.run_warnings import RunWarning
 from ragassay.store.schemas import GENERATION_CANDIDATES
 from ragassay.store.tables import read_table_or_empty
@@ -231,15 +233,45 @@ def cache_lines(reports: StageReports) -> dict[str, str]:
     return lines
 
 
+def retrieval_headline(report: RetrievalEvalReport) -> list[str]:
+    """The headline metrics of a retrieval report: recall at its cut-offs, nDCG at the deepest, MRR."""
+    return headline_retrieval_metrics({int(m.split("@")[1]) for m in report.metrics if m.startswith("recall@")})
+
+
 def pipeline_markdown(report: PipelineReport) -> str:
-    """The pipeline run's summary for the Prefect UI: stage times, what came from cache, the
-    golden set, gates and warnings; the stages' own artifacts hold their tables."""
-    lines = [
-        f"# Pipeline run on `{report.collection}`",
+    """The pipeline run's summary, for the Prefect UI and the MLflow batch's description: where
+    the batch is (both ways), each evaluation stage's headline metrics with their 95% intervals
+    and who is ahead on each, stage times, what came from cache, the golden set, gates and
+    warnings; the stages' own artifacts hold their full tables."""
+    if report.mlflow_url:
+        mlflow = f"MLflow batch [`{report.batch_id}`]({report.mlflow_url})"
+    else:
+        mlflow = (
+            f"MLflow batch `{report.batch_id}`, parent run `{report.parent_run_id}` "
+            f"(open it with `{report.mlflow_ui_command}`)"
+        )
+    prefect = (
+        f"Prefect flow run [`{report.prefect_flow_run_id}`]({report.prefect_flow_run_url})"
+        if report.prefect_flow_run_url
+        else f"Prefect flow run `{report.prefect_flow_run_id}`"
+        if report.prefect_flow_run_id
+        else ""
+    )
+    lines = [f"# Pipeline run on `{report.collection}`", "", mlflow + (f"; {prefect}" if prefect else "") + "."]
+    for title, stage, metrics in (
+        ("Retrieval", report.retrieval, retrieval_headline(report.retrieval) if report.retrieval else []),
+        ("Answers", report.answers, REPORTED_ANSWER_METRICS),
+    ):
+        if stage is None:
+            continue
+        lines += ["", f"## {title}", "", *interval_lines(stage.intervals, metrics)]
+        lines += ["", "Each cell: mean [95% CI] (questions scored)."]
+        ahead = ahead_lines(stage.intervals, stage.comparisons, metrics)
+        if ahead:
+            lines += ["", "Who is ahead:", "", *ahead]
+    lines += [
         "",
-        f"MLflow batch [`{report.batch_id}`]({report.mlflow_url})"
-        if report.mlflow_url
-        else f"MLflow batch `{report.batch_id}` (`{report.mlflow_ui_command}`)",
+        "## Stages",
         "",
         "| stage | seconds | from cache |",
         "|---|---:|---|",

@@ -1,8 +1,9 @@
 """Pictures of a batch, for MLflow's artifact view: each function takes numbers already computed
 and returns a matplotlib Figure (no pyplot state, no display; tracking.py saves them).
 
-- metrics per configuration with their 95% intervals (retrieval and answers);
-- recall@k curves per configuration;
+- metrics per configuration with their 95% intervals, one panel per metric with its own fitted
+  axis, significance marked (retrieval and answers);
+- recall@k curves per configuration, with intervals;
 - golden-set discards by reason.
 """
 
@@ -16,76 +17,168 @@ import numpy as np
 import polars as pl
 from matplotlib.figure import Figure
 
-# Metrics where a smaller value is the better one; their axis label says so.
-LOWER_IS_BETTER = ("false_refusal_rate",)
-# Colour-blind-safe (Okabe-Ito), one per configuration in order.
+from ragassay.metrics.names import LOWER_IS_BETTER
+from ragassay.metrics.significance import ALPHA, comparison_of, ranked_by_mean
+
+# Colour-blind-safe (Okabe-Ito), one per configuration in order, each with its own marker and
+# line style, so that configurations stay apart where their lines or points overlap (and in grey).
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+LINE_STYLES = ("-", "--", "-.", ":")
+# The smallest span a panel's y axis shows: differences of a few hundredths stay visible, and
+# nothing is magnified past this.
+MIN_SPAN = 0.1
 
 
-def interval_figure(intervals: pl.DataFrame, metrics: list[str], title: str) -> Figure:
-    """Grouped bars: one group per metric, one bar per configuration at its mean, the whisker its
-    95% interval, its value and number of scored questions at its foot. `intervals` has the
-    columns of metrics/averaging.py's interval_table."""
+def _style(index: int) -> dict:
+    return {"color": PALETTE[index % len(PALETTE)], "marker": MARKERS[index % len(MARKERS)]}
+
+
+def _fitted_limits(lows: list[float], highs: list[float]) -> tuple[float, float]:
+    """A y range that fits the intervals shown (all metrics lie in [0, 1]), at least MIN_SPAN wide,
+    with a margin, so that bars near 1 do not all look alike."""
+    low, high = min(lows), max(highs)
+    span = max(high - low, MIN_SPAN)
+    middle = (low + high) / 2
+    low, high = middle - 0.6 * span, middle + 0.6 * span
+    if low < 0:
+        low, high = 0.0, min(1.0, high - low)
+    if high > 1:
+        low, high = max(0.0, low - (high - 1)), 1.0
+    # A little room past 0 and 1, so that a whisker's cap at either end stays in sight.
+    room = 0.03 * (high - low)
+    return low - (room if low == 0 else 0), high + (room if high == 1 else 0)
+
+
+def behind_the_best(intervals: list[dict], comparisons: list[dict], metric: str) -> set[str]:
+    """The configurations whose paired difference from the best one on this metric is significant
+    (randomization p < ALPHA)."""
+    ranked = ranked_by_mean(intervals, metric)
+    if len(ranked) < 2:
+        return set()
+    best = ranked[0]["configuration"]
+    return {
+        row["configuration"]
+        for row in ranked[1:]
+        if (pair := comparison_of(comparisons, metric, best, row["configuration"])) is not None
+        and pair["questions"]
+        and pair["p_value"] < ALPHA
+    }
+
+
+def interval_figure(intervals: pl.DataFrame, metrics: list[str], title: str, comparisons: list[dict] = ()) -> Figure:
+    """One panel per metric, its y axis fitted to the intervals in it: each configuration's mean as
+    a point with its 95% interval as a whisker, labelled with its value and the questions scored.
+    The best configuration is named in the panel's title; a configuration significantly behind it
+    (comparisons: rows of metrics/significance.compare_all_pairs, p < ALPHA) is marked `*`.
+    `intervals` has the columns of metrics/averaging.py's interval_table."""
     shown = intervals.filter(pl.col("metric").is_in(metrics) & pl.col("mean").is_not_null())
+    rows = shown.to_dicts()
     labels = list(dict.fromkeys(shown["configuration"].to_list()))
     metrics = [m for m in metrics if m in set(shown["metric"].to_list())]
-    figure = Figure(figsize=(max(6.0, 1.1 * len(metrics) * max(1, len(labels)) ** 0.5 + 2), 4.2))
-    axes = figure.subplots()
-    width = 0.8 / max(1, len(labels))
-    for index, label in enumerate(labels):
-        rows = {r["metric"]: r for r in shown.filter(pl.col("configuration") == label).iter_rows(named=True)}
-        positions = np.arange(len(metrics)) + (index - (len(labels) - 1) / 2) * width
-        means = [rows[m]["mean"] if m in rows else np.nan for m in metrics]
-        low = [
-            rows[m]["mean"] - rows[m]["ci_low"] if m in rows and rows[m]["ci_low"] is not None else 0 for m in metrics
-        ]
-        high = [
-            rows[m]["ci_high"] - rows[m]["mean"] if m in rows and rows[m]["ci_high"] is not None else 0 for m in metrics
-        ]
-        axes.bar(positions, means, width, yerr=[low, high], capsize=3, label=label, color=PALETTE[index % len(PALETTE)])
-        # Each bar's value and the questions behind it, at its foot (a zero bar still shows its 0.00).
-        for position, metric in zip(positions, metrics):
-            if metric in rows:
-                axes.text(
-                    position,
-                    0.01,
-                    f"{rows[metric]['mean']:.2f}\nn={rows[metric]['scored']}",
-                    ha="center",
-                    va="bottom",
-                    fontsize=6.5,
-                    color="white" if rows[metric]["mean"] > 0.12 else "black",
+    columns = min(4, max(1, len(metrics)))
+    lines = -(-max(1, len(metrics)) // columns)
+    figure = Figure(figsize=(max(6.0, 2.4 * columns + 1.6), 2.9 * lines + 0.9))
+    panels = figure.subplots(lines, columns, squeeze=False).ravel()
+    for panel, metric in zip(panels, metrics):
+        metric_rows = {r["configuration"]: r for r in rows if r["metric"] == metric}
+        behind = behind_the_best(rows, list(comparisons), metric)
+        for index, label in enumerate(labels):
+            row = metric_rows.get(label)
+            if row is None:
+                continue
+            low = row["mean"] - row["ci_low"] if row["ci_low"] is not None else 0.0
+            high = row["ci_high"] - row["mean"] if row["ci_high"] is not None else 0.0
+            panel.errorbar(index, row["mean"], yerr=[[low], [high]], capsize=4, markersize=7, **_style(index))
+            panel.annotate(
+                f"{'*' if label in behind else ''}{row['mean']:.3f}\nn={row['scored']}",
+                (index, row["mean"]),
+                xytext=(7, 0),
+                textcoords="offset points",
+                va="center",
+                fontsize=8,
+            )
+        panel.set_ylim(
+            *_fitted_limits(
+                [r["ci_low"] if r["ci_low"] is not None else r["mean"] for r in metric_rows.values()],
+                [r["ci_high"] if r["ci_high"] is not None else r["mean"] for r in metric_rows.values()],
+            )
+        )
+        bottom, top = panel.get_ylim()
+        for index, label in enumerate(labels):
+            if label not in metric_rows:
+                panel.text(
+                    index, (bottom + top) / 2, "not\nscored", ha="center", va="center", fontsize=8, color="#666666"
                 )
-    axes.set_xticks(
-        np.arange(len(metrics)), [f"{m}\n(lower is better)" if m in LOWER_IS_BETTER else m for m in metrics], fontsize=8
+        panel.set_xlim(-0.5, len(labels) - 0.2)
+        panel.set_xticks(range(len(labels)), labels, fontsize=8, rotation=20 if len(labels) > 3 else 0)
+        best = ranked_by_mean(rows, metric)
+        lead = f"\nbest: {best[0]['configuration']}" if len(best) > 1 and best[0]["mean"] != best[1]["mean"] else ""
+        panel.set_title(
+            f"{metric}{' (lower is better)' if metric in LOWER_IS_BETTER else ''}{lead}", fontsize=9, loc="left"
+        )
+        panel.grid(axis="y", alpha=0.3)
+        panel.tick_params(axis="y", labelsize=8)
+    for panel in panels[len(metrics) :]:
+        panel.set_visible(False)
+    figure.suptitle(title, fontsize=10)
+    figure.text(
+        0.01,
+        0.005,
+        f"point: mean; whisker: 95% bootstrap interval; n: questions scored; y axes fitted to each metric; "
+        f"* significantly behind the best (paired randomization p < {ALPHA})",
+        fontsize=7,
+        color="#444444",
     )
-    axes.set_ylim(0, 1.05)
-    axes.set_ylabel("mean, with 95% bootstrap interval")
-    axes.set_title(title, fontsize=10)
-    axes.grid(axis="y", alpha=0.3)
-    axes.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    figure.tight_layout()
+    figure.tight_layout(rect=(0, 0.03, 1, 1))
     return figure
 
 
-def recall_curve_figure(means: dict[str, dict[str, float]], ks: list[int], title: str) -> Figure:
-    """recall@k against k, one line per configuration."""
-    figure = Figure(figsize=(6.0, 4.0))
+def recall_curve_figure(intervals: pl.DataFrame, ks: list[int], title: str) -> Figure:
+    """recall@k against k, one line per configuration with its own colour, marker and dashes, each
+    point's 95% interval as a whisker, the configurations set a little apart along k so that equal
+    values do not hide one another; the y axis fitted to the intervals."""
+    figure = Figure(figsize=(6.4, 4.2))
     axes = figure.subplots()
-    for index, (label, values) in enumerate(means.items()):
-        axes.plot(
-            ks,
-            [values.get(f"recall@{k}", np.nan) for k in ks],
-            marker="o",
+    labels = list(dict.fromkeys(intervals["configuration"].to_list()))
+    # Offsets in k's own units, a fraction of the smallest gap between cut-offs.
+    gap = min((b - a for a, b in zip(sorted(ks), sorted(ks)[1:])), default=1)
+    offsets = np.linspace(-0.12, 0.12, len(labels)) * gap if len(labels) > 1 else [0.0]
+    lows, highs = [], []
+    for index, label in enumerate(labels):
+        rows = {
+            r["metric"]: r
+            for r in intervals.filter((pl.col("configuration") == label) & pl.col("mean").is_not_null()).iter_rows(
+                named=True
+            )
+        }
+        points = [(k, rows[f"recall@{k}"]) for k in ks if f"recall@{k}" in rows]
+        if not points:
+            continue
+        x = [k + offsets[index] for k, _ in points]
+        means = [row["mean"] for _, row in points]
+        low = [row["mean"] - (row["ci_low"] if row["ci_low"] is not None else row["mean"]) for _, row in points]
+        high = [(row["ci_high"] if row["ci_high"] is not None else row["mean"]) - row["mean"] for _, row in points]
+        lows += [m - d for m, d in zip(means, low)]
+        highs += [m + d for m, d in zip(means, high)]
+        axes.errorbar(
+            x,
+            means,
+            yerr=[low, high],
+            capsize=3,
+            linestyle=LINE_STYLES[index % len(LINE_STYLES)],
             label=label,
-            color=PALETTE[index % len(PALETTE)],
+            markersize=6,
+            **_style(index),
         )
     axes.set_xticks(ks)
     axes.set_xlabel("k (documents retrieved)")
-    axes.set_ylabel("recall@k")
-    axes.set_ylim(0, 1.05)
+    axes.set_ylabel("recall@k, with 95% bootstrap interval")
+    if lows:
+        axes.set_ylim(*_fitted_limits(lows, highs))
     axes.set_title(title, fontsize=10)
     axes.grid(alpha=0.3)
-    axes.legend(fontsize=8)
+    axes.legend(fontsize=8, loc="lower right")
     figure.tight_layout()
     return figure
 

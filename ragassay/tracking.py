@@ -41,6 +41,9 @@ TAG_PREFECT_FLOW_RUN_URL = "ragassay.prefect.flow_run_url"
 # Tables up to this many rows are also logged as JSON (`log_table`), which MLflow's UI previews;
 # Parquet stays the machine-readable copy.
 PREVIEW_ROWS = 2_000
+# The artifact folder of the Parquet copy of every table (batches logged before it existed keep
+# theirs at the top; download_table reads both).
+MACHINE = "machine"
 TAG_INTERRUPTED = "ragassay.interrupted"
 
 # Runs this process created and has not ended yet (run id -> its client), so that an interrupt or
@@ -218,12 +221,13 @@ def log_configuration_run(
     metrics: dict[str, float],
     artifacts: dict[str, pl.DataFrame],
 ) -> str:
-    """A child run named `batchid kind/label`: params, metrics (MLflow-safe names) and table
-    artifacts of one configuration (or of one pipeline stage)."""
+    """A child run named `kind/label` (what differs between a batch's runs leads; the batch is in
+    its tag and in its parent's name): params, metrics (MLflow-safe names) and table artifacts of
+    one configuration (or of one pipeline stage)."""
     run = _create_run(
         mlflow_client,
         batch.experiment_id,
-        run_name=f"{batch.batch_id} {kind}/{label}",
+        run_name=f"{kind}/{label}",
         tags={
             TAG_BATCH: batch.batch_id,
             TAG_KIND: kind,
@@ -331,6 +335,17 @@ def locate_batch(home: Path, batch: Batch, run_ids: dict[str, str] | None = None
     )
 
 
+# The tag MLflow's UI shows as a run's description (Markdown).
+DESCRIPTION_TAG = "mlflow.note.content"
+
+
+def describe_run(home: Path, run_id: str, markdown: str) -> None:
+    """A run's description in MLflow's UI, and the same Markdown as its `report.md` artifact."""
+    mlflow_client = client(home)
+    mlflow_client.set_tag(run_id, DESCRIPTION_TAG, markdown)
+    mlflow_client.log_text(run_id, markdown, "report.md")
+
+
 def mark_failed(home: Path, batch: Batch, stage: str, error: str) -> None:
     """The batch's parent run ends FAILED, tagged with the stage and the error."""
     mlflow_client = client(home)
@@ -360,14 +375,15 @@ def log_values(mlflow_client, run_id: str, params: dict[str, str], metrics: dict
 
 
 def log_tables(mlflow_client, run_id: str, tables: dict[str, pl.DataFrame]) -> None:
-    """Each table as Parquet (for machines: `download_table`), and the small ones also as JSON,
-    which MLflow's UI shows as a table. A name may hold a folder (`retrieval/comparisons`)."""
+    """Each table as Parquet under `machine/` (for programs: `download_table`; MLflow's UI cannot
+    preview Parquet), and the small ones as JSON beside it at the top, which MLflow's UI shows as
+    a table. A name may hold a folder (`retrieval/comparisons`)."""
     with tempfile.TemporaryDirectory() as folder:
         for name, table in tables.items():
             folder_name, _, file_name = name.rpartition("/")
             path = Path(folder) / f"{file_name}.parquet"
             table.write_parquet(path)
-            mlflow_client.log_artifact(run_id, str(path), artifact_path=folder_name or None)
+            mlflow_client.log_artifact(run_id, str(path), artifact_path="/".join(filter(None, (MACHINE, folder_name))))
             if table.height <= PREVIEW_ROWS:
                 mlflow_client.log_table(run_id, data=_json_columns(table), artifact_file=f"{name}.json")
 
@@ -437,19 +453,21 @@ def _quote(value: str) -> str:
 
 
 def download_table(home: Path, run_id: str, name: str) -> pl.DataFrame | None:
-    """A Parquet artifact of a run, or None when the run has none of that name."""
+    """A table a run logged (its Parquet copy), or None when the run has none of that name."""
     _quiet_mlflow()
     import mlflow.artifacts
     from mlflow.exceptions import MlflowException
 
     with tempfile.TemporaryDirectory() as folder:
-        try:
-            path = mlflow.artifacts.download_artifacts(
-                run_id=run_id, artifact_path=f"{name}.parquet", dst_path=folder, tracking_uri=tracking_uri(home)
-            )
-        except (MlflowException, OSError):
-            return None
-        return pl.read_parquet(path)
+        for artifact_path in (f"{MACHINE}/{name}.parquet", f"{name}.parquet"):
+            try:
+                path = mlflow.artifacts.download_artifacts(
+                    run_id=run_id, artifact_path=artifact_path, dst_path=folder, tracking_uri=tracking_uri(home)
+                )
+            except (MlflowException, OSError):
+                continue
+            return pl.read_parquet(path)
+        return None
 
 
 CALIBRATION_EXPERIMENT = "ragassay/judge-calibration"

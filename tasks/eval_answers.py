@@ -118,28 +118,36 @@ def log_answer_batch(
     questions: AnswerQuestions,
     judge_model_id: str,
     summaries: dict[str, ConfigurationSummary],
-    comparisons: list[PairComparison],
+    preferences: list[PairComparison],
     batch: Batch | None = None,
 ) -> AnswerEvalReport:
     """One child run per configuration under the batch's parent run (a new batch unless a
     pipeline passes its batch), the summary on the parent; the report. Retried: the tracking
     server may be briefly unreachable."""
-    summary = outcomes.summarize_answer_batch(config, questions, summaries, comparisons)
+    summary = outcomes.summarize_answer_batch(config, questions, summaries, preferences)
     shared = outcomes.answer_params(config, questions, judge_model_id)
-    batch = stage_batch(config.home, list(config.collections), "answers", shared, batch, "ragassay eval answers")
+    labels = [c.label for c in config.configurations]
+    batch = stage_batch(
+        config.home, list(config.collections), "answers", shared, batch, "ragassay eval answers", labels
+    )
     record = outcomes.answer_record(config, questions, judge_model_id, summary, shared, batch.batch_id)
     logged = tracking.log_batch_record(config.home, batch, record)
     return outcomes.answer_report(questions, judge_model_id, summary, logged, time.perf_counter() - questions.started)
 
 
 @task(name="publish-answer-report", cache_policy=NO_CACHE)
-def publish_answer_report(config: AnswerEvalConfig, report: AnswerEvalReport) -> None:
+def publish_answer_report(config: AnswerEvalConfig, report: AnswerEvalReport, describe_batch: bool = True) -> None:
     """The outcome on the flow run's page: configurations × answer metrics with scored counts and
-    95% intervals, and the Markdown report (refusal both ways, pairwise, warnings, MLflow link)."""
+    95% intervals, and the Markdown report (who is ahead, paired differences, refusal both ways,
+    pairwise, warnings, MLflow link); the same report as the MLflow batch's description when the
+    batch is the evaluation's own (a pipeline describes its batch itself)."""
+    markdown = answers_markdown(report)
     publish(
         "answers",
         list(config.collections),
         outcomes.published_intervals(report.intervals),
-        answers_markdown(report),
+        markdown,
         f"answer evaluation, MLflow batch {report.batch_id}",
     )
+    if describe_batch:
+        tracking.describe_run(config.home, report.parent_run_id, markdown)

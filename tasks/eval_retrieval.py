@@ -103,21 +103,31 @@ def log_retrieval_batch(
     unless a pipeline passes its batch), the summary on the parent; the report. Retried: the
     tracking server may be briefly unreachable."""
     shared = outcomes.retrieval_params(config, context)
-    batch = stage_batch(config.home, list(config.collections), "retrieval", shared, batch, "ragassay eval retrieval")
+    labels = [c.label for c in config.configurations]
+    batch = stage_batch(
+        config.home, list(config.collections), "retrieval", shared, batch, "ragassay eval retrieval", labels
+    )
     record = outcomes.retrieval_record(config, context, searched, per_question, summary, shared, batch.batch_id)
     logged = tracking.log_batch_record(config.home, batch, record)
     return outcomes.retrieval_report(config, context, searched, summary, logged)
 
 
 @task(name="publish-retrieval-report", cache_policy=NO_CACHE)
-def publish_retrieval_report(config: RetrievalEvalConfig, report: RetrievalEvalReport) -> None:
+def publish_retrieval_report(
+    config: RetrievalEvalConfig, report: RetrievalEvalReport, describe_batch: bool = True
+) -> None:
     """The outcome on the flow run's page: configurations × metrics with scored counts and 95%
-    intervals, and the Markdown report (significance, gates, warnings, the MLflow link)."""
+    intervals, and the Markdown report (who is ahead, significance, gates, warnings, the MLflow
+    link); the same report as the MLflow batch's description when the batch is the evaluation's
+    own (a pipeline describes its batch itself)."""
     headline = headline_retrieval_metrics(config.ks)
+    markdown = retrieval_markdown(report, headline)
     publish(
         "retrieval",
         list(config.collections),
         outcomes.published_intervals(report.intervals, headline),
-        retrieval_markdown(report, headline),
+        markdown,
         f"retrieval evaluation, MLflow batch {report.batch_id}",
     )
+    if describe_batch:
+        tracking.describe_run(config.home, report.parent_run_id, markdown)

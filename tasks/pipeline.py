@@ -16,7 +16,7 @@ from ragassay.golden import store
 from ragassay.golden.generation import GenerationReport
 from ragassay.pipeline_stages import GoldenFileOutcome, GoldenStageReport, PipelineReport, StageReports
 from ragassay.tracking import Batch
-from tasks.publish import flow_run_url, publish, run_origin
+from tasks.publish import flow_run_url, name_flow_run, publish, run_origin
 from tasks.resources import TRACKING_RETRIES
 
 
@@ -31,9 +31,12 @@ def open_pipeline_batch(config: PipelineConfig) -> Batch:
     """The pipeline run's MLflow batch: one parent run whose children are every stage's runs.
     Retried: the tracking server may be briefly unreachable."""
     params = tracking.flatten_params({"pipeline": config.model_dump(mode="json", exclude={"home"}, exclude_none=True)})
-    return tracking.open_batch(
+    batch = tracking.open_batch(
         config.home, [config.collection], "pipeline", params, run_origin("ragassay run"), owned=False
     )
+    labels = [c.label for stage in (config.retrieval, config.answers) if stage.enabled for c in stage.configurations]
+    name_flow_run("pipeline", [config.collection], batch.batch_id, list(dict.fromkeys(labels)))
+    return batch
 
 
 @task(name="check-stage-inputs", cache_policy=NO_CACHE)
@@ -90,14 +93,10 @@ def finish_pipeline(
         flow_run_id,
         flow_run_url(flow_run_id),
     )
+    markdown = pipeline_stages.pipeline_markdown(report)
     mlflow_client = tracking.client(config.home)
     tracking.log_values(mlflow_client, batch.parent_run_id, {}, pipeline_stages.pipeline_metrics(report))
+    tracking.describe_run(config.home, batch.parent_run_id, markdown)
     tracking.finish(mlflow_client, batch.parent_run_id)
-    publish(
-        "pipeline",
-        [config.collection],
-        [],
-        pipeline_stages.pipeline_markdown(report),
-        f"pipeline run, MLflow batch {batch.batch_id}",
-    )
+    publish("pipeline", [config.collection], [], markdown, f"pipeline run, MLflow batch {batch.batch_id}")
     return report

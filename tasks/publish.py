@@ -42,11 +42,37 @@ def publish(stage: str, collection_names: list[str], table: list[dict], markdown
 
 
 def stage_batch(
-    home, collections: list[str], kind: str, params: dict[str, str], batch: tracking.Batch | None, source: str
+    home,
+    collections: list[str],
+    kind: str,
+    params: dict[str, str],
+    batch: tracking.Batch | None,
+    source: str,
+    labels: list[str] = (),
 ) -> tracking.Batch:
     """The batch a stage logs into: a new one of its own (finished by the stage, `batch.owned`),
-    or the pipeline's, whose parent then gets the stage's params under the stage's name."""
+    or the pipeline's, whose parent then gets the stage's params under the stage's name. The
+    stage's flow run is named and tagged after it (name_flow_run)."""
     if batch is None:
-        return tracking.open_batch(home, collections, kind, params, run_origin(source))
-    tracking.log_stage_params(tracking.client(home), batch, kind, params)
+        batch = tracking.open_batch(home, collections, kind, params, run_origin(source))
+    else:
+        tracking.log_stage_params(tracking.client(home), batch, kind, params)
+    name_flow_run(kind, collections, batch.batch_id, labels)
     return batch
+
+
+def name_flow_run(kind: str, collections: list[str], batch_id: str, labels: list[str] = ()) -> None:
+    """The current flow run named after what it did and its MLflow batch (`pipeline-sample-2b97…`,
+    not Prefect's random `normal-ape`) and tagged `collection:NAME`, `batch:ID` and
+    `configuration:LABEL`, so that Prefect's runs list finds a batch's runs by tag."""
+    from prefect import get_client
+
+    if flow_run.id is None:
+        return
+    tags = {f"collection:{name}" for name in collections} | {f"batch:{batch_id}"}
+    tags |= {f"configuration:{label}" for label in labels}
+    with get_client(sync_client=True) as client:
+        current = client.read_flow_run(flow_run.id)
+        client.update_flow_run(
+            flow_run.id, name=f"{kind}-{'-'.join(collections)}-{batch_id}", tags=sorted(set(current.tags) | tags)
+        )

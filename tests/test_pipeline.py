@@ -83,8 +83,7 @@ def test_pipeline_runs_every_stage_then_reruns_from_cache(home, tmp_path):
     assert parent.data.metrics["golden/size"] == first.golden.totals.golden_size
     names = sorted(r.info.run_name for r in runs if r.data.tags[tracking.TAG_ROLE] == "configuration")
     assert names == sorted(
-        f"{first.batch_id} {n}"
-        for n in (
+        (
             "ingest/sample",
             "index/sample",
             "golden/generate-seed3",
@@ -95,6 +94,30 @@ def test_pipeline_runs_every_stage_then_reruns_from_cache(home, tmp_path):
     )
     comparisons = tracking.download_table(home, parent.info.run_id, "retrieval/comparisons")
     assert comparisons is not None and set(comparisons["metric"]) >= {"recall@5", "mrr"}
+
+    # The report, on the Prefect flow run and as the MLflow batch's description: every evaluation
+    # stage's headline table with intervals, and who is ahead; the flow run named after the batch.
+    from prefect import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId, ArtifactFilterKey
+
+    flow_run_id = parent.data.tags[tracking.TAG_PREFECT_FLOW_RUN]
+    with get_client(sync_client=True) as client:
+        flow_run = client.read_flow_run(flow_run_id)
+        [artifact] = client.read_artifacts(
+            artifact_filter=ArtifactFilter(
+                key=ArtifactFilterKey(any_=["pipeline-sample-report"]),
+                flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id]),
+            )
+        )
+    assert flow_run.name == f"pipeline-sample-{first.batch_id}"
+    assert {f"batch:{first.batch_id}", "configuration:fulltext", "configuration:hybrid"} <= set(flow_run.tags)
+    report = artifact.data
+    assert report == parent.data.tags[tracking.DESCRIPTION_TAG]
+    assert "## Retrieval" in report and "## Answers" in report and first.batch_id in report
+    recall = next(r for r in first.retrieval.intervals if (r["configuration"], r["metric"]) == ("hybrid", "recall@5"))
+    assert "| recall@5 | " in report
+    assert f"{recall['mean']:.3f} [{recall['ci_low']:.3f}, {recall['ci_high']:.3f}] ({recall['scored']})" in report
+    assert "- recall@5: " in report and "- false_refusal_rate: hybrid only" in report
 
     # Unchanged: nothing is extracted into new documents, embedded, generated, answered or judged again.
     second = pipeline_flow(config)

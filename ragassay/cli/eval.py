@@ -30,6 +30,7 @@ from ragassay.cli.common import (
     with_task_runner,
 )
 from ragassay.cli.render import (
+    REPORTED_ANSWER_METRICS,
     headline_metrics,
     render_answer_costs,
     render_answer_metrics,
@@ -218,6 +219,7 @@ def eval_answers(
             report.metrics,
         )
         render_answer_costs(report.metrics)
+        render_comparisons(report.comparisons, REPORTED_ANSWER_METRICS)
         render_pairwise(report.pairwise)
         render_warnings(report.warnings)
         render_assertions(report.assertions)

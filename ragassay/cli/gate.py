@@ -28,8 +28,8 @@ def gate(
     p < alpha; exit 2 when the batches cannot be compared (unknown batch, metric or configuration)."""
     from ragassay import tracking
     from ragassay.config import workspace_home
-    from ragassay.gates.assertions import ANSWER_ASSERTION_METRICS
     from ragassay.gates.regression import compare_batches, parse_drop_bound, per_question_scores
+    from ragassay.metrics.names import REPORTED_ANSWER_METRICS
 
     home = workspace_home()
     try:
@@ -47,7 +47,7 @@ def gate(
         before, after = tracking.batch_tables(home, baseline), tracking.batch_tables(home, candidate)
         results = []
         for kind in ("retrieval", "answers"):
-            kind_bounds = [b for b in bounds if (b.metric in ANSWER_ASSERTION_METRICS) == (kind == "answers")]
+            kind_bounds = [b for b in bounds if (b.metric in REPORTED_ANSWER_METRICS) == (kind == "answers")]
             if not kind_bounds:
                 continue
             if kind not in before or kind not in after:

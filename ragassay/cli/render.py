@@ -7,7 +7,9 @@ from rich.table import Table
 
 from ragassay.cli.common import out
 from ragassay.gates.assertions import measured
+from ragassay.metrics.names import REPORTED_ANSWER_METRICS  # noqa: F401 (commands import it from here)
 from ragassay.metrics.names import headline_retrieval_metrics as headline_metrics  # noqa: F401 (commands import it from here)
+from ragassay.metrics.significance import ALPHA
 from ragassay.run_warnings import RunWarning
 
 
@@ -47,22 +49,26 @@ def render_systems(costs: dict[str, dict[str, float]]) -> None:
     out.print(table)
 
 
-def render_comparisons(comparisons: list[dict], metrics: list[str]) -> None:
-    shown = [c for c in comparisons if c["metric"] in metrics]
+def render_comparisons(comparisons: list[dict], metrics: list[str] | tuple[str, ...], title: str = "") -> None:
+    """The paired differences of the given metrics; a pair that scored no question in common for a
+    metric has nothing to compare and is not shown."""
+    shown = [c for c in comparisons if c["metric"] in metrics and c["questions"]]
     if not shown:
         return
-    table = Table(title="paired differences (b - a): mean, bootstrap 95% CI, randomization p")
-    for column in ("a", "b", "metric", "difference", "95% CI", "p"):
-        table.add_column(column, justify="right" if column in ("difference", "p") else "left")
+    table = Table(title=f"{title}paired differences (b - a): mean, bootstrap 95% CI, randomization p")
+    for column in ("a", "b", "metric", "questions", "difference", "95% CI", "p"):
+        table.add_column(column, justify="right" if column in ("questions", "difference", "p") else "left")
     for c in shown:
         table.add_row(
             c["configuration_a"],
             c["configuration_b"],
             c["metric"],
+            str(c["questions"]),
             f"{c['mean_difference']:+.4f}",
             f"[{c['ci_low']:+.4f}, {c['ci_high']:+.4f}]",
-            f"{c['p_value']:.4f}",
+            f"{c['p_value']:.4f}" + (" *" if c["p_value"] < ALPHA else ""),
         )
+    table.caption = f"* significant: p < {ALPHA}"
     out.print(table)
 
 

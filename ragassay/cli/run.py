@@ -17,6 +17,7 @@ from ragassay.cli.common import (
     run_flow,
 )
 from ragassay.cli.render import (
+    REPORTED_ANSWER_METRICS,
     headline_metrics,
     render_answer_costs,
     render_answer_metrics,
@@ -101,6 +102,7 @@ def render_pipeline(report) -> None:
             answers.metrics,
         )
         render_answer_costs(answers.metrics)
+        render_comparisons(answers.comparisons, REPORTED_ANSWER_METRICS, "answers: ")
         render_pairwise(answers.pairwise)
     render_assertions(report.assertions)
     render_warnings(report.warnings)

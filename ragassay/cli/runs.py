@@ -17,7 +17,7 @@ from ragassay.cli.render import (
 )
 from ragassay.config import workspace_home
 from ragassay.errors import RagassayError
-from ragassay.metrics.names import display_name, parse_metric_or_none
+from ragassay.metrics.names import REPORTED_ANSWER_METRICS, display_name, parse_metric_or_none
 
 runs_app = typer.Typer(help="Find, show and compare evaluation runs stored in MLflow.", no_args_is_help=True)
 
@@ -152,7 +152,8 @@ def _compare_answer_batch(
     as_json: bool,
     prefix: str = "",
 ) -> None:
-    """An answer batch: metrics with their scored counts, costs, and the pairwise tallies."""
+    """An answer batch: metrics with their scored counts, costs, paired differences, and the
+    pairwise tallies."""
     from ragassay import tracking
     from ragassay.metrics.answers import tally_pairs
 
@@ -162,12 +163,21 @@ def _compare_answer_batch(
         for (a, b), rows in pairwise_table.group_by(["configuration_a", "configuration_b"], maintain_order=True):
             pairwise.append({"configuration_a": a, "configuration_b": b, **tally_pairs(rows["outcome"].to_list())})
 
+    # Batches logged before answer metrics were compared have no comparisons table: none shown.
+    comparisons_table = tracking.download_table(home, parent_run_id, prefix + "comparisons") if parent_run_id else None
+    comparisons = comparisons_table.to_dicts() if comparisons_table is not None else []
+
     def render() -> None:
         render_answer_metrics(f"batch {batch_id}", metrics)
         render_answer_costs(metrics)
+        render_comparisons(comparisons, REPORTED_ANSWER_METRICS)
         render_pairwise(pairwise)
 
-    emit(as_json, {"batch_id": batch_id, "kind": "answers", "metrics": metrics, "pairwise": pairwise}, render)
+    emit(
+        as_json,
+        {"batch_id": batch_id, "kind": "answers", "metrics": metrics, "comparisons": comparisons, "pairwise": pairwise},
+        render,
+    )
 
 
 # What `runs list` shows of each kind of run: retrieval, answers and cases share one list.

@@ -5,6 +5,7 @@ metrics/averaging.py only.
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from dataclasses import dataclass
 
@@ -16,7 +17,8 @@ from ragassay.evaluation.questions import EvalQuestion
 from ragassay.llm.structured import Usage
 from ragassay.metrics.answers import NO_CONTEXTS, UNREADABLE, AnswerJudgement, false_refusal_rate, refusal_recall
 from ragassay.metrics.averaging import interval_table, mean_scored
-from ragassay.metrics.names import ANSWER_METRICS
+from ragassay.metrics.names import ANSWER_METRICS, REPORTED_ANSWER_METRICS
+from ragassay.metrics.significance import compare_all_pairs
 from ragassay.run_warnings import RunWarning
 from ragassay.store.schemas import ANSWERS, JUDGMENTS
 
@@ -220,30 +222,60 @@ def _first_keys(keys: list[str]) -> str:
     return ", ".join(keys[:5]) + (" …" if len(keys) > 5 else "")
 
 
-ANSWER_INTERVAL_METRICS = (*ANSWER_METRICS, "refusal_recall", "false_refusal_rate")
+def answer_scores(answers: pl.DataFrame) -> pl.DataFrame:
+    """A configuration's answers table with a column per REPORTED_ANSWER_METRICS, null where a
+    question has no score: refusal_recall is 1 per unanswerable question declined (0 answered),
+    false_refusal_rate 1 per answerable question declined (0 answered); null elsewhere."""
+    refused = (pl.col("outcome") == "refused").cast(pl.Float64)
+    failed = pl.col("outcome") == "error"  # a system under test's failed call: in no metric
+    return answers.with_columns(
+        pl.when(failed).then(None).when(~pl.col("answerable")).then(refused).otherwise(None).alias("refusal_recall"),
+        pl.when(failed).then(None).when(pl.col("answerable")).then(refused).otherwise(None).alias("false_refusal_rate"),
+    )
 
 
 def answer_intervals(answers: dict[str, pl.DataFrame], seed: int = 0) -> pl.DataFrame:
     """Each answer metric's mean, scored count and 95% interval per configuration, refusal both
-    ways included: refusal_recall is 1 per unanswerable question declined (0 answered),
-    false_refusal_rate 1 per answerable question declined (0 answered); each is null elsewhere."""
-    refused = (pl.col("outcome") == "refused").cast(pl.Float64)
-    failed = pl.col("outcome") == "error"  # a system under test's failed call: in no metric
-    per_question = {
-        label: table.with_columns(
-            pl.when(failed)
-            .then(None)
-            .when(~pl.col("answerable"))
-            .then(refused)
-            .otherwise(None)
-            .alias("refusal_recall"),
-            pl.when(failed)
-            .then(None)
-            .when(pl.col("answerable"))
-            .then(refused)
-            .otherwise(None)
-            .alias("false_refusal_rate"),
-        )
+    ways included (answer_scores)."""
+    per_question = {label: answer_scores(table) for label, table in answers.items()}
+    return interval_table(per_question, list(REPORTED_ANSWER_METRICS), seed)
+
+
+def answer_differences(answers: dict[str, pl.DataFrame], seed: int = 0) -> pl.DataFrame:
+    """Every pair of configurations, every answer metric: the paired difference over the questions
+    both scored, its bootstrap 95% interval and randomization p (metrics/significance.py), as
+    retrieval evaluation compares its metrics."""
+    per_question = {label: answer_scores(table) for label, table in answers.items()}
+    return compare_all_pairs(per_question, REPORTED_ANSWER_METRICS, seed)
+
+
+def question_set_warnings(answers: dict[str, pl.DataFrame]) -> list[RunWarning]:
+    """A warning for each pair of configurations and metric scored on different questions: their
+    means are not over the same questions, and only the questions both scored are compared."""
+    key = pl.col("query_collection") + "/" + pl.col("query_id")
+    scored = {
+        label: {
+            name: set(answer_scores(table).filter(pl.col(name).is_not_null()).select(key).to_series())
+            for name in REPORTED_ANSWER_METRICS
+        }
         for label, table in answers.items()
     }
-    return interval_table(per_question, list(ANSWER_INTERVAL_METRICS), seed)
+    warnings = []
+    for label_a, label_b in itertools.combinations(scored, 2):
+        differing = [name for name in REPORTED_ANSWER_METRICS if scored[label_a][name] != scored[label_b][name]]
+        if differing:
+            counts = "; ".join(
+                f"{name} {len(scored[label_a][name])} against {len(scored[label_b][name])} "
+                f"({len(scored[label_a][name] & scored[label_b][name])} both)"
+                for name in differing
+            )
+            warnings.append(
+                RunWarning(
+                    configuration=f"{label_a} vs {label_b}",
+                    metric=", ".join(differing),
+                    question="",
+                    reason=f"scored on different questions ({counts}); their means are over different questions, "
+                    "and the paired differences use only the questions both scored",
+                )
+            )
+    return warnings

@@ -13,9 +13,14 @@ from ragassay import plots
 from ragassay.answer.grounding import ANSWER_PROMPT_VERSION
 from ragassay.config import AnswerEvalConfig, RetrievalEvalConfig
 from ragassay.evaluation.answer_judging import PairComparison, batch_warnings
-from ragassay.evaluation.answer_summary import ANSWER_INTERVAL_METRICS, ConfigurationSummary, answer_intervals
+from ragassay.evaluation.answer_summary import (
+    ConfigurationSummary,
+    answer_differences,
+    answer_intervals,
+    question_set_warnings,
+)
 from ragassay.evaluation.questions import EvalQuestion, GoldenContext
-from ragassay.evaluation.retrieval_scoring import SearchedConfiguration, compare_configurations
+from ragassay.evaluation.retrieval_scoring import SearchedConfiguration
 from ragassay.evaluation.system_runs import records_table
 from ragassay.gates.assertions import check_assertions, parse_answer_assertion, parse_assertion
 from ragassay.judge.judge import support_threshold_for
@@ -23,7 +28,8 @@ from ragassay.judge.prompts import PROMPT_VERSIONS
 from ragassay.llm.registry import model_verification
 from ragassay.llm.settings import model_id_of
 from ragassay.metrics.averaging import interval_table, mean_scores
-from ragassay.metrics.names import headline_retrieval_metrics
+from ragassay.metrics.names import REPORTED_ANSWER_METRICS, headline_retrieval_metrics
+from ragassay.metrics.significance import compare_all_pairs
 from ragassay.run_warnings import RunWarning, warnings_table
 from ragassay.store.schemas import PAIRWISE
 from ragassay.systems.settings import SystemConfiguration
@@ -45,11 +51,13 @@ class RetrievalEvalReport(LoggedBatch):
 
 
 class AnswerEvalReport(LoggedBatch):
-    """Metrics per configuration, pairwise tallies, warnings, cost, and where the runs are."""
+    """Metrics per configuration, paired differences with their significance (as retrieval's
+    `comparisons`), the judge's pairwise tallies, warnings, cost, and where the runs are."""
 
     questions: int
     unanswerable: int
     metrics: dict[str, dict[str, float]]
+    comparisons: list[dict]
     pairwise: list[dict]
     warnings: list[RunWarning]
     assertions: list[dict]
@@ -91,7 +99,7 @@ def summarize_retrieval(
     for label, share in (coverage or {}).items():
         means[label]["coverage"] = share
     intervals = interval_table(per_question, [str(m) for m in metrics], seed=config.seed)
-    comparisons = compare_configurations(per_question, metrics, seed=config.seed)
+    comparisons = compare_all_pairs(per_question, [str(m) for m in metrics], seed=config.seed)
     assertions = check_assertions([parse_assertion(a) for a in config.assertions], means)
     return RetrievalSummary(means, intervals, comparisons, assertions)
 
@@ -161,9 +169,11 @@ def retrieval_record(
             "intervals": summary.intervals,
         },
         figures={
-            "retrieval_metrics": plots.interval_figure(summary.intervals, headline, title),
+            "retrieval_metrics": plots.interval_figure(
+                summary.intervals, headline, title, summary.comparisons.to_dicts()
+            ),
             "retrieval_recall_at_k": plots.recall_curve_figure(
-                summary.means, list(config.ks), f"recall@k, batch {batch_id}"
+                summary.intervals, list(config.ks), f"recall@k, batch {batch_id}"
             ),
         },
     )
@@ -235,11 +245,13 @@ def answer_params(config: AnswerEvalConfig, questions: AnswerQuestions, judge_mo
 
 @dataclass(frozen=True)
 class AnswerBatchSummary:
-    """What an answer evaluation concludes across configurations: each one's summary, the
-    pairwise comparisons and tallies, the 95% intervals, every warning, the bounds' results."""
+    """What an answer evaluation concludes across configurations: each one's summary, the paired
+    differences of every metric (comparisons), the judge's pairwise preferences and their tallies,
+    the 95% intervals, every warning, the bounds' results."""
 
     summaries: dict[str, ConfigurationSummary]
-    comparisons: list[PairComparison]
+    comparisons: pl.DataFrame
+    preferences: list[PairComparison]
     pairwise: list[dict]
     intervals: pl.DataFrame
     warnings: list[RunWarning]
@@ -250,15 +262,18 @@ def summarize_answer_batch(
     config: AnswerEvalConfig,
     questions: AnswerQuestions,
     summaries: dict[str, ConfigurationSummary],
-    comparisons: list[PairComparison],
+    preferences: list[PairComparison],
 ) -> AnswerBatchSummary:
     metrics = {label: s.metrics for label, s in summaries.items()}
+    answers = {label: s.answers for label, s in summaries.items()}
     return AnswerBatchSummary(
         summaries=summaries,
-        comparisons=comparisons,
-        pairwise=[comparison.tally() for comparison in comparisons],
-        intervals=answer_intervals({label: s.answers for label, s in summaries.items()}, config.seed),
-        warnings=batch_warnings([s.warnings for s in summaries.values()], questions.context),
+        comparisons=answer_differences(answers, config.seed),
+        preferences=preferences,
+        pairwise=[preference.tally() for preference in preferences],
+        intervals=answer_intervals(answers, config.seed),
+        warnings=batch_warnings([s.warnings for s in summaries.values()], questions.context)
+        + question_set_warnings(answers),
         assertions=check_assertions([parse_answer_assertion(a) for a in config.assertions], metrics),
     )
 
@@ -308,16 +323,21 @@ def answer_record(
         kind="answers",
         configurations=configurations,
         headline={
-            label: {m: s.metrics[m] for m in ANSWER_INTERVAL_METRICS if m in s.metrics}
+            label: {m: s.metrics[m] for m in REPORTED_ANSWER_METRICS if m in s.metrics}
             for label, s in summary.summaries.items()
         },
         parent_metrics=tallies,
         tables={
-            "pairwise": pl.concat([c.table for c in summary.comparisons]) if summary.comparisons else PAIRWISE.empty(),
+            "comparisons": summary.comparisons,
+            "pairwise": pl.concat([p.table for p in summary.preferences]) if summary.preferences else PAIRWISE.empty(),
             "warnings": warnings_table(summary.warnings),
             "intervals": summary.intervals,
         },
-        figures={"answer_metrics": plots.interval_figure(summary.intervals, list(ANSWER_INTERVAL_METRICS), title)},
+        figures={
+            "answer_metrics": plots.interval_figure(
+                summary.intervals, list(REPORTED_ANSWER_METRICS), title, summary.comparisons.to_dicts()
+            )
+        },
     )
 
 
@@ -329,6 +349,7 @@ def answer_report(
         questions=len(questions.golden),
         unanswerable=len(questions.unanswerable),
         metrics={label: s.metrics for label, s in summary.summaries.items()},
+        comparisons=summary.comparisons.to_dicts(),
         pairwise=summary.pairwise,
         warnings=summary.warnings,
         assertions=summary.assertions,

@@ -4,12 +4,11 @@ to the MLflow run. Pure: numbers in, text out."""
 
 from __future__ import annotations
 
-from ragassay.evaluation.answer_summary import ANSWER_INTERVAL_METRICS
 from ragassay.evaluation.outcomes import AnswerEvalReport, RetrievalEvalReport
 from ragassay.gates.assertions import measured
+from ragassay.metrics.names import REPORTED_ANSWER_METRICS
+from ragassay.metrics.significance import ALPHA, comparison_of, ranked_by_mean
 from ragassay.run_warnings import RunWarning
-
-ALPHA = 0.05
 
 
 def _link(mlflow_url: str | None, batch_id: str, ui_command: str) -> str:
@@ -29,6 +28,58 @@ def _comparison_lines(comparisons: list[dict], metrics: list[str]) -> list[str]:
             f"| {c['configuration_a']} | {c['configuration_b']} | {c['metric']} | {c['mean_difference']:+.4f} "
             f"| [{c['ci_low']:+.4f}, {c['ci_high']:+.4f}] | {c['p_value']:.4f} | {verdict} |"
         )
+    return lines
+
+
+def ahead_lines(intervals: list[dict], comparisons: list[dict], metrics: list[str] | tuple[str, ...]) -> list[str]:
+    """One line per metric saying which configuration is ahead and whether that is significant:
+    the best mean (the lowest for a metric where lower is better) against the runner-up's, with their paired
+    difference over the questions both scored (best - runner-up, bootstrap 95% CI, randomization
+    p; significant when p < ALPHA). intervals: rows of (configuration, metric, scored, mean,
+    ci_low, ci_high); comparisons: rows of metrics/significance.compare_all_pairs."""
+    lines = []
+    for metric in metrics:
+        ranked = ranked_by_mean(intervals, metric)
+        if not ranked:
+            continue
+        best = ranked[0]
+        if len(ranked) == 1:
+            lines.append(f"- {metric}: {best['configuration']} only ({best['mean']:.3f})")
+            continue
+        second = ranked[1]
+        if best["mean"] == second["mean"]:
+            lines.append(f"- {metric}: {best['configuration']} and {second['configuration']} tie at {best['mean']:.3f}")
+            continue
+        row = comparison_of(comparisons, metric, best["configuration"], second["configuration"])
+        lead = f"- {metric}: **{best['configuration']}** is ahead ({best['mean']:.3f} against {second['configuration']}'s {second['mean']:.3f}"
+        if row is None or not row["questions"]:
+            lines.append(lead + "; no question scored by both, so no paired test)")
+            continue
+        verdict = "significant" if row["p_value"] < ALPHA else "not significant"
+        lines.append(
+            lead + f"; paired difference {row['difference']:+.3f} [{row['ci_low']:+.3f}, {row['ci_high']:+.3f}] over "
+            f"{row['questions']} questions, p = {row['p_value']:.3f}: {verdict})"
+        )
+    return lines
+
+
+def interval_lines(intervals: list[dict], metrics: list[str] | tuple[str, ...]) -> list[str]:
+    """A Markdown table of configurations × metrics, each cell `mean [ci_low, ci_high] (scored)`,
+    rounded to 3 places (the logged values stay exact)."""
+    labels = list(dict.fromkeys(row["configuration"] for row in intervals))
+    shown = [m for m in metrics if any(row["metric"] == m and row["mean"] is not None for row in intervals)]
+    if not labels or not shown:
+        return []
+    cells = {(row["configuration"], row["metric"]): row for row in intervals}
+
+    def cell(label: str, metric: str) -> str:
+        row = cells.get((label, metric))
+        if row is None or row["mean"] is None:
+            return "-"
+        return f"{row['mean']:.3f} [{row['ci_low']:.3f}, {row['ci_high']:.3f}] ({row['scored']})"
+
+    lines = ["| metric | " + " | ".join(labels) + " |", "|---|" + "---:|" * len(labels)]
+    lines += [f"| {metric} | " + " | ".join(cell(label, metric) for label in labels) + " |" for metric in shown]
     return lines
 
 
@@ -54,6 +105,9 @@ def retrieval_markdown(report: RetrievalEvalReport, headline: list[str]) -> str:
         f"| {label} | " + " | ".join(f"{values.get(m, float('nan')):.4f}" for m in headline) + " |"
         for label, values in means.items()
     ]
+    ahead = ahead_lines(report.intervals, comparisons, headline)
+    if ahead:
+        lines += ["", "## Who is ahead", "", *ahead]
     comparison_lines = _comparison_lines(comparisons, headline)
     if comparison_lines:
         lines += [
@@ -73,28 +127,35 @@ def _warning_lines(warnings: list[RunWarning]) -> list[str]:
 
 def answers_markdown(report: AnswerEvalReport) -> str:
     """Answer metrics with their counts, refusal both ways, pairwise tallies, gates, warnings."""
-    metrics, pairwise, assertions = report.metrics, report.pairwise, report.assertions
-    names = ANSWER_INTERVAL_METRICS
-    counts = {"refusal_recall": "unanswerable_questions", "false_refusal_rate": "answerable_questions"}
+    pairwise, assertions = report.pairwise, report.assertions
     lines = [
         f"# Answer evaluation, {report.questions} answerable + {report.unanswerable} unanswerable questions",
         "",
         f"Judge: `{report.judge_model}`. " + _link(report.mlflow_url, report.batch_id, report.ui_command),
         "",
+        *interval_lines(report.intervals, REPORTED_ANSWER_METRICS),
+        "",
+        "Each cell: mean [95% CI] (questions it scored); `-`: no question could be scored.",
     ]
-    lines += ["| metric | " + " | ".join(metrics) + " |", "|---|" + "---:|" * len(metrics)]
-    for name in names:
-        count = counts.get(name, f"{name}_scored")
-        cells = [
-            f"{v[name]:.3f} ({int(v.get(count, 0))})" if name in v else f"- ({int(v.get(count, 0))})"
-            for v in metrics.values()
+    ahead = ahead_lines(report.intervals, report.comparisons, REPORTED_ANSWER_METRICS)
+    if ahead:
+        lines += ["", "## Who is ahead", "", *ahead]
+    comparison_lines = _comparison_lines(
+        [c for c in report.comparisons if c["questions"]], list(REPORTED_ANSWER_METRICS)
+    )
+    if comparison_lines:
+        lines += [
+            "",
+            f"## Paired differences (over the questions both scored; bootstrap 95% CI, randomization p; "
+            f"significant when p < {ALPHA})",
+            "",
+            *comparison_lines,
         ]
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    lines += ["", "Each cell: value (questions it scored)."]
     if pairwise:
         lines += ["", "## Pairwise (the judge's preference, asked in both orders)", ""]
         lines += [
-            f"- {p['configuration_a']} vs {p['configuration_b']}: {p['wins_a']} / {p['ties']} ties / {p['wins_b']}, "
+            f"- {p['configuration_a']} vs {p['configuration_b']} on {p['questions']} questions: "
+            f"{p['configuration_a']} won {p['wins_a']}, {p['configuration_b']} won {p['wins_b']}, {p['ties']} ties; "
             f"inconsistent {p['inconsistent']}, unreadable {p['unreadable']}"
             for p in pairwise
         ]

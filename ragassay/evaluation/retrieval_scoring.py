@@ -1,6 +1,6 @@
-"""Retrieval evaluation: golden questions searched under one configuration, scored per question,
-and configurations compared pairwise. Averaging is metrics/averaging.py's; questions without
-expected documents never reach this module.
+"""Retrieval evaluation: golden questions searched under one configuration and scored per
+question. Averaging is metrics/averaging.py's, comparing configurations metrics/significance.py's;
+questions without expected documents never reach this module.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from ragassay.evaluation.questions import DocKey, EvalQuestion
 from ragassay.llm.structured import Usage
 from ragassay.metrics.names import MetricName
 from ragassay.metrics.retrieval import judge_run
-from ragassay.metrics.significance import compare_paired
 from ragassay.progress import ProgressReporter
 from ragassay.resources import Resources
 from ragassay.search.rerank import RerankStats
@@ -132,49 +131,3 @@ def per_question_frame(
         },
         schema=spec.schema,
     )
-
-
-def compare_configurations(per_question: dict[str, pl.DataFrame], metrics: list[MetricName], seed: int) -> pl.DataFrame:
-    """Every pair (a, b) of configurations: mean of b - a per metric, bootstrap 95% CI, p-value.
-    Shows progress: a bootstrap per pair and metric takes seconds over thousands of questions."""
-    rows = []
-    pairs = list(itertools.combinations(per_question, 2))
-    with ProgressReporter(
-        f"comparing {len(pairs)} pairs of configurations", total=len(pairs) * len(metrics)
-    ) as progress:
-        for label_a, label_b in pairs:
-            a, b = per_question[label_a], per_question[label_b]
-            aligned = a.join(b, on=["query_collection", "query_id"], suffix="__b", maintain_order="left")
-            for metric in metrics:
-                name = str(metric)
-                # Paired over the questions both answered (a system's failed calls are null).
-                both = aligned.select(name, f"{name}__b").drop_nulls()
-                result = compare_paired(both[name].to_numpy(), both[f"{name}__b"].to_numpy(), seed=seed)
-                rows.append(
-                    {
-                        "configuration_a": label_a,
-                        "configuration_b": label_b,
-                        "metric": name,
-                        "questions": result.questions,
-                        "mean_difference": result.mean_difference,
-                        "ci_low": result.ci_low,
-                        "ci_high": result.ci_high,
-                        "p_value": result.p_value,
-                    }
-                )
-                progress(len(rows), len(pairs) * len(metrics))
-    return pl.DataFrame(rows, schema=COMPARISON_SCHEMA)
-
-
-COMPARISON_SCHEMA = pl.Schema(
-    {
-        "configuration_a": pl.String,
-        "configuration_b": pl.String,
-        "metric": pl.String,
-        "questions": pl.Int64,
-        "mean_difference": pl.Float64,
-        "ci_low": pl.Float64,
-        "ci_high": pl.Float64,
-        "p_value": pl.Float64,
-    }
-)

@@ -10,10 +10,8 @@ import operator
 import re
 from dataclasses import dataclass
 
-from ragassay.metrics.names import ANSWER_METRICS, MetricName, parse_metric
+from ragassay.metrics.names import REPORTED_ANSWER_METRICS, MetricName, parse_metric
 
-# What an answer assertion can bound: the judged metrics and refusal in both directions.
-ANSWER_ASSERTION_METRICS = (*ANSWER_METRICS, "refusal_recall", "false_refusal_rate")
 # What either evaluation can bound besides its own metrics: the share of questions a system under
 # test answered (its failed calls lower it; a built-in configuration has none to bound).
 COVERAGE = "coverage"
@@ -51,9 +49,9 @@ def parse_answer_assertion(text: str) -> Assertion:
     match = _ASSERTION.match(text)
     if match is None:
         raise ValueError(f"assertion {text!r} must look like 'LABEL:METRIC>=NUMBER' (operators: >= > <= < ==)")
-    if match["metric"] not in (*ANSWER_ASSERTION_METRICS, COVERAGE):
+    if match["metric"] not in (*REPORTED_ANSWER_METRICS, COVERAGE):
         raise ValueError(
-            f"assertion {text!r}: answer metric must be one of {', '.join((*ANSWER_ASSERTION_METRICS, COVERAGE))}"
+            f"assertion {text!r}: answer metric must be one of {', '.join((*REPORTED_ANSWER_METRICS, COVERAGE))}"
         )
     return Assertion(match["label"], match["metric"], match["op"], float(match["bound"]))
 
@@ -61,7 +59,7 @@ def parse_answer_assertion(text: str) -> Assertion:
 def is_answer_assertion(text: str) -> bool:
     """Whether an assertion bounds an answer metric (else it is a retrieval one, or coverage)."""
     match = _ASSERTION.match(text)
-    return match is not None and match["metric"] in ANSWER_ASSERTION_METRICS
+    return match is not None and match["metric"] in REPORTED_ANSWER_METRICS
 
 
 def coverage_label(text: str) -> str | None:

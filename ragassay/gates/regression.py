@@ -15,9 +15,9 @@ from dataclasses import dataclass
 import polars as pl
 
 from ragassay.errors import ConfigError
-from ragassay.metrics.significance import compare_paired
+from ragassay.metrics.names import LOWER_IS_BETTER
+from ragassay.metrics.significance import ALPHA, compare_paired
 
-LOWER_IS_BETTER = ("false_refusal_rate",)
 KEYS = ["query_collection", "query_id"]
 _BOUND = re.compile(r"^\s*(?:(?P<label>[A-Za-z0-9][A-Za-z0-9_.-]*):)?(?P<metric>[\w@]+)\s*=\s*(?P<drop>\d*\.?\d+)\s*$")
 
@@ -76,7 +76,7 @@ def compare_batches(
     baseline: dict[str, pl.DataFrame],
     candidate: dict[str, pl.DataFrame],
     bounds: list[DropBound],
-    alpha: float = 0.05,
+    alpha: float = ALPHA,
     seed: int = 0,
 ) -> pl.DataFrame:
     """One row per (configuration, bounded metric): the paired drop over the questions both

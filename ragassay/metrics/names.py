@@ -22,6 +22,11 @@ from ragassay.metrics.retrieval import (
 
 # The answer metrics, in the order tables show them (metrics/answers.py computes each).
 ANSWER_METRICS = ("faithfulness", "context_recall", "answer_relevancy", "citation_precision", "answer_correctness")
+# Every answer metric a report shows, bounds and compares: the judged ones, then refusal in both
+# directions (counted from outcomes, no judge).
+REPORTED_ANSWER_METRICS = (*ANSWER_METRICS, "refusal_recall", "false_refusal_rate")
+# Metrics where the lower value is the better one (every other metric: higher is better).
+LOWER_IS_BETTER = ("false_refusal_rate",)
 
 _METRICS: dict[str, Callable[..., np.ndarray]] = {
     "recall": recall_at_k,

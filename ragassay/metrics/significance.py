@@ -1,15 +1,27 @@
 """Paired comparison of two configurations on the same questions: is the difference real?
 
-Both tests are seeded, so the same scores always give the same interval and p-value.
+Both tests are seeded, so the same scores always give the same interval and p-value. Retrieval
+and answer metrics are compared the same way (`compare_all_pairs`): over the questions both
+configurations scored, which is how a judged metric that left a question out, or a system under
+test whose call failed, stays out of the pair's difference.
 """
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import polars as pl
+
+from ragassay.metrics.names import LOWER_IS_BETTER
+from ragassay.progress import ProgressReporter
 
 RESAMPLES = 10_000
+# A difference is called significant when its randomization p is below this (reports, the CLI's
+# tables and the regression gate's default).
+ALPHA = 0.05
 
 
 @dataclass(frozen=True)
@@ -57,3 +69,71 @@ def compare_paired(a: np.ndarray, b: np.ndarray, seed: int = 0, resamples: int =
     extreme = np.abs(signed_means) >= abs(observed) - 1e-12
     p_value = (1 + int(extreme.sum())) / (1 + resamples)
     return PairedComparison(count, float(observed), float(low), float(high), float(p_value))
+
+
+COMPARISON_SCHEMA = pl.Schema(
+    {
+        "configuration_a": pl.String,
+        "configuration_b": pl.String,
+        "metric": pl.String,
+        "questions": pl.Int64,
+        "mean_difference": pl.Float64,
+        "ci_low": pl.Float64,
+        "ci_high": pl.Float64,
+        "p_value": pl.Float64,
+    }
+)
+KEYS = ["query_collection", "query_id"]
+
+
+def compare_all_pairs(per_question: dict[str, pl.DataFrame], metrics: Sequence[str], seed: int) -> pl.DataFrame:
+    """Every pair (a, b) of configurations, in label order: compare_paired of b against a per
+    metric, over the questions both scored (a null is a question left out of that metric).
+
+    per_question: each configuration's table of (query_collection, query_id, one column per
+    metric). Shows progress: a bootstrap per pair and metric takes seconds over thousands of
+    questions.
+    """
+    rows = []
+    pairs = list(itertools.combinations(per_question, 2))
+    with ProgressReporter(
+        f"comparing {len(pairs)} pairs of configurations", total=len(pairs) * len(metrics)
+    ) as progress:
+        for label_a, label_b in pairs:
+            aligned = per_question[label_a].join(per_question[label_b], on=KEYS, suffix="__b", maintain_order="left")
+            for name in metrics:
+                both = aligned.select(name, f"{name}__b").drop_nulls()
+                result = compare_paired(both[name].to_numpy(), both[f"{name}__b"].to_numpy(), seed=seed)
+                rows.append(
+                    {
+                        "configuration_a": label_a,
+                        "configuration_b": label_b,
+                        "metric": name,
+                        "questions": result.questions,
+                        "mean_difference": result.mean_difference,
+                        "ci_low": result.ci_low,
+                        "ci_high": result.ci_high,
+                        "p_value": result.p_value,
+                    }
+                )
+                progress(len(rows), len(pairs) * len(metrics))
+    return pl.DataFrame(rows, schema=COMPARISON_SCHEMA)
+
+
+def ranked_by_mean(intervals: list[dict], metric: str) -> list[dict]:
+    """The interval rows (configuration, metric, scored, mean, ci_low, ci_high) of one metric that
+    have a mean, best first: highest mean, or lowest for a metric in LOWER_IS_BETTER. Ties keep
+    the rows' order."""
+    scored = [row for row in intervals if row["metric"] == metric and row["mean"] is not None]
+    return sorted(scored, key=lambda row: row["mean"], reverse=metric not in LOWER_IS_BETTER)
+
+
+def comparison_of(comparisons: list[dict], metric: str, first: str, second: str) -> dict | None:
+    """The compare_all_pairs row of two configurations (in either order) for one metric, with
+    `difference`, `ci_low`, `ci_high` turned to say first - second; None without one."""
+    for row in comparisons:
+        if row["metric"] == metric and {row["configuration_a"], row["configuration_b"]} == {first, second}:
+            sign = 1 if row["configuration_a"] == second else -1  # the row holds b - a
+            low, high = sorted((sign * row["ci_low"], sign * row["ci_high"]))
+            return {**row, "difference": sign * row["mean_difference"], "ci_low": low, "ci_high": high}
+    return None

@@ -6,6 +6,7 @@ tests/judge and benchmarks/."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -335,3 +336,48 @@ def test_a_judge_model_that_is_not_there_fails_the_evaluation_before_any_answer(
     assert result.exit_code == 2 and "ragassay models fetch qwen2.5-1.5b" in result.output
     assert find_runs(home) == [], "nothing was logged: the run stopped before its first answer"
     assert not (tmp_path / "completion-cache" / "completions.sqlite").exists(), "no model was called"
+
+
+def test_answer_metrics_are_compared_pairwise_and_the_batch_says_who_is_ahead(evaluated, sample_home):
+    from prefect import get_client
+
+    from ragassay.evaluation.answer_summary import answer_scores
+    from ragassay.metrics.names import REPORTED_ANSWER_METRICS
+    from ragassay.metrics.significance import compare_paired
+
+    config, report = evaluated
+    scores = {label: answer_scores(_child_tables(sample_home, run_id)[0]) for label, run_id in report.run_ids.items()}
+    assert len(report.comparisons) == len(REPORTED_ANSWER_METRICS), "one pair, every metric"
+    for row in report.comparisons:
+        metric = row["metric"]
+        both = (
+            scores[row["configuration_a"]]
+            .join(scores[row["configuration_b"]], on=["query_collection", "query_id"], suffix="__b")
+            .select(metric, f"{metric}__b")
+            .drop_nulls()
+        )
+        expected = compare_paired(both[metric].to_numpy(), both[f"{metric}__b"].to_numpy(), seed=config.seed)
+        assert (row["questions"], row["mean_difference"], row["p_value"]) == (
+            expected.questions,
+            expected.mean_difference,
+            expected.p_value,
+        ), metric
+    logged = tracking.download_table(sample_home, report.parent_run_id, "comparisons")
+    assert logged.to_dicts() == report.comparisons
+
+    # The batch's description in MLflow is the report: who is ahead, with the paired tests.
+    mlflow_client = tracking.client(sample_home)
+    parent = mlflow_client.get_run(report.parent_run_id)
+    description = parent.data.tags[tracking.DESCRIPTION_TAG]
+    assert "## Who is ahead" in description and "- false_refusal_rate: " in description
+    assert "fulltext won" in description and "hybrid won" in description, "the pairwise line names the winners"
+    saved = mlflow_client.download_artifacts(report.parent_run_id, "report.md")
+    assert Path(saved).read_text(encoding="utf-8") == description
+
+    # The Prefect flow run is named after the batch and tagged so that the runs list finds it.
+    with get_client(sync_client=True) as client:
+        flow_run = client.read_flow_run(parent.data.tags[tracking.TAG_PREFECT_FLOW_RUN])
+    assert flow_run.name == f"answers-sample-{report.batch_id}"
+    assert {"collection:sample", f"batch:{report.batch_id}", "configuration:fulltext", "configuration:hybrid"} <= set(
+        flow_run.tags
+    )

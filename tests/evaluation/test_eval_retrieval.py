@@ -216,18 +216,23 @@ def test_the_batch_parent_shows_metrics_pictures_and_previewable_tables(evaluate
     assert parent.data.metrics["retrieval/hybrid/recall_at_5"] == pytest.approx(report.means["hybrid"]["recall@5"])
     assert parent.data.tags["mlflow.source.name"] == "ragassay eval retrieval" and parent.data.tags["mlflow.user"]
     assert parent.data.tags[tracking.TAG_PREFECT_FLOW_RUN], "the Prefect flow run that made it"
-    artifacts = {a.path for a in mlflow_client.list_artifacts(report.parent_run_id)} | {
-        a.path for a in mlflow_client.list_artifacts(report.parent_run_id, "plots")
+    artifacts = {
+        a.path
+        for folder in (None, "plots", "machine")
+        for a in mlflow_client.list_artifacts(report.parent_run_id, folder)
     }
+    # What a person previews (JSON tables) at the top; the Parquet copies for programs in machine/.
+    assert not any(path.endswith(".parquet") for path in artifacts if "/" not in path)
     assert {
-        "comparisons.parquet",
+        "machine/comparisons.parquet",
         "comparisons.json",
-        "intervals.parquet",
+        "intervals.json",
+        "machine/intervals.parquet",
         "plots/retrieval_metrics.png",
         "plots/retrieval_recall_at_k.png",
     } <= artifacts
     fulltext = mlflow_client.get_run(report.run_ids["fulltext"])
-    assert fulltext.info.run_name == f"{report.batch_id} retrieval/fulltext"
+    assert fulltext.info.run_name == "retrieval/fulltext" and fulltext.data.tags[tracking.TAG_BATCH] == report.batch_id
     assert not any(
         key.startswith(("config.fusion", "config.rerank_model", "config.rerank_candidates"))
         for key in fulltext.data.params

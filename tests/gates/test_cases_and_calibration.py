@@ -112,8 +112,11 @@ def test_calibration_reports_agreement_with_the_shipped_labels_and_logs_a_run(wo
     assert sorted(row["source"] for row in report["rows"]) == sorted(f"{LABELS}:{n}" for n in range(1, len(rows) + 1))
     run = tracking.client(workspace).get_run(report["mlflow_run_id"])
     assert run.data.params["judge_model"] == report["judge_model"] and run.data.metrics["labelled"] == len(rows)
-    artifacts = {a.path for a in tracking.client(workspace).list_artifacts(report["mlflow_run_id"])}
-    assert {"confusion_matrix.png", "rows.parquet"} <= artifacts
+    mlflow_client = tracking.client(workspace)
+    artifacts = {
+        a.path for folder in (None, "machine") for a in mlflow_client.list_artifacts(report["mlflow_run_id"], folder)
+    }
+    assert {"confusion_matrix.png", "machine/rows.parquet"} <= artifacts
     assert tracking.download_table(workspace, report["mlflow_run_id"], "rows").height == len(rows)
 
 

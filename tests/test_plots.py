@@ -1,0 +1,58 @@
+"""The batch pictures, drawn from numbers: axes that fit the data, configurations told apart where
+they overlap, significance marked; each saved as a PNG as MLflow stores it."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from ragassay import plots
+from ragassay.metrics.averaging import INTERVAL_SCHEMA
+
+
+def _intervals(rows: list[tuple[str, str, float, float, float]]) -> pl.DataFrame:
+    return pl.DataFrame(
+        [
+            {"configuration": c, "metric": m, "scored": 30, "mean": mean, "ci_low": low, "ci_high": high}
+            for c, m, mean, low, high in rows
+        ],
+        schema=INTERVAL_SCHEMA,
+    )
+
+
+def test_metric_panels_fit_their_data_and_mark_who_is_significantly_behind(tmp_path):
+    intervals = _intervals(
+        [
+            ("fulltext", "mrr", 0.90, 0.86, 0.93),
+            ("hybrid", "mrr", 0.97, 0.95, 0.99),
+            ("fulltext", "faithfulness", 0.40, 0.20, 0.60),
+        ]
+    )
+    comparisons = [
+        {"configuration_a": "fulltext", "configuration_b": "hybrid", "metric": "mrr", "questions": 30,
+         "mean_difference": 0.07, "ci_low": 0.03, "ci_high": 0.1, "p_value": 0.001},
+    ]  # fmt: skip
+    figure = plots.interval_figure(intervals, ["mrr", "faithfulness"], "batch", comparisons)
+    mrr, faithfulness = figure.axes[:2]
+    low, high = mrr.get_ylim()
+    assert 0.8 < low < 0.86 and 0.99 < high <= 1.03, "near 1, the axis starts near the data, not at 0"
+    assert mrr.get_title(loc="left") == "mrr\nbest: hybrid"
+    labels = [text.get_text() for text in mrr.texts]
+    assert "*0.900\nn=30" in labels and "0.970\nn=30" in labels, "fulltext is significantly behind"
+    assert "not\nscored" in [text.get_text() for text in faithfulness.texts], "hybrid scored no faithfulness"
+    figure.savefig(tmp_path / "metrics.png")
+    assert (tmp_path / "metrics.png").stat().st_size > 10_000
+
+
+def test_recall_curves_keep_overlapping_configurations_apart_with_their_intervals(tmp_path):
+    rows = [(label, f"recall@{k}", 0.9, 0.8, 1.0) for label in ("semantic", "hybrid") for k in (1, 5, 10)]
+    figure = plots.recall_curve_figure(_intervals(rows), [1, 5, 10], "recall@k")
+    [axes] = figure.axes
+    lines = [container.lines[0] for container in axes.containers]  # each errorbar's data line
+    assert [container.get_label() for container in axes.containers] == ["semantic", "hybrid"]
+    x_semantic, x_hybrid = (list(line.get_xdata()) for line in lines)
+    assert all(a < b for a, b in zip(x_semantic, x_hybrid)), "equal values set a little apart along k"
+    assert len({(line.get_marker(), line.get_linestyle()) for line in lines}) == 2, "each its own marker and dashes"
+    assert len(axes.containers[0].lines[2]) == 1, "with its intervals as whiskers"
+    assert axes.get_ylim()[0] > 0.5
+    figure.savefig(tmp_path / "recall.png")
+    assert (tmp_path / "recall.png").stat().st_size > 10_000
