@@ -329,6 +329,11 @@ class AnswerEvalSettings(Frozen):
     )
     seed: int = Field(0, description="Seed of the question sample.")
     pairwise: bool = True
+    traces: bool = Field(
+        True,
+        description="Log each question as an MLflow trace of its configuration's run: retrieved passages, the "
+        "answer, every verdict beside its passage, and the question's scores as assessments.",
+    )
     assertions: tuple[str, ...] = ()
     questions_per_task: int | None = Field(None, ge=1)
     save_records: Path | None = Field(

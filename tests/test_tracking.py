@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 
 import polars as pl
@@ -32,3 +33,67 @@ def test_runs_logged_after_the_workspace_moved_keep_their_artifacts_inside_it(tm
     assert tracking.download_table(after, second, "answers")["query_id"].to_list() == ["second"]
     experiment = tracking.client(after).get_experiment_by_name(tracking.experiment_name(["sample"]))
     assert experiment.artifact_location.startswith((after / "mlartifacts").as_uri())
+
+
+def test_an_answered_question_is_a_trace_of_its_run_with_passages_verdicts_and_assessments(tmp_path):
+    from ragassay.answer.grounding import AnsweredStatement, Citation, GroundedAnswer, Source
+    from ragassay.evaluation.answer_summary import AnsweredQuestion
+    from ragassay.evaluation.answer_traces import TraceSettings, answer_traces
+    from ragassay.evaluation.questions import EvalQuestion
+    from ragassay.llm.structured import Usage
+    from ragassay.metrics.answers import AnswerJudgement, Scored, answer_correctness, faithfulness
+
+    home = tmp_path / "workspace"
+    sources = [
+        Source(1, "sample", "hives.md", "hives.md#0", 0, 30, None, "Hive 1 was inspected on Monday."),
+        Source(2, "sample", "smoke.md", "smoke.md#2", 10, 40, None, "Smoke calms the bees."),
+    ]
+    statement = AnsweredStatement("Hive 1 was inspected on Monday.", [Citation(1, "hives.md", "hives.md#0", 0, 30, "")])
+    answer = GroundedAnswer("When was hive 1 inspected?", "answered", "answered", [statement], sources)
+    question = EvalQuestion("sample", "g1", answer.question, {("sample", "hives.md"): 1}, "On Monday.")
+    answered = AnsweredQuestion(question, True, answer, Usage(calls=1, prompt_tokens=120, completion_tokens=12), 1.0)
+    verdicts = [
+        {"metric": "faithfulness", "statement_index": 0, "statement": statement.text, "source_number": None,
+         "verdict": "unsupported", "p_supported": 0.4, "error": None},
+        {"metric": "citation_precision", "statement_index": 0, "statement": statement.text, "source_number": 1,
+         "verdict": "supported", "p_supported": 0.97, "error": None},
+    ]  # fmt: skip
+    judgement = AnswerJudgement(
+        faithfulness([False]), Scored(None, "no reference answer"), Scored(0.8, None, 1), Scored(1.0, None, 1),
+        answer_correctness(0.9, 0.5), None, verdicts,
+    )  # fmt: skip
+    settings = TraceSettings("hybrid", "b1", "smollm2:abc", "qwen2.5-1.5b:def", 0.85, "support-probability/3")
+    traces = answer_traces([answered], {answered.key: judgement}, settings)
+
+    mlflow_client = tracking.client(home)
+    experiment_id = tracking.ensure_experiment(mlflow_client, home, ["sample"])
+    run = mlflow_client.create_run(experiment_id, run_name="answers/hybrid")
+    before = os.environ.get("MLFLOW_TRACKING_URI")
+    tracking.log_traces(home, experiment_id, run.info.run_id, traces)
+    assert os.environ.get("MLFLOW_TRACKING_URI") == before, "the process's tracking URI is put back"
+
+    # Found through MLflow's own search, by the run, as its Traces tab finds them.
+    [trace] = tracking.client(home).search_traces(locations=[experiment_id], run_id=run.info.run_id)
+    assert [t.info.trace_id for t in tracking.find_traces(home, run.info.run_id)] == [trace.info.trace_id]
+    spans = {span.name: span for span in trace.data.spans}
+    retrieved = spans["retrieve"]
+    assert retrieved.span_type == "RETRIEVER" and [d["metadata"]["doc_uri"] for d in retrieved.outputs] == [
+        "hives.md",
+        "smoke.md",
+    ]
+    assert retrieved.outputs[1]["page_content"] == "Smoke calms the bees."
+    assert (
+        spans["answer"].attributes["prompt_tokens"] == 120 and spans["answer"].attributes["model_id"] == "smollm2:abc"
+    )
+    cited = spans["citation_precision 0"]
+    assert cited.inputs["passage"] == "Hive 1 was inspected on Monday." and cited.attributes["p_supported"] == 0.97
+    assert "[2] Smoke calms the bees." in spans["faithfulness 0"].inputs["passage"], "judged against the whole context"
+    assessments = {a.name: a for a in trace.info.assessments}
+    assert assessments["faithfulness"].value == 0.0
+    assert assessments["faithfulness"].rationale == "not supported: Hive 1 was inspected on Monday."
+    assert assessments["faithfulness"].source.source_id == "qwen2.5-1.5b:def (support-probability/3)"
+    assert assessments["answer_correctness"].value == 1.0 and assessments["refusal"].value == "answered"
+    assert assessments["context_recall"].error.error_message == "not scored: no reference answer"
+    assert assessments["expected_documents"].value == ["sample/hives.md"]
+    assert assessments["expected_response"].value == "On Monday."
+    assert trace.info.tags["ragassay.query_id"] == "sample/g1"

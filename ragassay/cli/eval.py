@@ -145,6 +145,9 @@ def eval_answers(
     ),
     seed: int | None = typer.Option(None, help="Seed of the question sample (default 0)."),
     no_pairwise: bool = typer.Option(False, "--no-pairwise", help="Skip the pairwise comparison of configurations."),
+    no_traces: bool = typer.Option(
+        False, "--no-traces", help="Log no MLflow trace per question (the tables and metrics are logged as ever)."
+    ),
     estimate: bool = typer.Option(False, "--estimate", help="Print model calls, tokens and time, and run nothing."),
     assertion: list[str] = typer.Option(
         [],
@@ -189,6 +192,8 @@ def eval_answers(
                 settings[key] = value
         if no_pairwise:
             settings["pairwise"] = False
+        if no_traces:
+            settings["traces"] = False
         settings["assertions"] = [*settings.get("assertions", []), *assertion]
         judge = judge_override(judge_model, judge_backend, judge_path, judge_url, judge_name, judge_api_key_env)
         if judge is not None:

@@ -47,12 +47,15 @@ class AnsweredQuestion:
 
 @dataclass
 class ConfigurationSummary:
-    """What one configuration's answer evaluation logs: run metrics, tables and warnings."""
+    """What one configuration's answer evaluation logs: run metrics, tables and warnings, and the
+    answers and judgements they came from (for the questions' traces)."""
 
     metrics: dict[str, float]
     answers: pl.DataFrame
     judgments: pl.DataFrame
     warnings: list[RunWarning]
+    answered: list[AnsweredQuestion]
+    judgements: dict[str, AnswerJudgement]
 
 
 def summarize_configuration(
@@ -93,6 +96,8 @@ def summarize_configuration(
         answers=_answers_frame(label, answered, judgements),
         judgments=_judgments_frame(label, answerable, judgements),
         warnings=_warnings(label, answered, judgements),
+        answered=answered,
+        judgements=judgements,
     )
 
 

@@ -19,6 +19,7 @@ from ragassay.evaluation.answer_summary import (
     answer_intervals,
     question_set_warnings,
 )
+from ragassay.evaluation.answer_traces import TraceSettings, answer_traces
 from ragassay.evaluation.questions import EvalQuestion, GoldenContext
 from ragassay.evaluation.retrieval_scoring import SearchedConfiguration
 from ragassay.evaluation.system_runs import records_table
@@ -306,6 +307,22 @@ def answer_record(
             },
             metrics=summary.summaries[c.label].metrics,
             tables={"answers": summary.summaries[c.label].answers, "judgments": summary.summaries[c.label].judgments},
+            traces=answer_traces(
+                summary.summaries[c.label].answered,
+                summary.summaries[c.label].judgements,
+                TraceSettings(
+                    label=c.label,
+                    batch_id=batch_id,
+                    answered_by=f"system under test ({c.system.kind})"
+                    if isinstance(c, SystemConfiguration)
+                    else model_id_of(c.model),
+                    judge_model_id=judge_model_id,
+                    support_threshold=support_threshold_for(judge_model_id),
+                    judge_prompts=", ".join(PROMPT_VERSIONS.values()),
+                ),
+            )
+            if config.traces
+            else [],
         )
         for c in config.configurations
     ]

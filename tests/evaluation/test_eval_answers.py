@@ -381,3 +381,28 @@ def test_answer_metrics_are_compared_pairwise_and_the_batch_says_who_is_ahead(ev
     assert {"collection:sample", f"batch:{report.batch_id}", "configuration:fulltext", "configuration:hybrid"} <= set(
         flow_run.tags
     )
+
+
+def test_each_question_is_an_mlflow_trace_with_its_passages_verdicts_and_scores(evaluated, sample_home):
+    _, report = evaluated
+    for label, run_id in report.run_ids.items():
+        answers, judgments = _child_tables(sample_home, run_id)
+        traces = {t.info.tags["ragassay.query_id"]: t for t in tracking.find_traces(sample_home, run_id)}
+        assert set(traces) == {f"{r['query_collection']}/{r['query_id']}" for r in answers.iter_rows(named=True)}
+        for row in answers.iter_rows(named=True):
+            trace = traces[f"{row['query_collection']}/{row['query_id']}"]
+            spans = {span.name: span for span in trace.data.spans}
+            assert spans["retrieve"].span_type == "RETRIEVER" and len(spans["retrieve"].outputs) == row["sources"]
+            assert all(d["page_content"] and d["metadata"]["doc_uri"] for d in spans["retrieve"].outputs)
+            assert spans["answer"].outputs["answer"] == row["answer"]
+            verdicts = judgments.filter(pl.col("query_id") == row["query_id"])
+            assert len([s for s in trace.data.spans if s.span_type == "EVALUATOR"]) == verdicts.height
+            assessments = {a.name: a for a in trace.info.assessments}
+            if row["answerable"]:
+                for metric in ANSWER_METRICS:
+                    assert assessments[metric].value == row[metric], (label, metric)
+                assert assessments["expected_response"].value
+            expected = {True: {"refused": "false refusal", "answered": "answered"}}.get(
+                row["answerable"], {"refused": "correct refusal", "answered": "missed refusal"}
+            )[row["outcome"]]
+            assert assessments["refusal"].value == expected

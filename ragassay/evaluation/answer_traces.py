@@ -1,0 +1,203 @@
+"""Each answered question of an answer evaluation as the trace MLflow's Traces view shows: what was
+retrieved (every passage, as MLflow's RETRIEVER span convention expects), the answer with its
+tokens and model, and every judge verdict beside the passage it was judged against, with the
+question's scores as assessments (feedback from the judge, expectations from the golden set).
+Pure: answers and verdicts in, trace records out; tracking.log_traces writes them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ragassay.evaluation.answer_summary import AnsweredQuestion
+from ragassay.judge.judge import context_text
+from ragassay.metrics.answers import AnswerJudgement
+from ragassay.metrics.names import ANSWER_METRICS
+
+# MLflow's span types (mlflow.entities.SpanType), named here so this module needs no MLflow.
+CHAIN, RETRIEVER, LLM, EVALUATOR = "CHAIN", "RETRIEVER", "LLM", "EVALUATOR"
+# The feedback names of a trace, as MLflow's assessment filters and columns show them.
+REFUSAL = "refusal"
+
+
+@dataclass(frozen=True)
+class SpanRecord:
+    """One span: its name, MLflow span type, inputs, outputs, attributes and children."""
+
+    name: str
+    span_type: str
+    inputs: Any = None
+    outputs: Any = None
+    attributes: dict[str, Any] = field(default_factory=dict)
+    children: tuple[SpanRecord, ...] = ()
+
+
+@dataclass(frozen=True)
+class FeedbackRecord:
+    """A score on the trace: its value (None with `error` when it could not be given), who gave it
+    (`LLM_JUDGE` with the judge model and prompt version, or `CODE` for what is counted), why."""
+
+    name: str
+    value: float | str | None
+    source_type: str
+    source_id: str
+    rationale: str | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class QuestionTrace:
+    """One question under one configuration: the root span and its assessments."""
+
+    root: SpanRecord
+    tags: dict[str, str]
+    feedback: tuple[FeedbackRecord, ...]
+    expectations: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class TraceSettings:
+    """What every trace of a configuration names: its label, the batch, the answer model (or the
+    system under test), the judge, its threshold and prompt version."""
+
+    label: str
+    batch_id: str
+    answered_by: str
+    judge_model_id: str
+    support_threshold: float
+    judge_prompts: str
+
+
+def answer_traces(
+    answered: list[AnsweredQuestion], judgements: dict[str, AnswerJudgement], settings: TraceSettings
+) -> list[QuestionTrace]:
+    """A trace per question of a configuration (a failed call of a system under test too, its
+    error as the answer span's output)."""
+    return [_trace(item, judgements.get(item.key), settings) for item in answered]
+
+
+def _trace(item: AnsweredQuestion, judgement: AnswerJudgement | None, settings: TraceSettings) -> QuestionTrace:
+    answer = item.answer
+    sources = {source.number: source for source in answer.sources}
+    retrieve = SpanRecord(
+        "retrieve",
+        RETRIEVER,
+        inputs={"query": item.question.question},
+        outputs=[
+            {
+                "page_content": source.text,
+                "metadata": {
+                    "doc_uri": source.doc_id,
+                    "chunk_id": source.chunk_id,
+                    "source_number": source.number,
+                    "collection": source.collection,
+                    "char_start": source.char_start,
+                    "char_end": source.char_end,
+                },
+                "id": source.chunk_id or None,
+            }
+            for source in answer.sources
+        ],
+    )
+    generate = SpanRecord(
+        "answer",
+        LLM,
+        inputs={"question": item.question.question, "sources": len(answer.sources)},
+        outputs={"error": item.error} if item.error is not None else {"answer": answer.text, "outcome": answer.outcome},
+        attributes={
+            "model_id": settings.answered_by,
+            "prompt_tokens": item.usage.prompt_tokens,
+            "completion_tokens": item.usage.completion_tokens,
+            "reason": answer.reason,
+        },
+    )
+    verdicts = judgement.verdicts if judgement else []
+    context = context_text(answer.sources)
+    judge = SpanRecord(
+        "judge",
+        CHAIN,
+        attributes={"judge_model_id": settings.judge_model_id, "prompts": settings.judge_prompts},
+        children=tuple(_verdict_span(verdict, sources, context, settings) for verdict in verdicts),
+    )
+    root = SpanRecord(
+        settings.label,
+        CHAIN,
+        inputs={"question": item.question.question, "query_id": item.key},
+        outputs={"answer": answer.text if item.error is None else None, "outcome": _outcome(item)},
+        attributes={"answerable": item.answerable},
+        children=(retrieve, generate, judge),
+    )
+    tags = {
+        "ragassay.batch_id": settings.batch_id,
+        "ragassay.configuration": settings.label,
+        "ragassay.query_id": item.key,
+        "ragassay.outcome": _outcome(item),
+    }
+    expectations: dict[str, Any] = {}
+    if item.answerable:
+        expectations["expected_documents"] = sorted(f"{c}/{d}" for (c, d) in item.question.judgements)
+        if item.question.reference_answer:
+            expectations["expected_response"] = item.question.reference_answer
+    return QuestionTrace(root, tags, _feedback(item, judgement, verdicts, settings), expectations)
+
+
+def _outcome(item: AnsweredQuestion) -> str:
+    return "error" if item.error is not None else item.answer.outcome
+
+
+def _verdict_span(verdict: dict, sources: dict, context: str, settings: TraceSettings) -> SpanRecord:
+    """One verdict beside the passage it was judged against: the cited source for citation
+    precision, else the whole numbered context (the reference answer for answer correctness)."""
+    metric, number = verdict["metric"], verdict["source_number"]
+    if metric == "answer_correctness":
+        passage = "(graded against the question and the reference answer)"
+    elif number is not None and number in sources:
+        passage = sources[number].text
+    else:
+        passage = context
+    return SpanRecord(
+        f"{metric} {verdict['statement_index']}",
+        EVALUATOR,
+        inputs={"statement": verdict["statement"], "passage": passage, "source_number": number},
+        outputs={"verdict": verdict["verdict"], "p": verdict["p_supported"], "error": verdict["error"]},
+        attributes={
+            "metric": metric,
+            "p_supported" if metric != "answer_correctness" else "p_correct": verdict["p_supported"],
+            "threshold": settings.support_threshold if metric != "answer_correctness" else 0.5,
+        },
+    )
+
+
+def _feedback(
+    item: AnsweredQuestion, judgement: AnswerJudgement | None, verdicts: list[dict], settings: TraceSettings
+) -> tuple[FeedbackRecord, ...]:
+    """Each judged metric's score of the question (or why it has none), and its refusal outcome."""
+    judged_by = f"{settings.judge_model_id} ({settings.judge_prompts})"
+    records = []
+    if judgement is not None:
+        scores = judgement.scores()
+        for name in ANSWER_METRICS:
+            scored = scores[name]
+            failing = [
+                v["statement"] for v in verdicts if v["metric"] == name and v["verdict"] in ("unsupported", "incorrect")
+            ]
+            rationale = ("not supported: " + " | ".join(failing)) if failing else None
+            records.append(
+                FeedbackRecord(
+                    name,
+                    scored.value,
+                    "LLM_JUDGE",
+                    judged_by,
+                    rationale=rationale,
+                    error=None if scored.value is not None else f"not scored: {scored.excluded}",
+                )
+            )
+    if item.error is None:
+        declined = item.answer.outcome == "refused"
+        refusal = (
+            ("false refusal" if declined else "answered")
+            if item.answerable
+            else ("correct refusal" if declined else "missed refusal")
+        )
+        records.append(FeedbackRecord(REFUSAL, refusal, "CODE", "ragassay", rationale=item.answer.reason))
+    return tuple(records)
