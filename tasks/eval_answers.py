@@ -22,7 +22,7 @@ from ragassay.judge.judge import Judge
 from ragassay.llm.settings import ChatModelConfig
 from ragassay.systems.settings import SystemConfiguration
 from ragassay.tracking import Batch
-from tasks.publish import publish, stage_batch
+from tasks.publish import flow_run_line, publish, stage_batch
 from tasks.resources import MODEL_SERVER_RETRIES, TRACKING_RETRIES, worker_judge, worker_resources
 
 
@@ -150,4 +150,4 @@ def publish_answer_report(config: AnswerEvalConfig, report: AnswerEvalReport, de
         f"answer evaluation, MLflow batch {report.batch_id}",
     )
     if describe_batch:
-        tracking.describe_run(config.home, report.parent_run_id, markdown)
+        tracking.describe_run(config.home, report.parent_run_id, markdown + flow_run_line())

@@ -24,7 +24,7 @@ from ragassay.evaluation.system_runs import run_system, save_records
 from ragassay.metrics.names import MetricName, headline_retrieval_metrics
 from ragassay.systems.settings import SystemConfiguration
 from ragassay.tracking import Batch
-from tasks.publish import publish, stage_batch
+from tasks.publish import flow_run_line, publish, stage_batch
 from tasks.resources import MODEL_SERVER_RETRIES, TRACKING_RETRIES, worker_resources
 
 
@@ -130,4 +130,4 @@ def publish_retrieval_report(
         f"retrieval evaluation, MLflow batch {report.batch_id}",
     )
     if describe_batch:
-        tracking.describe_run(config.home, report.parent_run_id, markdown)
+        tracking.describe_run(config.home, report.parent_run_id, markdown + flow_run_line())

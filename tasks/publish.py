@@ -26,6 +26,16 @@ def run_origin(source: str) -> dict[str, str]:
     return tracking.origin_tags(source, flow_run_id, flow_run_url(flow_run_id))
 
 
+def flow_run_line() -> str:
+    """The current flow run as a Markdown line (a link when Prefect's UI has an address), for an
+    MLflow description: the way back from MLflow to Prefect."""
+    flow_run_id = flow_run.root_flow_run_id or flow_run.id
+    if flow_run_id is None:
+        return ""
+    url = flow_run_url(flow_run_id)
+    return f"\nPrefect flow run [`{flow_run_id}`]({url})\n" if url else f"\nPrefect flow run `{flow_run_id}`\n"
+
+
 def _key(text: str) -> str:
     """Prefect artifact keys: lowercase letters, digits and dashes."""
     return re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")
