@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ragassay.evaluation.answer_summary import AnsweredQuestion
-from ragassay.judge.judge import context_text
+from ragassay.judge.judge import CORRECT_THRESHOLD, context_text
 from ragassay.metrics.answers import AnswerJudgement
 from ragassay.metrics.names import ANSWER_METRICS
 
@@ -117,7 +117,9 @@ def _trace(item: AnsweredQuestion, judgement: AnswerJudgement | None, settings: 
         "judge",
         CHAIN,
         attributes={"judge_model_id": settings.judge_model_id, "prompts": settings.judge_prompts},
-        children=tuple(_verdict_span(verdict, sources, context, settings) for verdict in verdicts),
+        children=tuple(
+            _verdict_span(verdict, sources, context, item.question.reference_answer, settings) for verdict in verdicts
+        ),
     )
     root = SpanRecord(
         settings.label,
@@ -145,12 +147,15 @@ def _outcome(item: AnsweredQuestion) -> str:
     return "error" if item.error is not None else item.answer.outcome
 
 
-def _verdict_span(verdict: dict, sources: dict, context: str, settings: TraceSettings) -> SpanRecord:
+def _verdict_span(
+    verdict: dict, sources: dict, context: str, reference: str | None, settings: TraceSettings
+) -> SpanRecord:
     """One verdict beside the passage it was judged against: the cited source for citation
-    precision, else the whole numbered context (the reference answer for answer correctness)."""
+    precision, the reference answer for answer correctness, else the whole numbered context."""
     metric, number = verdict["metric"], verdict["source_number"]
-    if metric == "answer_correctness":
-        passage = "(graded against the question and the reference answer)"
+    correctness = metric == "answer_correctness"
+    if correctness:
+        passage = f"reference answer: {reference}"
     elif number is not None and number in sources:
         passage = sources[number].text
     else:
@@ -162,8 +167,8 @@ def _verdict_span(verdict: dict, sources: dict, context: str, settings: TraceSet
         outputs={"verdict": verdict["verdict"], "p": verdict["p_supported"], "error": verdict["error"]},
         attributes={
             "metric": metric,
-            "p_supported" if metric != "answer_correctness" else "p_correct": verdict["p_supported"],
-            "threshold": settings.support_threshold if metric != "answer_correctness" else 0.5,
+            "p_correct" if correctness else "p_supported": verdict["p_supported"],
+            "threshold": CORRECT_THRESHOLD if correctness else settings.support_threshold,
         },
     )
 
