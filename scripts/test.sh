@@ -10,4 +10,5 @@ bash scripts/setup.sh
 .venv/bin/lint-imports --no-logo --no-cache
 # Every core, each test file on one worker (its module fixtures built once), the longest files
 # first (tests/conftest.py, LONGEST_FIRST); `-n 0` overrides.
-exec .venv/bin/python -m pytest -n auto --dist loadfile --no-loadscope-reorder "$@"
+# The 25 slowest tests are listed at the end, so a test that grew slow shows in every run.
+exec .venv/bin/python -m pytest -n auto --dist loadfile --no-loadscope-reorder --durations=25 "$@"

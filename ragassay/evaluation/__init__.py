@@ -1,12 +1,16 @@
 """Evaluation of configurations on golden sets.
 
 - questions: the golden (and unanswerable) questions of an evaluation, sampled by seed.
-- retrieval_scoring: questions searched per configuration, scored per question, compared pairwise.
+- retrieval_scoring: questions searched per configuration and scored per question.
 - answer_judging: questions answered per configuration, judged, and configurations compared pairwise.
-- answer_summary: one configuration's answers and verdicts as tables, run metrics and warnings.
+- answer_summary: one configuration's answers and verdicts as tables, run metrics and warnings; the
+  answer metrics' paired differences between configurations.
+- answer_traces: each question of an answer evaluation as an MLflow trace (passages, answer,
+  verdicts, scores as assessments).
 - outcomes: what an evaluation logs (tracking.BatchRecord) and reports (RetrievalEvalReport,
   AnswerEvalReport), computed before MLflow is called.
-- reports: an evaluation's outcome as Markdown (the Prefect UI's artifacts).
+- reports: an evaluation's outcome as Markdown (the Prefect UI's artifacts and the MLflow batch's
+  description): intervals, who is ahead, paired differences.
 - estimate: model calls, tokens and seconds of an answer evaluation, before it runs.
 - system_runs: a system under test as a retrieval configuration (records, ids, errors, latency).
 - system_answers: a system under test's answers, contexts and citations, shaped for the judge.

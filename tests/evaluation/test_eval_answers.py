@@ -220,6 +220,7 @@ def test_runs_list_shows_retrieval_and_answer_runs_together(evaluated, sample_ho
     assert compared.exit_code == 0
     [from_runs], [from_report] = json.loads(compared.stdout)["pairwise"], evaluated[1].pairwise
     assert from_runs == {key: from_report[key] for key in from_runs}
+    assert json.loads(compared.stdout)["comparisons"] == evaluated[1].comparisons, "the paired differences too"
 
 
 def test_unreadable_judgements_are_excluded_and_warned_never_scored(sample_home):
