@@ -244,14 +244,12 @@ def pipeline_markdown(report: PipelineReport) -> str:
     and who is ahead on each, stage times, what came from cache, the golden set, gates and
     warnings; the stages' own artifacts hold their full tables."""
     if report.mlflow_url:
-        mlflow = f"MLflow batch [`{report.batch_id}`]({report.mlflow_url})"
+        mlflow = f"MLflow batch [{report.batch_id}]({report.mlflow_url})"
     else:
-        mlflow = (
-            f"MLflow batch `{report.batch_id}`, parent run `{report.parent_run_id}` "
-            f"(open it with `{report.mlflow_ui_command}`)"
-        )
+        # The local store: the ids, and at the end the command that opens it.
+        mlflow = f"MLflow batch `{report.batch_id}`, parent run `{report.parent_run_id}`"
     prefect = (
-        f"Prefect flow run [`{report.prefect_flow_run_id}`]({report.prefect_flow_run_url})"
+        f"Prefect flow run [{report.prefect_flow_run_id}]({report.prefect_flow_run_url})"
         if report.prefect_flow_run_url
         else f"Prefect flow run `{report.prefect_flow_run_id}`"
         if report.prefect_flow_run_id
@@ -295,4 +293,6 @@ def pipeline_markdown(report: PipelineReport) -> str:
     lines += ["", f"## Warnings ({len(report.warnings)})", ""] + (
         [f"- {w.text()}" for w in report.warnings] or ["none"]
     )
+    if not report.mlflow_url:
+        lines += ["", f"Open the MLflow batch with `{report.mlflow_ui_command}`."]
     return "\n".join(lines) + "\n"

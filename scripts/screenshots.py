@@ -8,7 +8,9 @@ Traces view of one question of an answer run (its retrieved passages, verdicts a
 assessments), the run's Traces tab, the Prefect flow run's page and its pipeline report artifact.
 
     .venv/bin/python scripts/screenshots.py --out /tmp/screens
-Needs Debian's `chromium` (`apt-get install chromium`). Loopback only.
+Needs Debian's `chromium` (`apt-get install chromium`) and Playwright's Python package (`pip
+install playwright`, which drives that Chromium: no browser download), neither a dependency of
+ragassay. Loopback only.
 """
 
 from __future__ import annotations
@@ -61,22 +63,34 @@ def wait_for(url: str, seconds: float = 180) -> None:
     raise SystemExit(f"{url} did not come up in {seconds:.0f} s")
 
 
-def screenshot(url: str, path: Path, profile: Path, width: int = 1600, height: int = 1100) -> None:
-    """One page, after its scripts have had 20 s of (virtual) time to render."""
-    subprocess.run(
-        [
-            shutil.which("chromium") or "chromium",
-            *CHROMIUM_FLAGS,
-            f"--user-data-dir={profile}",
-            f"--window-size={width},{height}",
-            "--virtual-time-budget=20000",
-            f"--screenshot={path}",
-            url,
-        ],
-        check=True,
-        capture_output=True,
-        timeout=180,
-    )
+# What a first visit shows over the page (MLflow's assistant panel and feature tours), closed
+# before the picture is taken, as a user would close them.
+DISMISS = ("Got it", "Dismiss", "Skip")
+
+
+def screenshot(browser, url: str, path: Path, width: int = 1900, height: int = 1150, click: str | None = None) -> None:
+    """One page once it has rendered, its first-visit pop-ups closed (and the element whose text
+    starts with `click` clicked, as a user opening it would)."""
+    from playwright.sync_api import Error as PlaywrightError
+
+    page = browser.new_page(viewport={"width": width, "height": height})
+    # Both UIs keep polling their servers, so the network never goes quiet: load, then let the
+    # page's scripts render.
+    page.goto(url, wait_until="load", timeout=120_000)
+    page.wait_for_timeout(7000)
+    for _ in range(2):
+        for text in DISMISS:
+            for button in page.get_by_role("button", name=text, exact=True).all():
+                with contextlib.suppress(PlaywrightError):
+                    button.click(timeout=2000, force=True)
+        page.wait_for_timeout(800)
+    if click is not None:
+        target = page.get_by_text(click).first
+        with contextlib.suppress(PlaywrightError):
+            target.click(timeout=5000, force=True)
+            page.wait_for_timeout(2500)
+    page.screenshot(path=str(path))
+    page.close()
     print(f"{path.name}: {url}")
 
 
@@ -111,6 +125,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("screenshots"))
     arguments = parser.parse_args()
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        raise SystemExit("needs Playwright's Python package (pip install playwright; no browser download)") from None
+    if not shutil.which("chromium"):
+        raise SystemExit("needs Debian's chromium (apt-get install chromium)")
     out = arguments.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     folder = Path(tempfile.mkdtemp(prefix="ragassay-screens-"))
@@ -189,29 +209,27 @@ def main() -> None:
         )
         ui = f"http://127.0.0.1:{mlflow_port}"
         wait_for(f"{ui}/health")
-        profile = folder / "chromium"
-        screenshot(f"{ui}/#/experiments/{experiment_id}/runs/{parent.info.run_id}", out / "mlflow-batch.png", profile)
-        screenshot(
-            f"{ui}/#/experiments/{experiment_id}/traces?selectedEvaluationId={chosen.info.trace_id}",
-            out / "mlflow-trace.png",
-            profile,
-        )
-        screenshot(
-            f"{ui}/#/experiments/{experiment_id}/runs/{answer_run}/traces", out / "mlflow-run-traces.png", profile
-        )
-        flow_run_id = report["prefect_flow_run_id"]
-        screenshot(
-            f"http://127.0.0.1:{prefect_port}/runs/flow-run/{flow_run_id}", out / "prefect-flow-run.png", profile
-        )
         artifacts = httpx.post(
             f"{api}/artifacts/filter", json={"artifacts": {"key": {"any_": ["pipeline-sample-report"]}}}, timeout=30
         ).json()
-        screenshot(
-            f"http://127.0.0.1:{prefect_port}/artifacts/artifact/{artifacts[0]['id']}",
-            out / "prefect-report.png",
-            profile,
-        )
-        screenshot(f"http://127.0.0.1:{prefect_port}/runs", out / "prefect-runs.png", profile)
+        prefect_ui = f"http://127.0.0.1:{prefect_port}"
+        runs = f"{ui}/#/experiments/{experiment_id}/runs"
+        pages = {
+            "mlflow-batch.png": f"{runs}/{parent.info.run_id}",
+            "mlflow-trace.png": f"{ui}/#/experiments/{experiment_id}/traces?selectedEvaluationId={chosen.info.trace_id}",
+            "mlflow-run-traces.png": f"{runs}/{answer_run}/traces",
+            "mlflow-runs.png": runs,
+            "prefect-flow-run.png": f"{prefect_ui}/runs/flow-run/{report['prefect_flow_run_id']}",
+            "prefect-report.png": f"{prefect_ui}/artifacts/artifact/{artifacts[0]['id']}",
+            "prefect-runs.png": f"{prefect_ui}/runs",
+        }
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_FLAGS)
+            for name, url in pages.items():
+                screenshot(browser, url, out / name)
+            # The question's first faithfulness verdict opened: the statement beside its passage.
+            screenshot(browser, pages["mlflow-trace.png"], out / "mlflow-trace-verdict.png", click="faithfulness: ")
+            browser.close()
     finally:
         for server in servers:
             with contextlib.suppress(ProcessLookupError):

@@ -33,7 +33,7 @@ def flow_run_line() -> str:
     if flow_run_id is None:
         return ""
     url = flow_run_url(flow_run_id)
-    return f"\nPrefect flow run [`{flow_run_id}`]({url})\n" if url else f"\nPrefect flow run `{flow_run_id}`\n"
+    return f"\nPrefect flow run [{flow_run_id}]({url})\n" if url else f"\nPrefect flow run `{flow_run_id}`\n"
 
 
 def _key(text: str) -> str:

@@ -85,15 +85,17 @@ def test_an_answered_question_is_a_trace_of_its_run_with_passages_verdicts_and_a
     assert (
         spans["answer"].attributes["prompt_tokens"] == 120 and spans["answer"].attributes["model_id"] == "smollm2:abc"
     )
-    cited = spans["citation_precision 0"]
+    cited = spans["citation_precision: statement 1"]
     assert cited.inputs["passage"] == "Hive 1 was inspected on Monday." and cited.attributes["p_supported"] == 0.97
-    assert "[2] Smoke calms the bees." in spans["faithfulness 0"].inputs["passage"], "judged against the whole context"
+    assert "[2] Smoke calms the bees." in spans["faithfulness: statement 1"].inputs["passage"], "judged against the whole context"
     assessments = {a.name: a for a in trace.info.assessments}
     assert assessments["faithfulness"].value == 0.0
     assert assessments["faithfulness"].rationale == "not supported: Hive 1 was inspected on Monday."
     assert assessments["faithfulness"].source.source_id == "qwen2.5-1.5b:def (support-probability/3)"
     assert assessments["answer_correctness"].value == 1.0 and assessments["refusal"].value == "answered"
-    assert assessments["context_recall"].error.error_message == "not scored: no reference answer"
+    # Left out by design: no value and why, no error (an error is the judge's unreadable output).
+    assert assessments["context_recall"].value is None and assessments["context_recall"].error is None
+    assert assessments["context_recall"].rationale == "not scored: no reference answer"
     assert assessments["expected_documents"].value == ["sample/hives.md"]
     assert assessments["expected_response"].value == "On Monday."
     assert trace.info.tags["ragassay.query_id"] == "sample/g1"

@@ -11,7 +11,7 @@ from typing import Any
 
 from ragassay.evaluation.answer_summary import AnsweredQuestion
 from ragassay.judge.judge import CORRECT_THRESHOLD, context_text
-from ragassay.metrics.answers import AnswerJudgement
+from ragassay.metrics.answers import UNREADABLE, AnswerJudgement
 from ragassay.metrics.names import ANSWER_METRICS
 
 # MLflow's span types (mlflow.entities.SpanType), named here so this module needs no MLflow.
@@ -160,8 +160,9 @@ def _verdict_span(
         passage = sources[number].text
     else:
         passage = context
+    index = verdict["statement_index"]
     return SpanRecord(
-        f"{metric} {verdict['statement_index']}",
+        f"{metric}: {'whole answer' if index < 0 else f'statement {index + 1}'}",
         EVALUATOR,
         inputs={"statement": verdict["statement"], "passage": passage, "source_number": number},
         outputs={"verdict": verdict["verdict"], "p": verdict["p_supported"], "error": verdict["error"]},
@@ -187,6 +188,11 @@ def _feedback(
                 v["statement"] for v in verdicts if v["metric"] == name and v["verdict"] in ("unsupported", "incorrect")
             ]
             rationale = ("not supported: " + " | ".join(failing)) if failing else None
+            # Left out by design (a refusal, no reference answer, no contexts) is no error; the
+            # judge's unreadable output is.
+            unreadable = scored.value is None and (scored.excluded or "").startswith(UNREADABLE)
+            if scored.value is None and not unreadable:
+                rationale = f"not scored: {scored.excluded}"
             records.append(
                 FeedbackRecord(
                     name,
@@ -194,7 +200,7 @@ def _feedback(
                     "LLM_JUDGE",
                     judged_by,
                     rationale=rationale,
-                    error=None if scored.value is not None else f"not scored: {scored.excluded}",
+                    error=f"not scored: {scored.excluded}" if unreadable else None,
                 )
             )
     if item.error is None:

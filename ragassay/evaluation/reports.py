@@ -48,7 +48,8 @@ def ahead_lines(intervals: list[dict], comparisons: list[dict], metrics: list[st
             continue
         second = ranked[1]
         if best["mean"] == second["mean"]:
-            lines.append(f"- {metric}: {best['configuration']} and {second['configuration']} tie at {best['mean']:.3f}")
+            tied = [row["configuration"] for row in ranked if row["mean"] == best["mean"]]
+            lines.append(f"- {metric}: {', '.join(tied[:-1])} and {tied[-1]} tie at {best['mean']:.3f}")
             continue
         row = comparison_of(comparisons, metric, best["configuration"], second["configuration"])
         lead = f"- {metric}: **{best['configuration']}** is ahead ({best['mean']:.3f} against {second['configuration']}'s {second['mean']:.3f}"
