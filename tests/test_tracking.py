@@ -87,7 +87,9 @@ def test_an_answered_question_is_a_trace_of_its_run_with_passages_verdicts_and_a
     )
     cited = spans["citation_precision: statement 1"]
     assert cited.inputs["passage"] == "Hive 1 was inspected on Monday." and cited.attributes["p_supported"] == 0.97
-    assert "[2] Smoke calms the bees." in spans["faithfulness: statement 1"].inputs["passage"], "judged against the whole context"
+    assert "[2] Smoke calms the bees." in spans["faithfulness: statement 1"].inputs["passage"], (
+        "judged against the whole context"
+    )
     assessments = {a.name: a for a in trace.info.assessments}
     assert assessments["faithfulness"].value == 0.0
     assert assessments["faithfulness"].rationale == "not supported: Hive 1 was inspected on Monday."
