@@ -258,12 +258,13 @@ def question_set_warnings(answers: dict[str, pl.DataFrame]) -> list[RunWarning]:
     """A warning for each pair of configurations and metric scored on different questions: their
     means are not over the same questions, and only the questions both scored are compared."""
     key = pl.col("query_collection") + "/" + pl.col("query_id")
+    per_question = {label: answer_scores(table) for label, table in answers.items()}
     scored = {
         label: {
-            name: set(answer_scores(table).filter(pl.col(name).is_not_null()).select(key).to_series())
+            name: set(table.filter(pl.col(name).is_not_null()).select(key).to_series())
             for name in REPORTED_ANSWER_METRICS
         }
-        for label, table in answers.items()
+        for label, table in per_question.items()
     }
     warnings = []
     for label_a, label_b in itertools.combinations(scored, 2):
