@@ -56,19 +56,25 @@ def render_comparisons(comparisons: list[dict], metrics: list[str] | tuple[str, 
     if not shown:
         return
     table = Table(title=f"{title}paired differences (b - a): mean, bootstrap 95% CI, randomization p")
-    for column in ("a", "b", "metric", "questions", "difference", "95% CI", "p"):
-        table.add_column(column, justify="right" if column in ("questions", "difference", "p") else "left")
+    # Metric names and intervals are never cut or wrapped: on a narrow terminal the labels wrap.
+    for column in ("a", "b", "metric", "n", "b - a", "95% CI", "p"):
+        table.add_column(
+            column,
+            justify="right" if column in ("n", "b - a", "p") else "left",
+            no_wrap=column not in ("a", "b"),
+            overflow="fold",
+        )
     for c in shown:
         table.add_row(
             c["configuration_a"],
             c["configuration_b"],
             c["metric"],
             str(c["questions"]),
-            f"{c['mean_difference']:+.4f}",
-            f"[{c['ci_low']:+.4f}, {c['ci_high']:+.4f}]",
-            f"{c['p_value']:.4f}" + (" *" if c["p_value"] < ALPHA else ""),
+            f"{c['mean_difference']:+.3f}",
+            f"[{c['ci_low']:+.3f}, {c['ci_high']:+.3f}]",
+            f"{c['p_value']:.3f}" + ("*" if c["p_value"] < ALPHA else ""),
         )
-    table.caption = f"* significant: p < {ALPHA}"
+    table.caption = f"n: questions both scored; * significant: p < {ALPHA}"
     out.print(table)
 
 
