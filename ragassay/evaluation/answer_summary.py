@@ -16,7 +16,7 @@ from ragassay.answer.grounding import GroundedAnswer
 from ragassay.evaluation.questions import EvalQuestion
 from ragassay.llm.structured import Usage
 from ragassay.metrics.answers import NO_CONTEXTS, UNREADABLE, AnswerJudgement, false_refusal_rate, refusal_recall
-from ragassay.metrics.averaging import interval_table, mean_scored
+from ragassay.metrics.averaging import answer_scores, interval_table, mean_scored
 from ragassay.metrics.names import ANSWER_METRICS, REPORTED_ANSWER_METRICS
 from ragassay.metrics.significance import compare_all_pairs
 from ragassay.run_warnings import RunWarning
@@ -225,18 +225,6 @@ def _warnings(label: str, answered: list[AnsweredQuestion], judgements: dict[str
 def _first_keys(keys: list[str]) -> str:
     """The first five question keys of a warning, and … when there are more."""
     return ", ".join(keys[:5]) + (" …" if len(keys) > 5 else "")
-
-
-def answer_scores(answers: pl.DataFrame) -> pl.DataFrame:
-    """A configuration's answers table with a column per REPORTED_ANSWER_METRICS, null where a
-    question has no score: refusal_recall is 1 per unanswerable question declined (0 answered),
-    false_refusal_rate 1 per answerable question declined (0 answered); null elsewhere."""
-    refused = (pl.col("outcome") == "refused").cast(pl.Float64)
-    failed = pl.col("outcome") == "error"  # a system under test's failed call: in no metric
-    return answers.with_columns(
-        pl.when(failed).then(None).when(~pl.col("answerable")).then(refused).otherwise(None).alias("refusal_recall"),
-        pl.when(failed).then(None).when(pl.col("answerable")).then(refused).otherwise(None).alias("false_refusal_rate"),
-    )
 
 
 def answer_intervals(answers: dict[str, pl.DataFrame], seed: int = 0) -> pl.DataFrame:

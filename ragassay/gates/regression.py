@@ -15,10 +15,10 @@ from dataclasses import dataclass
 import polars as pl
 
 from ragassay.errors import ConfigError
+from ragassay.metrics.averaging import answer_scores
 from ragassay.metrics.names import LOWER_IS_BETTER
-from ragassay.metrics.significance import ALPHA, compare_paired
+from ragassay.metrics.significance import ALPHA, KEYS, compare_paired
 
-KEYS = ["query_collection", "query_id"]
 _BOUND = re.compile(r"^\s*(?:(?P<label>[A-Za-z0-9][A-Za-z0-9_.-]*):)?(?P<metric>[\w@]+)\s*=\s*(?P<drop>\d*\.?\d+)\s*$")
 
 
@@ -45,14 +45,7 @@ def per_question_scores(kind: str, table: pl.DataFrame) -> pl.DataFrame:
     """A configuration's per-question table as (query_collection, query_id, metric columns): a
     retrieval per_question table as it is; an answers table with refusal both ways as 0/1 columns
     (refusal_recall on unanswerable questions, false_refusal_rate on answerable ones)."""
-    if kind != "answers":
-        return table
-    refused = (pl.col("outcome") == "refused").cast(pl.Float64)
-    failed = pl.col("outcome") == "error"  # a system under test's failed call: in no metric
-    return table.with_columns(
-        pl.when(failed).then(None).when(~pl.col("answerable")).then(refused).otherwise(None).alias("refusal_recall"),
-        pl.when(failed).then(None).when(pl.col("answerable")).then(refused).otherwise(None).alias("false_refusal_rate"),
-    )
+    return answer_scores(table) if kind == "answers" else table
 
 
 REGRESSION_SCHEMA = pl.Schema(

@@ -88,3 +88,16 @@ def interval_table(per_question: dict[str, pl.DataFrame], metrics: list[str], se
                 }
             )
     return pl.DataFrame(rows, schema=INTERVAL_SCHEMA)
+
+
+def answer_scores(answers: pl.DataFrame) -> pl.DataFrame:
+    """An answers table with refusal both ways as per-question values beside the judged metrics'
+    columns, null where a question has no score: refusal_recall is 1 per unanswerable question
+    declined (0 answered), false_refusal_rate 1 per answerable question declined (0 answered); a
+    system under test's failed call (outcome `error`) is in neither."""
+    refused = (pl.col("outcome") == "refused").cast(pl.Float64)
+    failed = pl.col("outcome") == "error"
+    return answers.with_columns(
+        pl.when(failed).then(None).when(~pl.col("answerable")).then(refused).otherwise(None).alias("refusal_recall"),
+        pl.when(failed).then(None).when(pl.col("answerable")).then(refused).otherwise(None).alias("false_refusal_rate"),
+    )

@@ -342,7 +342,7 @@ def test_a_judge_model_that_is_not_there_fails_the_evaluation_before_any_answer(
 def test_answer_metrics_are_compared_pairwise_and_the_batch_says_who_is_ahead(evaluated, sample_home):
     from prefect import get_client
 
-    from ragassay.evaluation.answer_summary import answer_scores
+    from ragassay.metrics.averaging import answer_scores
     from ragassay.metrics.names import REPORTED_ANSWER_METRICS
     from ragassay.metrics.significance import compare_paired
 
