@@ -24,6 +24,12 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 LABELS = REPO.parent / "shared" / "datasets" / "memerag-ext-en" / "labelled_statements.jsonl"
+ROWS = LABELS.with_name("rows.jsonl")
+# How a sentence is put to the judge (issue 26 tried the last three on the development half):
+# the whole context as one prompt (shipped before), the same with the answer's question shown,
+# one verdict per retrieved passage aggregated by the maximum (as MiniCheck and AlignScore chunk
+# long contexts), and both.
+STRATEGIES = ("whole", "question", "passages", "question+passages")
 SPLIT_FILE = Path(__file__).with_name("memerag_split.json")
 SPLIT_SEED = 2026
 
@@ -49,13 +55,17 @@ def main() -> None:
     )
     parser.add_argument("--sweep", action="store_true", help="also print agreement at other thresholds (dev half only)")
     parser.add_argument("--out", type=Path, help="write each model's report (with every row) as JSON here")
+    parser.add_argument(
+        "--strategy",
+        choices=STRATEGIES,
+        help="try a way of putting the sentence to the judge (development half only; prints AUC and a sweep)",
+    )
     arguments = parser.parse_args()
-    if arguments.sweep and arguments.half != "dev":
-        parser.error("--sweep chooses a threshold: only on the development half")
+    if (arguments.sweep or arguments.strategy) and arguments.half != "dev":
+        parser.error("--sweep and --strategy choose how to judge: only on the development half")
 
     from ragassay.judge.calibration import calibrate_judge
     from ragassay.llm.registry import ChatModels
-    from ragassay.llm.settings import ChatModelConfig
     from ragassay.metrics.agreement import agreement
 
     rows = [json.loads(line) for line in LABELS.read_text().splitlines() if line.strip()]
@@ -69,16 +79,16 @@ def main() -> None:
         f"MEMERAG-EXT {arguments.half} half: {len(chosen)} questions, {len(half_rows)} sentences "
         f"({sum(r['label'] == 'unsupported' for r in half_rows)} unsupported); split in {SPLIT_FILE.name}"
     )
+    if arguments.strategy:
+        for name in arguments.model or ["qwen2.5-1.5b"]:
+            try_strategy(_config(name), half_rows, arguments.strategy)
+        return
     reports = {}
     with tempfile.TemporaryDirectory(prefix="ragassay-bench-judge-") as workdir:
         labels = Path(workdir) / f"memerag-{arguments.half}.jsonl"
         labels.write_text("".join(json.dumps(row) + "\n" for row in half_rows))
         for name in arguments.model or ["qwen2.5-1.5b"]:
-            config = (
-                ChatModelConfig(backend="gguf", path=Path(name))
-                if name.endswith(".gguf")
-                else ChatModelConfig(backend=name)
-            )
+            config = _config(name)
             models = ChatModels()
             report = calibrate_judge(models, config, labels)
             models.close()
@@ -108,6 +118,61 @@ def main() -> None:
                     )
     if arguments.out:
         arguments.out.write_text(json.dumps(reports, indent=1))
+
+
+def _config(name: str):
+    from ragassay.llm.settings import ChatModelConfig
+
+    return ChatModelConfig(backend="gguf", path=Path(name)) if name.endswith(".gguf") else ChatModelConfig(backend=name)
+
+
+def try_strategy(config, half_rows: list[dict], strategy: str) -> None:
+    """P(supported) of every sentence of the half under one strategy: AUC, balanced accuracy and
+    kappa at a sweep of thresholds, seconds per sentence. Sentences are judged question by
+    question and, per passage, passage by passage, so consecutive prompts share their prefix."""
+    import time
+
+    from ragassay.judge.judge import Judge
+    from ragassay.llm.registry import ChatModels
+    from ragassay.metrics.agreement import agreement
+
+    questions = {f"memerag-ext-{row['query_id']}": row for row in map(json.loads, ROWS.read_text().splitlines())}
+    models = ChatModels()
+    judge = Judge(models.get(config))
+    by_question: dict[str, list[dict]] = {}
+    for row in half_rows:
+        by_question.setdefault(question_of(row["id"]), []).append(row)
+    p_supported: dict[str, float | None] = {}
+    started = time.perf_counter()
+    for question_id, rows in by_question.items():
+        source = questions[question_id]
+        question = source["query"] if "question" in strategy else None
+        passages = [p["text"] for p in source["context"]] if "passages" in strategy else [rows[0]["context"]]
+        best: dict[str, float | None] = {row["id"]: 0.0 for row in rows}
+        for passage in passages:
+            for row in rows:
+                result = judge.support(passage, row["statement"], question)
+                if result.value is None or best[row["id"]] is None:
+                    best[row["id"]] = None
+                else:
+                    best[row["id"]] = max(best[row["id"]], result.value.p_supported)
+        p_supported.update(best)
+        print(f"  {len(p_supported)}/{len(half_rows)} sentences", flush=True)
+    seconds = time.perf_counter() - started
+    models.close()
+    scored = [
+        (row["label"] == "supported", p_supported[row["id"]]) for row in half_rows if p_supported[row["id"]] is not None
+    ]
+    print(
+        f"\n{judge.model_id}, strategy {strategy}: {len(scored)} of {len(half_rows)} readable, {seconds / len(half_rows):.1f} s per sentence"
+    )
+    print(f"  AUC {_f(auc(scored))}")
+    for threshold in (0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.92, 0.95, 0.97, 0.98, 0.99):
+        result = agreement([label for label, _ in scored], [p >= threshold for _, p in scored])
+        print(
+            f"  threshold {threshold:.2f}: balanced accuracy {_f(result.balanced_accuracy)}  kappa {_f(result.kappa)}"
+        )
+    print("  p_supported: " + json.dumps(p_supported))
 
 
 def auc(scored: list[tuple[bool, float]]) -> float | None:

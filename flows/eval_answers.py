@@ -21,6 +21,7 @@ from tasks.eval_answers import (
     compare_answers,
     judge_answers,
     load_answer_questions,
+    load_judge_calibration,
     log_answer_batch,
     publish_answer_report,
     save_answer_records,
@@ -75,7 +76,10 @@ def eval_answers_flow(config: AnswerEvalConfig, batch: Batch | None = None) -> A
         ]
         judged = {label: [future.result() for future in futures] for label, futures in judging.items()}
         preferences = [future.result() for future in comparing]
+    judge_calibration = load_judge_calibration(config.judge, config.home, config.collections, evaluation)
     summaries = {label: summarize_answers(label, answered[label], judged[label]) for label in answered}
-    report = log_answer_batch(config, questions, model_id_of(config.judge), summaries, preferences, batch)
+    report = log_answer_batch(
+        config, questions, model_id_of(config.judge), summaries, preferences, judge_calibration, batch
+    )
     publish_answer_report(config, report, describe_batch=batch is None)
     return finished(report)

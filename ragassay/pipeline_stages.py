@@ -10,7 +10,7 @@ from pydantic import BaseModel
 from ragassay.config import PipelineConfig
 from ragassay.errors import RagassayError
 from ragassay.evaluation.outcomes import AnswerEvalReport, RetrievalEvalReport
-from ragassay.evaluation.reports import ahead_lines, interval_lines
+from ragassay.evaluation.reports import ahead_lines, interval_lines, judge_error_lines
 from ragassay.golden.generation import GENERATION_PROMPT_VERSION, GenerationReport
 from ragassay.golden.quality_gate import DISCARD_REASONS
 from ragassay.golden.store import GoldenChange, load_golden
@@ -264,6 +264,8 @@ def pipeline_markdown(report: PipelineReport) -> str:
             continue
         lines += ["", f"## {title}", "", *interval_lines(stage.intervals, metrics)]
         lines += ["", "Each cell: mean [95% CI] (questions scored)."]
+        if title == "Answers":
+            lines += ["", *judge_error_lines(stage.judge_calibration)]
         ahead = ahead_lines(stage.intervals, stage.comparisons, metrics)
         if ahead:
             lines += ["", "Who is ahead:", "", *ahead]

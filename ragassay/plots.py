@@ -98,10 +98,11 @@ def interval_figure(intervals: pl.DataFrame, metrics: list[str], title: str, com
                 va="center",
                 fontsize=8,
             )
+            _corrected_point(panel, index, row)
         panel.set_ylim(
             *_fitted_limits(
-                [r["ci_low"] if r["ci_low"] is not None else r["mean"] for r in metric_rows.values()],
-                [r["ci_high"] if r["ci_high"] is not None else r["mean"] for r in metric_rows.values()],
+                [min(_bounds(r, "low")) for r in metric_rows.values()],
+                [max(_bounds(r, "high")) for r in metric_rows.values()],
             )
         )
         bottom, top = panel.get_ylim()
@@ -110,7 +111,8 @@ def interval_figure(intervals: pl.DataFrame, metrics: list[str], title: str, com
                 panel.text(
                     index, (bottom + top) / 2, "not\nscored", ha="center", va="center", fontsize=8, color="#666666"
                 )
-        panel.set_xlim(-0.5, len(labels) - 0.2)
+        corrected_shown = any(r.get("corrected_low") is not None for r in metric_rows.values())
+        panel.set_xlim(-0.5 - (2 * CORRECTED_OFFSET if corrected_shown else 0), len(labels) - 0.2)
         panel.set_xticks(range(len(labels)), labels, fontsize=8, rotation=20 if len(labels) > 3 else 0)
         best = ranked_by_mean(rows, metric)
         lead = f"\nbest: {best[0]['configuration']}" if len(best) > 1 and best[0]["mean"] != best[1]["mean"] else ""
@@ -122,16 +124,70 @@ def interval_figure(intervals: pl.DataFrame, metrics: list[str], title: str, com
     for panel in panels[len(metrics) :]:
         panel.set_visible(False)
     figure.suptitle(title, fontsize=10)
+    corrected = any(r.get("corrected_low") is not None for r in rows)
     figure.text(
         0.01,
         0.005,
         f"point: mean; whisker: 95% bootstrap interval; n: questions scored; y axes fitted to each metric; "
-        f"* significantly behind the best (paired randomization p < {ALPHA})",
+        f"* significantly behind the best (paired randomization p < {ALPHA})"
+        + (
+            "\nhollow point, dashed whisker: judge-corrected estimate, 95% interval over questions and the labels "
+            "(no point: the labels do not show the judge separating the classes)"
+            if corrected
+            else ""
+        ),
         fontsize=7,
         color="#444444",
     )
     figure.tight_layout(rect=(0, 0.03, 1, 1))
     return figure
+
+
+# How far left of its configuration's point the judge-corrected point of a metric stands (the
+# raw point's label is on its right).
+CORRECTED_OFFSET = 0.32
+
+
+def _bounds(row: dict, side: str) -> list[float]:
+    """The lower (or upper) ends a panel must show for one row: its interval's and, when it has
+    one, its judge-corrected interval's."""
+    ends = [row[f"ci_{side}"] if row[f"ci_{side}"] is not None else row["mean"]]
+    if row.get(f"corrected_{side}") is not None:
+        ends.append(row[f"corrected_{side}"])
+    return ends
+
+
+def _corrected_point(panel, index: int, row: dict) -> None:
+    """A judged metric's judge-corrected estimate beside its raw point: hollow, with a dashed
+    whisker for its interval (the interval alone when there is no estimate)."""
+    if row.get("corrected_low") is None:
+        return
+    style = _style(index)
+    x = index - CORRECTED_OFFSET
+    estimate = row["corrected"]
+    middle = estimate if estimate is not None else (row["corrected_low"] + row["corrected_high"]) / 2
+    bars = panel.errorbar(
+        x,
+        middle,
+        yerr=[[middle - row["corrected_low"]], [row["corrected_high"] - middle]],
+        capsize=3,
+        markersize=6 if estimate is not None else 0,
+        markerfacecolor="white",
+        color=style["color"],
+        marker=style["marker"],
+        linewidth=1,
+    )
+    bars[-1][0].set_linestyle("--")
+    panel.annotate(
+        f"corr. {estimate:.3f}" if estimate is not None else "corr.\nnone",
+        (x, middle),
+        xytext=(-5, 0),
+        textcoords="offset points",
+        va="center",
+        ha="right",
+        fontsize=7,
+        color="#444444",
+    )
 
 
 def recall_curve_figure(intervals: pl.DataFrame, ks: list[int], title: str) -> Figure:

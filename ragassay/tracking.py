@@ -592,17 +592,27 @@ def log_calibration(
     metrics: dict[str, float],
     rows: pl.DataFrame,
     confusion: dict[str, int] | None,
+    collection: str | None = None,
+    batches: list[str] = (),
 ) -> str:
-    """One run in the judge-calibration experiment: the judge and labels as params, the agreement
-    figures as metrics, every row as a Parquet artifact, and (for support verdicts) a
-    confusion-matrix picture."""
+    """One calibration run: the judge and labels as params, the agreement figures as metrics,
+    every row as a Parquet artifact, and (for support verdicts) a confusion-matrix picture. In the
+    judge-calibration experiment, or, for a collection's own labels, in the collection's
+    experiment beside its batches (tagged with the batches the labels were sampled from)."""
     mlflow_client = client(home)
-    experiment_id = ensure_named_experiment(mlflow_client, home, CALIBRATION_EXPERIMENT)
+    experiment_id = (
+        ensure_experiment(mlflow_client, home, [collection])
+        if collection
+        else ensure_named_experiment(mlflow_client, home, CALIBRATION_EXPERIMENT)
+    )
+    tags = {TAG_KIND: kind, TAG_ROLE: "calibration"}
+    if collection:
+        tags |= {TAG_COLLECTIONS: collection, "ragassay.label_batches": ",".join(batches)}
     run = _create_run(
         mlflow_client,
         experiment_id,
-        run_name=f"{kind}-{params.get('judge_model', '')}",
-        tags={TAG_KIND: kind, TAG_ROLE: "calibration"},
+        run_name=f"{kind}-{collection + '-' if collection else ''}{params.get('judge_model', '')}",
+        tags=tags,
     )
     run_id = run.info.run_id
     log_values(mlflow_client, run_id, params, {k: v for k, v in metrics.items() if v is not None})
@@ -630,6 +640,32 @@ def batch_tables(home: Path, batch_id: str) -> dict[str, dict[str, pl.DataFrame]
             if table is not None:
                 tables.setdefault(kind, {})[label] = table
     return tables
+
+
+def answer_configuration_runs(home: Path, batch_id: str) -> list[dict]:
+    """Each answer configuration run of a batch, in the order they were logged: its label, params
+    and its answers and judgments tables (None when the run lacks one)."""
+    return [
+        {
+            "label": run.data.tags.get(TAG_LABEL),
+            "params": dict(run.data.params),
+            "answers": download_table(home, run.info.run_id, "answers"),
+            "judgments": download_table(home, run.info.run_id, "judgments"),
+        }
+        for run in reversed(find_runs(home, batch_id=batch_id, role="configuration"))
+        if run.data.tags.get(TAG_KIND) == "answers"
+    ]
+
+
+def batch_parent_table(home: Path, batch_id: str, name: str) -> pl.DataFrame | None:
+    """A table logged on a batch's parent run (an answer evaluation inside a pipeline prefixes its
+    tables with `answers/`); None when the batch has no such table."""
+    for run in find_runs(home, batch_id=batch_id, role="batch"):
+        for candidate in (name, f"answers/{name}"):
+            table = download_table(home, run.info.run_id, candidate)
+            if table is not None:
+                return table
+    return None
 
 
 def latest_batch(home: Path, collections: str, excluding: str) -> str | None:

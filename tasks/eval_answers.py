@@ -18,8 +18,10 @@ from ragassay.evaluation.answer_summary import AnsweredQuestion, ConfigurationSu
 from ragassay.evaluation.outcomes import AnswerEvalReport, AnswerQuestions
 from ragassay.evaluation.questions import EvalQuestion, gather_golden_questions, read_unanswerable
 from ragassay.evaluation.reports import answers_markdown
+from ragassay.judge import calibration
 from ragassay.judge.judge import Judge
-from ragassay.llm.settings import ChatModelConfig
+from ragassay.llm.settings import ChatModelConfig, model_id_of
+from ragassay.metrics.judge_error import JudgeCalibration
 from ragassay.systems.settings import SystemConfiguration
 from ragassay.tracking import Batch
 from tasks.publish import flow_run_line, publish, stage_batch
@@ -42,6 +44,21 @@ def load_judge(config: ChatModelConfig, home: Path) -> Judge:
     its model calls in the workspace's completion cache (the model loads on the first call that
     is not remembered)."""
     return Judge(worker_resources().chat_model(config, home))
+
+
+@task(name="load-judge-calibration", cache_policy=NO_CACHE, **MODEL_SERVER_RETRIES)
+def load_judge_calibration(
+    judge: ChatModelConfig, home: Path, collections: tuple[str, ...], evaluation: str
+) -> JudgeCalibration | None:
+    """The labels the judged metrics are corrected with: the collections' own (each labelled
+    statement's verdict by this judge; one judged anew only when another judge or prompt made its
+    stored verdict), else the judge's bundled prior, else none."""
+    return calibration.judge_calibration(
+        home,
+        collections,
+        model_id_of(judge),
+        lambda row: calibration.label_support(worker_judge(judge, home, evaluation), row),
+    )
 
 
 @task(name="answer-questions", cache_policy=NO_CACHE, **MODEL_SERVER_RETRIES)
@@ -119,13 +136,14 @@ def log_answer_batch(
     judge_model_id: str,
     summaries: dict[str, ConfigurationSummary],
     preferences: list[PairComparison],
+    judge_calibration: JudgeCalibration | None = None,
     batch: Batch | None = None,
 ) -> AnswerEvalReport:
     """One child run per configuration under the batch's parent run (a new batch unless a
     pipeline passes its batch), the summary on the parent; the report. Retried: the tracking
     server may be briefly unreachable."""
-    summary = outcomes.summarize_answer_batch(config, questions, summaries, preferences)
-    shared = outcomes.answer_params(config, questions, judge_model_id)
+    summary = outcomes.summarize_answer_batch(config, questions, summaries, preferences, judge_calibration)
+    shared = outcomes.answer_params(config, questions, judge_model_id, judge_calibration)
     labels = [c.label for c in config.configurations]
     batch = stage_batch(
         config.home, list(config.collections), "answers", shared, batch, "ragassay eval answers", labels

@@ -11,14 +11,15 @@ from ragassay.gates import case_runs
 from ragassay.gates.case_runs import CaseReport, SuiteResult
 from ragassay.gates.suite import CaseSuite
 from ragassay.judge.judge import Judge
+from ragassay.metrics.judge_error import JudgeCalibration
 from tasks.publish import run_origin
 from tasks.resources import MODEL_SERVER_RETRIES, worker_resources
 
 
 @task(name="run-suite", cache_policy=NO_CACHE, **MODEL_SERVER_RETRIES)
-def run_suite(suite: CaseSuite, judge: Judge) -> SuiteResult:
-    """Answer and check every case of the suite."""
-    return case_runs.run_suite(worker_resources(), suite, judge)
+def run_suite(suite: CaseSuite, judge: Judge, calibration: JudgeCalibration | None = None) -> SuiteResult:
+    """Answer and check every case of the suite; the grounded claims' share corrected for the judge's error."""
+    return case_runs.run_suite(worker_resources(), suite, judge, calibration)
 
 
 @task(name="log-cases-run", cache_policy=NO_CACHE)

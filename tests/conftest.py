@@ -81,6 +81,7 @@ def prefect_server(no_temporary_prefect_server):
 # the classic rule for spreading jobs over machines). A file not listed keeps its place after them.
 LONGEST_FIRST = (
     "tests/test_reliability.py",  # 175 s
+    "tests/judge/test_labels.py",  # 150 s: a batch judged by Qwen, the label CLI in a terminal
     "tests/evaluation/test_task_runners.py",  # 130 s
     "tests/test_deployments.py",  # 125 s
     "tests/test_pipeline.py",  # 90 s
@@ -90,6 +91,7 @@ LONGEST_FIRST = (
     "tests/systems/test_systems_under_test.py",  # 50 s
     "tests/golden/test_generation.py",  # 45 s
     "tests/judge/test_judge.py",  # 40 s
+    "tests/metrics/test_judge_error.py",  # 40 s: 5 x 1,000 replications of the corrected interval
 )
 
 

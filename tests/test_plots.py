@@ -56,3 +56,45 @@ def test_recall_curves_keep_overlapping_configurations_apart_with_their_interval
     assert axes.get_ylim()[0] > 0.5
     figure.savefig(tmp_path / "recall.png")
     assert (tmp_path / "recall.png").stat().st_size > 10_000
+
+
+def test_a_judged_metric_shows_its_corrected_estimate_beside_its_mean(tmp_path):
+    from ragassay.evaluation.answer_summary import ANSWER_INTERVAL_SCHEMA
+
+    rows = [
+        ("hybrid", "faithfulness", 0.80, 0.70, 0.88, 0.74, 0.52, 0.93),
+        ("fulltext", "faithfulness", 0.60, 0.50, 0.70, None, 0.0, 1.0),  # labels that cannot tell: no estimate
+        ("hybrid", "false_refusal_rate", 0.1, 0.0, 0.2, None, None, None),
+    ]
+    intervals = pl.DataFrame(
+        [
+            dict(
+                zip(
+                    (
+                        "configuration",
+                        "metric",
+                        "mean",
+                        "ci_low",
+                        "ci_high",
+                        "corrected",
+                        "corrected_low",
+                        "corrected_high",
+                    ),
+                    row,
+                )
+            )
+            | {"scored": 20}
+            for row in rows
+        ],
+        schema=ANSWER_INTERVAL_SCHEMA,
+    )
+    figure = plots.interval_figure(intervals, ["faithfulness", "false_refusal_rate"], "answers")
+    faithfulness, refusals = figure.axes[:2]
+    labels = [text.get_text() for text in faithfulness.texts]
+    assert "corr. 0.740" in labels and "corr.\nnone" in labels
+    low, high = faithfulness.get_ylim()
+    assert low <= 0.0 and high >= 1.0, "the axis holds the corrected intervals too"
+    assert not any(text.get_text().startswith("corr.") for text in refusals.texts), "refusals are not judged"
+    assert "judge-corrected" in " ".join(text.get_text() for text in figure.texts)
+    figure.savefig(tmp_path / "answers.png")
+    assert (tmp_path / "answers.png").stat().st_size > 10_000

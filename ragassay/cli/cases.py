@@ -80,6 +80,19 @@ def cases_run(
                 result += "\n[red]judge error[/red]"
             table.add_row(case["case_id"], f"{result}\n{case['outcome']}", case["checks"])
         out.print(table)
+        grounded = report.grounded
+        if grounded is not None:
+            from ragassay.evaluation.reports import corrected_text
+
+            corrected = (
+                corrected_text(grounded).replace("corrected", "judge-corrected", 1) or "no judge-corrected estimate"
+            )
+            out.print(
+                f"grounded claims over {grounded['cases']} cases: {grounded['supported']:.3f} judged supported; {corrected}",
+                highlight=False,
+            )
+            for note in grounded["notes"]:
+                out.print(f"[yellow]note[/yellow] {note}", highlight=False)
         out.print(f"MLflow run {report.run_id} ({report.tracking_uri})", style="dim", highlight=False)
 
     emit(as_json, report.model_dump(), render)

@@ -37,6 +37,7 @@ from ragassay.cli.render import (
     render_assertions,
     render_comparisons,
     render_estimate,
+    render_judge_calibration,
     render_means,
     render_pairwise,
     render_systems,
@@ -223,6 +224,7 @@ def eval_answers(
             f"batch {report.batch_id}: {report.questions} answerable + {report.unanswerable} unanswerable questions, judge {report.judge_model}",
             report.metrics,
         )
+        render_judge_calibration(report.judge_calibration)
         render_answer_costs(report.metrics)
         render_comparisons(report.comparisons, REPORTED_ANSWER_METRICS)
         render_pairwise(report.pairwise)

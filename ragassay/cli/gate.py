@@ -17,7 +17,10 @@ def gate(
         None, "--candidate", help="Batch id of the change (default: the newest other batch over the same collections)."
     ),
     max_drop: list[str] = typer.Option(
-        ..., "--max-drop", help="[LABEL:]METRIC=NUMBER, e.g. recall@5=0.02 or hybrid:faithfulness=0.05; repeatable."
+        ...,
+        "--max-drop",
+        help="[LABEL:]METRIC=NUMBER, e.g. recall@5=0.02, hybrid:faithfulness=0.05, or faithfulness.corrected=0.05 "
+        "(the judge-corrected drop); repeatable.",
     ),
     alpha: float = typer.Option(0.05, help="A drop counts only when its randomization p-value is below this."),
     seed: int = typer.Option(0, help="Seed of the paired tests."),
@@ -28,8 +31,14 @@ def gate(
     p < alpha; exit 2 when the batches cannot be compared (unknown batch, metric or configuration)."""
     from ragassay import tracking
     from ragassay.config import workspace_home
-    from ragassay.gates.regression import compare_batches, parse_drop_bound, per_question_scores
-    from ragassay.metrics.names import REPORTED_ANSWER_METRICS
+    from ragassay.gates.regression import (
+        CORRECTED,
+        calibration_strata,
+        compare_batches,
+        is_answer_bound,
+        parse_drop_bound,
+        per_question_scores,
+    )
 
     home = workspace_home()
     try:
@@ -47,7 +56,7 @@ def gate(
         before, after = tracking.batch_tables(home, baseline), tracking.batch_tables(home, candidate)
         results = []
         for kind in ("retrieval", "answers"):
-            kind_bounds = [b for b in bounds if (b.metric in REPORTED_ANSWER_METRICS) == (kind == "answers")]
+            kind_bounds = [b for b in bounds if is_answer_bound(b) == (kind == "answers")]
             if not kind_bounds:
                 continue
             if kind not in before or kind not in after:
@@ -59,7 +68,11 @@ def gate(
                 {label: per_question_scores(kind, table) for label, table in tables[kind].items()}
                 for tables in (before, after)
             ]
-            results += compare_batches(*scores, kind_bounds, alpha, seed).to_dicts()
+            calibration = None
+            if any(b.metric.endswith(CORRECTED) for b in kind_bounds):
+                table = tracking.batch_parent_table(home, candidate, "judge_calibration")
+                calibration = calibration_strata(table) if table is not None else None
+            results += compare_batches(*scores, kind_bounds, alpha, seed, calibration).to_dicts()
     except RagassayError as error:
         fail(error)
 

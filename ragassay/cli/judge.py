@@ -31,6 +31,12 @@ def judge_calibrate(
     labels: Path | None = typer.Option(
         None, "--labels", help="JSONL of {context, statement, label: supported|unsupported} written by people."
     ),
+    collection: str | None = typer.Option(
+        None,
+        "--collection",
+        "-c",
+        help="Instead: the labels people gave this collection's verdicts (`ragassay judge label`).",
+    ),
     pairwise: Path | None = typer.Option(
         None,
         "--pairwise",
@@ -52,38 +58,263 @@ def judge_calibrate(
     accuracy, Cohen's kappa with a bootstrap 95% interval, per-class precision and recall,
     confusion matrix, unreadable rate, seconds per verdict), or with --pairwise the share of
     pairwise verdicts that flip when the answers swap places. Logged as an MLflow run in the
-    ragassay/judge-calibration experiment."""
+    ragassay/judge-calibration experiment; with --collection, in the collection's experiment
+    beside its batches, with the sensitivity and specificity the judge-corrected estimates use."""
     from ragassay import tracking
     from ragassay.config import parse_config, workspace_home
-    from ragassay.judge.calibration import calibrate_judge, calibrate_pairwise
+    from ragassay.judge.calibration import calibrate_collection, calibrate_judge, calibrate_pairwise
+    from ragassay.judge.judge import Judge
+    from ragassay.llm.cache import CompletionCache
     from ragassay.llm.registry import ChatModels
     from ragassay.llm.settings import DEFAULT_JUDGE_BACKEND, ChatModelConfig
+    from ragassay.store.workspace import collection_paths, completion_cache_path
 
     try:
-        if (labels is None) == (pairwise is None):
+        if sum(option is not None for option in (labels, pairwise, collection)) != 1:
             raise ConfigError(
-                "give --labels FILE (support verdicts) or --pairwise GOLDEN_FILE (position bias), one of them"
+                "give one of --labels FILE (support verdicts), --collection NAME (its people's labels) or "
+                "--pairwise GOLDEN_FILE (position bias)"
             )
         settings = judge_override(judge_model, judge_backend, judge_path, judge_url, judge_name, judge_api_key_env) or {
             "backend": DEFAULT_JUDGE_BACKEND
         }
         config = parse_config(ChatModelConfig, **settings)
+        home = workspace_home()
         models = ChatModels()
-        if labels is not None:
+        if collection is not None:
+            collection_paths(home, collection)
+            # Through the completion cache: a verdict the evaluation already asked costs nothing.
+            cache = CompletionCache(completion_cache_path(home)) if config.cache else None
+            report = calibrate_collection(Judge(models.get(config, cache)), home, collection, seed)
+        elif labels is not None:
             report = calibrate_judge(models, config, labels, max_items, seed)
         else:
             report = calibrate_pairwise(models, config, pairwise, max_items, seed)
         models.close()
-        report["mlflow_run_id"] = _log(
-            tracking, workspace_home(), report, "support" if labels is not None else "pairwise"
+        report["mlflow_run_id"] = _log(tracking, home, report, "pairwise" if pairwise is not None else "support")
+        report["experiment"] = (
+            tracking.experiment_name([collection]) if collection is not None else tracking.CALIBRATION_EXPERIMENT
         )
     except RagassayError as error:
         fail(error)
 
-    emit(
-        as_json, report, (lambda: _render_support(report)) if labels is not None else (lambda: _render_pairwise(report))
-    )
+    emit(as_json, report, (lambda: _render_support(report)) if pairwise is None else (lambda: _render_pairwise(report)))
     raise typer.Exit(EXIT_OK)
+
+
+@judge_app.command("label")
+def judge_label(
+    batch: str | None = typer.Option(None, "--batch", help="The answer evaluation's batch whose verdicts to label."),
+    count: int = typer.Option(60, "--count", min=2, help="Statements in the sample (half of each verdict)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the sample: the same batch, count and seed give the same one."),
+    who: str | None = typer.Option(None, "--who", help="Who labels (default: your user name)."),
+    export: Path | None = typer.Option(
+        None, "--export", help="Write the sample to this JSONL (or .csv) file to label elsewhere, and stop."
+    ),
+    import_file: Path | None = typer.Option(
+        None, "--import", help="Store the labels of a filled-in exported sample (JSONL or .csv)."
+    ),
+    replace: bool = typer.Option(
+        False, "--replace", help="With --import: replace a label the same person gave an item before."
+    ),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Label a seeded sample of an answer batch's judged statements, one key each: s supported,
+    u unsupported, k skip, z undo, q quit (run the same command again to resume). The judge's
+    verdict is not shown. Labels are stored in each question's collection; answer evaluations
+    then correct the judged metrics with them (`ragassay judge calibrate --collection` reports
+    the judge against them)."""
+    import getpass
+    import sys
+
+    from ragassay.config import workspace_home
+    from ragassay.judge import labels as labelling
+
+    try:
+        home = workspace_home()
+        person = who or getpass.getuser()
+        if import_file is not None:
+            if batch is not None or export is not None:
+                raise ConfigError("--import takes the batch and sample from the file: give no --batch or --export")
+            summary = _import_labels(home, import_file, person, replace)
+            emit(as_json, summary, lambda: _render_import(summary))
+            raise typer.Exit(EXIT_OK)
+        if batch is None:
+            raise ConfigError("give --batch BATCH_ID (an answer evaluation's batch), or --import FILE")
+        items = labelling.draw_sample(batch, _judged_runs(home, batch), count, seed)
+        if export is not None:
+            stored = _stored_labels(home, labelling.collections_of(items))
+            written = labelling.export_sample(items, export, stored)
+            summary = {"exported": written, "path": str(export), "sample_id": items[0].sample_id}
+            emit(
+                as_json, summary, lambda: out.print(f"wrote {written} statements to label to {export}", highlight=False)
+            )
+            raise typer.Exit(EXIT_OK)
+        if not sys.stdin.isatty():
+            raise ConfigError(
+                "judge label asks one key per statement and needs a terminal; label elsewhere with --export FILE, "
+                "then --import FILE"
+            )
+        session = labelling.LabellingSession(home, items, person, _now)
+        summary = _label_in_terminal(session)
+    except RagassayError as error:
+        fail(error)
+    emit(as_json, summary, lambda: None)
+    raise typer.Exit(EXIT_OK)
+
+
+def _now():
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC)
+
+
+def _judged_runs(home: Path, batch: str) -> list:
+    """The batch's answer configuration runs as judge/labels.JudgedConfiguration."""
+    from ragassay import tracking
+    from ragassay.judge.labels import JudgedConfiguration
+
+    runs = tracking.answer_configuration_runs(home, batch)
+    if not runs:
+        raise ConfigError(f"no answer evaluation batch {batch!r} in {home} (`ragassay runs list` shows the batches)")
+    judged = []
+    for run in runs:
+        params = run["params"]
+        if run["answers"] is None or run["judgments"] is None:
+            raise ConfigError(f"batch {batch}, configuration {run['label']}: its answers or judgments table is missing")
+        judged.append(
+            JudgedConfiguration(
+                label=run["label"],
+                answers=run["answers"],
+                judgments=run["judgments"],
+                judge_model=params.get("judge_model_id", ""),
+                prompt_version=params.get("prompt_version.support", ""),
+                support_threshold=float(params.get("judge_support_threshold", "nan")),
+            )
+        )
+    return judged
+
+
+def _stored_labels(home: Path, collections: list[str]):
+    from ragassay.judge.calibration import collection_labels
+
+    return collection_labels(home, collections)
+
+
+def _import_labels(home: Path, path: Path, who: str, replace: bool) -> dict:
+    """Each filled-in row matched to its item (the samples drawn again from their batches), then
+    stored per collection; nothing is stored when any row is bad."""
+    from ragassay.judge import labels as labelling
+
+    imported = labelling.read_label_file(path)
+    samples = {}
+    for sample_id in sorted({entry.sample_id for entry in imported}):
+        batch, seed, count = labelling.parse_sample_id(sample_id)
+        samples[sample_id] = labelling.draw_sample(batch, _judged_runs(home, batch), count, seed)
+    rows = labelling.matched_labels(imported, samples, who, _now())
+    by_collection: dict[str, list[dict]] = {}
+    for row in rows:
+        by_collection.setdefault(row["query_collection"], []).append(row)
+    # Every collection's conflicts are checked before any is written: a refused file stores nothing.
+    for collection, collection_rows in by_collection.items():
+        labelling.check_labels(home, collection, collection_rows, replace)
+    counts = {"added": 0, "replaced": 0, "unchanged": 0}
+    for collection, collection_rows in by_collection.items():
+        for key, value in labelling.store_labels(home, collection, collection_rows, replace).items():
+            counts[key] += value
+    return {"path": str(path), "collections": sorted(by_collection), **counts}
+
+
+def _render_import(summary: dict) -> None:
+    out.print(
+        f"{summary['added']} labels added, {summary['replaced']} replaced, {summary['unchanged']} already stored "
+        f"(collections: {', '.join(summary['collections']) or 'none'})",
+        highlight=False,
+    )
+
+
+LABEL_KEYS = {"s": "supported", "u": "unsupported", "k": "skipped"}
+
+
+def _label_in_terminal(session) -> dict:
+    """The labelling loop: one statement at a time, one key each."""
+    import click
+    from rich.markup import escape
+
+    already = session.done
+    if already:
+        out.print(
+            f"{already} of {session.total} statements already labelled; {len(session.pending)} to go", highlight=False
+        )
+    while session.current is not None:
+        item = session.current
+        _show_item(item, session.done + 1, session.total)
+        key = click.getchar().lower()
+        if key in LABEL_KEYS:
+            session.label(LABEL_KEYS[key])
+            out.print(f"[bold]{LABEL_KEYS[key]}[/bold]", highlight=False)
+        elif key == "z":
+            undone = session.undo()
+            if undone is None:
+                out.print("[yellow]nothing to undo in this session[/yellow]")
+            else:
+                out.print(f"[yellow]undone:[/yellow] {escape(undone.statement[:80])}", highlight=False)
+        elif key == "q":
+            break
+        else:
+            out.print("[yellow]keys: s supported, u unsupported, k skip, z undo, q quit[/yellow]")
+    counts = {label: sum(1 for _, given in session.given if given == label) for label in LABEL_KEYS.values()}
+    labelled = len(session.given)
+    collections = sorted({item.query_collection for item, _ in session.given})
+    remaining = len(session.pending)
+    out.print(
+        f"{labelled} labelled this session ({counts['supported']} supported, {counts['unsupported']} unsupported, "
+        f"{counts['skipped']} skipped); {remaining} of {session.total} left"
+        + (" (run the same command to resume)" if remaining else ""),
+        highlight=False,
+    )
+    if collections:
+        out.print(
+            f"labels stored in collection {', '.join(collections)}; "
+            f"see the judge against them: ragassay judge calibrate --collection {collections[0]}",
+            highlight=False,
+        )
+    return {"labelled": counts, "remaining": remaining, "total": session.total, "collections": collections}
+
+
+def _show_item(item, number: int, total: int) -> None:
+    """A statement to label: where it is from, the question, the answer, the statement, and the
+    context the judge saw, the cited sources marked. Never the judge's verdict."""
+    from rich.markup import escape
+    from rich.rule import Rule
+    from rich.text import Text
+
+    out.print(Rule(Text(f"{number}/{total}"), style="dim"))
+    out.print(
+        f"[dim]batch {escape(item.batch_id)} · {escape(item.configuration)} · {escape(item.query_collection)}/"
+        f"{escape(item.query_id)} · {item.metric.replace('_', ' ')}[/dim]",
+        highlight=False,
+    )
+    out.print(f"[bold]question[/bold] {escape(item.question)}", highlight=False)
+    out.print(f"[bold]answer[/bold]   {escape(item.answer)}", highlight=False)
+    what = (
+        "the reference answer's statement"
+        if item.metric == "context_recall"
+        else ("the cited statement" if item.metric == "citation_precision" else "the answer's statement")
+    )
+    out.print(f"\n[bold]Is {what} supported by the context below?[/bold]", highlight=False)
+    out.print(f"  [reverse] {escape(item.statement)} [/reverse]\n", highlight=False)
+    cited = set(item.cited_sources)
+    if item.metric == "citation_precision":
+        out.print(f"[bold]context: the cited source [{', '.join(map(str, item.cited_sources))}][/bold]")
+        out.print(f"[yellow]{escape(item.context)}[/yellow]", highlight=False)
+    else:
+        heading = f" (the statement cites {', '.join(f'[{n}]' for n in sorted(cited))}, marked ▶)" if cited else ""
+        out.print(f"[bold]context the judge saw[/bold]{heading}", highlight=False)
+        for line in item.context.splitlines():
+            marked = any(line.startswith(f"[{n}]") for n in cited)
+            out.print(f"[yellow]▶ {escape(line)}[/yellow]" if marked else f"  {escape(line)}", highlight=False)
+    out.print("[dim]s supported · u unsupported · k skip · z undo · q quit[/dim]")
 
 
 def _figure(value, digits: int = 3) -> str:
@@ -96,6 +327,12 @@ def _log(tracking, home: Path, report: dict, kind: str) -> str:
     scalar = {
         key: value for key, value in report.items() if isinstance(value, (int, float)) and not isinstance(value, bool)
     }
+    weighted = report.get("weighted", {})
+    scalar |= {
+        f"weighted_{key}": value
+        for key, value in weighted.items()
+        if isinstance(value, (int, float)) and not isinstance(value, bool)
+    }
     params = {
         key: str(report[key])
         for key in (
@@ -106,6 +343,7 @@ def _log(tracking, home: Path, report: dict, kind: str) -> str:
             "support_threshold",
             "max_items",
             "seed",
+            "collection",
         )
         if key in report
     }
@@ -114,13 +352,28 @@ def _log(tracking, home: Path, report: dict, kind: str) -> str:
         **report["usage"],
     }
     rows = pl.DataFrame(report["rows"], infer_schema_length=None)
-    return tracking.log_calibration(home, f"judge-calibration-{kind}", params, metrics, rows, report.get("confusion"))
+    return tracking.log_calibration(
+        home,
+        f"judge-calibration-{kind}",
+        params,
+        metrics,
+        rows,
+        report.get("confusion"),
+        report.get("collection"),
+        report.get("batches", []),
+    )
 
 
 def _render_support(report: dict) -> None:
+    source = (
+        f"collection {report['collection']} (labelled by {', '.join(report['people'])}, sampled from "
+        f"{len(report['batches'])} batch{'es' if len(report['batches']) != 1 else ''})"
+        if "collection" in report
+        else report["labels_file"]
+    )
     out.print(
         f"judge {report['judge_model']} ({report['prompt_version']}, supported when P >= {report['support_threshold']}) "
-        f"on {report['labelled']} labelled statements from {report['labels_file']}",
+        f"on {report['labelled']} labelled statements from {source}",
         highlight=False,
     )
     if report["too_long"]:
@@ -161,9 +414,27 @@ def _render_support(report: dict) -> None:
         "kappa 1 is perfect agreement and 0 no better than chance; below about 0.6, read this judge's scores with caution.",
         style="dim",
     )
-    out.print(
-        f"MLflow run {report['mlflow_run_id']} (experiment ragassay/judge-calibration)", style="dim", highlight=False
-    )
+    if "weighted" in report:
+        weighted = report["weighted"]
+        out.print(
+            f"weighted to the batches the labels were sampled from (what the judge-corrected estimates use): "
+            f"sensitivity {_interval(weighted, 'sensitivity')}, specificity {_interval(weighted, 'specificity')}, "
+            f"balanced accuracy {_interval(weighted, 'balanced_accuracy')}",
+            highlight=False,
+        )
+        out.print(weighted["summary"], style="green" if weighted["separable"] else "yellow", highlight=False)
+        if report["disagreements"]:
+            out.print(
+                f"{report['disagreements']} statements were labelled differently by different people: the latest "
+                "label counts",
+                style="yellow",
+                highlight=False,
+            )
+    out.print(f"MLflow run {report['mlflow_run_id']} (experiment {report['experiment']})", style="dim", highlight=False)
+
+
+def _interval(values: dict, name: str) -> str:
+    return f"{_figure(values[name], 2)} [{values[f'{name}_low']:.2f}, {values[f'{name}_high']:.2f}]"
 
 
 def _render_pairwise(report: dict) -> None:

@@ -6,8 +6,12 @@ from __future__ import annotations
 from rich.table import Table
 
 from ragassay.cli.common import out
+from ragassay.evaluation.reports import corrected_text
 from ragassay.gates.assertions import measured
-from ragassay.metrics.names import REPORTED_ANSWER_METRICS  # noqa: F401 (commands import it from here)
+from ragassay.metrics.names import (
+    JUDGED_METRICS,
+    REPORTED_ANSWER_METRICS,  # noqa: F401 (commands import it from here)
+)
 from ragassay.metrics.names import headline_retrieval_metrics as headline_metrics  # noqa: F401 (commands import it from here)
 from ragassay.metrics.significance import ALPHA
 from ragassay.run_warnings import RunWarning
@@ -56,8 +60,10 @@ def render_comparisons(comparisons: list[dict], metrics: list[str] | tuple[str, 
     if not shown:
         return
     table = Table(title=f"{title}paired differences (b - a): mean, bootstrap 95% CI, randomization p")
+    corrected = any(c.get("corrected_low") is not None for c in shown)
+    columns = ("a", "b", "metric", "n", "b - a", "95% CI", "p") + (("corrected b - a",) if corrected else ())
     # Metric names and intervals are never cut or wrapped: on a narrow terminal the labels wrap.
-    for column in ("a", "b", "metric", "n", "b - a", "95% CI", "p"):
+    for column in columns:
         table.add_column(
             column,
             justify="right" if column in ("n", "b - a", "p") else "left",
@@ -65,7 +71,7 @@ def render_comparisons(comparisons: list[dict], metrics: list[str] | tuple[str, 
             overflow="fold",
         )
     for c in shown:
-        table.add_row(
+        cells = [
             c["configuration_a"],
             c["configuration_b"],
             c["metric"],
@@ -73,15 +79,30 @@ def render_comparisons(comparisons: list[dict], metrics: list[str] | tuple[str, 
             f"{c['mean_difference']:+.3f}",
             f"[{c['ci_low']:+.3f}, {c['ci_high']:+.3f}]",
             f"{c['p_value']:.3f}" + ("*" if c["p_value"] < ALPHA else ""),
-        )
-    table.caption = f"n: questions both scored; * significant: p < {ALPHA}"
+        ]
+        if corrected:
+            cells.append(_corrected_difference(c))
+        table.add_row(*cells)
+    table.caption = f"n: questions both scored; * significant: p < {ALPHA}" + (
+        "; corrected: in people's terms (the judge's offset cancels in a difference; same sign and p)"
+        if corrected
+        else ""
+    )
     out.print(table)
+
+
+def _corrected_difference(row: dict) -> str:
+    return corrected_text(row, signed=True).removeprefix("corrected").removeprefix(":").strip()
 
 
 def render_answer_metrics(title: str, metrics: dict[str, dict[str, float]]) -> None:
     """Each answer metric with the number of questions behind it; '-' where none could be scored.
     Metrics are rows and configurations columns, so long metric names fit a narrow terminal."""
-    table = Table(title=title, caption="value (questions scored)")
+    corrected = any(f"{name}_corrected_low" in values for values in metrics.values() for name in JUDGED_METRICS)
+    caption = "value (questions scored)" + (
+        "; corrected: the judge-corrected estimate [95% interval over questions and labels]" if corrected else ""
+    )
+    table = Table(title=title, caption=caption)
     table.add_column("metric", no_wrap=True)
     for label in metrics:
         table.add_column(label, justify="right", no_wrap=True)
@@ -91,7 +112,34 @@ def render_answer_metrics(title: str, metrics: dict[str, dict[str, float]]) -> N
             scored = int(values.get(count, 0))
             cells.append(f"{values[name]:.3f} ({scored})" if name in values else f"- ({scored})")
         table.add_row(title_, *cells)
+        if name in JUDGED_METRICS and corrected:
+            table.add_row("  corrected", *(_corrected_cell(values, name) for values in metrics.values()))
     out.print(table)
+
+
+def _corrected_cell(values: dict[str, float], name: str) -> str:
+    if f"{name}_corrected_low" not in values:
+        return "-"
+    interval = f"[{values[f'{name}_corrected_low']:.3f}, {values[f'{name}_corrected_high']:.3f}]"
+    estimate = values.get(f"{name}_corrected")
+    return f"{'none' if estimate is None else f'{estimate:.3f}'} {interval}"
+
+
+def render_judge_calibration(calibration: dict | None) -> None:
+    """One line on the labels behind the corrected numbers (or that there are none)."""
+    if calibration is None:
+        out.print(
+            "judged metrics are the judge's own numbers: no labels for this judge (`ragassay judge label`)",
+            style="yellow",
+            highlight=False,
+        )
+        return
+    source = "a general prior from other documents" if calibration["source"] == "prior" else "this collection's labels"
+    out.print(
+        f"corrected with {source} ({calibration['description']}): {calibration['summary']}",
+        style="dim",
+        highlight=False,
+    )
 
 
 def render_answer_costs(metrics: dict[str, dict[str, float]]) -> None:

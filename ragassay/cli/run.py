@@ -23,6 +23,7 @@ from ragassay.cli.render import (
     render_answer_metrics,
     render_assertions,
     render_comparisons,
+    render_judge_calibration,
     render_means,
     render_pairwise,
     render_systems,
@@ -101,6 +102,7 @@ def render_pipeline(report) -> None:
             f"answers: {answers.questions} answerable + {answers.unanswerable} unanswerable, judge {answers.judge_model}",
             answers.metrics,
         )
+        render_judge_calibration(answers.judge_calibration)
         render_answer_costs(answers.metrics)
         render_comparisons(answers.comparisons, REPORTED_ANSWER_METRICS, "answers: ")
         render_pairwise(answers.pairwise)

@@ -5,10 +5,11 @@ Calls are counted from the evaluation's shape, with the work each question cause
 - answering: one call per question (a question declined before the model costs none; a retry
   after unreadable output costs one more), plus rerank_candidates calls per question when the
   configuration reranks with the model;
-- judging, per answerable question: one call per reference-answer sentence (context recall,
-  counted exactly), and for an answered question one per statement (faithfulness), one per
-  citation (citation precision), one for the implied question (answer relevancy) and, when it has
-  a reference answer, one grading (answer correctness);
+- judging, per answerable question: one call per reference-answer sentence and source (context
+  recall: a statement is judged against each retrieved passage), and for an answered question one
+  per statement and source (faithfulness), one per citation (citation precision), one for the
+  implied question (answer relevancy) and, when it has a reference answer, one grading (answer
+  correctness). Sources: the configuration's `k`; a system under test's TYPICAL_SOURCES;
 - pairwise: two gradings per answerable question and pair of configurations, none expected for a
   question with a reference answer (answer correctness graded both answers already; at most
   counts them all).
@@ -38,6 +39,8 @@ from ragassay.systems.settings import SystemConfiguration
 # question is answered; refusals make the real count smaller.
 TYPICAL_STATEMENTS = 1.0
 TYPICAL_CITATIONS = 1.0
+# The passages a system under test returns, when nothing says how many (built-in: its k).
+TYPICAL_SOURCES = 5
 MAX_STATEMENTS, MAX_CITATIONS_PER_STATEMENT = 6, 4
 
 
@@ -128,11 +131,16 @@ def estimate_answer_eval(config: AnswerEvalConfig) -> dict:
     judge_rate = _rate(config, config.judge, "judge")
     rows = []
     for configuration in config.configurations:
+        sources = TYPICAL_SOURCES if isinstance(configuration, SystemConfiguration) else configuration.k
         judge_expected = (
-            answerable * (TYPICAL_STATEMENTS + TYPICAL_CITATIONS + 1) + reference_sentences + with_reference
+            answerable * (TYPICAL_STATEMENTS * sources + TYPICAL_CITATIONS + 1)
+            + reference_sentences * sources
+            + with_reference
         )
         judge_most = 2 * (
-            answerable * (MAX_STATEMENTS * (1 + MAX_CITATIONS_PER_STATEMENT) + 1) + reference_sentences + with_reference
+            answerable * (MAX_STATEMENTS * (sources + MAX_CITATIONS_PER_STATEMENT) + 1)
+            + reference_sentences * sources
+            + with_reference
         )
         if isinstance(configuration, SystemConfiguration):
             # The system answers itself: one call per question, at its own measured latency.

@@ -17,6 +17,11 @@ from ragassay.evaluation.answer_summary import (
     ConfigurationSummary,
     answer_differences,
     answer_intervals,
+    calibration_summary,
+    calibration_warnings,
+    corrected_comparisons,
+    corrected_intervals,
+    corrected_metrics,
     question_set_warnings,
 )
 from ragassay.evaluation.answer_traces import TraceSettings, answer_traces
@@ -29,10 +34,11 @@ from ragassay.judge.prompts import PROMPT_VERSIONS
 from ragassay.llm.registry import model_verification
 from ragassay.llm.settings import model_id_of
 from ragassay.metrics.averaging import interval_table, mean_scores
-from ragassay.metrics.names import REPORTED_ANSWER_METRICS, headline_retrieval_metrics
+from ragassay.metrics.judge_error import JudgeCalibration
+from ragassay.metrics.names import CORRECTED_METRICS, REPORTED_ANSWER_METRICS, headline_retrieval_metrics, metric_key
 from ragassay.metrics.significance import compare_all_pairs
 from ragassay.run_warnings import RunWarning, warnings_table
-from ragassay.store.schemas import PAIRWISE
+from ragassay.store.schemas import JUDGE_CALIBRATION, PAIRWISE
 from ragassay.systems.settings import SystemConfiguration
 from ragassay.tracking import BatchRecord, ConfigurationRecord, LoggedBatch, flatten_params
 
@@ -66,13 +72,16 @@ class AnswerEvalReport(LoggedBatch):
     prompt_versions: dict[str, str]
     intervals: list[dict]
     seconds: float
+    # The labels the judged metrics were corrected with (answer_summary.calibration_summary);
+    # None when there were none for this judge.
+    judge_calibration: dict | None = None
 
 
 def published_intervals(intervals: list[dict], metrics: list[str] | None = None) -> list[dict]:
     """Interval rows as the Prefect UI's table shows them: rounded to 4 places, scored ones only
     (of `metrics`, when given)."""
     return [
-        {**row, "mean": round(row["mean"], 4), "ci_low": round(row["ci_low"], 4), "ci_high": round(row["ci_high"], 4)}
+        {key: round(value, 4) if isinstance(value, float) else value for key, value in row.items()}
         for row in intervals
         if row["mean"] is not None and (metrics is None or row["metric"] in metrics)
     ]
@@ -221,11 +230,15 @@ class AnswerQuestions:
         return [(q, True) for q in self.golden] + [(q, False) for q in self.unanswerable]
 
 
-def answer_params(config: AnswerEvalConfig, questions: AnswerQuestions, judge_model_id: str) -> dict[str, str]:
-    """The settings every configuration of an answer evaluation shares, as MLflow params."""
+def answer_params(
+    config: AnswerEvalConfig, questions: AnswerQuestions, judge_model_id: str, calibration: JudgeCalibration | None
+) -> dict[str, str]:
+    """The settings every configuration of an answer evaluation shares, as MLflow params (the
+    labels the judged metrics were corrected with among them)."""
     context = questions.context
     return flatten_params(
         {
+            "judge_calibration": f"{calibration.source}: {calibration.description}" if calibration else "none",
             "collections": list(config.collections),
             "max_questions": config.max_questions,
             "seed": config.seed,
@@ -257,6 +270,7 @@ class AnswerBatchSummary:
     intervals: pl.DataFrame
     warnings: list[RunWarning]
     assertions: list[dict]
+    calibration: JudgeCalibration | None = None
 
 
 def summarize_answer_batch(
@@ -264,19 +278,58 @@ def summarize_answer_batch(
     questions: AnswerQuestions,
     summaries: dict[str, ConfigurationSummary],
     preferences: list[PairComparison],
+    calibration: JudgeCalibration | None = None,
 ) -> AnswerBatchSummary:
-    metrics = {label: s.metrics for label, s in summaries.items()}
+    """Intervals and paired differences of every answer metric, with the judged metrics'
+    judge-corrected estimates beside them (added to each configuration's run metrics as
+    METRIC_corrected, _low, _high), warnings, and the bounds checked."""
     answers = {label: s.answers for label, s in summaries.items()}
+    intervals = corrected_intervals(answer_intervals(answers, config.seed), answers, calibration, config.seed)
+    for label, values in corrected_metrics(intervals).items():
+        summaries[label].metrics.update(values)
+    metrics = {label: s.metrics for label, s in summaries.items()}
     return AnswerBatchSummary(
         summaries=summaries,
-        comparisons=answer_differences(answers, config.seed),
+        comparisons=corrected_comparisons(answer_differences(answers, config.seed), answers, calibration, config.seed),
         preferences=preferences,
         pairwise=[preference.tally() for preference in preferences],
-        intervals=answer_intervals(answers, config.seed),
+        intervals=intervals,
         warnings=batch_warnings([s.warnings for s in summaries.values()], questions.context)
-        + question_set_warnings(answers),
+        + question_set_warnings(answers)
+        + calibration_warnings(calibration, model_id_of(config.judge)),
         assertions=check_assertions([parse_answer_assertion(a) for a in config.assertions], metrics),
+        calibration=calibration,
     )
+
+
+def calibration_record(calibration: JudgeCalibration | None) -> tuple[dict[str, float], pl.DataFrame]:
+    """The parent run's view of the labels behind the corrected numbers: the judge's sensitivity,
+    specificity and balanced accuracy with their intervals as metrics (judge_…), and the strata
+    as the `judge_calibration` table (`ragassay gate` reads it back)."""
+    if calibration is None:
+        return {}, JUDGE_CALIBRATION.empty()
+    rates = calibration.rates
+    metrics = {
+        f"judge_{key}": value
+        for key, value in calibration_summary(calibration).items()
+        if key.startswith(("labelled", "sensitivity", "specificity", "balanced")) and value is not None
+    }
+    table = pl.DataFrame(
+        [
+            {
+                "source": calibration.source,
+                "stratum": stratum.name,
+                "population": stratum.population,
+                "supported_judged_supported": stratum.supported_judged_supported,
+                "supported_judged_unsupported": stratum.supported_judged_unsupported,
+                "unsupported_judged_supported": stratum.unsupported_judged_supported,
+                "unsupported_judged_unsupported": stratum.unsupported_judged_unsupported,
+            }
+            for stratum in calibration.strata
+        ],
+        schema=JUDGE_CALIBRATION.schema,
+    )
+    return {**metrics, "judge_separable": float(rates.separable)}, table
 
 
 def answer_record(
@@ -332,6 +385,7 @@ def answer_record(
         for key, value in t.items()
         if key not in ("configuration_a", "configuration_b")
     }
+    calibration_metrics, calibration_table = calibration_record(summary.calibration)
     title = (
         f"answers, batch {batch_id}: {len(questions.golden)} answerable + {len(questions.unanswerable)} "
         f"unanswerable, judge {judge_model_id}"
@@ -340,15 +394,20 @@ def answer_record(
         kind="answers",
         configurations=configurations,
         headline={
-            label: {m: s.metrics[m] for m in REPORTED_ANSWER_METRICS if m in s.metrics}
+            label: {
+                metric_key(m): s.metrics[metric_key(m)]
+                for m in (*REPORTED_ANSWER_METRICS, *CORRECTED_METRICS)
+                if metric_key(m) in s.metrics
+            }
             for label, s in summary.summaries.items()
         },
-        parent_metrics=tallies,
+        parent_metrics={**tallies, **calibration_metrics},
         tables={
             "comparisons": summary.comparisons,
             "pairwise": pl.concat([p.table for p in summary.preferences]) if summary.preferences else PAIRWISE.empty(),
             "warnings": warnings_table(summary.warnings),
             "intervals": summary.intervals,
+            "judge_calibration": calibration_table,
         },
         figures={
             "answer_metrics": plots.interval_figure(
@@ -374,4 +433,5 @@ def answer_report(
         prompt_versions={"answer": ANSWER_PROMPT_VERSION, **PROMPT_VERSIONS},
         intervals=summary.intervals.to_dicts(),
         seconds=round(seconds, 3),
+        judge_calibration=calibration_summary(summary.calibration),
     )

@@ -21,12 +21,17 @@ def _comparison_lines(comparisons: list[dict], metrics: list[str]) -> list[str]:
     shown = [c for c in comparisons if c["metric"] in metrics]
     if not shown:
         return []
-    lines = ["| a | b | metric | b - a | 95% CI | p | |", "|---|---|---|---:|---|---:|---|"]
+    corrected = any(c.get("corrected_low") is not None for c in shown)
+    lines = [
+        "| a | b | metric | b - a | 95% CI | p | |" + (" judge-corrected b - a |" if corrected else ""),
+        "|---|---|---|---:|---|---:|---|" + ("---|" if corrected else ""),
+    ]
     for c in shown:
         verdict = "significant" if c["p_value"] < ALPHA else "not significant"
         lines.append(
             f"| {c['configuration_a']} | {c['configuration_b']} | {c['metric']} | {c['mean_difference']:+.4f} "
             f"| [{c['ci_low']:+.4f}, {c['ci_high']:+.4f}] | {c['p_value']:.4f} | {verdict} |"
+            + (f" {corrected_text(c, signed=True).removeprefix('corrected ') or '-'} |" if corrected else "")
         )
     return lines
 
@@ -77,11 +82,53 @@ def interval_lines(intervals: list[dict], metrics: list[str] | tuple[str, ...]) 
         row = cells.get((label, metric))
         if row is None or row["mean"] is None:
             return "-"
-        return f"{row['mean']:.3f} [{row['ci_low']:.3f}, {row['ci_high']:.3f}] ({row['scored']})"
+        text = f"{row['mean']:.3f} [{row['ci_low']:.3f}, {row['ci_high']:.3f}] ({row['scored']})"
+        return text + corrected_text(row, "; ")
 
     lines = ["| metric | " + " | ".join(labels) + " |", "|---|" + "---:|" * len(labels)]
     lines += [f"| {metric} | " + " | ".join(cell(label, metric) for label in labels) + " |" for metric in shown]
     return lines
+
+
+def corrected_text(row: dict, lead: str = "", signed: bool = False) -> str:
+    """A row's judge-corrected estimate and interval as text (`corrected 0.741 [0.520, 0.930]`), or
+    why there is none; empty for a row without one (a metric that is not judged)."""
+    if row.get("corrected_low") is None:
+        return ""
+    number = "{:+.3f}" if signed else "{:.3f}"
+    interval = f"[{number.format(row['corrected_low'])}, {number.format(row['corrected_high'])}]"
+    if row.get("corrected") is None:
+        return f"{lead}corrected: none, {interval}"
+    return f"{lead}corrected {number.format(row['corrected'])} {interval}"
+
+
+def judge_error_lines(calibration: dict | None) -> list[str]:
+    """What the judged metrics' corrected numbers rest on, and what their intervals cover."""
+    if calibration is None:
+        return [
+            "No labels for this judge and no bundled prior: faithfulness, context recall and citation precision are "
+            "the judge's own numbers, and their intervals leave its error out. Label some of its verdicts with "
+            "`ragassay judge label --batch BATCH_ID`."
+        ]
+    source = "general prior (other documents)" if calibration["source"] == "prior" else "this collection's labels"
+    return [
+        f"Corrected with {source}: {calibration['description']}. Judge `{calibration['judge_model']}` "
+        f"({calibration['prompt_version']}, supported when P >= {calibration['support_threshold']}): "
+        f"sensitivity {_rate(calibration, 'sensitivity')}, specificity {_rate(calibration, 'specificity')}; "
+        f"{calibration['summary']}.",
+        "",
+        "A corrected interval covers the sampling of questions and of the labels, under the assumption that the "
+        "judge errs at rates that depend only on whether a statement is supported; it does not cover judge errors "
+        "that differ between configurations or documents (nor, with a prior, how far the prior transfers to these "
+        "documents). In a paired difference the judge's offset cancels: the corrected difference has the raw one's "
+        "sign and p, rescaled to what people would have said.",
+    ]
+
+
+def _rate(calibration: dict, name: str) -> str:
+    value = calibration[name]
+    shown = "undefined" if value is None else f"{value:.2f}"
+    return f"{shown} [{calibration[f'{name}_low']:.2f}, {calibration[f'{name}_high']:.2f}]"
 
 
 def _gate_lines(assertions: list[dict]) -> list[str]:
@@ -136,7 +183,12 @@ def answers_markdown(report: AnswerEvalReport) -> str:
         "",
         *interval_lines(report.intervals, REPORTED_ANSWER_METRICS),
         "",
-        "Each cell: mean [95% CI] (questions it scored); `-`: no question could be scored.",
+        "Each cell: mean [95% CI] (questions it scored), and for a judged metric its judge-corrected estimate with "
+        "a 95% interval that includes the judge's error; `-`: no question could be scored.",
+        "",
+        "## The judge's error",
+        "",
+        *judge_error_lines(report.judge_calibration),
     ]
     ahead = ahead_lines(report.intervals, report.comparisons, REPORTED_ANSWER_METRICS)
     if ahead:

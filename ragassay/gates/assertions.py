@@ -1,8 +1,13 @@
 """Quality gates on an evaluation: `--assert LABEL:METRIC OP NUMBER` parsed and checked against
 each configuration's means (a failed one makes the command exit 1). Retrieval assertions name a
 retrieval metric (`hybrid:recall@5>=0.8`), answer assertions an answer metric
-(`hybrid:faithfulness>=0.7`, `hybrid:false_refusal_rate<=0.2`); either evaluation can bound a
-system under test's `coverage` (`prod:coverage>=0.98`)."""
+(`hybrid:faithfulness>=0.7`, `hybrid:false_refusal_rate<=0.2`), including the judge-corrected
+estimate of a judged metric and its interval (`hybrid:faithfulness.corrected_low>=0.6`); either
+evaluation can bound a system under test's `coverage` (`prod:coverage>=0.98`).
+
+A bound on a judged metric's plain name bounds the raw mean, the judge's own number: it keeps the
+meaning it had when the gate was written, whatever labels are added later. `.corrected_low`
+bounds what the labels let one claim; with the bundled prior only, or few labels, it is low."""
 
 from __future__ import annotations
 
@@ -10,15 +15,18 @@ import operator
 import re
 from dataclasses import dataclass
 
-from ragassay.metrics.names import REPORTED_ANSWER_METRICS, MetricName, parse_metric
+from ragassay.metrics.names import CORRECTED_METRICS, REPORTED_ANSWER_METRICS, MetricName, metric_key, parse_metric
 
 # What either evaluation can bound besides its own metrics: the share of questions a system under
 # test answered (its failed calls lower it; a built-in configuration has none to bound).
 COVERAGE = "coverage"
 
+# What an answer assertion can bound.
+ANSWER_BOUNDS = (*REPORTED_ANSWER_METRICS, *CORRECTED_METRICS, COVERAGE)
+
 _OPERATORS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt, "==": operator.eq}
 _ASSERTION = re.compile(
-    r"^\s*(?P<label>[^:\s]+)\s*:\s*(?P<metric>[\w@]+)\s*(?P<op>>=|<=|==|>|<)\s*(?P<bound>[-+]?\d*\.?\d+)\s*$"
+    r"^\s*(?P<label>[^:\s]+)\s*:\s*(?P<metric>[\w@.]+)\s*(?P<op>>=|<=|==|>|<)\s*(?P<bound>[-+]?\d*\.?\d+)\s*$"
 )
 
 
@@ -49,17 +57,15 @@ def parse_answer_assertion(text: str) -> Assertion:
     match = _ASSERTION.match(text)
     if match is None:
         raise ValueError(f"assertion {text!r} must look like 'LABEL:METRIC>=NUMBER' (operators: >= > <= < ==)")
-    if match["metric"] not in (*REPORTED_ANSWER_METRICS, COVERAGE):
-        raise ValueError(
-            f"assertion {text!r}: answer metric must be one of {', '.join((*REPORTED_ANSWER_METRICS, COVERAGE))}"
-        )
+    if match["metric"] not in ANSWER_BOUNDS:
+        raise ValueError(f"assertion {text!r}: answer metric must be one of {', '.join(ANSWER_BOUNDS)}")
     return Assertion(match["label"], match["metric"], match["op"], float(match["bound"]))
 
 
 def is_answer_assertion(text: str) -> bool:
     """Whether an assertion bounds an answer metric (else it is a retrieval one, or coverage)."""
     match = _ASSERTION.match(text)
-    return match is not None and match["metric"] in REPORTED_ANSWER_METRICS
+    return match is not None and match["metric"] in ANSWER_BOUNDS and match["metric"] != COVERAGE
 
 
 def coverage_label(text: str) -> str | None:
@@ -72,7 +78,7 @@ def check_assertions(assertions: list[Assertion], means: dict[str, dict[str, flo
     """Each assertion with the measured value and whether it holds."""
     results = []
     for assertion in assertions:
-        value = means[assertion.label].get(str(assertion.metric))
+        value = means[assertion.label].get(metric_key(str(assertion.metric)))
         # A metric nothing could score (no unanswerable questions, say) fails its gate: it is unknown.
         passed = value is not None and bool(_OPERATORS[assertion.op](value, assertion.bound))
         results.append({"assertion": str(assertion), "value": value, "passed": passed})

@@ -22,6 +22,7 @@ from ragassay.gates.suite import CaseSuite, EvalCase
 from ragassay.judge.judge import Judge, context_text, judging_cost, verdict_of
 from ragassay.judge.prompts import PROMPT_VERSIONS
 from ragassay.llm.structured import Usage
+from ragassay.metrics.judge_error import JudgeCalibration, corrected_mean
 from ragassay.progress import ProgressReporter
 from ragassay.resources import Resources
 from ragassay.store.schemas import CASE_RESULTS
@@ -54,8 +55,8 @@ def run_case(resources: Resources, suite: CaseSuite, case: EvalCase, judge: Judg
         checks.append(check_judge_score(score, result.error, case.judge.min_score))
     verdicts = []
     if case.grounded:
-        context = context_text(answer.sources)
-        supports = [judge.support(context, statement.text) for statement in answer.statements]
+        passages = context_text(answer.sources).splitlines()
+        supports = judge.support_by_passage(passages, [statement.text for statement in answer.statements], case.input)
         asked += supports
         verdicts = [verdict_of(result) for result in supports]
         checks.append(check_grounded(verdicts, len(answer.sources), case.min_supported))
@@ -84,6 +85,8 @@ class SuiteResult:
     rows: list[dict]
     results: pl.DataFrame
     metrics: dict[str, float]
+    # The grounded claims' supported share over the suite, raw and judge-corrected (grounded_share).
+    grounded: dict | None = None
 
     @property
     def passed(self) -> int:
@@ -94,8 +97,11 @@ class SuiteResult:
         return int(self.metrics["judge_errors"])
 
 
-def run_suite(resources: Resources, suite: CaseSuite, judge: Judge) -> SuiteResult:
-    """Answer and check each case; a case passes only when all its checks pass."""
+def run_suite(
+    resources: Resources, suite: CaseSuite, judge: Judge, calibration: JudgeCalibration | None = None
+) -> SuiteResult:
+    """Answer and check each case; a case passes only when all its checks pass. The suite's
+    grounded claims are also summed up as a share, with its judge-corrected estimate."""
     outcomes = []
     with ProgressReporter(f"running {len(suite.cases)} cases of {suite.name}", total=len(suite.cases)) as progress:
         for done, case in enumerate(suite.cases, start=1):
@@ -112,7 +118,34 @@ def run_suite(resources: Resources, suite: CaseSuite, judge: Judge) -> SuiteResu
         **Usage.total(o.answer_usage for o in outcomes).as_metrics("answer_model"),
         **Usage.total(o.judge_usage for o in outcomes).as_metrics("judge"),
     }
-    return SuiteResult(rows, results, metrics)
+    grounded = grounded_share(rows, calibration)
+    if grounded is not None:
+        metrics |= {
+            f"grounded_{key}": value
+            for key, value in grounded.items()
+            if key in ("cases", "supported", "corrected", "corrected_low", "corrected_high") and value is not None
+        }
+    return SuiteResult(rows, results, metrics, grounded)
+
+
+def grounded_share(rows: list[dict], calibration: JudgeCalibration | None) -> dict | None:
+    """Over the cases whose `grounded` check judged claims: the mean share of claims judged
+    supported, and its judge-corrected estimate with a 95% interval over the cases and the labels
+    (metrics/judge_error.corrected_mean); a case's own check stays the judge's verdict. None when
+    no case judged a claim."""
+    shares = [row["claims_supported"] / row["claims"] for row in rows if row["claims"] and not row["judge_error"]]
+    if not shares:
+        return None
+    corrected = corrected_mean(shares, calibration.strata) if calibration is not None else None
+    return {
+        "cases": len(shares),
+        "supported": sum(shares) / len(shares),
+        "corrected": corrected.estimate if corrected else None,
+        "corrected_low": corrected.low if corrected else None,
+        "corrected_high": corrected.high if corrected else None,
+        "calibration": f"{calibration.source}: {calibration.description}" if calibration else None,
+        "notes": calibration.warnings() if calibration else ["no labels for this judge: the share is the judge's own"],
+    }
 
 
 def suite_digest(suite: CaseSuite) -> str:
@@ -132,6 +165,7 @@ class CaseReport(BaseModel):
     judge_errors: int
     judge_model: str
     tracking_uri: str
+    grounded: dict | None = None
 
 
 def suite_params(suite: CaseSuite, judge_model_id: str) -> dict:
@@ -158,4 +192,5 @@ def case_report(suite: CaseSuite, result: SuiteResult, judge_model_id: str, logg
         judge_errors=result.judge_errors,
         judge_model=judge_model_id,
         tracking_uri=logged.tracking_uri,
+        grounded=result.grounded,
     )

@@ -5,6 +5,11 @@ in a small golden set, a test alone on drops too small to matter.
 
 drop = mean(baseline) - mean(candidate) over the questions both batches scored, for metrics where
 higher is better; candidate - baseline for false_refusal_rate, where lower is better.
+
+A judged metric's `.corrected` (`faithfulness.corrected=0.05`) bounds the judge-corrected drop
+(metrics/judge_error.corrected_difference: the raw drop over Youden's index of the judge on the
+candidate's labels, with an interval over questions and labels); its p is the raw drop's, since
+the judge's offset cancels in a difference and the scale does not change its sign.
 """
 
 from __future__ import annotations
@@ -16,10 +21,12 @@ import polars as pl
 
 from ragassay.errors import ConfigError
 from ragassay.metrics.averaging import answer_scores
-from ragassay.metrics.names import LOWER_IS_BETTER
+from ragassay.metrics.judge_error import LabelStratum, corrected_difference, corrected_mean
+from ragassay.metrics.names import JUDGED_METRICS, LOWER_IS_BETTER, REPORTED_ANSWER_METRICS
 from ragassay.metrics.significance import ALPHA, KEYS, compare_paired
 
-_BOUND = re.compile(r"^\s*(?:(?P<label>[A-Za-z0-9][A-Za-z0-9_.-]*):)?(?P<metric>[\w@]+)\s*=\s*(?P<drop>\d*\.?\d+)\s*$")
+_BOUND = re.compile(r"^\s*(?:(?P<label>[A-Za-z0-9][A-Za-z0-9_.-]*):)?(?P<metric>[\w@.]+)\s*=\s*(?P<drop>\d*\.?\d+)\s*$")
+CORRECTED = ".corrected"
 
 
 @dataclass(frozen=True)
@@ -38,7 +45,17 @@ def parse_drop_bound(text: str) -> DropBound:
         raise ConfigError(
             f"--max-drop {text!r} must look like 'METRIC=NUMBER' or 'LABEL:METRIC=NUMBER', e.g. recall@5=0.02"
         )
-    return DropBound(match["metric"].lower().replace("_at_", "@"), float(match["drop"]), match["label"])
+    metric = match["metric"].lower().replace("_at_", "@")
+    if "." in metric and (not metric.endswith(CORRECTED) or metric.removesuffix(CORRECTED) not in JUDGED_METRICS):
+        raise ConfigError(
+            f"--max-drop {text!r}: only a judged metric has a judge-corrected drop "
+            f"({', '.join(m + CORRECTED for m in JUDGED_METRICS)})"
+        )
+    return DropBound(metric, float(match["drop"]), match["label"])
+
+
+def is_answer_bound(bound: DropBound) -> bool:
+    return bound.metric.removesuffix(CORRECTED) in REPORTED_ANSWER_METRICS
 
 
 def per_question_scores(kind: str, table: pl.DataFrame) -> pl.DataFrame:
@@ -71,11 +88,14 @@ def compare_batches(
     bounds: list[DropBound],
     alpha: float = ALPHA,
     seed: int = 0,
+    calibration: list[LabelStratum] | None = None,
 ) -> pl.DataFrame:
     """One row per (configuration, bounded metric): the paired drop over the questions both
     batches scored, its bootstrap 95% interval (of the drop), p-value, and whether it fails.
     ConfigError when a bound names a configuration or metric neither batch has, or no question is
-    shared: the gate cannot judge, and must not pass silently."""
+    shared, or a corrected bound has no labels that show the judge separating the classes: the
+    gate cannot judge, and must not pass silently. calibration: the candidate's label strata, for
+    `.corrected` bounds."""
     shared = [label for label in baseline if label in candidate]
     if not shared:
         raise ConfigError(
@@ -83,21 +103,26 @@ def compare_batches(
         )
     rows = []
     for bound in bounds:
-        labels = (
-            [bound.label] if bound.label else [label for label in shared if bound.metric in baseline[label].columns]
-        )
+        column = bound.metric.removesuffix(CORRECTED)
+        corrected = bound.metric.endswith(CORRECTED)
+        if corrected and not calibration:
+            raise ConfigError(
+                f"--max-drop {bound.metric}: the candidate batch holds no labels of its judge to correct with "
+                "(a batch logged before judge-corrected estimates, or a judge without labels or prior)"
+            )
+        labels = [bound.label] if bound.label else [label for label in shared if column in baseline[label].columns]
         if not labels or any(label not in shared for label in labels):
             raise ConfigError(
                 f"--max-drop {bound.metric}: no configuration of both batches has it (shared: {', '.join(shared)})"
             )
         for label in labels:
             a, b = baseline[label], candidate[label]
-            if bound.metric not in a.columns or bound.metric not in b.columns:
+            if column not in a.columns or column not in b.columns:
                 raise ConfigError(
                     f"--max-drop {label}:{bound.metric}: not a metric of configuration {label!r} in both batches"
                 )
-            joined = a.select(*KEYS, pl.col(bound.metric).alias("a")).join(
-                b.select(*KEYS, pl.col(bound.metric).alias("b")), on=KEYS, how="inner"
+            joined = a.select(*KEYS, pl.col(column).alias("a")).join(
+                b.select(*KEYS, pl.col(column).alias("b")), on=KEYS, how="inner"
             )
             # In question order: the bootstrap and randomization draw rows by position, so the
             # verdict must not depend on the order the tables were stored in.
@@ -105,17 +130,28 @@ def compare_batches(
             if joined.height == 0:
                 raise ConfigError(f"{label}:{bound.metric}: the batches scored no question in common")
             result = compare_paired(joined["a"].to_numpy(), joined["b"].to_numpy(), seed=seed)
+            means = (float(joined["a"].mean()), float(joined["b"].mean()))
+            difference, ci_low, ci_high = result.mean_difference, result.ci_low, result.ci_high
+            if corrected:
+                scaled = corrected_difference(joined["a"].to_numpy(), joined["b"].to_numpy(), calibration, seed)
+                if scaled.estimate is None:
+                    raise ConfigError(
+                        f"--max-drop {label}:{bound.metric}: the candidate's labels do not show its judge separating "
+                        "supported from unsupported, so no judge-corrected drop can be bounded"
+                    )
+                difference, ci_low, ci_high = scaled.estimate, scaled.low, scaled.high
+                means = tuple(corrected_mean(joined[side].to_list(), calibration, seed).estimate for side in "ab")
             sign = 1.0 if bound.metric in LOWER_IS_BETTER else -1.0
             # + 0.0 turns a negative zero (no change) into 0.0, so it never prints as "-0.0000".
-            drop = sign * result.mean_difference + 0.0
-            low, high = sorted((sign * result.ci_low + 0.0, sign * result.ci_high + 0.0))
+            drop = sign * difference + 0.0
+            low, high = sorted((sign * ci_low + 0.0, sign * ci_high + 0.0))
             rows.append(
                 {
                     "configuration": label,
                     "metric": bound.metric,
                     "questions": result.questions,
-                    "baseline": float(joined["a"].mean()),
-                    "candidate": float(joined["b"].mean()),
+                    "baseline": means[0],
+                    "candidate": means[1],
                     "drop": drop,
                     "ci_low": low,
                     "ci_high": high,
@@ -125,3 +161,18 @@ def compare_batches(
                 }
             )
     return pl.DataFrame(rows, schema=REGRESSION_SCHEMA)
+
+
+def calibration_strata(table: pl.DataFrame) -> list[LabelStratum]:
+    """The label strata a batch logged (its `judge_calibration` table) as the correction reads them."""
+    return [
+        LabelStratum(
+            row["stratum"],
+            row["population"],
+            row["supported_judged_supported"],
+            row["supported_judged_unsupported"],
+            row["unsupported_judged_supported"],
+            row["unsupported_judged_unsupported"],
+        )
+        for row in table.iter_rows(named=True)
+    ]

@@ -3,5 +3,9 @@
 - prompts: each judgement's instruction, examples, output schema and version, kept together.
 - judge: the Judge (asks, remembers identical judgements) and judging one answer for every metric.
 - evaluation_judges: a process's judge per model and workspace for the evaluation running now.
-- calibration: the judge's support verdicts against human labels (accuracy, Cohen's kappa).
+- calibration: the judge's support verdicts against human labels (accuracy, Cohen's kappa), and
+  the labels an evaluation's judged metrics are corrected with.
+- labels: people's labels of the judge's verdicts: seeded, stratified samples of a batch, the
+  collection's label table, export and import.
+- priors: the bundled calibration of the default judge on other documents (MEMERAG-EXT counts).
 """

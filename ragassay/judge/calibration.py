@@ -6,28 +6,45 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import polars as pl
+
 from ragassay.errors import ConfigError, listed_problems
-from ragassay.judge.judge import Judge, judging_cost, verdict_of
-from ragassay.judge.prompts import PREFERENCE_PROMPT_VERSION, SUPPORT_PROMPT_VERSION
+from ragassay.judge.judge import Judge, judging_cost, support_threshold_for, verdict_of
+from ragassay.judge.labels import (
+    VERDICTS,
+    current_verdicts,
+    disagreements,
+    label_strata,
+    labelled_statements,
+    load_labels,
+)
+from ragassay.judge.priors import prior_calibration
+from ragassay.judge.prompts import PREFERENCE_PROMPT_VERSION, SUPPORT_PROMPT_VERSION, passages_of
 from ragassay.llm.registry import ChatModels
 from ragassay.llm.settings import ChatModelConfig
 from ragassay.metrics.agreement import agreement
 from ragassay.metrics.answers import pair_outcome, tally_pairs
+from ragassay.metrics.judge_error import JudgeCalibration, error_rates, separability_text
 from ragassay.progress import ProgressReporter
+from ragassay.store.schemas import JUDGE_LABELS
+from ragassay.store.workspace import collection_paths
 from ragassay.user_files import read_user_text
 
 
 @dataclass(frozen=True)
 class LabelledStatement:
-    """A (context, statement) pair labelled supported or not by a person."""
+    """A (context, statement) pair labelled supported or not by a person, and the question its
+    answer responds to when known."""
 
-    source: str  # file:line
+    source: str  # file:line, or collection:item id
     context: str
     statement: str
     supported: bool
+    question: str | None = None
 
 
 def read_labelled_statements(path: Path) -> list[LabelledStatement]:
@@ -58,9 +75,17 @@ def read_labelled_statements(path: Path) -> list[LabelledStatement]:
             problems.append(f"{where}: field {' and '.join(repr(b) for b in bad)} must be a non-empty string")
         elif record.get("label") not in ("supported", "unsupported"):
             problems.append(f"{where}: field 'label' must be 'supported' or 'unsupported', not {record.get('label')!r}")
+        elif record.get("question") is not None and not isinstance(record["question"], str):
+            problems.append(f"{where}: field 'question' must be a string when given")
         else:
             rows.append(
-                LabelledStatement(where, record["context"], record["statement"], record["label"] == "supported")
+                LabelledStatement(
+                    where,
+                    record["context"],
+                    record["statement"],
+                    record["label"] == "supported",
+                    record.get("question"),
+                )
             )
     if problems:
         raise ConfigError(f"{path} has {len(problems)} bad rows: " + listed_problems(problems))
@@ -77,63 +102,151 @@ def seeded_sample(items: list, max_items: int | None, seed: int) -> list:
     return [item for index, item in enumerate(items) if index in chosen]
 
 
-def context_order(labelled: list[LabelledStatement]) -> list[LabelledStatement]:
-    """Rows regrouped so that rows sharing a context are judged back to back (llama.cpp then
-    reuses the evaluated context), groups in order of first appearance."""
-    groups: dict[str, list[LabelledStatement]] = {}
+def context_groups(labelled: list[LabelledStatement]) -> list[list[LabelledStatement]]:
+    """Rows grouped by (context, question), groups in order of first appearance: a group's
+    statements are judged passage by passage together (llama.cpp then reuses each evaluated
+    passage)."""
+    groups: dict[tuple[str, str | None], list[LabelledStatement]] = {}
     for item in labelled:
-        groups.setdefault(item.context, []).append(item)
-    return [item for group in groups.values() for item in group]
+        groups.setdefault((item.context, item.question), []).append(item)
+    return list(groups.values())
 
 
 def calibrate_judge(
     chat_models: ChatModels, config: ChatModelConfig, path: Path, max_items: int | None = None, seed: int = 0
 ) -> dict:
+    """The judge's support verdicts against the people's labels of a file (`calibrate_statements`).
+    The labels are read (and a bad file refused) before the judge is loaded."""
+    labelled = seeded_sample(read_labelled_statements(path), max_items, seed)
+    report = calibrate_statements(Judge(chat_models.get(config)), labelled, seed)
+    return {"labels_file": str(path), "max_items": max_items, **report}
+
+
+def calibrate_statements(judge: Judge, labelled: list[LabelledStatement], seed: int = 0) -> dict:
     """The judge's support verdicts against people's labels: accuracy, balanced accuracy, Cohen's
     kappa with a bootstrap 95% interval, per-class precision and recall, confusion matrix,
     unreadable rate, seconds per verdict, and every row with its verdict and P(supported).
 
-    A row whose prompt does not fit the judge's context is never cut: it is counted as `too_long`
-    and left out of the agreement figures. The labels are read (and a bad file refused) before the
-    judge is loaded."""
-    labelled = context_order(seeded_sample(read_labelled_statements(path), max_items, seed))
-    judge = Judge(chat_models.get(config))
+    Each statement is judged as answer evaluation judges it: against each passage of its context
+    (prompts.passages_of) with its question when known (Judge.support_by_passage). A row whose
+    prompt does not fit the judge's context is never cut: it is counted as `too_long` and left
+    out of the agreement figures."""
+    groups = context_groups(labelled)
     fitting, verdicts, rows, results = [], [], [], []
     with ProgressReporter(f"judging {len(labelled)} labelled statements", total=len(labelled)) as progress:
-        for done, item in enumerate(labelled, start=1):
-            result = judge.support(item.context, item.statement)
-            results.append(result)
-            verdict = verdict_of(result)
-            if not result.too_long:
-                fitting.append(item)
-                verdicts.append(verdict)
-            rows.append(
-                {
-                    "source": item.source,
-                    "statement": item.statement,
-                    "label": "supported" if item.supported else "unsupported",
-                    "verdict": "too_long"
-                    if result.too_long
-                    else ("unreadable" if verdict is None else ("supported" if verdict else "unsupported")),
-                    "p_supported": result.value.p_supported if result.value else None,
-                    "error": result.error,
-                }
+        for group in groups:
+            judged = judge.support_by_passage(
+                passages_of(group[0].context), [item.statement for item in group], group[0].question
             )
-            progress(done, len(labelled))
+            for item, result in zip(group, judged, strict=True):
+                results.append(result)
+                verdict = verdict_of(result)
+                if not result.too_long:
+                    fitting.append(item)
+                    verdicts.append(verdict)
+                rows.append(
+                    {
+                        "source": item.source,
+                        "statement": item.statement,
+                        "label": "supported" if item.supported else "unsupported",
+                        "verdict": "too_long"
+                        if result.too_long
+                        else ("unreadable" if verdict is None else ("supported" if verdict else "unsupported")),
+                        "p_supported": result.value.p_supported if result.value else None,
+                        "error": result.error,
+                    }
+                )
+            progress(len(rows), len(labelled))
     usage = judging_cost(results)[0]
     return {
-        "labels_file": str(path),
         "judge_model": judge.model_id,
         "prompt_version": SUPPORT_PROMPT_VERSION,
         "support_threshold": judge.support_threshold,
-        "max_items": max_items,
         "seed": seed,
-        "too_long": len(labelled) - len(fitting),
+        "too_long": len(rows) - len(fitting),
         **asdict(agreement([item.supported for item in fitting], verdicts, seed)),
-        "seconds_per_verdict": usage.seconds / usage.calls if usage.calls else None,
+        # A statement's verdict is one call per passage: the time is per statement.
+        "seconds_per_verdict": usage.seconds / len(rows) if usage.calls else None,
         "usage": usage.as_metrics("judge"),
         "rows": rows,
     }
+
+
+def collection_labels(home: Path, collections: Iterable[str]) -> pl.DataFrame:
+    """Every label stored in these collections (judge/labels.py)."""
+    tables = [load_labels(collection_paths(home, name, must_exist=False)) for name in collections]
+    return pl.concat(tables) if tables else JUDGE_LABELS.empty()
+
+
+def calibrate_collection(judge: Judge, home: Path, collection: str, seed: int = 0) -> dict:
+    """The judge against a collection's labels: the agreement report of `calibrate_statements`
+    over each labelled statement once (its latest label), plus the judge's sensitivity,
+    specificity and balanced accuracy weighted to the batches the labels were sampled from (what
+    the judge-corrected estimates use, metrics/judge_error.py), and how many statements people
+    labelled differently. ConfigError when the collection has no labels."""
+    labels = collection_labels(home, [collection])
+    rows = labelled_statements(labels)
+    if not rows:
+        raise ConfigError(
+            f"collection {collection!r} has no labelled statements: label some with "
+            f"`ragassay judge label --batch BATCH_ID` (an answer evaluation's batch)"
+        )
+    labelled = [
+        LabelledStatement(
+            f"{collection}:{row['item_id']}",
+            row["context"],
+            row["statement"],
+            row["label"] == "supported",
+            row["question"] or None,
+        )
+        for row in rows
+    ]
+    report = calibrate_statements(judge, labelled, seed)
+    by_source = {row["source"]: row for row in report["rows"]}
+    verdicts = {
+        row["item_id"]: None
+        if by_source[f"{collection}:{row['item_id']}"]["verdict"] not in VERDICTS
+        else by_source[f"{collection}:{row['item_id']}"]["verdict"] == "supported"
+        for row in rows
+    }
+    rates = error_rates(label_strata(labels, verdicts), seed)
+    return {
+        "collection": collection,
+        "batches": sorted(set(labels["batch_id"].to_list())),
+        "people": sorted(set(labels["who"].to_list())),
+        "skipped": labels.filter(pl.col("label") == "skipped")["item_id"].n_unique(),
+        "disagreements": disagreements(labels),
+        "weighted": asdict(rates) | {"separable": rates.separable, "summary": separability_text(rates)},
+        **report,
+    }
+
+
+def label_support(judge: Judge, row: dict) -> float | None:
+    """The judge's P(supported) of a labelled statement (a row of judge_labels), None when unreadable."""
+    [result] = judge.support_by_passage(passages_of(row["context"]), [row["statement"]], row["question"] or None)
+    return result.value.p_supported if result.value else None
+
+
+def judge_calibration(
+    home: Path, collections: Iterable[str], judge_model: str, rejudge: Callable[[dict], float | None]
+) -> JudgeCalibration | None:
+    """What the judged numbers of an evaluation are corrected with: the labels of its collections
+    when they hold any (each labelled statement's verdict by this judge: stored with the label
+    when this judge made it, else asked again through rejudge(label row) -> P(supported)), else
+    the bundled prior of this judge (judge/priors.py), else None (no correction)."""
+    collections = list(collections)
+    threshold = support_threshold_for(judge_model)
+    labels = collection_labels(home, collections).filter(pl.col("label") != "skipped")
+    if labels.height == 0:
+        return prior_calibration(judge_model, SUPPORT_PROMPT_VERSION, threshold)
+    verdicts = current_verdicts(labels, judge_model, SUPPORT_PROMPT_VERSION, threshold, rejudge)
+    strata = label_strata(labels, verdicts)
+    batches = labels["batch_id"].n_unique()
+    description = (
+        f"{labels['item_id'].n_unique()} statements people labelled in collection{'s' if len(collections) > 1 else ''} "
+        f"{', '.join(collections)} ({batches} batch{'es' if batches > 1 else ''})"
+    )
+    return JudgeCalibration("labels", description, tuple(strata), judge_model, SUPPORT_PROMPT_VERSION, threshold)
 
 
 # The worse answer of a "refusal" pair: what a pipeline that declines an answerable question says.

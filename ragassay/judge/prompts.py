@@ -14,19 +14,23 @@ Four judgements, each a small prompt with its instruction (and any worked exampl
 - criteria: a 0..1 score with a reason against free-text criteria, for evaluation cases.
 The other two are answered under a JSON schema.
 
-The support prompt is ordered instructions, then context, then statement, so consecutive
-judgements of one answer share a long prompt prefix that llama.cpp evaluates once.
+The support prompt is ordered instructions, then the question, then one passage, then the
+statement; a statement's verdict over several passages is the highest of its verdicts against
+each (judge/judge.py, Judge.support_by_passage), asked passage by passage, so consecutive
+judgements share a long prompt prefix that llama.cpp evaluates once. Version 4 (issue 26) added
+the question and the verdict per passage; version 3 judged the whole context at once.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
 from ragassay.llm.messages import defuse, few_shot_messages, one_line, quoted
 
-SUPPORT_PROMPT_VERSION = "support-probability/3"
+SUPPORT_PROMPT_VERSION = "support-probability/4"
 IMPLIED_QUESTION_PROMPT_VERSION = "implied-question/2"
 PREFERENCE_PROMPT_VERSION = "answer-correctness/3"
 CRITERIA_PROMPT_VERSION = "case-criteria/2"
@@ -119,13 +123,33 @@ def question_answer_claim(question: str, answer: str) -> str:
     return f'The answer to the question "{one_line(question)}" is: {one_line(answer)}'
 
 
-def support_messages(context: str, statement: str) -> list[dict]:
-    """The support prompt (version SUPPORT_PROMPT_VERSION): guidelines, passages, sentence."""
+def passages_of(context: str) -> list[str]:
+    """The passages of a context: its numbered source lines (`[1] ...`, as judge.context_text
+    writes them) when every line is one, else its paragraphs (separated by blank lines), else the
+    whole text as one passage."""
+    lines = [line for line in context.splitlines() if line.strip()]
+    if lines and all(_SOURCE_LINE.match(line) for line in lines):
+        return lines
+    return [part for part in context.split("\n\n") if part.strip()] or [context]
+
+
+_SOURCE_LINE = re.compile(r"^\[\d+\] ")
+
+
+def support_messages(context: str, statement: str, question: str | None = None) -> list[dict]:
+    """The support prompt (version SUPPORT_PROMPT_VERSION): guidelines, the question the answer
+    responds to (when known), passages, sentence. The question comes before the passages, so the
+    judgements of one answer still share everything up to the sentence as a prompt prefix."""
+    asked = (
+        f"Question the answer responds to: {quoted('question', one_line(question))}\n\n"
+        if question and question.strip()
+        else ""
+    )
     return [
         {"role": "system", "content": _SUPPORT_GUIDELINES},
         {
             "role": "user",
-            "content": f"Passages:\n<passages>\n{defuse(context)}\n</passages>\n\nSentence: {quoted('sentence', one_line(statement))}\n\n"
+            "content": f"{asked}Passages:\n<passages>\n{defuse(context)}\n</passages>\n\nSentence: {quoted('sentence', one_line(statement))}\n\n"
             "Is every part of the sentence supported by the passages?",
         },
     ]

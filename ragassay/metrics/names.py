@@ -27,6 +27,19 @@ ANSWER_METRICS = ("faithfulness", "context_recall", "answer_relevancy", "citatio
 REPORTED_ANSWER_METRICS = (*ANSWER_METRICS, "refusal_recall", "false_refusal_rate")
 # Metrics where the lower value is the better one (every other metric: higher is better).
 LOWER_IS_BETTER = ("false_refusal_rate",)
+# The answer metrics made of support verdicts, which people's labels can correct for the judge's
+# error (metrics/judge_error.py); each is also reported as METRIC.corrected with its interval,
+# METRIC.corrected_low and METRIC.corrected_high (logged as METRIC_corrected... in MLflow).
+JUDGED_METRICS = ("faithfulness", "context_recall", "citation_precision")
+CORRECTED_PARTS = ("corrected", "corrected_low", "corrected_high")
+CORRECTED_METRICS = tuple(f"{metric}.{part}" for metric in JUDGED_METRICS for part in CORRECTED_PARTS)
+
+
+def metric_key(name: str) -> str:
+    """The key a metric has in a run's metrics: `faithfulness.corrected_low` is
+    `faithfulness_corrected_low`; any other name is itself."""
+    return name.replace(".", "_")
+
 
 _METRICS: dict[str, Callable[..., np.ndarray]] = {
     "recall": recall_at_k,

@@ -9,7 +9,7 @@ test whose call failed, stays out of the pair's difference.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -95,29 +95,38 @@ def compare_all_pairs(per_question: dict[str, pl.DataFrame], metrics: Sequence[s
     questions.
     """
     rows = []
-    pairs = list(itertools.combinations(per_question, 2))
+    total = len(list(itertools.combinations(per_question, 2))) * len(metrics)
     with ProgressReporter(
-        f"comparing {len(pairs)} pairs of configurations", total=len(pairs) * len(metrics)
+        f"comparing {total // max(1, len(metrics))} pairs of configurations", total=total
     ) as progress:
-        for label_a, label_b in pairs:
-            aligned = per_question[label_a].join(per_question[label_b], on=KEYS, suffix="__b", maintain_order="left")
-            for name in metrics:
-                both = aligned.select(name, f"{name}__b").drop_nulls()
-                result = compare_paired(both[name].to_numpy(), both[f"{name}__b"].to_numpy(), seed=seed)
-                rows.append(
-                    {
-                        "configuration_a": label_a,
-                        "configuration_b": label_b,
-                        "metric": name,
-                        "questions": result.questions,
-                        "mean_difference": result.mean_difference,
-                        "ci_low": result.ci_low,
-                        "ci_high": result.ci_high,
-                        "p_value": result.p_value,
-                    }
-                )
-                progress(len(rows), len(pairs) * len(metrics))
+        for label_a, label_b, name, a, b in paired_scores(per_question, metrics):
+            result = compare_paired(a, b, seed=seed)
+            rows.append(
+                {
+                    "configuration_a": label_a,
+                    "configuration_b": label_b,
+                    "metric": name,
+                    "questions": result.questions,
+                    "mean_difference": result.mean_difference,
+                    "ci_low": result.ci_low,
+                    "ci_high": result.ci_high,
+                    "p_value": result.p_value,
+                }
+            )
+            progress(len(rows), total)
     return pl.DataFrame(rows, schema=COMPARISON_SCHEMA)
+
+
+def paired_scores(
+    per_question: dict[str, pl.DataFrame], metrics: Sequence[str]
+) -> Iterator[tuple[str, str, str, np.ndarray, np.ndarray]]:
+    """(label a, label b, metric, a's scores, b's scores) for every pair of configurations in label
+    order and every metric, over the questions both scored, in a's question order."""
+    for label_a, label_b in itertools.combinations(per_question, 2):
+        aligned = per_question[label_a].join(per_question[label_b], on=KEYS, suffix="__b", maintain_order="left")
+        for name in metrics:
+            both = aligned.select(name, f"{name}__b").drop_nulls()
+            yield label_a, label_b, name, both[name].to_numpy(), both[f"{name}__b"].to_numpy()
 
 
 def ranked_by_mean(intervals: list[dict], metric: str) -> list[dict]:

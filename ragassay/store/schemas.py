@@ -207,7 +207,7 @@ ANSWERS = TableSpec(
 
 JUDGMENTS = TableSpec(
     "judgments",
-    2,
+    3,
     pl.Schema(
         {
             "configuration": pl.String,
@@ -226,6 +226,69 @@ JUDGMENTS = TableSpec(
             # unreadable.
             "p_supported": pl.Float64,
             "error": pl.String,
+            # Version 3: the exact text the statement was judged against (the numbered sources,
+            # the cited source, or the reference answer for answer_correctness), and the sources
+            # the statement cites, so a person can label the verdict later (`ragassay judge label`).
+            "context": pl.String,
+            "cited_sources": pl.List(pl.Int32),
+        }
+    ),
+)
+
+# People's labels of the judge's support verdicts, one collection's (`ragassay judge label`): one
+# row per label given (a statement labelled twice, or by two people, has two rows). What was
+# labelled, where it was sampled from, what the judge said then (never shown while labelling).
+JUDGE_LABELS = TableSpec(
+    "judge_labels",
+    1,
+    pl.Schema(
+        {
+            # sha256 (16 hex) of the statement and its context digest: the same judgement in two
+            # configurations or batches is one item.
+            "item_id": pl.String,
+            # The sample it was labelled in: batch, seed and size (judge/labels.py, sample_id).
+            "sample_id": pl.String,
+            "batch_id": pl.String,
+            "configuration": pl.String,
+            "query_collection": pl.String,
+            "query_id": pl.String,
+            "metric": pl.String,
+            "question": pl.String,
+            "answer": pl.String,
+            "statement": pl.String,
+            "context": pl.String,
+            "context_digest": pl.String,
+            "cited_sources": pl.List(pl.Int32),
+            # The judge's verdict the sample was stratified by, and how many of the batch's
+            # judged statements had that verdict: the weight of the stratum's labels.
+            "stratum": pl.String,
+            "stratum_size": pl.Int64,
+            "judge_model": pl.String,
+            "prompt_version": pl.String,
+            "support_threshold": pl.Float64,
+            "judge_verdict": pl.String,
+            "p_supported": pl.Float64,
+            "label": pl.String,  # supported, unsupported or skipped (not used in calibration)
+            "who": pl.String,
+            "labelled_at": UTC_TIME,
+        }
+    ),
+)
+
+# The labels a judge-corrected estimate used, as strata of (label, verdict) counts
+# (metrics/judge_error.py): logged with every answer evaluation, read back by `ragassay gate`.
+JUDGE_CALIBRATION = TableSpec(
+    "judge_calibration",
+    1,
+    pl.Schema(
+        {
+            "source": pl.String,  # labels (the collection's) or prior (bundled, other documents)
+            "stratum": pl.String,
+            "population": pl.Float64,
+            "supported_judged_supported": pl.Int64,
+            "supported_judged_unsupported": pl.Int64,
+            "unsupported_judged_supported": pl.Int64,
+            "unsupported_judged_unsupported": pl.Int64,
         }
     ),
 )

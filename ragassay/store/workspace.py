@@ -84,6 +84,11 @@ class CollectionPaths:
         return self.root / "golden.parquet"
 
     @property
+    def judge_labels(self) -> Path:
+        """People's labels of the judge's verdicts (judge/labels.py)."""
+        return self.root / "judge_labels.parquet"
+
+    @property
     def generation_log(self) -> Path:
         return self.root / "generation" / "candidates.parquet"
 

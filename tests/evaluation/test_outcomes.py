@@ -4,6 +4,7 @@ rankings in, the record (child runs, the parent's summary) and the typed report 
 from __future__ import annotations
 
 import polars as pl
+import pytest
 
 from ragassay.config import RetrievalEvalConfig
 from ragassay.evaluation import outcomes
@@ -182,3 +183,78 @@ def test_the_report_says_who_is_ahead_and_whether_that_is_significant():
         and table[2] == "| faithfulness | 0.500 [0.100, 0.900] (3) | 0.800 [0.100, 0.900] (3) |"
     )
     assert len(table) == 3, "a metric nobody scored has no row"
+
+
+def test_judged_metrics_carry_their_corrected_estimate_in_intervals_differences_metrics_and_reports():
+    from ragassay.evaluation.answer_summary import (
+        answer_differences,
+        answer_intervals,
+        calibration_summary,
+        calibration_warnings,
+        corrected_comparisons,
+        corrected_intervals,
+        corrected_metrics,
+    )
+    from ragassay.evaluation.reports import interval_lines, judge_error_lines
+    from ragassay.metrics.judge_error import JudgeCalibration, corrected_difference, corrected_mean, simple_strata
+
+    answers = {
+        "a": _answers(
+            "a", [("q1", True, "answered", 0.5), ("q2", True, "answered", 1.0), ("q3", True, "answered", 0.0)]
+        ),
+        "b": _answers(
+            "b", [("q1", True, "answered", 1.0), ("q2", True, "answered", 1.0), ("q3", True, "answered", 1.0)]
+        ),
+    }
+    strata = simple_strata([True] * 40 + [False] * 30, [True] * 36 + [False] * 4 + [True] * 6 + [False] * 24)
+    calibration = JudgeCalibration("labels", "70 statements people labelled", tuple(strata), "judge", "p/4", 0.85)
+    intervals = corrected_intervals(answer_intervals(answers), answers, calibration)
+    row = intervals.filter((pl.col("configuration") == "a") & (pl.col("metric") == "faithfulness")).row(0, named=True)
+    expected = corrected_mean([0.5, 1.0, 0.0], strata)
+    assert (row["mean"], row["corrected"], row["corrected_low"], row["corrected_high"]) == (
+        0.5,
+        expected.estimate,
+        expected.low,
+        expected.high,
+    )
+    refusal = intervals.filter(pl.col("metric") == "false_refusal_rate").row(0, named=True)
+    assert refusal["corrected"] is None and refusal["corrected_low"] is None, "refusals are counted, not judged"
+    assert corrected_metrics(intervals)["a"]["faithfulness_corrected_low"] == expected.low
+    differences = corrected_comparisons(answer_differences(answers), answers, calibration)
+    faithful = differences.filter(pl.col("metric") == "faithfulness").row(0, named=True)
+    paired = corrected_difference([0.5, 1.0, 0.0], [1.0, 1.0, 1.0], strata)
+    assert faithful["corrected"] == paired.estimate and faithful["mean_difference"] == paired.raw
+    assert "corrected " in interval_lines(intervals.to_dicts(), ["faithfulness"])[2]
+    summary = calibration_summary(calibration)
+    assert summary["separable"] and summary["sensitivity"] == pytest.approx(36 / 40)
+    assert "this collection's labels" in judge_error_lines(summary)[0]
+    # Without labels the judged metrics stay the judge's own, and the report and a warning say so.
+    bare = corrected_intervals(answer_intervals(answers), answers, None)
+    assert bare["corrected_low"].null_count() == bare.height
+    [warning] = calibration_warnings(None, "judge")
+    assert "the judge's own numbers" in warning.reason and "No labels" in judge_error_lines(None)[0]
+    few = JudgeCalibration(
+        "prior", "other documents", tuple(simple_strata([True] * 9 + [False] * 3, [True] * 12)), "j", "p", 0.5
+    )
+    reasons = " | ".join(w.reason for w in calibration_warnings(few, "j"))
+    assert "general prior" in reasons and "fewer than 10 of a class" in reasons and "cannot tell" in reasons
+
+
+def test_a_regression_gate_bounds_the_judge_corrected_drop():
+    from ragassay.errors import ConfigError
+    from ragassay.gates.regression import compare_batches, parse_drop_bound
+    from ragassay.metrics.judge_error import corrected_difference, simple_strata
+
+    baseline = {"hybrid": _answers("hybrid", [(f"q{i}", True, "answered", 1.0) for i in range(12)])}
+    candidate = {"hybrid": _answers("hybrid", [(f"q{i}", True, "answered", 1.0 if i % 3 else 0.0) for i in range(12)])}
+    strata = simple_strata([True] * 40 + [False] * 30, [True] * 36 + [False] * 4 + [True] * 6 + [False] * 24)
+    bounds = [parse_drop_bound("faithfulness=0.2"), parse_drop_bound("faithfulness.corrected=0.2")]
+    raw, corrected = compare_batches(baseline, candidate, bounds, calibration=strata).to_dicts()
+    expected = corrected_difference([1.0] * 12, [1.0 if i % 3 else 0.0 for i in range(12)], strata)
+    assert raw["drop"] == 4 / 12 and corrected["drop"] == -expected.estimate
+    assert corrected["drop"] > raw["drop"], "the judge's error shrinks a difference; corrected, it is larger"
+    assert corrected["p_value"] == raw["p_value"], "the same sign, the same test"
+    with pytest.raises(ConfigError, match="holds no labels"):
+        compare_batches(baseline, candidate, bounds[1:])
+    with pytest.raises(ConfigError, match="only a judged metric"):
+        parse_drop_bound("answer_relevancy.corrected=0.1")

@@ -49,3 +49,31 @@ def test_coverage_bounds_only_a_system_under_test(home):
         assertions=["prod:coverage>=0.9", "prod:answer_correctness>=0.5"],
     )
     assert config.assertions == ("prod:coverage>=0.9", "prod:answer_correctness>=0.5")
+
+
+def test_a_judged_metrics_corrected_estimate_can_be_bounded_and_goes_to_answers(home):
+    from ragassay.gates.assertions import check_assertions, parse_answer_assertion
+
+    routed = route_assertions({"collection": "sample"}, ["hybrid:faithfulness.corrected_low>=0.6"])
+    assert routed["answers"]["assertions"] == ["hybrid:faithfulness.corrected_low>=0.6"]
+    assert "retrieval" not in routed
+    config = parse_config(
+        AnswerEvalConfig,
+        collections=["sample"],
+        configurations=[{"label": "hybrid"}],
+        assertions=["hybrid:faithfulness.corrected_low>=0.6", "hybrid:faithfulness>=0.7"],
+    )
+    means = {"hybrid": {"faithfulness": 0.8, "faithfulness_corrected_low": 0.55}}
+    results = check_assertions([parse_answer_assertion(text) for text in config.assertions], means)
+    assert [(r["assertion"], r["value"], r["passed"]) for r in results] == [
+        ("hybrid:faithfulness.corrected_low>=0.6", 0.55, False),
+        ("hybrid:faithfulness>=0.7", 0.8, True),  # the plain name is the raw mean
+    ]
+    # Nothing to correct: a metric without judge verdicts has no corrected estimate.
+    with pytest.raises(ConfigError, match="answer metric must be one of"):
+        parse_config(
+            AnswerEvalConfig,
+            collections=["sample"],
+            configurations=[{"label": "hybrid"}],
+            assertions=["hybrid:answer_relevancy.corrected>=0.5"],
+        )

@@ -46,6 +46,24 @@ def test_the_default_judge_tells_supported_from_unsupported_statements(qwen_judg
     assert qwen_judge.support(CONTEXT, supported[0]).reused, "a repeated judgement is remembered"
 
 
+@pytest.mark.slow
+def test_a_statement_over_several_passages_takes_its_best_passages_verdict(qwen_judge):
+    """Answer evaluation's verdict: each passage alone, the highest P(supported); a statement only
+    the second passage supports is supported, and one that none supports is not."""
+    passages = CONTEXT.splitlines()
+    statements = ["The Langstroth hive uses removable frames.", "The Langstroth hive was patented in 1925."]
+    question = "What is special about the Langstroth hive?"
+    verdicts = qwen_judge.support_by_passage(passages, statements, question)
+    for statement, verdict in zip(statements, verdicts, strict=True):
+        alone = [qwen_judge.support(passage, statement, question) for passage in passages]
+        assert verdict.value.p_supported == max(result.value.p_supported for result in alone)
+        assert all(result.reused for result in alone), "the same prompts as the verdict's: remembered"
+        assert verdict.usage.calls == len(passages), "one call per passage"
+    assert [v.value.verdict for v in verdicts] == ["supported", "unsupported"]
+    [nothing] = qwen_judge.support_by_passage([], ["Anything."])
+    assert nothing.value.verdict == "unsupported" and nothing.usage.calls == 0, "no passage supports anything"
+
+
 def test_a_prompt_longer_than_the_context_window_is_never_cut():
     models = ChatModels()
     judge = Judge(models.get(ChatModelConfig(context_size=256)))

@@ -1,0 +1,333 @@
+"""Judged metrics with the judge's own error in them: the judge's sensitivity and specificity
+estimated from people's labels, a judged mean corrected for them (Rogan-Gladen), and a 95%
+interval that covers both the sampling of questions and the judge's error. Pure numpy.
+
+The model, in writing:
+- every support verdict is right or wrong at rates that depend only on the true class of the
+  statement: sensitivity Se = P(judged supported | supported), specificity
+  Sp = P(judged unsupported | unsupported). Not on the configuration, the document or the metric
+  (faithfulness, context recall and citation precision ask the same support prompt).
+- a judged metric is a mean over questions of each question's share of supported verdicts,
+  m = (1/Q) sum_q (1/n_q) sum_j v_qj: linear in the verdicts. So E[m] = Se * theta + (1 - Sp) *
+  (1 - theta), where theta is the same mean of the true labels (what people would have given),
+  and theta = (m + Sp - 1) / (Se + Sp - 1) (Rogan and Gladen, 1978). J = Se + Sp - 1 is Youden's
+  index, 2 * balanced accuracy - 1: at J = 0 the judge cannot tell the classes apart and nothing
+  can be corrected.
+- Se and Sp come from labelled statements, sampled in strata (judge label samples a batch's
+  statements by the judge's verdict, so that both verdicts are represented). Each stratum s
+  stands for W_s statements; within it, the labelled statements are a simple random sample.
+  Per stratum, the shares of the four cells (label, current verdict) get a Dirichlet posterior
+  with the Jeffreys prior 1/2 on each cell the stratum can hold (a verdict value seen in it);
+  the population's cells are P(y, v) = sum_s W_s p_s(y, v) / sum_s W_s, and
+  Se = P(1, 1) / P(1, .), Sp = P(0, 0) / P(0, .). For a simple sample (one stratum, four cells)
+  this is Se ~ Beta(tp + 1/2, fn + 1/2) and Sp ~ Beta(tn + 1/2, fp + 1/2).
+
+The interval: R replicates, each resampling the questions with replacement (as the raw
+interval does, metrics/averaging.py) and drawing (Se, Sp) from their posterior;
+theta* = (m* + Sp* - 1) / (Se* + Sp* - 1), clipped to [0, 1]; the 2.5th and 97.5th percentiles.
+A replicate with J* <= 0 says nothing about theta and is left out. That is the whole of the
+estimate only because one is made at all only when J's own 95% interval lies above 0 (balanced
+accuracy's above 0.5); otherwise the labels do not show that the judge can tell the classes
+apart: there is no corrected estimate, its interval is [0, 1], and `ErrorRates.separable` says
+why. Coverage, measured (tests/metrics/test_judge_error.py; BENCHMARKS.md, "Judge-corrected
+estimates"): 93-97% of 1,000 seeded replications cover the true rate at rates 0.3-0.9 and 30-300
+labels, where the raw interval covers it in 0-70%.
+
+What the interval does not cover: judge errors that depend on more than the true class (a judge
+worse on one configuration's style, or on documents unlike the labelled ones: a prior from
+other documents transfers only as far as that assumption holds), labels that people would give
+differently, and the choice of the judge's threshold on the labels themselves.
+
+A paired difference of two configurations judged by one judge is (m_b - m_a) / J: the judge's
+offset 1 - Sp cancels and only the scale 1 / J is left, so the sign and the randomization p of
+the raw difference hold; the corrected difference says how large it is in people's terms.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+# Cells of a labelled statement: (people's label, the judge's verdict), True = supported.
+CELLS = ((True, True), (True, False), (False, True), (False, False))
+JEFFREYS = 0.5
+RESAMPLES = 4_000
+# Below this many labelled statements of either class, the correction warns that its interval is
+# wide because of the labels (it is never made narrower than they allow).
+MIN_LABELS_PER_CLASS = 10
+
+
+@dataclass(frozen=True)
+class LabelStratum:
+    """Labelled statements of one stratum of a sample: how many statements it stands for, and the
+    count of each (label, verdict) cell among its labels."""
+
+    name: str
+    population: float
+    supported_judged_supported: int = 0
+    supported_judged_unsupported: int = 0
+    unsupported_judged_supported: int = 0
+    unsupported_judged_unsupported: int = 0
+
+    def counts(self) -> np.ndarray:
+        return np.array(
+            [
+                self.supported_judged_supported,
+                self.supported_judged_unsupported,
+                self.unsupported_judged_supported,
+                self.unsupported_judged_unsupported,
+            ],
+            dtype=np.float64,
+        )
+
+    @property
+    def labelled(self) -> int:
+        return int(self.counts().sum())
+
+
+@dataclass(frozen=True)
+class ErrorRates:
+    """The judge's error rates from labels: point estimates and 95% intervals."""
+
+    labelled: int
+    labelled_supported: int
+    labelled_unsupported: int
+    sensitivity: float | None
+    specificity: float | None
+    balanced_accuracy: float | None
+    sensitivity_low: float
+    sensitivity_high: float
+    specificity_low: float
+    specificity_high: float
+    balanced_accuracy_low: float
+    balanced_accuracy_high: float
+
+    @property
+    def separable(self) -> bool:
+        """Whether the labels show the judge telling the classes apart: balanced accuracy's 95%
+        interval lies above 0.5."""
+        return self.balanced_accuracy is not None and self.balanced_accuracy_low > 0.5
+
+
+def _cell_priors(stratum: LabelStratum) -> np.ndarray:
+    """Jeffreys' 1/2 on each cell whose verdict occurs in the stratum, 0 on the others: a stratum
+    sampled by the judge's verdict holds only that verdict while the judge is the same one."""
+    counts = stratum.counts()
+    judged_supported = counts[0] + counts[2] > 0
+    judged_unsupported = counts[1] + counts[3] > 0
+    possible = np.array([judged_supported, judged_unsupported, judged_supported, judged_unsupported])
+    return np.where(possible, JEFFREYS, 0.0)
+
+
+def population_cells(strata: Sequence[LabelStratum]) -> np.ndarray:
+    """P(label, verdict) over the statements the strata stand for (plug-in, no prior): each
+    stratum's cell shares weighted by its population."""
+    total = sum(s.population for s in strata if s.labelled)
+    cells = np.zeros(4)
+    for stratum in strata:
+        if stratum.labelled:
+            cells += stratum.population / total * stratum.counts() / stratum.labelled
+    return cells
+
+
+def draw_cells(strata: Sequence[LabelStratum], draws: int, rng: np.random.Generator) -> np.ndarray:
+    """`draws` samples of P(label, verdict) from the strata's Dirichlet posteriors, shape (draws, 4)."""
+    labelled = [s for s in strata if s.labelled]
+    total = sum(s.population for s in labelled)
+    cells = np.zeros((draws, 4))
+    for stratum in labelled:
+        alpha = stratum.counts() + _cell_priors(stratum)
+        gamma = np.where(alpha > 0, rng.gamma(np.maximum(alpha, 1e-300), size=(draws, 4)), 0.0)
+        cells += stratum.population / total * gamma / gamma.sum(axis=1, keepdims=True)
+    return cells
+
+
+def _rates(cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(Se, Sp) of cell shares [..., 4]: Se = P(1,1) / P(1,.), Sp = P(0,0) / P(0,.); NaN where a
+    class has no share."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        sensitivity = cells[..., 0] / (cells[..., 0] + cells[..., 1])
+        specificity = cells[..., 3] / (cells[..., 2] + cells[..., 3])
+    return sensitivity, specificity
+
+
+def _class_counts(strata: Sequence[LabelStratum]) -> tuple[int, int]:
+    counts = sum((s.counts() for s in strata), np.zeros(4))
+    return int(counts[0] + counts[1]), int(counts[2] + counts[3])
+
+
+def error_rates(strata: Sequence[LabelStratum], seed: int = 0, resamples: int = RESAMPLES) -> ErrorRates:
+    """Sensitivity, specificity and balanced accuracy = (Se + Sp) / 2 of the judge over the
+    statements the strata stand for, each with the 2.5th and 97.5th percentiles of its posterior
+    draws (draw_cells). A class without labels has no point estimate, and its interval is [0, 1]."""
+    supported, unsupported = _class_counts(strata)
+    if not supported and not unsupported:
+        return ErrorRates(0, 0, 0, None, None, None, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0)
+    sensitivity, specificity = (None if np.isnan(r) else float(r) for r in _rates(population_cells(strata)))
+    balanced = None if sensitivity is None or specificity is None else (sensitivity + specificity) / 2
+    drawn_se, drawn_sp = _rates(draw_cells(strata, resamples, np.random.default_rng(seed)))
+    se_low, se_high = np.percentile(np.nan_to_num(drawn_se, nan=0.5), [2.5, 97.5])
+    sp_low, sp_high = np.percentile(np.nan_to_num(drawn_sp, nan=0.5), [2.5, 97.5])
+    ba_low, ba_high = np.percentile(np.nan_to_num((drawn_se + drawn_sp) / 2, nan=0.5), [2.5, 97.5])
+    return ErrorRates(
+        labelled=supported + unsupported,
+        labelled_supported=supported,
+        labelled_unsupported=unsupported,
+        sensitivity=sensitivity,
+        specificity=specificity,
+        balanced_accuracy=balanced,
+        sensitivity_low=float(se_low) if supported else 0.0,
+        sensitivity_high=float(se_high) if supported else 1.0,
+        specificity_low=float(sp_low) if unsupported else 0.0,
+        specificity_high=float(sp_high) if unsupported else 1.0,
+        balanced_accuracy_low=float(ba_low) if supported and unsupported else 0.0,
+        balanced_accuracy_high=float(ba_high) if supported and unsupported else 1.0,
+    )
+
+
+@dataclass(frozen=True)
+class Corrected:
+    """A judged mean (or paired difference) corrected for the judge's error: the estimate (None
+    when the labels do not show the judge telling the classes apart) and its 95% interval."""
+
+    raw: float
+    estimate: float | None
+    low: float
+    high: float
+    questions: int
+
+
+def _corrected_draws(raw_draws: np.ndarray, sensitivity: np.ndarray, specificity: np.ndarray, offset: bool):
+    """theta* = (m* + Sp* - 1) / J* (offset) or m* / J* (a difference), J* = Se* + Sp* - 1; NaN
+    (left out) where J* <= 0 or a rate is undefined."""
+    youden = sensitivity + specificity - 1
+    uninformative = ~(youden > 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        values = ((raw_draws + specificity - 1) if offset else raw_draws) / youden
+    values[uninformative] = np.nan
+    return values
+
+
+def corrected_mean(
+    values: Sequence[float | None],
+    strata: Sequence[LabelStratum],
+    seed: int = 0,
+    resamples: int = RESAMPLES,
+) -> Corrected | None:
+    """The Rogan-Gladen corrected mean of per-question judged values (None: not scored) and its
+    95% interval over questions and labels (module docstring). None when nothing was scored.
+
+    estimate = clip((m + Sp - 1) / (Se + Sp - 1), 0, 1) with the plug-in Se, Sp; None, and the
+    interval [0, 1], unless the labels show the judge separating the classes (ErrorRates.separable).
+    """
+    counted = np.array([value for value in values if value is not None], dtype=np.float64)
+    if counted.size == 0:
+        return None
+    raw = float(counted.mean())
+    rates = error_rates(strata, seed)
+    if not rates.separable:
+        return Corrected(raw, None, 0.0, 1.0, int(counted.size))
+    rng = np.random.default_rng(seed)
+    picks = rng.integers(0, counted.size, size=(resamples, counted.size))
+    sensitivity, specificity = _rates(draw_cells(strata, resamples, rng))
+    draws = np.clip(_corrected_draws(counted[picks].mean(axis=1), sensitivity, specificity, offset=True), 0, 1)
+    low, high = np.nanpercentile(draws, [2.5, 97.5])
+    youden = rates.sensitivity + rates.specificity - 1
+    estimate = float(np.clip((raw + rates.specificity - 1) / youden, 0, 1))
+    return Corrected(raw, estimate, float(low), float(high), int(counted.size))
+
+
+def corrected_difference(
+    a: np.ndarray,
+    b: np.ndarray,
+    strata: Sequence[LabelStratum],
+    seed: int = 0,
+    resamples: int = RESAMPLES,
+) -> Corrected | None:
+    """The corrected paired difference of two configurations judged by one judge, b - a over the
+    same questions (same order): (m_b - m_a) / (Se + Sp - 1), its interval from replicates that
+    resample the questions in pairs and draw (Se, Sp), in [-1, 1]. None without questions; no
+    estimate, interval [-1, 1], when the labels do not show the judge separating the classes."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if a.size == 0:
+        return None
+    differences = b - a
+    raw = float(differences.mean())
+    rates = error_rates(strata, seed)
+    if not rates.separable:
+        return Corrected(raw, None, -1.0, 1.0, int(a.size))
+    rng = np.random.default_rng(seed)
+    picks = rng.integers(0, differences.size, size=(resamples, differences.size))
+    sensitivity, specificity = _rates(draw_cells(strata, resamples, rng))
+    draws = np.clip(_corrected_draws(differences[picks].mean(axis=1), sensitivity, specificity, offset=False), -1, 1)
+    low, high = np.nanpercentile(draws, [2.5, 97.5])
+    estimate = float(np.clip(raw / (rates.sensitivity + rates.specificity - 1), -1, 1))
+    return Corrected(raw, estimate, float(low), float(high), int(a.size))
+
+
+def simple_strata(labels: Sequence[bool], verdicts: Sequence[bool], name: str = "labels") -> list[LabelStratum]:
+    """One stratum of a simple random sample of labelled statements (its population: itself)."""
+    cells = dict.fromkeys(CELLS, 0)
+    for label, verdict in zip(labels, verdicts, strict=True):
+        cells[(bool(label), bool(verdict))] += 1
+    return [
+        LabelStratum(
+            name,
+            float(len(labels)),
+            cells[(True, True)],
+            cells[(True, False)],
+            cells[(False, True)],
+            cells[(False, False)],
+        )
+    ]
+
+
+@dataclass(frozen=True)
+class JudgeCalibration:
+    """The labels that one judge's numbers are corrected with: the collection's own (source
+    `labels`) or a bundled prior measured on other documents (`prior`), as strata, and the judge
+    they describe (model, prompt version, threshold)."""
+
+    source: str
+    description: str
+    strata: tuple[LabelStratum, ...]
+    judge_model: str
+    prompt_version: str
+    support_threshold: float
+
+    @property
+    def rates(self) -> ErrorRates:
+        return error_rates(self.strata)
+
+    def warnings(self) -> list[str]:
+        """What a reader of the corrected numbers must know: a prior from other documents, too few
+        labels of a class, a judge the labels do not show separating the classes."""
+        rates = self.rates
+        notes = []
+        if self.source == "prior":
+            notes.append(
+                f"corrected with a general prior ({self.description}), not with labels of these documents: "
+                "label some of this collection's verdicts with `ragassay judge label`"
+            )
+        fewest = min(rates.labelled_supported, rates.labelled_unsupported)
+        if fewest < MIN_LABELS_PER_CLASS:
+            notes.append(
+                f"only {rates.labelled_supported} supported and {rates.labelled_unsupported} unsupported labelled "
+                f"statements (fewer than {MIN_LABELS_PER_CLASS} of a class): the corrected intervals are wide"
+            )
+        if not rates.separable:
+            notes.append(f"{separability_text(rates)}: no judge-corrected estimate (its interval is [0, 1])")
+        return notes
+
+
+def separability_text(rates: ErrorRates) -> str:
+    """One line on whether the labels show the judge telling supported from unsupported."""
+    if rates.balanced_accuracy is None:
+        return "the labels hold only one class, so the judge's error cannot be measured"
+    verdict = "tells supported from unsupported" if rates.separable else "cannot tell supported from unsupported"
+    return (
+        f"on {rates.labelled} labels the judge {verdict} (balanced accuracy {rates.balanced_accuracy:.2f} "
+        f"[{rates.balanced_accuracy_low:.2f}, {rates.balanced_accuracy_high:.2f}])"
+    )

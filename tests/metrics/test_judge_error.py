@@ -1,0 +1,131 @@
+"""Judge-corrected estimates (metrics/judge_error.py): the formulas by hand, the edge cases in
+writing, and the proof that the corrected interval covers the truth: a synthetic judge of known
+sensitivity and specificity, a known true rate, 1,000 seeded replications per setting."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ragassay.metrics.judge_error import (
+    LabelStratum,
+    corrected_difference,
+    corrected_mean,
+    error_rates,
+    simple_strata,
+)
+
+
+def test_error_rates_of_a_simple_sample_are_the_confusion_matrix_ratios():
+    # 40 supported labels, 34 judged supported; 10 unsupported, 6 judged unsupported.
+    strata = simple_strata([True] * 40 + [False] * 10, [True] * 34 + [False] * 6 + [True] * 4 + [False] * 6)
+    rates = error_rates(strata)
+    assert (rates.sensitivity, rates.specificity) == pytest.approx((34 / 40, 6 / 10))
+    assert rates.balanced_accuracy == pytest.approx((34 / 40 + 6 / 10) / 2)
+    assert (rates.labelled, rates.labelled_supported, rates.labelled_unsupported) == (50, 40, 10)
+    # The posterior of Se is Beta(34.5, 6.5): its 95% interval, not the plug-in's.
+    assert rates.sensitivity_low < 34 / 40 < rates.sensitivity_high
+    assert rates.sensitivity_low == pytest.approx(0.720, abs=0.01) and rates.sensitivity_high == pytest.approx(
+        0.936, abs=0.01
+    )
+
+
+def test_strata_sampled_by_verdict_are_weighted_by_what_they_stand_for():
+    """A batch of 900 judged-supported and 100 judged-unsupported statements, 20 labels drawn from
+    each: of the supported verdicts' labels 18 are supported, of the unsupported verdicts' 5. Over
+    the batch: supported statements judged supported 900*18/20 = 810, judged unsupported 100*5/20
+    = 25, so Se = 810/835; unsupported judged unsupported 100*15/20 = 75 of 75 + 90, Sp = 75/165.
+    Counted without weights (18/23 and 15/17) both would be wrong."""
+    strata = [LabelStratum("supported", 900, 18, 0, 2, 0), LabelStratum("unsupported", 100, 0, 5, 0, 15)]
+    rates = error_rates(strata)
+    assert rates.sensitivity == pytest.approx(810 / 835) and rates.specificity == pytest.approx(75 / 165)
+
+
+def test_the_corrected_mean_is_rogan_gladen():
+    strata = simple_strata([True] * 80 + [False] * 40, [True] * 72 + [False] * 8 + [True] * 10 + [False] * 30)
+    se, sp = 72 / 80, 30 / 40
+    values = [1.0] * 30 + [0.5] * 10 + [0.0] * 10  # mean 0.7
+    corrected = corrected_mean(values, strata, seed=3)
+    assert corrected.raw == pytest.approx(0.7) and corrected.questions == 50
+    assert corrected.estimate == pytest.approx((0.7 + sp - 1) / (se + sp - 1))
+    assert corrected.low < corrected.estimate < corrected.high
+    assert corrected_mean(values, strata, seed=3) == corrected, "seeded"
+    assert corrected_mean([None, None], strata) is None, "nothing scored: nothing to correct"
+
+
+def test_a_judge_the_labels_do_not_show_separating_the_classes_gets_no_estimate():
+    # Balanced accuracy 0.5 on these labels: the judge says "supported" as often either way.
+    strata = simple_strata([True] * 20 + [False] * 20, [True] * 15 + [False] * 5 + [True] * 15 + [False] * 5)
+    assert not error_rates(strata).separable
+    corrected = corrected_mean([1.0, 0.0, 1.0], strata)
+    assert (corrected.estimate, corrected.low, corrected.high) == (None, 0.0, 1.0)
+    assert error_rates(simple_strata([True] * 5, [True] * 5)).balanced_accuracy is None, "one class only"
+
+
+def test_a_corrected_difference_is_the_raw_difference_over_youdens_index():
+    strata = simple_strata([True] * 80 + [False] * 40, [True] * 72 + [False] * 8 + [True] * 10 + [False] * 30)
+    youden = 72 / 80 + 30 / 40 - 1
+    a, b = np.array([1.0, 0.0, 1.0, 0.5, 0.0, 1.0]), np.array([1.0, 1.0, 1.0, 1.0, 0.0, 1.0])
+    corrected = corrected_difference(a, b, strata)
+    assert corrected.raw == pytest.approx((b - a).mean())
+    assert corrected.estimate == pytest.approx((b - a).mean() / youden), "the judge's offset cancels"
+    assert -1 <= corrected.low <= corrected.estimate <= corrected.high <= 1
+
+
+def _replicate(rng, rate, labels, sensitivity, specificity, questions=150, pool_rate=0.7, pool=2000):
+    """One seeded world: labels drawn as `judge label` draws them (half from each verdict of a
+    labelled batch of `pool` statements whose true rate is pool_rate), then an evaluated batch of
+    `questions` answers of 1-4 statements at the true rate, judged with the same error rates.
+    Returns whether the corrected interval covers the true rate, and whether the raw one does."""
+    judged_supported = sensitivity * pool_rate + (1 - specificity) * (1 - pool_rate)
+    share_supported = {True: sensitivity * pool_rate / judged_supported}
+    share_supported[False] = (1 - sensitivity) * pool_rate / (1 - judged_supported)
+    size = {True: rng.binomial(pool, judged_supported)}
+    size[False] = pool - size[True]
+    strata = []
+    for verdict in (True, False):
+        supported = rng.binomial(labels // 2, share_supported[verdict])
+        unsupported = labels // 2 - supported
+        cells = (supported, 0, unsupported, 0) if verdict else (0, supported, 0, unsupported)
+        strata.append(LabelStratum(str(verdict), float(size[verdict]), *cells))
+    counts = rng.integers(1, 5, size=questions)
+    truth = rng.random((questions, 4)) < rate
+    verdicts = np.where(truth, rng.random((questions, 4)) < sensitivity, rng.random((questions, 4)) >= specificity)
+    values = (verdicts * (np.arange(4) < counts[:, None])).sum(axis=1) / counts
+    corrected = corrected_mean(list(values), strata, seed=int(rng.integers(1 << 30)), resamples=1000)
+    picks = rng.integers(0, questions, size=(1000, questions))
+    low, high = np.percentile(values[picks].mean(axis=1), [2.5, 97.5])
+    return corrected.low <= rate <= corrected.high, low <= rate <= high
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("rate", "labels", "sensitivity", "specificity"),
+    [
+        (0.3, 30, 0.95, 0.6),  # a judge that says "supported" too readily, as small models do
+        (0.5, 100, 0.95, 0.6),
+        (0.7, 300, 0.95, 0.6),
+        (0.9, 30, 0.7, 0.9),  # one that says "unsupported" too readily
+        (0.9, 300, 0.7, 0.9),
+    ],
+)
+def test_the_corrected_interval_covers_the_true_rate_where_the_raw_one_does_not(rate, labels, sensitivity, specificity):
+    rng = np.random.default_rng(2026)
+    covered = np.array([_replicate(rng, rate, labels, sensitivity, specificity) for _ in range(1000)])
+    corrected, raw = covered.mean(axis=0)
+    assert 0.93 <= corrected <= 0.97, f"corrected coverage {corrected:.3f}"
+    assert raw < 0.1, f"raw coverage {raw:.3f}: the judge's bias is outside the raw interval"
+
+
+def test_the_default_judge_has_its_bundled_prior_and_no_other_judge_has_one():
+    from ragassay.judge.judge import support_threshold_for
+    from ragassay.judge.priors import prior_calibration
+    from ragassay.judge.prompts import SUPPORT_PROMPT_VERSION
+    from ragassay.llm.settings import DEFAULT_JUDGE, model_id_of
+
+    judge = model_id_of(DEFAULT_JUDGE)
+    prior = prior_calibration(judge, SUPPORT_PROMPT_VERSION, support_threshold_for(judge))
+    assert prior.source == "prior" and "other documents" in prior.description
+    assert prior.rates.labelled == 66 and prior.rates.separable, "measured on the development half, 66 sentences"
+    assert prior_calibration(judge, "support-probability/3", support_threshold_for(judge)) is None, "another prompt"
+    assert prior_calibration("gguf:other.gguf", SUPPORT_PROMPT_VERSION, 0.5) is None
