@@ -263,7 +263,7 @@ def pipeline_markdown(report: PipelineReport) -> str:
         if stage is None:
             continue
         lines += ["", f"## {title}", "", *interval_lines(stage.intervals, metrics)]
-        lines += ["", "Each cell: mean [95% CI] (questions scored)."]
+        lines += ["", "Each cell: mean [95% CI], the questions scored."]
         if title == "Answers":
             lines += ["", *judge_error_lines(stage.judge_calibration)]
         ahead = ahead_lines(stage.intervals, stage.comparisons, metrics)

@@ -91,7 +91,7 @@ def interval_figure(intervals: pl.DataFrame, metrics: list[str], title: str, com
             high = row["ci_high"] - row["mean"] if row["ci_high"] is not None else 0.0
             panel.errorbar(index, row["mean"], yerr=[[low], [high]], capsize=4, markersize=7, **_style(index))
             panel.annotate(
-                f"{'*' if label in behind else ''}{row['mean']:.3f}\nn={row['scored']}",
+                f"{'*' if label in behind else ''}{row['mean']:.3f}\nn={row['scored']}{_corrected_label(row)}",
                 (index, row["mean"]),
                 xytext=(7, 0),
                 textcoords="offset points",
@@ -178,16 +178,14 @@ def _corrected_point(panel, index: int, row: dict) -> None:
         linewidth=1,
     )
     bars[-1][0].set_linestyle("--")
-    panel.annotate(
-        f"corr. {estimate:.3f}" if estimate is not None else "corr.\nnone",
-        (x, middle),
-        xytext=(-5, 0),
-        textcoords="offset points",
-        va="center",
-        ha="right",
-        fontsize=7,
-        color="#444444",
-    )
+
+
+def _corrected_label(row: dict) -> str:
+    """The judge-corrected estimate under the raw point's own label (a label beside the hollow
+    point would run into the previous configuration's)."""
+    if row.get("corrected_low") is None:
+        return ""
+    return f"\ncorr. {row['corrected']:.3f}" if row["corrected"] is not None else "\ncorr. none"
 
 
 def recall_curve_figure(intervals: pl.DataFrame, ks: list[int], title: str) -> Figure:

@@ -6,7 +6,6 @@ from __future__ import annotations
 from rich.table import Table
 
 from ragassay.cli.common import out
-from ragassay.evaluation.reports import corrected_text
 from ragassay.gates.assertions import measured
 from ragassay.metrics.names import (
     JUDGED_METRICS,
@@ -61,9 +60,8 @@ def render_comparisons(comparisons: list[dict], metrics: list[str] | tuple[str, 
         return
     table = Table(title=f"{title}paired differences (b - a): mean, bootstrap 95% CI, randomization p")
     corrected = any(c.get("corrected_low") is not None for c in shown)
-    columns = ("a", "b", "metric", "n", "b - a", "95% CI", "p") + (("corrected b - a",) if corrected else ())
     # Metric names and intervals are never cut or wrapped: on a narrow terminal the labels wrap.
-    for column in columns:
+    for column in ("a", "b", "metric", "n", "b - a", "95% CI", "p"):
         table.add_column(
             column,
             justify="right" if column in ("n", "b - a", "p") else "left",
@@ -71,7 +69,7 @@ def render_comparisons(comparisons: list[dict], metrics: list[str] | tuple[str, 
             overflow="fold",
         )
     for c in shown:
-        cells = [
+        table.add_row(
             c["configuration_a"],
             c["configuration_b"],
             c["metric"],
@@ -79,20 +77,20 @@ def render_comparisons(comparisons: list[dict], metrics: list[str] | tuple[str, 
             f"{c['mean_difference']:+.3f}",
             f"[{c['ci_low']:+.3f}, {c['ci_high']:+.3f}]",
             f"{c['p_value']:.3f}" + ("*" if c["p_value"] < ALPHA else ""),
-        ]
-        if corrected:
-            cells.append(_corrected_difference(c))
-        table.add_row(*cells)
+        )
+        # The corrected difference on a row of its own, as in the metric table: a column more
+        # would squeeze the configurations' names out of an 80-column terminal.
+        if c.get("corrected_low") is not None:
+            estimate = "none" if c["corrected"] is None else f"{c['corrected']:+.3f}"
+            table.add_row(
+                "", "", "  corrected", "", estimate, f"[{c['corrected_low']:+.3f}, {c['corrected_high']:+.3f}]", ""
+            )
     table.caption = f"n: questions both scored; * significant: p < {ALPHA}" + (
         "; corrected: in people's terms (the judge's offset cancels in a difference; same sign and p)"
         if corrected
         else ""
     )
     out.print(table)
-
-
-def _corrected_difference(row: dict) -> str:
-    return corrected_text(row, signed=True).removeprefix("corrected").removeprefix(":").strip()
 
 
 def render_answer_metrics(title: str, metrics: dict[str, dict[str, float]]) -> None:
@@ -134,7 +132,7 @@ def render_judge_calibration(calibration: dict | None) -> None:
             highlight=False,
         )
         return
-    source = "a general prior from other documents" if calibration["source"] == "prior" else "this collection's labels"
+    source = "a general prior" if calibration["source"] == "prior" else "this collection's labels"
     out.print(
         f"corrected with {source} ({calibration['description']}): {calibration['summary']}",
         style="dim",

@@ -362,6 +362,33 @@ def calibration_warnings(calibration: JudgeCalibration | None, judge_model: str)
     return [RunWarning(metric=metric, reason=note) for note in calibration.warnings()]
 
 
+def correction_fit_warnings(intervals: pl.DataFrame, calibration: JudgeCalibration | None) -> list[RunWarning]:
+    """Judged means the calibration's error rates cannot produce, as one warning. Under them a
+    judged mean lies between 1 - Sp (no statement supported) and Se (every one); a mean outside
+    is clipped to 0 or 1 when corrected, and its corrected interval narrows at that bound for the
+    wrong reason: the true rate may be near the bound, or the labels' rates may not hold here."""
+    rates = calibration.rates if calibration is not None else None
+    if rates is None or not rates.separable:
+        return []
+    outside, metrics = [], set()
+    for row in intervals.filter(pl.col("corrected").is_not_null()).iter_rows(named=True):
+        if row["mean"] > rates.sensitivity or row["mean"] < 1 - rates.specificity:
+            side = "above Se" if row["mean"] > rates.sensitivity else "below 1 - Sp"
+            outside.append(f"{row['configuration']} {row['metric']} {row['mean']:.3f} ({side})")
+            metrics.add(row["metric"])
+    if not outside:
+        return []
+    return [
+        RunWarning(
+            metric=", ".join(metric for metric in JUDGED_METRICS if metric in metrics),
+            reason=f"judged means outside what the judge's error rates allow (between 1 - Sp = "
+            f"{1 - rates.specificity:.2f} and Se = {rates.sensitivity:.2f}), so their corrected estimates are "
+            f"clipped to 0 or 1: {'; '.join(outside)}. Either the true rate is near that bound or these error "
+            "rates do not hold for these answers: label some of them with `ragassay judge label`",
+        )
+    ]
+
+
 def calibration_summary(calibration: JudgeCalibration | None) -> dict | None:
     """The labels behind the corrected numbers, for reports and --json: where they come from,
     how many, and the judge's error rates with their intervals."""

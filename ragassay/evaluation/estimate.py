@@ -59,7 +59,9 @@ class CallRate:
 # prompts at 101 tokens/s and generation at 31 tokens/s on 2 idle threads, so an answer (1,570 +
 # 90 tokens) takes ~18.4 s; a support verdict generates nothing, costs 10.7 s for the first
 # statement of a ~1,000-token context and 0.5 s for each later one, and with the citation and
-# implied-question calls of an answer a judge call averages ~3.5 s.
+# implied-question calls of an answer a judge call averages ~3.5 s. Measured again with one call
+# per statement and passage (support-probability/4; the sample pipeline, 2026-12-02): 104 judge
+# calls, 3.4 s and 480 tokens each (a passage alone is shorter than the whole context).
 _REFERENCE = "figures measured on the 2-core reference machine"
 REFERENCE_RATES = {
     "smollm2": {
@@ -68,7 +70,7 @@ REFERENCE_RATES = {
     },
     "qwen2.5-1.5b": {
         "answer": CallRate(18.4, 1660, f"Qwen2.5 1.5B {_REFERENCE}"),
-        "judge": CallRate(3.5, 900, f"Qwen2.5 1.5B {_REFERENCE}"),
+        "judge": CallRate(3.5, 480, f"Qwen2.5 1.5B {_REFERENCE}"),
     },
 }
 

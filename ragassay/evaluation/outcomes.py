@@ -22,6 +22,7 @@ from ragassay.evaluation.answer_summary import (
     corrected_comparisons,
     corrected_intervals,
     corrected_metrics,
+    correction_fit_warnings,
     question_set_warnings,
 )
 from ragassay.evaluation.answer_traces import TraceSettings, answer_traces
@@ -296,7 +297,8 @@ def summarize_answer_batch(
         intervals=intervals,
         warnings=batch_warnings([s.warnings for s in summaries.values()], questions.context)
         + question_set_warnings(answers)
-        + calibration_warnings(calibration, model_id_of(config.judge)),
+        + calibration_warnings(calibration, model_id_of(config.judge))
+        + correction_fit_warnings(intervals, calibration),
         assertions=check_assertions([parse_answer_assertion(a) for a in config.assertions], metrics),
         calibration=calibration,
     )

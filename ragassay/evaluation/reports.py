@@ -4,11 +4,15 @@ to the MLflow run. Pure: numbers in, text out."""
 
 from __future__ import annotations
 
-from ragassay.evaluation.outcomes import AnswerEvalReport, RetrievalEvalReport
+from typing import TYPE_CHECKING
+
 from ragassay.gates.assertions import measured
 from ragassay.metrics.names import REPORTED_ANSWER_METRICS
 from ragassay.metrics.significance import ALPHA, comparison_of, ranked_by_mean
 from ragassay.run_warnings import RunWarning
+
+if TYPE_CHECKING:  # (outcomes imports matplotlib; the CLI's tables need only this module's text)
+    from ragassay.evaluation.outcomes import AnswerEvalReport, RetrievalEvalReport
 
 
 def _link(mlflow_url: str | None, batch_id: str, ui_command: str) -> str:
@@ -70,7 +74,7 @@ def ahead_lines(intervals: list[dict], comparisons: list[dict], metrics: list[st
 
 
 def interval_lines(intervals: list[dict], metrics: list[str] | tuple[str, ...]) -> list[str]:
-    """A Markdown table of configurations × metrics, each cell `mean [ci_low, ci_high] (scored)`,
+    """A Markdown table of configurations × metrics, each cell `mean [ci_low, ci_high], N scored`,
     rounded to 3 places (the logged values stay exact)."""
     labels = list(dict.fromkeys(row["configuration"] for row in intervals))
     shown = [m for m in metrics if any(row["metric"] == m and row["mean"] is not None for row in intervals)]
@@ -82,7 +86,8 @@ def interval_lines(intervals: list[dict], metrics: list[str] | tuple[str, ...]) 
         row = cells.get((label, metric))
         if row is None or row["mean"] is None:
             return "-"
-        text = f"{row['mean']:.3f} [{row['ci_low']:.3f}, {row['ci_high']:.3f}] ({row['scored']})"
+        # Never "] (": MLflow's Markdown reads `[0.781, 1.000] (32)` as a link and shows neither bracket.
+        text = f"{row['mean']:.3f} [{row['ci_low']:.3f}, {row['ci_high']:.3f}], {row['scored']} scored"
         return text + corrected_text(row, "; ")
 
     lines = ["| metric | " + " | ".join(labels) + " |", "|---|" + "---:|" * len(labels)]
@@ -110,7 +115,7 @@ def judge_error_lines(calibration: dict | None) -> list[str]:
             "the judge's own numbers, and their intervals leave its error out. Label some of its verdicts with "
             "`ragassay judge label --batch BATCH_ID`."
         ]
-    source = "general prior (other documents)" if calibration["source"] == "prior" else "this collection's labels"
+    source = "a general prior" if calibration["source"] == "prior" else "this collection's labels"
     return [
         f"Corrected with {source}: {calibration['description']}. Judge `{calibration['judge_model']}` "
         f"({calibration['prompt_version']}, supported when P >= {calibration['support_threshold']}): "
@@ -183,7 +188,7 @@ def answers_markdown(report: AnswerEvalReport) -> str:
         "",
         *interval_lines(report.intervals, REPORTED_ANSWER_METRICS),
         "",
-        "Each cell: mean [95% CI] (questions it scored), and for a judged metric its judge-corrected estimate with "
+        "Each cell: mean [95% CI], the questions it scored, and for a judged metric its judge-corrected estimate with "
         "a 95% interval that includes the judge's error; `-`: no question could be scored.",
         "",
         "## The judge's error",

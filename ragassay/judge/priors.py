@@ -34,7 +34,7 @@ PRIORS = (
         catalog_name="qwen2.5-1.5b",
         prompt_version="support-probability/4",
         support_threshold=0.85,
-        description="MEMERAG-EXT development half: 66 labelled sentences of RAG answers on Wikipedia, other documents",
+        description="MEMERAG-EXT development half: 66 labelled sentences of RAG answers on Wikipedia, not these documents",
         # benchmarks/bench_judge_correction.py, 2026-12-02: sensitivity 0.765, specificity 0.667.
         supported_judged_supported=39,
         supported_judged_unsupported=12,

