@@ -165,14 +165,9 @@ def compare_batches(
 
 def calibration_strata(table: pl.DataFrame) -> list[LabelStratum]:
     """The label strata a batch logged (its `judge_calibration` table) as the correction reads them."""
+    # The table's cell columns are named as LabelStratum's fields (evaluation/outcomes.calibration_record).
+    cells = [name for name in LabelStratum.__dataclass_fields__ if name not in ("name", "population")]
     return [
-        LabelStratum(
-            row["stratum"],
-            row["population"],
-            row["supported_judged_supported"],
-            row["supported_judged_unsupported"],
-            row["unsupported_judged_supported"],
-            row["unsupported_judged_unsupported"],
-        )
+        LabelStratum(row["stratum"], row["population"], **{cell: row[cell] for cell in cells})
         for row in table.iter_rows(named=True)
     ]

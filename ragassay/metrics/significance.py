@@ -95,10 +95,9 @@ def compare_all_pairs(per_question: dict[str, pl.DataFrame], metrics: Sequence[s
     questions.
     """
     rows = []
-    total = len(list(itertools.combinations(per_question, 2))) * len(metrics)
-    with ProgressReporter(
-        f"comparing {total // max(1, len(metrics))} pairs of configurations", total=total
-    ) as progress:
+    pairs = len(per_question) * (len(per_question) - 1) // 2
+    total = pairs * len(metrics)
+    with ProgressReporter(f"comparing {pairs} pairs of configurations", total=total) as progress:
         for label_a, label_b, name, a, b in paired_scores(per_question, metrics):
             result = compare_paired(a, b, seed=seed)
             rows.append(

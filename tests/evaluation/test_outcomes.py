@@ -268,3 +268,13 @@ def test_a_regression_gate_bounds_the_judge_corrected_drop():
         compare_batches(baseline, candidate, bounds[1:])
     with pytest.raises(ConfigError, match="only a judged metric"):
         parse_drop_bound("answer_relevancy.corrected=0.1")
+
+
+def test_the_logged_calibration_table_reads_back_as_the_strata_it_was_written_from():
+    from ragassay.evaluation.outcomes import calibration_record
+    from ragassay.gates.regression import calibration_strata
+    from ragassay.metrics.judge_error import JudgeCalibration, LabelStratum
+
+    strata = (LabelStratum("supported", 900, 18, 0, 2, 0), LabelStratum("unsupported", 100, 0, 5, 0, 15))
+    _, table = calibration_record(JudgeCalibration("labels", "40 labels", strata, "judge", "p/4", 0.85))
+    assert tuple(calibration_strata(table)) == strata, "what `ragassay gate` corrects with is what was logged"
