@@ -12,6 +12,7 @@ from ragassay.systems.settings import SystemConfiguration
 from ragassay.tracking import Batch
 from tasks.eval_retrieval import (
     ask_system,
+    keep_common_questions,
     load_golden_questions,
     log_retrieval_batch,
     publish_retrieval_report,
@@ -52,6 +53,8 @@ def eval_retrieval_flow(config: RetrievalEvalConfig, batch: Batch | None = None)
         label: score_configuration(label, questions, found.rankings, config.metrics(), config.depth, found.answered)
         for label, found in searched.items()
     }
+    if config.common_questions:
+        per_question = keep_common_questions(per_question, config.metrics())
     coverage = {label: found.costs["coverage"] for label, found in searched.items() if found.answered is not None}
     summary = summarize_retrieval(config, per_question, coverage)
     report = log_retrieval_batch(config, context, searched, per_question, summary, batch)

@@ -259,6 +259,16 @@ class RetrievalSettings(Frozen):
         min_length=1,
     )
     ks: tuple[int, ...] = DEFAULT_KS
+    max_rank: int = Field(
+        100,
+        ge=1,
+        le=10_000,
+        description="Deepest rank scored (MRR reads every rank to it; at least max(ks)): built-in configurations "
+        "retrieve this many documents, a system's longer list is read to this rank.",
+    )
+    common_questions: bool = Field(
+        False, description="Score every configuration on only the questions all of them answered."
+    )
     max_questions: int | None = Field(
         None, ge=1, description="Evaluate a seeded sample of at most this many questions."
     )
@@ -279,6 +289,13 @@ class RetrievalSettings(Frozen):
 
     @model_validator(mode="after")
     def _unique_labels(self) -> RetrievalSettings:
+        for configuration in self.configurations:
+            system = getattr(configuration, "system", None)
+            if system is not None and system.kind == "http" and system.response.documents is None:
+                raise ValueError(
+                    f"configuration {configuration.label!r}: a retrieval evaluation needs the documents the system "
+                    "returned; give their ids' JSONPath as response.documents"
+                )
         _assertions_checked(self.assertions, self.configurations, parse_assertion)
         for text in self.assertions:
             assertion = parse_assertion(text)
@@ -292,7 +309,9 @@ class RetrievalSettings(Frozen):
 
     @property
     def depth(self) -> int:
-        return max(self.ks)
+        """The deepest rank any metric reads, the same for every configuration: max_rank, or
+        max(ks) where a cut-off is deeper."""
+        return max(self.max_rank, max(self.ks))
 
     def metrics(self) -> list[MetricName]:
         """The standard metrics at every k, plus any other metric an assertion names."""
@@ -303,6 +322,16 @@ class RetrievalSettings(Frozen):
 
 class RetrievalEvalConfig(SomeCollections, RetrievalSettings, OnTaskRunner):
     """One `ragassay eval retrieval` call: the golden sets of some collections under configurations."""
+
+    def check_stored(self) -> None:
+        """The collections are there, and each records file names retrieved documents (without
+        any, every question would score 0 without anything measured): refused before any work."""
+        super().check_stored()
+        from ragassay.systems.collect import check_retrieval_records
+
+        for configuration in self.configurations:
+            if isinstance(configuration, SystemConfiguration):
+                check_retrieval_records(configuration.system)
 
     def chat_models(self) -> list[ChatModelConfig]:
         """The rerankers of the configurations that rerank."""

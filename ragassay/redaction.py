@@ -22,3 +22,17 @@ def redact(text: str) -> str:
     """text with every URL credential masked; text without one comes back unchanged."""
     text = _USERINFO.sub(lambda m: f"{m['scheme']}{MASK}@", text)
     return _SECRET_QUERY.sub(lambda m: f"{m['name']}{MASK}", text)
+
+
+# A secret shorter than this is not masked: masking "a" or "42" would garble every message, and
+# so short a value protects nothing.
+SHORTEST_MASKED_SECRET = 4
+
+
+def mask_secrets(text: str, secrets: frozenset[str] | set[str]) -> str:
+    """text with every occurrence of each secret value (longest first, so a token inside a longer
+    `Bearer …` value is masked with it) replaced by ***, and its URL credentials redacted."""
+    for secret in sorted(secrets, key=len, reverse=True):
+        if len(secret) >= SHORTEST_MASKED_SECRET:
+            text = text.replace(secret, MASK)
+    return redact(text)

@@ -21,6 +21,7 @@ from ragassay.evaluation.retrieval_scoring import (
     search_questions,
 )
 from ragassay.evaluation.system_runs import run_system, save_records
+from ragassay.metrics.averaging import on_common_questions
 from ragassay.metrics.names import MetricName, headline_retrieval_metrics
 from ragassay.systems.settings import SystemConfiguration
 from ragassay.tracking import Batch
@@ -42,7 +43,7 @@ def search_golden_questions(
     configuration: RetrievalConfiguration,
     depth: int,
 ) -> SearchedConfiguration:
-    """Each question through `ragassay search`'s code path at depth max(ks); the run as a table,
+    """Each question through `ragassay search`'s code path to the evaluation's max rank; the run as a table,
     and the cost of any model calls (reranking) with the reranker's fallbacks."""
     return search_questions(worker_resources(), home, collections, questions, configuration, depth)
 
@@ -80,6 +81,13 @@ def score_configuration(
     """Every metric of every question of one configuration, one row per question (null where a
     system under test did not answer)."""
     return per_question_frame(label, questions, rankings, score_rankings(questions, rankings, metrics, depth), answered)
+
+
+@task(name="keep-common-questions", cache_policy=NO_CACHE)
+def keep_common_questions(per_question: dict[str, pl.DataFrame], metrics: list[MetricName]) -> dict[str, pl.DataFrame]:
+    """`common_questions`: every configuration scored only on the questions all of them answered
+    (the others null in every table, so in no mean)."""
+    return on_common_questions(per_question, [str(m) for m in metrics])
 
 
 @task(name="summarize-retrieval", cache_policy=NO_CACHE)

@@ -68,6 +68,14 @@ def eval_retrieval(
         [], "--assert", help="Quality gate such as 'hybrid:recall@5>=0.8'; repeatable."
     ),
     save_records: Path | None = field_option(RetrievalSettings, "save_records", "--save-records"),
+    max_rank: int | None = typer.Option(
+        None, "--max-rank", help=RetrievalSettings.model_fields["max_rank"].description + " Default 100."
+    ),
+    common_questions: bool = typer.Option(
+        False,
+        "--common-questions",
+        help=RetrievalSettings.model_fields["common_questions"].description,
+    ),
     task_runner: str | None = TASK_RUNNER_OPTION,
     dask_address: str | None = DASK_ADDRESS_OPTION,
     workers: int | None = WORKERS_OPTION,
@@ -76,7 +84,7 @@ def eval_retrieval(
     """Run every golden question through search under each configuration; log one MLflow batch.
 
     Without --configs or --mode, three configurations run: fulltext, semantic and hybrid.
-    Exit code 1 when an --assert bound fails.
+    Exit code 1 when an --assert bound fails, or a system under test answered no question.
     """
     from ragassay.config import RetrievalEvalConfig, parse_config
 
@@ -98,6 +106,10 @@ def eval_retrieval(
             settings["seed"] = seed
         if save_records is not None:
             settings["save_records"] = save_records
+        if max_rank is not None:
+            settings["max_rank"] = max_rank
+        if common_questions:
+            settings["common_questions"] = True
         settings["assertions"] = [*settings.get("assertions", []), *assertion]
         settings = with_task_runner(settings, task_runner, dask_address, workers)
         if not settings.get("collections"):
@@ -113,7 +125,11 @@ def eval_retrieval(
 
     def render() -> None:
         render_means(
-            f"batch {report.batch_id}: {report.questions} questions", report.means, headline_metrics(list(config.ks))
+            f"batch {report.batch_id}: {report.questions} questions"
+            + (", each configuration on those all answered" if config.common_questions else "")
+            + f"; MRR to rank {config.depth}",
+            report.means,
+            headline_metrics(list(config.ks)),
         )
         render_systems(report.model_costs)
         render_comparisons(report.comparisons, [f"ndcg@{max(config.ks)}", "mrr"])

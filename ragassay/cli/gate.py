@@ -20,7 +20,7 @@ def gate(
         ...,
         "--max-drop",
         help="[LABEL:]METRIC=NUMBER, e.g. recall@5=0.02, hybrid:faithfulness=0.05, or faithfulness.corrected=0.05 "
-        "(the judge-corrected drop); repeatable.",
+        "(the judge-corrected drop), prod:coverage=0.02 (the share of questions a system answered); repeatable.",
     ),
     alpha: float = typer.Option(0.05, help="A drop counts only when its randomization p-value is below this."),
     seed: int = typer.Option(0, help="Seed of the paired tests."),
@@ -33,9 +33,11 @@ def gate(
     from ragassay.config import workspace_home
     from ragassay.gates.regression import (
         CORRECTED,
+        COVERAGE,
+        bounds_of_kind,
         calibration_strata,
         compare_batches,
-        is_answer_bound,
+        coverage_drops,
         parse_drop_bound,
         per_question_scores,
     )
@@ -54,25 +56,30 @@ def gate(
                 else f"no other batch over {collections} to compare with {baseline}"
             )
         before, after = tracking.batch_tables(home, baseline), tracking.batch_tables(home, candidate)
-        results = []
+        results, warnings = [], []
         for kind in ("retrieval", "answers"):
-            kind_bounds = [b for b in bounds if is_answer_bound(b) == (kind == "answers")]
-            if not kind_bounds:
+            kind_bounds = bounds_of_kind(bounds, kind)
+            both = kind in before and kind in after
+            if both:
+                scores = [
+                    {label: per_question_scores(kind, table) for label, table in tables[kind].items()}
+                    for tables in (before, after)
+                ]
+                warnings += [f"{kind}: {line}" for line in coverage_drops(*scores)]
+            if not kind_bounds or (not both and all(b.metric == COVERAGE for b in kind_bounds)):
                 continue
-            if kind not in before or kind not in after:
+            if not both:
                 raise ConfigError(
-                    f"--max-drop {kind_bounds[0].metric}: both batches need {kind} results "
+                    f"--max-drop {next(b for b in kind_bounds if b.metric != COVERAGE).metric}: both batches need {kind} results "
                     f"(baseline has {', '.join(before) or 'none'}, candidate {', '.join(after) or 'none'})"
                 )
-            scores = [
-                {label: per_question_scores(kind, table) for label, table in tables[kind].items()}
-                for tables in (before, after)
-            ]
             calibration = None
             if any(b.metric.endswith(CORRECTED) for b in kind_bounds):
                 table = tracking.batch_parent_table(home, candidate, "judge_calibration")
                 calibration = calibration_strata(table) if table is not None else None
             results += compare_batches(*scores, kind_bounds, alpha, seed, calibration).to_dicts()
+        if bounds and not results:
+            raise ConfigError("no bound could be compared: neither batch kind holds what --max-drop names")
     except RagassayError as error:
         fail(error)
 
@@ -97,7 +104,7 @@ def gate(
             table.add_row(
                 r["configuration"],
                 r["metric"],
-                str(r["questions"]),
+                f"{r['questions']}/{r['asked']}",
                 f"{r['baseline']:.4f}",
                 f"{r['candidate']:.4f}",
                 f"{r['drop']:+.4f}",
@@ -106,9 +113,16 @@ def gate(
                 f"{r['max_drop']:g}",
                 "[red]FAILED[/red]" if r["failed"] else "[green]ok[/green]",
             )
+        table.caption = "questions: compared (both batches scored) / asked in both"
         out.print(table)
+        for line in warnings:
+            out.print(f"[yellow]warning[/yellow] {line}", highlight=False)
 
-    emit(as_json, {"baseline": baseline, "candidate": candidate, "alpha": alpha, "results": results}, render)
+    emit(
+        as_json,
+        {"baseline": baseline, "candidate": candidate, "alpha": alpha, "results": results, "warnings": warnings},
+        render,
+    )
     failed = [r for r in results if r["failed"]]
     if failed:
         err.print(

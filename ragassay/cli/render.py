@@ -6,6 +6,7 @@ from __future__ import annotations
 from rich.table import Table
 
 from ragassay.cli.common import out
+from ragassay.evaluation.reports import FEWER_QUESTIONS_NOTE, means_rows
 from ragassay.gates.assertions import measured
 from ragassay.metrics.names import (
     JUDGED_METRICS,
@@ -16,24 +17,32 @@ from ragassay.metrics.significance import ALPHA
 from ragassay.run_warnings import RunWarning
 
 
-def render_means(title: str, means: dict[str, dict[str, float]], columns: list[str]) -> None:
-    table = Table(title=title)
+def render_means(title: str, means: dict[str, dict[str, float | None]], columns: list[str]) -> None:
+    """Configurations × metrics with the questions each mean is over (n): `not scored` where none
+    was, and a mark on means over fewer questions than another configuration's."""
+    rows, marked = means_rows(means, columns)
+    table = Table(title=title, caption=FEWER_QUESTIONS_NOTE if marked else None)
     table.add_column("configuration", no_wrap=True)
+    table.add_column("n", justify="right")
     for column in columns:
         table.add_column(column, justify="right")
-    for label, values in means.items():
-        table.add_row(label, *(f"{values[c]:.4f}" if c in values else "-" for c in columns))
+    for row in rows:
+        table.add_row(*row)
     out.print(table)
 
 
 def render_systems(costs: dict[str, dict[str, float]]) -> None:
-    """Each system under test's calls: answered of asked, errors by kind, latency, unknown ids
-    (nothing for built-in configurations)."""
+    """Each system under test's calls: answered of asked, errors by kind, retries, latency of the
+    answering attempt and of the whole call with its retries and waits, unknown ids (nothing for
+    built-in configurations)."""
     systems = {label: values for label, values in costs.items() if "coverage" in values}
     if not systems:
         return
-    table = Table(title="systems under test: metrics are over the questions each answered")
-    for column in ("configuration", "answered", "errors", "p50 ms", "p95 ms", "unknown ids"):
+    table = Table(
+        title="systems under test: metrics are over the questions each answered",
+        caption="p50/p95: the answering attempt; call p95: the whole call, its retries and waits included",
+    )
+    for column in ("configuration", "answered", "errors", "retries", "p50 ms", "p95 ms", "call p95 ms", "unknown ids"):
         table.add_column(column, justify="left" if column in ("configuration", "errors") else "right")
     for label, values in systems.items():
         errors = ", ".join(
@@ -41,11 +50,15 @@ def render_systems(costs: dict[str, dict[str, float]]) -> None:
             for name, count in values.items()
             if name.startswith("errors/")
         )
-        latency = [f"{values[key]:.0f}" if key in values else "-" for key in ("latency_p50_ms", "latency_p95_ms")]
+        latency = [
+            f"{values[key]:.0f}" if key in values else "-"
+            for key in ("latency_p50_ms", "latency_p95_ms", "call_latency_p95_ms")
+        ]
         table.add_row(
             label,
             f"{int(values['answered'])}/{int(values['asked'])} ({values['coverage']:.1%})",
             errors or "none",
+            f"{values.get('retries', 0):.0f}",
             *latency,
             str(int(values["unknown_doc_ids"])),
         )

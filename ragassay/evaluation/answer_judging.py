@@ -13,6 +13,7 @@ import polars as pl
 
 from ragassay.answer.answering import answer_question
 from ragassay.answer.settings import AnswerConfiguration
+from ragassay.environment import models_dir
 from ragassay.evaluation.answer_summary import AnsweredQuestion
 from ragassay.evaluation.questions import EvalQuestion, GoldenContext
 from ragassay.judge.judge import Judge, judge_answer, judging_cost
@@ -21,7 +22,9 @@ from ragassay.metrics.answers import AnswerJudgement, pair_outcome, tally_pairs
 from ragassay.progress import ProgressReporter
 from ragassay.resources import Resources
 from ragassay.run_warnings import RunWarning
+from ragassay.search.dense import DEFAULT_MODEL_NAME, Embedder, resolve_model
 from ragassay.store.schemas import PAIRWISE
+from ragassay.store.workspace import collection_paths, read_manifest
 
 # Written in both order columns when two answers are the same text: a tie, no judge call needed.
 IDENTICAL = "identical"
@@ -71,19 +74,27 @@ def judge_answers(
     resources: Resources, home: Path, judge: Judge, answered: list[AnsweredQuestion], label: str
 ) -> JudgedConfiguration:
     """Judge each answerable question's answer; answer relevancy embeds with the question
-    collection's own model."""
+    collection's own model (the one it was indexed with, the default one when it is not indexed:
+    a system under test answers from its own index, so none of ours is needed)."""
     answerable = [a for a in answered if a.answerable and a.error is None]
     judged = {}
     with ProgressReporter(f"judging {len(answerable)} answers ({label})", total=len(answerable)) as progress:
         for done, item in enumerate(answerable, start=1):
-            collection = resources.collections.open(home, item.question.query_collection, need_dense=True)
-            judged[item.key] = judge_answer(judge, item.answer, item.question.reference_answer, collection.embed_query)
+            embedder = collection_embedder(resources, home, item.question.query_collection)
+            judged[item.key] = judge_answer(judge, item.answer, item.question.reference_answer, embedder.embed_query)
             progress(done, len(answerable))
     return JudgedConfiguration(
         {key: result.judgement for key, result in judged.items()},
         Usage.total(result.usage for result in judged.values()),
         sum(result.reused for result in judged.values()),
     )
+
+
+def collection_embedder(resources: Resources, home: Path, collection: str) -> Embedder:
+    """The embedding model a collection's index was built with, or the default model before it
+    is indexed (loaded once per owner, without opening the index)."""
+    manifest = read_manifest(collection_paths(home, collection)) or {}
+    return resources.embedders.get(resolve_model(manifest.get("embedding_model", DEFAULT_MODEL_NAME), models_dir()))
 
 
 def configuration_pairs(labels: list[str]) -> list[tuple[str, str]]:

@@ -35,6 +35,7 @@ class AnsweredQuestion:
     seconds: float
     # Why a system under test gave no answer (its call failed): such a question counts in no metric.
     error: str | None = None
+    retries: int = 0  # a system under test's attempts after the first
 
     @property
     def error_kind(self) -> str | None:
@@ -104,7 +105,7 @@ def summarize_configuration(
 
 def system_call_metrics(answered: list[AnsweredQuestion]) -> dict[str, float]:
     """A system under test's calls: asked, answered, coverage = answered / asked, errors by kind,
-    and latency p50 and p95 in ms over the calls that returned (as in retrieval evaluation)."""
+    retries, and latency p50 and p95 in ms over the calls that returned (as in retrieval evaluation)."""
     returned = [a.seconds * 1000 for a in answered if a.error is None]
     kinds = Counter(a.error_kind for a in answered if a.error is not None)
     metrics = {
@@ -112,6 +113,7 @@ def system_call_metrics(answered: list[AnsweredQuestion]) -> dict[str, float]:
         "answered": float(len(returned)),
         "coverage": len(returned) / len(answered) if answered else 0.0,
         **{f"errors/{kind}": float(count) for kind, count in sorted(kinds.items())},
+        "retries": float(sum(a.retries for a in answered)),
     }
     if returned:
         p50, p95 = np.percentile(returned, [50, 95])

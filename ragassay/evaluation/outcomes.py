@@ -34,9 +34,15 @@ from ragassay.judge.judge import support_threshold_for
 from ragassay.judge.prompts import PROMPT_VERSIONS
 from ragassay.llm.registry import model_verification
 from ragassay.llm.settings import model_id_of
-from ragassay.metrics.averaging import interval_table, mean_scores
+from ragassay.metrics.averaging import interval_table, mean_scores, scored_questions
 from ragassay.metrics.judge_error import JudgeCalibration
-from ragassay.metrics.names import CORRECTED_METRICS, REPORTED_ANSWER_METRICS, headline_retrieval_metrics, metric_key
+from ragassay.metrics.names import (
+    CORRECTED_METRICS,
+    QUESTIONS_SCORED,
+    REPORTED_ANSWER_METRICS,
+    headline_retrieval_metrics,
+    metric_key,
+)
 from ragassay.metrics.significance import compare_all_pairs
 from ragassay.run_warnings import RunWarning, warnings_table
 from ragassay.store.schemas import JUDGE_CALIBRATION, PAIRWISE
@@ -45,11 +51,12 @@ from ragassay.tracking import BatchRecord, ConfigurationRecord, LoggedBatch, fla
 
 
 class RetrievalEvalReport(LoggedBatch):
-    """Means per configuration, pairwise comparisons, assertion results, and where the runs are."""
+    """Means per configuration (None where no question was scored), each with the questions it is
+    over (`questions_scored`), pairwise comparisons, assertion results, and where the runs are."""
 
     questions: int
     metrics: list[str]
-    means: dict[str, dict[str, float]]
+    means: dict[str, dict[str, float | None]]
     comparisons: list[dict]
     assertions: list[dict]
     warnings: list[RunWarning]
@@ -93,7 +100,7 @@ class RetrievalSummary:
     """Means per configuration with their 95% intervals, every pairwise comparison, and the
     `--assert` bounds' results."""
 
-    means: dict[str, dict[str, float]]
+    means: dict[str, dict[str, float | None]]
     intervals: pl.DataFrame
     comparisons: pl.DataFrame
     assertions: list[dict]
@@ -106,13 +113,31 @@ def summarize_retrieval(
     comparisons of every pair, the bounds checked. coverage: answered / asked of each
     configuration under test, which `LABEL:coverage>=…` bounds."""
     metrics = config.metrics()
-    means = {label: mean_scores(table, metrics) for label, table in per_question.items()}
+    means = {
+        label: {**mean_scores(table, metrics), QUESTIONS_SCORED: float(scored_questions(table, metrics))}
+        for label, table in per_question.items()
+    }
     for label, share in (coverage or {}).items():
         means[label]["coverage"] = share
     intervals = interval_table(per_question, [str(m) for m in metrics], seed=config.seed)
     comparisons = compare_all_pairs(per_question, [str(m) for m in metrics], seed=config.seed)
     assertions = check_assertions([parse_assertion(a) for a in config.assertions], means)
-    return RetrievalSummary(means, intervals, comparisons, assertions)
+    return RetrievalSummary(means, intervals, comparisons, assertions + answered_nothing(coverage or {}))
+
+
+def answered_nothing(coverage: dict[str, float]) -> list[dict]:
+    """A failed check for each system under test that answered no question: a configuration with
+    nothing measured fails its evaluation (exit 1), as a failed assertion does."""
+    return [
+        {
+            "assertion": f"{label}:coverage>0",
+            "value": share,
+            "passed": False,
+            "reason": f"{label} answered none of the questions, so nothing of it was measured",
+        }
+        for label, share in coverage.items()
+        if share == 0
+    ]
 
 
 def retrieval_params(config: RetrievalEvalConfig, context: GoldenContext) -> dict[str, str]:
@@ -148,13 +173,8 @@ def retrieval_record(
         ConfigurationRecord(
             label=c.label,
             params={**shared, **flatten_params({"config": c.applicable_settings()})},
-            metrics={
-                **summary.means[c.label],
-                **searched[c.label].costs,
-                "questions_scored": per_question[c.label].height
-                if searched[c.label].answered is None
-                else sum(searched[c.label].answered),
-            },
+            # A mean nothing was scored for is None, and not logged: MLflow shows no value, not 0.
+            metrics={**summary.means[c.label], **searched[c.label].costs},
             tables={
                 "per_question": per_question[c.label],
                 "run": searched[c.label].run,
@@ -299,7 +319,8 @@ def summarize_answer_batch(
         + question_set_warnings(answers)
         + calibration_warnings(calibration, model_id_of(config.judge))
         + correction_fit_warnings(intervals, calibration),
-        assertions=check_assertions([parse_answer_assertion(a) for a in config.assertions], metrics),
+        assertions=check_assertions([parse_answer_assertion(a) for a in config.assertions], metrics)
+        + answered_nothing({label: values["coverage"] for label, values in metrics.items() if "coverage" in values}),
         calibration=calibration,
     )
 

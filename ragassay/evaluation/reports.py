@@ -7,12 +7,45 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ragassay.gates.assertions import measured
-from ragassay.metrics.names import REPORTED_ANSWER_METRICS
+from ragassay.metrics.names import QUESTIONS_SCORED, REPORTED_ANSWER_METRICS
 from ragassay.metrics.significance import ALPHA, comparison_of, ranked_by_mean
 from ragassay.run_warnings import RunWarning
 
 if TYPE_CHECKING:  # (outcomes imports matplotlib; the CLI's tables need only this module's text)
     from ragassay.evaluation.outcomes import AnswerEvalReport, RetrievalEvalReport
+
+
+# The mark on a mean over fewer questions than another configuration's of the same table.
+FEWER_QUESTIONS = "†"
+FEWER_QUESTIONS_NOTE = (
+    f"{FEWER_QUESTIONS} over fewer questions than another configuration (n; a system's failed calls are in no mean): "
+    "the paired differences compare the questions both scored, and --common-questions scores every configuration "
+    "on the questions all of them answered"
+)
+
+
+def means_rows(means: dict[str, dict[str, float | None]], columns: list[str]) -> tuple[list[list[str]], bool]:
+    """Each configuration's means as cells [label, n, value...]: `not scored` where no question
+    was, `-` where the metric is not one of the configuration's, a mark on a mean over fewer
+    questions than another configuration's; and whether any is marked."""
+    counts = [values.get(QUESTIONS_SCORED) for values in means.values()]
+    most = max((n for n in counts if n is not None), default=None)
+    rows, marked = [], False
+    for label, values in means.items():
+        n = values.get(QUESTIONS_SCORED)
+        fewer = n is not None and most is not None and n < most
+        cells = []
+        for column in columns:
+            value = values.get(column, "absent")
+            if value == "absent":
+                cells.append("-")
+            elif value is None:
+                cells.append("not scored")
+            else:
+                cells.append(f"{value:.4f}" + (FEWER_QUESTIONS if fewer else ""))
+                marked = marked or fewer
+        rows.append([label, "-" if n is None else f"{n:.0f}", *cells])
+    return rows, marked
 
 
 def _link(mlflow_url: str | None, batch_id: str, ui_command: str) -> str:
@@ -153,11 +186,11 @@ def retrieval_markdown(report: RetrievalEvalReport, headline: list[str]) -> str:
         _link(report.mlflow_url, report.batch_id, report.ui_command),
         "",
     ]
-    lines += ["| configuration | " + " | ".join(headline) + " |", "|---|" + "---:|" * len(headline)]
-    lines += [
-        f"| {label} | " + " | ".join(f"{values.get(m, float('nan')):.4f}" for m in headline) + " |"
-        for label, values in means.items()
-    ]
+    rows, marked = means_rows(means, headline)
+    lines += ["| configuration | n | " + " | ".join(headline) + " |", "|---|---:|" + "---:|" * len(headline)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    if marked:
+        lines += ["", FEWER_QUESTIONS_NOTE]
     ahead = ahead_lines(report.intervals, comparisons, headline)
     if ahead:
         lines += ["", "## Who is ahead", "", *ahead]

@@ -71,7 +71,9 @@ def answered_question(
     seconds = (record.latency_ms or 0.0) / 1000
     if not record.answered:
         empty = GroundedAnswer(question.question, "refused", reason="no answer", contexts_returned=False)
-        return AnsweredQuestion(question, answerable, empty, Usage(), seconds, f"{record.error_kind}: {record.error}")
+        return AnsweredQuestion(
+            question, answerable, empty, Usage(), seconds, f"{record.error_kind}: {record.error}", record.retries
+        )
     sources = [
         Source(
             number=number,
@@ -104,7 +106,7 @@ def answered_question(
         contexts_returned=bool(sources),
         refusal_source="system" if record.refused is not None else "detected",
     )
-    return AnsweredQuestion(question, answerable, answer, Usage(), seconds)
+    return AnsweredQuestion(question, answerable, answer, Usage(), seconds, retries=record.retries)
 
 
 def answer_records(answered: list[AnsweredQuestion]) -> list[SystemRecord]:

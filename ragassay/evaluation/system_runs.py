@@ -6,6 +6,8 @@ call failed is a row with its error and counts in no metric's mean (`answered`).
 
 from __future__ import annotations
 
+import json
+import re
 import time
 from collections import Counter
 from pathlib import Path
@@ -21,11 +23,21 @@ from ragassay.run_warnings import RunWarning
 from ragassay.store.workspace import collection_paths, load_documents
 from ragassay.systems.collect import collect_records
 from ragassay.systems.doc_ids import DocIdMapper
-from ragassay.systems.records import Retrieved, SystemRecord, write_records
+from ragassay.systems.records import Retrieved, SystemRecord, check_document_ids, write_records
 from ragassay.systems.settings import SystemConfiguration
 
 # Error kinds counted per configuration (errors/<kind>); others count under their own name.
-ERROR_KINDS = ("timeout", "http_status", "connection", "malformed", "mapping", "exception", "missing", "recorded")
+ERROR_KINDS = (
+    "timeout",
+    "http_status",
+    "connection",
+    "malformed",
+    "mapping",
+    "exception",
+    "missing",
+    "recorded",
+    "skipped",
+)
 
 
 def run_system(
@@ -36,13 +48,19 @@ def run_system(
     depth: int,
     cache: CompletionCache | None,
 ) -> SearchedConfiguration:
-    """The system's ranking of every question, with its records, costs and warnings."""
+    """The system's ranking of every question, read to rank `depth` (the evaluation's max rank,
+    as built-in configurations are searched to it), with its records, costs and warnings. A
+    records file without a single document id is refused (ConfigError): its scores would be
+    zeros that measure nothing."""
     started = time.perf_counter()
     label = configuration.label
     with ProgressReporter(f"asking {label} {len(questions)} questions", total=len(questions)) as progress:
         collected = collect_records(
             configuration.system, [(q.query_id, q.question) for q in questions], cache, progress
         )
+    if configuration.system.kind == "records":
+        names = configuration.system.column_names()
+        check_document_ids(collected.records, names, configuration.system.path)
     warnings: list[RunWarning] = []
     mappers = {}
     for name in collections:
@@ -59,16 +77,27 @@ def run_system(
             )
         mappers[name] = DocIdMapper(configuration.doc_ids, known)
     ranked: list[list[tuple[DocKey, float | None]]] = []
+    longer = 0
     for question, record in zip(questions, collected.records):
         if not record.answered:
             ranked.append([])
             continue
         mapper = mappers[question.query_collection]
         documents = mapper.ranking([(item.doc_id, item.score) for item in record.retrieved if item.doc_id])
+        longer += len(documents) > depth
         ranked.append([((question.query_collection, doc), score) for doc, score in documents[:depth]])
     unknown = sum(sum(m.unknown.values()) for m in mappers.values())
     costs = system_costs(collected.records, unknown, len(collected.unmatched))
     warnings += system_warnings(label, collected.records, mappers, collected.unmatched, collected.repeated)
+    warnings += id_space_warnings(label, configuration, questions, collected.records, ranked)
+    if longer:
+        warnings.append(
+            RunWarning(
+                configuration=label,
+                reason=f"{longer} questions' lists are longer than the max rank {depth}: ranks below it are not "
+                "scored (as for every configuration); raise max_rank to read them",
+            )
+        )
     return SearchedConfiguration(
         rankings=[[key for key, _ in ranking] for ranking in ranked],
         run=run_table(label, questions, ranked),
@@ -81,23 +110,29 @@ def run_system(
 
 
 def system_costs(records: list[SystemRecord], unknown_ids: int, unmatched: int) -> dict[str, float]:
-    """answered, asked, coverage = answered / asked, errors/<kind>, latency p50 and p95 (ms, over
-    the calls that have a latency), ids that are no document, records that matched no question."""
+    """answered, asked, coverage = answered / asked, errors/<kind>, retries (attempts after the
+    first, over every call), latency p50 and p95 of the answering attempt and of the whole call
+    with its retries and waits (ms, over the calls that have one), ids that are no document,
+    records that matched no question."""
     asked = len(records)
     answered = sum(record.answered for record in records)
     kinds = Counter(record.error_kind for record in records if not record.answered)
-    latencies = [record.latency_ms for record in records if record.latency_ms is not None]
     costs = {
         "asked": float(asked),
         "answered": float(answered),
         "coverage": answered / asked if asked else 0.0,
         **{f"errors/{kind}": float(count) for kind, count in sorted(kinds.items())},
+        "retries": float(sum(record.retries for record in records)),
         "unknown_doc_ids": float(unknown_ids),
         "unmatched_records": float(unmatched),
     }
-    if latencies:
-        p50, p95 = np.percentile(latencies, [50, 95])
-        costs |= {"latency_p50_ms": round(float(p50), 3), "latency_p95_ms": round(float(p95), 3)}
+    for name, values in (
+        ("latency", [record.latency_ms for record in records if record.latency_ms is not None]),
+        ("call_latency", [record.call_ms for record in records if record.call_ms is not None]),
+    ):
+        if values:
+            p50, p95 = np.percentile(values, [50, 95])
+            costs |= {f"{name}_p50_ms": round(float(p50), 3), f"{name}_p95_ms": round(float(p95), 3)}
     return costs
 
 
@@ -131,7 +166,7 @@ def system_warnings(
                 configuration=label,
                 metric="unknown_doc_ids",
                 reason=f"{sum(unknown.values())} returned ids are no document of the collection (e.g. {examples}): "
-                "left out of the ranking; map them with doc_ids:",
+                "scored in place as not relevant; map them with doc_ids:",
             )
         )
     for what, names in (("matched no golden question", unmatched), ("repeated a question's record", repeated)):
@@ -145,6 +180,76 @@ def system_warnings(
     return warnings
 
 
+def id_space_warnings(
+    label: str,
+    configuration: SystemConfiguration,
+    questions: list[EvalQuestion],
+    records: list[SystemRecord],
+    ranked: list[list[tuple[DocKey, float | None]]],
+) -> list[RunWarning]:
+    """The loud warnings of a configuration whose metrics measure a mapping, not a system: every
+    question it answered came back without a document, or not one id it returned (after doc_ids:)
+    is an expected document of any golden question, with examples of both id spaces and a
+    `doc_ids:` rule that would map them where one is evident."""
+    answered = [ranking for ranking, record in zip(ranked, records) if record.answered]
+    if not answered:
+        return []
+    if not any(answered):
+        return [
+            RunWarning(
+                configuration=label,
+                metric="id_space",
+                reason=f"every one of the {len(answered)} questions {label} answered came back without a document id, "
+                "so each of its retrieval metrics is 0 without measuring anything; check the mapping of the ids "
+                "(response.documents, or the records' documents / retrieved field)",
+            )
+        ]
+    expected = {key for question in questions for key, grade in question.judgements.items() if grade > 0}
+    returned = {key for ranking in answered for key, _ in ranking}
+    if returned & expected:
+        return []
+    theirs = sorted({doc for _, doc in returned})[:3]
+    ours = sorted({doc for _, doc in expected})[:3]
+    system_ids = sorted({doc_id for record in records for doc_id in record.document_ids})
+    rule = suggested_doc_id_rule(system_ids, {doc for _, doc in expected})
+    return [
+        RunWarning(
+            configuration=label,
+            metric="id_space",
+            reason=f"not one of the {len(returned)} document ids {label} returned is an expected document of the "
+            f"golden set, so every retrieval metric is 0: the system's ids look like {', '.join(theirs)}, the golden "
+            f"set's like {', '.join(ours)}; "
+            + (
+                f"map them with `doc_ids: {rule}`"
+                if rule
+                else "map them with doc_ids: (strip_prefix, pattern or a mapping CSV)"
+            )
+            + (" (the configuration's doc_ids: rule is applied already)" if configuration.doc_ids is not None else ""),
+        )
+    ]
+
+
+def suggested_doc_id_rule(system_ids: list[str], expected: set[str]) -> str | None:
+    """A `doc_ids:` rule that maps many of a system's ids onto expected ids, where one is evident:
+    the prefix most of them carry before an expected id (`{strip_prefix: "PMID:"}`), or a suffix
+    after one (`{pattern: ..., replacement: ""}`); None when neither maps any id."""
+    prefixes: Counter = Counter()
+    suffixes: Counter = Counter()
+    for system_id in system_ids[:2_000]:
+        for doc_id in expected:
+            if system_id != doc_id and system_id.endswith(doc_id):
+                prefixes[system_id[: -len(doc_id)]] += 1
+            elif system_id != doc_id and system_id.startswith(doc_id):
+                suffixes[system_id[len(doc_id) :]] += 1
+    if prefixes:
+        prefix, _ = prefixes.most_common(1)[0]
+        return f"{{strip_prefix: {json.dumps(prefix)}}}"
+    if suffixes:
+        suffix, _ = suffixes.most_common(1)[0]
+        return f'{{pattern: {json.dumps(re.escape(suffix) + "$")}, replacement: ""}}'
+    return None
+
+
 RECORDS_SCHEMA = pl.Schema(
     {
         "query_id": pl.String,
@@ -154,6 +259,8 @@ RECORDS_SCHEMA = pl.Schema(
         "error": pl.String,
         "latency_ms": pl.Float64,
         "returned_ids": pl.List(pl.String),
+        "retries": pl.Int64,
+        "call_ms": pl.Float64,
         "answer": pl.String,
         "refused": pl.Boolean,
     }
@@ -171,7 +278,9 @@ def records_table(records: list[SystemRecord]) -> pl.DataFrame:
                 "error_kind": r.error_kind,
                 "error": r.error,
                 "latency_ms": r.latency_ms,
-                "returned_ids": [item.doc_id for item in r.retrieved if item.doc_id is not None],
+                "returned_ids": r.document_ids,
+                "retries": r.retries,
+                "call_ms": r.call_ms,
                 "answer": r.answer,
                 "refused": r.refused,
             }

@@ -86,5 +86,7 @@ def check_assertions(assertions: list[Assertion], means: dict[str, dict[str, flo
 
 
 def measured(result: dict) -> str:
-    """An assertion result's measured value as text ('nothing scored' when unknown)."""
-    return "nothing scored" if result["value"] is None else f"measured {result['value']:.4f}"
+    """An assertion result's measured value as text ('nothing scored' when unknown), with its
+    reason where the check says one (a system that answered nothing)."""
+    value = "nothing scored" if result["value"] is None else f"measured {result['value']:.4f}"
+    return f"{value}: {result['reason']}" if result.get("reason") else value

@@ -6,6 +6,11 @@ in a small golden set, a test alone on drops too small to matter.
 drop = mean(baseline) - mean(candidate) over the questions both batches scored, for metrics where
 higher is better; candidate - baseline for false_refusal_rate, where lower is better.
 
+Coverage is a metric like the others (1 for each question a configuration answered, 0 for each
+whose call failed, over the questions both batches asked), so `--max-drop prod:coverage=0.02`
+bounds it; and any drop of a configuration's coverage is a warning even when no bound names it,
+since every other metric is compared over the questions both batches answered only.
+
 A judged metric's `.corrected` (`faithfulness.corrected=0.05`) bounds the judge-corrected drop
 (metrics/judge_error.corrected_difference: the raw drop over Youden's index of the judge on the
 candidate's labels, with an interval over questions and labels); its p is the raw drop's, since
@@ -22,7 +27,7 @@ import polars as pl
 from ragassay.errors import ConfigError
 from ragassay.metrics.averaging import answer_scores
 from ragassay.metrics.judge_error import LabelStratum, corrected_difference, corrected_mean
-from ragassay.metrics.names import JUDGED_METRICS, LOWER_IS_BETTER, REPORTED_ANSWER_METRICS
+from ragassay.metrics.names import JUDGED_METRICS, LOWER_IS_BETTER, REPORTED_ANSWER_METRICS, parse_metric_or_none
 from ragassay.metrics.significance import ALPHA, KEYS, compare_paired
 
 _BOUND = re.compile(r"^\s*(?:(?P<label>[A-Za-z0-9][A-Za-z0-9_.-]*):)?(?P<metric>[\w@.]+)\s*=\s*(?P<drop>\d*\.?\d+)\s*$")
@@ -54,15 +59,49 @@ def parse_drop_bound(text: str) -> DropBound:
     return DropBound(metric, float(match["drop"]), match["label"])
 
 
+COVERAGE = "coverage"
+
+
 def is_answer_bound(bound: DropBound) -> bool:
     return bound.metric.removesuffix(CORRECTED) in REPORTED_ANSWER_METRICS
+
+
+def bounds_of_kind(bounds: list[DropBound], kind: str) -> list[DropBound]:
+    """The bounds a kind of results answers: its own metrics', and coverage (both kinds have it)."""
+    return [b for b in bounds if b.metric == COVERAGE or is_answer_bound(b) == (kind == "answers")]
 
 
 def per_question_scores(kind: str, table: pl.DataFrame) -> pl.DataFrame:
     """A configuration's per-question table as (query_collection, query_id, metric columns): a
     retrieval per_question table as it is; an answers table with refusal both ways as 0/1 columns
-    (refusal_recall on unanswerable questions, false_refusal_rate on answerable ones)."""
-    return answer_scores(table) if kind == "answers" else table
+    (refusal_recall on unanswerable questions, false_refusal_rate on answerable ones); both with
+    `coverage`, 1 where the question was answered and 0 where a system's call failed (a retrieval
+    question whose every metric is null)."""
+    if kind == "answers":
+        return answer_scores(table).with_columns((pl.col("outcome") != "error").cast(pl.Float64).alias(COVERAGE))
+    metrics = [column for column in table.columns if parse_metric_or_none(column) is not None]
+    answered = pl.any_horizontal(pl.col(metrics).is_not_null()) if metrics else pl.lit(True)
+    return table.with_columns(answered.cast(pl.Float64).alias(COVERAGE))
+
+
+def coverage_drops(baseline: dict[str, pl.DataFrame], candidate: dict[str, pl.DataFrame]) -> list[str]:
+    """A line for each configuration of both batches that answered fewer of the questions both
+    asked in the candidate than in the baseline (per_question_scores tables)."""
+    lines = []
+    for label in (label for label in baseline if label in candidate):
+        joined = (
+            baseline[label]
+            .select(*KEYS, pl.col(COVERAGE).alias("a"))
+            .join(candidate[label].select(*KEYS, pl.col(COVERAGE).alias("b")), on=KEYS, how="inner")
+        )
+        before, after = int(joined["a"].sum()), int(joined["b"].sum())
+        if after < before:
+            lines.append(
+                f"{label} answered {after} of {joined.height} questions in the candidate, {before} in the baseline: "
+                f"its other metrics are compared over the {int((joined['a'] * joined['b']).sum())} both answered; "
+                f"bound it with --max-drop {label}:coverage=0"
+            )
+    return lines
 
 
 REGRESSION_SCHEMA = pl.Schema(
@@ -70,6 +109,7 @@ REGRESSION_SCHEMA = pl.Schema(
         "configuration": pl.String,
         "metric": pl.String,
         "questions": pl.Int64,
+        "asked": pl.Int64,
         "baseline": pl.Float64,
         "candidate": pl.Float64,
         "drop": pl.Float64,
@@ -126,6 +166,7 @@ def compare_batches(
             )
             # In question order: the bootstrap and randomization draw rows by position, so the
             # verdict must not depend on the order the tables were stored in.
+            asked = joined.height
             joined = joined.drop_nulls(["a", "b"]).sort(KEYS)
             if joined.height == 0:
                 raise ConfigError(f"{label}:{bound.metric}: the batches scored no question in common")
@@ -150,6 +191,7 @@ def compare_batches(
                     "configuration": label,
                     "metric": bound.metric,
                     "questions": result.questions,
+                    "asked": asked,
                     "baseline": means[0],
                     "candidate": means[1],
                     "drop": drop,

@@ -29,14 +29,37 @@ def mean_scored(values: Sequence[Scored]) -> tuple[float | None, int]:
     return mean_of_scored([value.value for value in values])
 
 
-def mean_scores(per_question: pl.DataFrame, metrics: list[MetricName]) -> dict[str, float]:
-    """Each retrieval metric's mean over the questions of a per-question table (0.0 for a table
-    without questions, as an evaluation that scored nothing found nothing)."""
-    means = {}
-    for metric in metrics:
-        mean, _ = mean_of_scored(per_question[str(metric)].to_list() if per_question.height else [])
-        means[str(metric)] = 0.0 if mean is None else mean
-    return means
+def mean_scores(per_question: pl.DataFrame, metrics: list[MetricName]) -> dict[str, float | None]:
+    """Each retrieval metric's mean over the questions of a per-question table that have a value;
+    None where no question has one (nothing was scored: no value, never a 0.0)."""
+    return {
+        str(metric): mean_of_scored(per_question[str(metric)].to_list() if per_question.height else [])[0]
+        for metric in metrics
+    }
+
+
+def scored_questions(per_question: pl.DataFrame, metrics: list[MetricName]) -> int:
+    """The questions of a per-question table with a value for the first metric (a question is
+    scored on every metric or on none)."""
+    return per_question.height and int(per_question[str(metrics[0])].is_not_null().sum())
+
+
+def on_common_questions(per_question: dict[str, pl.DataFrame], metrics: list[str]) -> dict[str, pl.DataFrame]:
+    """Each configuration's per-question table with every question that some configuration did
+    not score set to null, so every mean is over the same questions: those all of them scored."""
+    # A question is its collection and its id: two collections' golden sets may share ids.
+    key = pl.concat_str("query_collection", "query_id", separator="\x1f")
+    scored = [
+        set(table.filter(pl.col(metrics[0]).is_not_null()).select(key)["query_collection"].to_list())
+        for table in per_question.values()
+    ]
+    common = list(set.intersection(*scored)) if scored else []
+    return {
+        label: table.with_columns(
+            pl.when(key.is_in(common)).then(pl.col(metric)).otherwise(None).alias(metric) for metric in metrics
+        )
+        for label, table in per_question.items()
+    }
 
 
 INTERVAL_RESAMPLES = 2_000

@@ -25,6 +25,9 @@ ANSWER_METRICS = ("faithfulness", "context_recall", "answer_relevancy", "citatio
 # Every answer metric a report shows, bounds and compares: the judged ones, then refusal in both
 # directions (counted from outcomes, no judge).
 REPORTED_ANSWER_METRICS = (*ANSWER_METRICS, "refusal_recall", "false_refusal_rate")
+# Beside a retrieval configuration's means: the questions they are over (a system's failed calls
+# are in none), so means over different question sets say so.
+QUESTIONS_SCORED = "questions_scored"
 # Metrics where the lower value is the better one (every other metric: higher is better).
 LOWER_IS_BETTER = ("false_refusal_rate",)
 # The answer metrics made of support verdicts, which people's labels can correct for the judge's

@@ -2,14 +2,24 @@
 `concurrency` calls at once, retried with backoff where a later try may pass (connection errors,
 timeouts, HTTP 429 and 5xx), remembered in the completion cache when they succeed and the system
 says so (`version:` set, or `cache: true`; keyed on the system's settings, the request and its
-version; errors are never remembered). A failed call is a record with its error kind and message, never a lost row.
-When the first UNREACHABLE_AFTER calls all fail to reach the system, the rest are not made: their
-records say `skipped`, so one dead endpoint costs seconds, not retries × questions, and the other
-configurations of the batch still run."""
+version; errors are never remembered). A failed call is a record with its error kind and message,
+never a lost row; a record counts its retries and the whole call's time beside the successful
+attempt's. When UNREACHABLE_AFTER calls have failed to reach the system and none has reached it,
+the rest are not made: their records say `skipped`, so one dead endpoint costs seconds, not
+retries × questions, and the other configurations of the batch still run.
+
+A Python target runs in a worker thread of its own, bounded by `timeout_seconds` (a sync function
+as well as a coroutine): one that does not return in time is abandoned (the thread is left to
+finish on its own; Python cannot stop it) and its question is a `timeout` row. Whatever it raises,
+SystemExit and KeyboardInterrupt included, is that question's `exception` row.
+
+Every text a record keeps (error messages, answers, contexts) has the system's secrets masked
+(HttpSystem: each `${VAR}` value, and the values of secret headers), whatever echoed them."""
 
 from __future__ import annotations
 
 import asyncio
+import email.utils
 import importlib
 import inspect
 import json
@@ -20,11 +30,12 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
+from datetime import UTC, datetime
 
 from ragassay.errors import ConfigError
 from ragassay.llm.cache import CompletionCache, request_key
-from ragassay.redaction import redact
-from ragassay.systems.records import SystemRecord, failed_record, record_from_fields
+from ragassay.redaction import mask_secrets, redact
+from ragassay.systems.records import Retrieved, SystemRecord, failed_record, record_from_fields
 from ragassay.systems.settings import RECORD_FIELDS, HttpSystem, PythonSystem
 
 # Calls that all failed to reach the system before its configuration is stopped.
@@ -34,9 +45,10 @@ _BACKOFF_SECONDS = (0.5, 1.0, 2.0, 4.0, 8.0)
 
 
 class _Retryable(Exception):
-    def __init__(self, kind: str, message: str):
+    def __init__(self, kind: str, message: str, retry_after: float | None = None):
         super().__init__(message)
         self.kind = kind
+        self.retry_after = retry_after  # seconds the system asked to wait (Retry-After)
 
 
 class _Failed(Exception):
@@ -52,37 +64,47 @@ def call_system(
     on_progress: Callable[[int, int], None] = lambda done, total: None,
 ) -> list[SystemRecord]:
     """One record per (query_id, question), in their order."""
+    secrets = system_secrets(system) if system.kind == "http" else frozenset()
     call = _http_caller(system) if system.kind == "http" else _python_caller(system)
     identity = "system:" + json.dumps(
         system.model_dump(mode="json", exclude={"cache", "concurrency", "max_retries", "timeout_seconds"}),
         sort_keys=True,
     )
     records: list[SystemRecord | None] = [None] * len(questions)
-    lock, done, unreachable = threading.Lock(), [0], [0]
+    lock, done = threading.Lock(), [0]
+    # Calls that could not connect, and whether any call reached the system: once enough have
+    # failed to connect and none got through, the endpoint is down and the rest are skipped.
+    unreachable, reached = [0], [False]
 
     def one(position: int) -> None:
         query_id, question = questions[position]
         key = request_key(identity, "system-call", query_id=query_id, question=question)
         remembered = cache.get(key) if cache is not None and system.remembers_calls else None
+        asked = False
         if remembered is not None:
             record = record_from_fields(remembered, _OWN_NAMES, "cached call")
         else:
-            if unreachable[0] >= UNREACHABLE_AFTER and done[0] == unreachable[0]:
+            with lock:
+                skip = unreachable[0] >= UNREACHABLE_AFTER and not reached[0]
+            if skip:
                 record = failed_record(
                     query_id,
                     question,
                     "skipped",
-                    f"not asked: the first {UNREACHABLE_AFTER} calls found the system unreachable",
+                    f"not asked: {UNREACHABLE_AFTER} calls found the system unreachable and none reached it",
                     None,
                 )
             else:
-                record = _with_retries(system, call, query_id, question)
+                asked = True
+                record = _masked(_with_retries(system, call, query_id, question), secrets)
                 if record.answered and cache is not None and system.remembers_calls:
                     cache.put(key, record.as_json())
         with lock:
             records[position] = record
             done[0] += 1
-            unreachable[0] += record.error_kind == "connection"
+            if asked:
+                unreachable[0] += record.error_kind == "connection"
+                reached[0] = reached[0] or record.error_kind != "connection"
             on_progress(done[0], len(questions))
 
     try:
@@ -94,6 +116,10 @@ def call_system(
 
 
 def _with_retries(system, call, query_id: str, question: str) -> SystemRecord:
+    """The call, tried again after a retryable failure (waiting what the system's Retry-After
+    asks, bounded by the timeout, else the backoff); latency_ms is the last attempt's, call_ms the
+    whole call's with its waits, retries the attempts after the first."""
+    call_started = time.perf_counter()
     for attempt in range(system.max_retries + 1):
         started = time.perf_counter()
         try:
@@ -102,13 +128,49 @@ def _with_retries(system, call, query_id: str, question: str) -> SystemRecord:
         except _Retryable as error:
             latency = (time.perf_counter() - started) * 1000
             if attempt < system.max_retries:
-                time.sleep(_BACKOFF_SECONDS[min(attempt, len(_BACKOFF_SECONDS) - 1)])
+                backoff = _BACKOFF_SECONDS[min(attempt, len(_BACKOFF_SECONDS) - 1)]
+                wait = backoff if error.retry_after is None else min(error.retry_after, system.timeout_seconds)
+                time.sleep(wait)
                 continue
-            return failed_record(query_id, question, error.kind, str(error), latency)
+            record = failed_record(query_id, question, error.kind, str(error), latency)
         except _Failed as error:
-            return failed_record(query_id, question, error.kind, str(error), (time.perf_counter() - started) * 1000)
-        return _record(values, query_id, question, latency)
+            record = failed_record(query_id, question, error.kind, str(error), (time.perf_counter() - started) * 1000)
+        else:
+            try:
+                record = _record(values, query_id, question, latency)
+            except ValueError as error:  # a field of the wrong type: this question's mapping error
+                record = failed_record(query_id, question, "mapping", str(error), latency)
+        return replace(record, retries=attempt, call_ms=round((time.perf_counter() - call_started) * 1000, 3))
     raise AssertionError("unreachable")
+
+
+def system_secrets(system: HttpSystem) -> frozenset[str]:
+    """The values no text may show: each ${VAR}'s value in the headers, and the resolved value of
+    every secret header (HttpSystem.is_secret_header), with its scheme word (`Bearer x`) and without."""
+    secrets: set[str] = set()
+    for name, template in system.header_templates().items():
+        secrets |= {os.environ[variable] for variable in _VARIABLE.findall(template) if variable in os.environ}
+        if system.is_secret_header(name):
+            value = _VARIABLE.sub(lambda match: os.environ.get(match[1], ""), template)
+            secrets |= {value, value.partition(" ")[2]}
+    return frozenset(secret for secret in secrets if secret)
+
+
+def _masked(record: SystemRecord, secrets: frozenset[str]) -> SystemRecord:
+    """The record with every secret masked in each text it keeps."""
+    if not secrets:
+        return record
+
+    def text(value: str | None) -> str | None:
+        return None if value is None else mask_secrets(value, secrets)
+
+    return replace(
+        record,
+        error=text(record.error),
+        answer=text(record.answer),
+        retrieved=tuple(Retrieved(text(r.doc_id), text(r.text), r.score) for r in record.retrieved),
+        citations=None if record.citations is None else tuple(text(c) for c in record.citations),
+    )
 
 
 def _record(values: SystemRecord | dict, query_id: str, question: str, latency: float) -> SystemRecord:
@@ -123,8 +185,8 @@ _OWN_NAMES = {name: name for name in RECORD_FIELDS}
 
 
 def _python_caller(system: PythonSystem):
-    """The target function, called with question= (and query_id= when it takes it); a coroutine
-    function runs to completion in the calling thread."""
+    """The target function, called with question= (and query_id= when it takes it) in a worker
+    thread of its own, bounded by the timeout; a coroutine function runs to completion there."""
     module_name, _, attribute = system.target.partition(":")
     try:
         function = getattr(importlib.import_module(module_name), attribute)
@@ -135,16 +197,24 @@ def _python_caller(system: PythonSystem):
     takes_query_id = "query_id" in inspect.signature(function).parameters
     names = system.column_names()
 
+    def run(arguments: dict):
+        result = function(**arguments)
+        return asyncio.run(_awaited(result)) if inspect.isawaitable(result) else result
+
     def call(query_id: str, question: str) -> SystemRecord:
         arguments = {"question": question, **({"query_id": query_id} if takes_query_id else {})}
         try:
-            result = function(**arguments)
-            if inspect.isawaitable(result):
-                result = asyncio.run(_awaited(result, system.timeout_seconds))
+            result = _in_own_thread(lambda: run(arguments), system.timeout_seconds)
+        except _TimedOut:
+            raise _Retryable(
+                "timeout", f"{system.target} did not return within {system.timeout_seconds:g} s (abandoned)"
+            ) from None
         except (TimeoutError, ConnectionError) as error:
             kind = "timeout" if isinstance(error, TimeoutError) else "connection"
             raise _Retryable(kind, f"{type(error).__name__}: {error}") from None
-        except Exception as error:  # the team's code may raise anything: that question's row says what
+        except (
+            BaseException
+        ) as error:  # the team's code may raise anything, SystemExit too: that question's row says what
             raise _Failed("exception", f"{type(error).__name__}: {error}") from None
         if not isinstance(result, dict):
             raise _Failed("mapping", f"the target returned {type(result).__name__}, not a dict of record fields")
@@ -156,8 +226,34 @@ def _python_caller(system: PythonSystem):
     return call
 
 
-async def _awaited(awaitable, timeout: float):
-    return await asyncio.wait_for(awaitable, timeout)
+class _TimedOut(Exception):
+    pass
+
+
+def _in_own_thread(function: Callable[[], object], timeout: float):
+    """function() in a daemon thread; its result, or what it raised (BaseException
+    included); _TimedOut when it has not returned within timeout seconds (it is left running: a
+    thread cannot be stopped, and as a daemon it does not hold the process at exit)."""
+    outcome: dict = {}
+
+    def target() -> None:
+        try:
+            outcome["result"] = function()
+        except BaseException as error:  # handed to the caller, which makes it the question's row
+            outcome["error"] = error
+
+    worker = threading.Thread(target=target, daemon=True, name="system-under-test")
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        raise _TimedOut()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["result"]
+
+
+async def _awaited(awaitable):
+    return await awaitable
 
 
 _VARIABLE = re.compile(r"\$\{(\w+)\}")
@@ -190,9 +286,9 @@ def _http_caller(system: HttpSystem):
     import httpx
     from jsonpath_ng.ext import parse
 
-    headers = resolved_headers(system.headers)
+    headers = resolved_headers(system.header_templates())
     paths = {name: (path, parse(path)) for name, path in system.response.model_dump(exclude_none=True).items()}
-    client = httpx.Client(timeout=system.timeout_seconds, headers=headers)
+    client = httpx.Client(timeout=system.timeout_seconds, headers=headers, follow_redirects=system.follow_redirects)
     url = redact(system.url)
 
     def call(query_id: str, question: str) -> dict:
@@ -207,7 +303,18 @@ def _http_caller(system: HttpSystem):
         except httpx.TransportError as error:
             raise _Retryable("connection", f"{url}: {type(error).__name__}: {error}") from None
         if response.status_code in _RETRY_STATUS:
-            raise _Retryable("http_status", f"HTTP {response.status_code} from {url}")
+            raise _Retryable(
+                "http_status",
+                f"HTTP {response.status_code} from {url}",
+                _retry_after(response.headers.get("Retry-After")),
+            )
+        if response.is_redirect:
+            target = redact(response.headers.get("Location", "nowhere"))
+            raise _Failed(
+                "http_status",
+                f"HTTP {response.status_code} redirect from {url} to {target} (not followed; set "
+                "`follow_redirects: true` to follow it, or give the final URL)",
+            )
         if response.status_code >= 400:
             raise _Failed("http_status", f"HTTP {response.status_code} from {url}")
         try:
@@ -220,20 +327,54 @@ def _http_caller(system: HttpSystem):
     return call
 
 
+def _retry_after(value: str | None) -> float | None:
+    """The seconds a Retry-After header asks to wait: a number of seconds or an HTTP date; None
+    when absent or unreadable (the backoff applies)."""
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
+
+
 def _read_response(document, paths: dict) -> dict:
-    """The record's fields found by their JSONPaths; _Failed naming a JSONPath whose first field is
-    missing from the response (a path into an empty list matches nothing and is an empty list)."""
+    """The record's fields found by their JSONPaths; _Failed naming a JSONPath that matches nothing
+    in the response at any depth (a path into an empty list matches nothing and is an empty
+    list), or a value of the wrong type for its field."""
     found = {}
     for name, (text, expression) in paths.items():
         values = [match.value for match in expression.find(document)]
-        if not values and not _starts_in(document, text):
-            raise _Failed("mapping", f"response.{name} {text} matched nothing in the response")
+        if not values:
+            reason = _why_nothing(expression, document)
+            if reason is not None:
+                raise _Failed("mapping", f"response.{name} {text} matched nothing in the response: {reason}")
         found[name] = values
     record: dict = {}
-    if "answer" in found:
-        record["answer"] = found["answer"][0] if found["answer"] else None
-    if "refused" in found:
-        record["refused"] = found["refused"][0] if found["refused"] else None
+    for name in ("answer", "refused"):
+        if name in found:
+            value = found[name][0] if found[name] else None
+            wanted = str if name == "answer" else bool
+            if value is not None and not isinstance(value, wanted):
+                raise _Failed(
+                    "mapping",
+                    f"response.{name} {paths[name][0]} is {type(value).__name__} {value!r}, not "
+                    + ("a string" if name == "answer" else "true or false"),
+                )
+            record[name] = value
+    for name in ("documents", "citations"):
+        for value in found.get(name, []):
+            if not isinstance(value, (str, int)) or isinstance(value, bool):
+                raise _Failed(
+                    "mapping", f"response.{name} {paths[name][0]} matched {type(value).__name__} {value!r}, not an id"
+                )
     if "citations" in found:
         record["citations"] = [str(value) for value in found["citations"]]
     documents, contexts, scores = found.get("documents"), found.get("contexts"), found.get("scores")
@@ -250,7 +391,20 @@ def _read_response(document, paths: dict) -> dict:
     return record
 
 
-def _starts_in(document, path: str) -> bool:
-    """Whether the first field a JSONPath names ($.sources[*].id: sources) is in the response."""
-    match = re.match(r"^\$\.?([A-Za-z_][\w-]*)", path)
-    return isinstance(document, dict) and match is not None and match[1] in document
+def _why_nothing(expression, document) -> str | None:
+    """Why a JSONPath that matched nothing did not, or None when it reached an empty list (a
+    system that found nothing): the deepest part of the path that matches, and what it matched."""
+    from jsonpath_ng.jsonpath import Child, Root
+
+    node = expression
+    while isinstance(node, Child):
+        node = node.left
+        if isinstance(node, Root):
+            return "its first field is not in the response"
+        values = [match.value for match in node.find(document)]
+        if values:
+            if all(isinstance(value, list) and not value for value in values):
+                return None
+            kinds = sorted({type(value).__name__ for value in values})
+            return f"its part {node} matches {len(values)} value(s) ({', '.join(kinds)}), the rest of the path none"
+    return "no part of the response matches it"

@@ -1,7 +1,8 @@
 """A system's document ids made the collection's: the configuration's `doc_ids:` rule, then
 chunk ids (`doc#ordinal`) collapsed to their document at its best rank. An id that is no
-document of the collection is kept out of the ranking and counted, so a mis-mapped id shows as a
-count and a warning, not as a silent zero."""
+document of the collection stays in the ranking where the system put it, as a document that is
+not relevant (trec_eval's reading of an id its judgements do not know), and is counted, so a
+mis-mapped id shows as a count and a warning, never as documents below it moving up."""
 
 from __future__ import annotations
 
@@ -43,14 +44,16 @@ class DocIdMapper:
     def ranking(self, ranked: list[tuple[str, float | None]]) -> list[tuple[str, float | None]]:
         """The ranked (document id, score) pairs of ranked (system id, score) pairs: mapped, chunk
         ids collapsed to their document at its best rank (with that rank's score), each document
-        once, unknown ids left out (and counted)."""
+        once; an unknown id kept in its place as its mapped self (counted), which no judgement
+        names, so it scores as a non-relevant document."""
         documents: list[tuple[str, float | None]] = []
         seen: set[str] = set()
         for system_id, score in ranked:
-            doc_id = self._known_document(self.one(system_id))
+            mapped = self.one(system_id)
+            doc_id = self._known_document(mapped)
             if doc_id is None:
                 self.unknown[system_id] = self.unknown.get(system_id, 0) + 1
-                continue
+                doc_id = mapped
             if doc_id not in seen:
                 seen.add(doc_id)
                 documents.append((doc_id, score))

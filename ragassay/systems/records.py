@@ -10,7 +10,8 @@ A record: `query_id`, `question`, `answer` (optional), `retrieved` (ranked, best
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+import math
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import polars as pl
@@ -38,8 +39,11 @@ class SystemRecord:
     refused: bool | None = None
     error: str | None = None
     error_kind: str | None = None  # timeout, http_status, connection, mapping, exception, malformed
-    latency_ms: float | None = None
-    extra: dict = field(default_factory=dict, compare=False)
+    latency_ms: float | None = None  # the successful (or last) attempt's
+    retries: int = 0  # attempts after the first (429, 5xx, timeouts, connection errors)
+    call_ms: float | None = None  # the whole call: every attempt and the waits between them
+    # Where the record was read from (`file:line`), to name both lines of a repeated question.
+    source: str | None = field(default=None, compare=False)
 
     @property
     def answered(self) -> bool:
@@ -57,11 +61,23 @@ class SystemRecord:
             "error": self.error,
             "error_kind": self.error_kind,
             "latency_ms": self.latency_ms,
+            "retries": self.retries,
+            "call_ms": self.call_ms,
         }
+
+    @property
+    def document_ids(self) -> list[str]:
+        """The ids of the retrieved documents, in rank order (items without one left out)."""
+        return [item.doc_id for item in self.retrieved if item.doc_id is not None]
 
 
 def failed_record(query_id: str, question: str, kind: str, message: str, latency_ms: float | None) -> SystemRecord:
     return SystemRecord(query_id, question, error=message, error_kind=kind, latency_ms=latency_ms)
+
+
+def _is_number(value) -> bool:
+    """A JSON number that ranks: not a bool (JSON true is no score), not NaN or infinite."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def record_from_fields(values: dict, names: dict[str, str], where: str) -> SystemRecord:
@@ -75,7 +91,9 @@ def record_from_fields(values: dict, names: dict[str, str], where: str) -> Syste
         items = value(name)
         if items is None:
             return None
-        if not isinstance(items, list) or not all(isinstance(item, (str, int)) for item in items):
+        if not isinstance(items, list) or not all(
+            isinstance(item, (str, int)) and not isinstance(item, bool) for item in items
+        ):
             raise ValueError(f"{where}: {names[name]} must be a list of strings")
         return [str(item) for item in items]
 
@@ -90,9 +108,15 @@ def record_from_fields(values: dict, names: dict[str, str], where: str) -> Syste
             if not isinstance(item, dict) or set(item) - {"doc_id", "text", "score"}:
                 raise ValueError(f"{where}: {names['retrieved']}[{position}] must hold doc_id, text and/or score")
             score = item.get("score")
-            if score is not None and not isinstance(score, (int, float)):
-                raise ValueError(f"{where}: {names['retrieved']}[{position}].score must be a number")
+            if score is not None and not _is_number(score):
+                raise ValueError(
+                    f"{where}: {names['retrieved']}[{position}].score must be a finite number, not {score!r}"
+                )
             doc_id = item.get("doc_id")
+            if doc_id is not None and (not isinstance(doc_id, (str, int)) or isinstance(doc_id, bool)):
+                raise ValueError(f"{where}: {names['retrieved']}[{position}].doc_id must be a string, not {doc_id!r}")
+            if item.get("text") is not None and not isinstance(item["text"], str):
+                raise ValueError(f"{where}: {names['retrieved']}[{position}].text must be a string")
             retrieved.append(
                 Retrieved(
                     None if doc_id is None else str(doc_id), item.get("text"), None if score is None else float(score)
@@ -111,7 +135,7 @@ def record_from_fields(values: dict, names: dict[str, str], where: str) -> Syste
     if refused is not None and not isinstance(refused, bool):
         raise ValueError(f"{where}: {names['refused']} must be true or false")
     latency = value("latency_ms")
-    if latency is not None and not isinstance(latency, (int, float)):
+    if latency is not None and not _is_number(latency):
         raise ValueError(f"{where}: {names['latency_ms']} must be a number of milliseconds")
     answer, question, query_id = value("answer"), value("question"), value("query_id")
     for name, text in (("answer", answer), ("question", question)):
@@ -164,9 +188,16 @@ def read_records(path: Path, names: dict[str, str]) -> list[SystemRecord]:
     records, problems = [], []
     for where, row in numbered:
         try:
-            records.append(record_from_fields(row, names, where))
+            record = record_from_fields(row, names, where)
         except ValueError as error:
             problems.append(str(error))
+            continue
+        if record.query_id is None and record.question is None:
+            problems.append(
+                f"{where}: has neither {names['query_id']!r} nor {names['question']!r} (the question), so it matches "
+                "no golden question; name the columns that hold them with `columns:`"
+            )
+        records.append(replace(record, source=where))
     if problems:
         raise ConfigError(f"records file {path} has malformed records: " + listed_problems(problems))
     return records
@@ -177,3 +208,17 @@ def write_records(path: Path, records: list[SystemRecord]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(r.as_json(), ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
     return path
+
+
+def check_document_ids(records: list[SystemRecord], names: dict[str, str], path: Path) -> None:
+    """ConfigError when not one record of a records file names a retrieved document: a retrieval
+    evaluation of it would score every question 0 without measuring anything. (A file of failed
+    records only is its coverage's problem, reported as such.)"""
+    answered = [record for record in records if record.answered]
+    if not answered or any(record.document_ids for record in answered):
+        return
+    raise ConfigError(
+        f"records file {path}: no record holds document ids (field {names['documents']!r}, or doc_id in "
+        f"{names['retrieved']!r}), so its retrieval cannot be scored; name the field that holds them with "
+        "`columns: {documents: FIELD}`, or evaluate its answers alone with `ragassay eval answers`"
+    )

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 
 from ragassay.fields import LABEL, Frozen
 
@@ -84,10 +84,14 @@ class _Columns(Frozen):
 
 
 class RecordsSystem(_Columns):
-    """Records a system produced earlier: JSON Lines (one record per line) or Parquet."""
+    """Records a system produced earlier: JSON Lines (one record per line) or Parquet. Two records
+    for one question are refused, naming both lines, unless `duplicates` says which one counts."""
 
     kind: Literal["records"]
     path: Path
+    duplicates: Literal["refuse", "first", "last"] = Field(
+        "refuse", description="Two records for one question: refuse (naming both lines), or keep the first or last."
+    )
 
 
 class TrecSystem(Frozen):
@@ -148,18 +152,40 @@ class ResponsePaths(Frozen):
         return self
 
 
+# Header names whose values are secrets even when no `secret_headers:` names them.
+_SECRET_LOOKING_HEADER = re.compile(r"auth|key|token|secret|cookie|password|signature", re.IGNORECASE)
+
+
 class HttpSystem(_Called):
     """An HTTP endpoint: the request from a template ({{question}} and {{query_id}} substituted in
     every string of the body, ${VAR} in headers taken from the environment), the record read from
-    the JSON response by JSONPaths."""
+    the JSON response by JSONPaths.
+
+    Header values are SecretStr, so a value written into the file never reaches Prefect's
+    flow-run parameters (they are stored as `**********`; the task resolves the real one) or any
+    dump of the settings. The secrets masked in every text ragassay keeps or prints: each
+    `${VAR}`'s value, and the whole value of a header named in `secret_headers` or whose name looks
+    secret (Authorization, X-Api-Key, Cookie, ...)."""
 
     kind: Literal["http"]
     url: str = Field(pattern=r"^https?://")
     method: Literal["GET", "POST", "PUT"] = "POST"
-    headers: dict[str, str] = Field(default_factory=dict)
+    headers: dict[str, SecretStr] = Field(default_factory=dict)
+    secret_headers: tuple[str, ...] = Field((), description="Headers whose values are secret (masked everywhere).")
     body: dict | None = None
     response: ResponsePaths
     concurrency: int = Field(4, ge=1, le=64)
+    follow_redirects: bool = Field(
+        False, description="Follow HTTP redirects (off: a redirect is that question's http_status error, naming it)."
+    )
+
+    def header_templates(self) -> dict[str, str]:
+        """The headers as written in the configuration (`Bearer ${VAR}` unresolved)."""
+        return {name: value.get_secret_value() for name, value in self.headers.items()}
+
+    def is_secret_header(self, name: str) -> bool:
+        marked = {header.lower() for header in self.secret_headers}
+        return name.lower() in marked or bool(_SECRET_LOOKING_HEADER.search(name))
 
 
 SystemSpec = Annotated[RecordsSystem | TrecSystem | PythonSystem | HttpSystem, Field(discriminator="kind")]
@@ -182,9 +208,9 @@ class SystemConfiguration(Frozen):
         only when it takes its secret from an environment variable (`Bearer ${VAR}`); one written
         into the file is logged as ***, as a secret must not reach MLflow."""
         settings = self.model_dump(mode="json", exclude_none=True, exclude={"label"})
-        headers = settings["system"].get("headers")
-        if headers:
+        if isinstance(self.system, HttpSystem) and self.system.headers:
             settings["system"]["headers"] = {
-                name: value if re.search(r"\$\{\w+\}", value) else "***" for name, value in headers.items()
+                name: value if re.search(r"\$\{\w+\}", value) else "***"
+                for name, value in self.system.header_templates().items()
             }
         return settings

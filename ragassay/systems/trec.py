@@ -4,6 +4,7 @@ trec_eval's `comp_sim_docno` does); the rank column is ignored, as trec_eval ign
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from ragassay.errors import ConfigError, listed_problems
@@ -12,7 +13,8 @@ from ragassay.user_files import read_user_text
 
 def read_trec_run(path: Path) -> dict[str, list[tuple[str, float]]]:
     """{qid: [(docid, score), ...] best first}; a ConfigError naming file:line for a malformed
-    line or a document listed twice for one query (at most 20 problems, then a count)."""
+    line, a score that is not a finite number, or a document listed twice for one query (at most
+    20 problems, then a count)."""
     scored: dict[str, dict[str, float]] = {}
     first_line: dict[tuple[str, str], int] = {}
     problems = []
@@ -28,6 +30,10 @@ def read_trec_run(path: Path) -> dict[str, list[tuple[str, float]]]:
             score = float(score_text)
         except ValueError:
             problems.append(f"{path}:{number}: score {score_text!r} is not a number")
+            continue
+        if not math.isfinite(score):
+            # NaN compares false with everything: sorted by it, the valid scores come out in any order.
+            problems.append(f"{path}:{number}: score {score_text!r} is not a finite number")
             continue
         if (qid, docid) in first_line:
             problems.append(

@@ -14,10 +14,10 @@ from ragassay.search.run import run_search
 from ragassay.search.settings import SearchSettings
 from tests.helpers import SESSION_RESOURCES
 
-# The workspace and collection searched (the test sets them); depth as the evaluation's max(ks).
+# The workspace and collection searched (the test sets them); depth as the evaluation's max rank.
 HOME: Path | None = None
 COLLECTION = "sample"
-DEPTH = 10
+DEPTH = 100
 
 
 def search(question: str, query_id: str) -> dict:

@@ -239,9 +239,12 @@ def test_doc_id_rules_map_prefixes_patterns_csv_and_chunk_ids(tmp_path):
     )
     returned = ["kb://guides/one.txt#3", "N2", "kb://KB-7", "kb://guides/one.txt#0", "elsewhere.txt"]
     ranked = mapper.ranking([(system_id, 5.0 - rank) for rank, system_id in enumerate(returned)])
-    assert ranked == [("guides/one.txt", 5.0), ("notes/2.md", 4.0), ("guides/seven.txt", 3.0)], (
-        "chunk ids collapse to their document at its best rank"
-    )
+    assert ranked == [
+        ("guides/one.txt", 5.0),
+        ("notes/2.md", 4.0),
+        ("guides/seven.txt", 3.0),
+        ("elsewhere.txt", 1.0),
+    ], "chunk ids collapse to their document at its best rank; an unknown id keeps its place"
     assert mapper.unknown == {"elsewhere.txt": 1}
 
 
@@ -261,9 +264,9 @@ def test_header_secrets_come_from_the_environment_and_never_reach_the_params(mon
     params = json.dumps(configuration.applicable_settings())
     assert "${PROD_RAG_TOKEN}" in params and "written-in-the-file" not in params
     with pytest.raises(ConfigError, match=r"\$\{PROD_RAG_TOKEN\}, which is not set"):
-        resolved_headers(configuration.system.headers)
+        resolved_headers(configuration.system.header_templates())
     monkeypatch.setenv("PROD_RAG_TOKEN", "s3cret")
-    assert resolved_headers(configuration.system.headers)["Authorization"] == "Bearer s3cret"
+    assert resolved_headers(configuration.system.header_templates())["Authorization"] == "Bearer s3cret"
 
 
 @pytest.mark.flows
