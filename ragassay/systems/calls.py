@@ -287,6 +287,7 @@ def _http_caller(system: HttpSystem):
     from jsonpath_ng.ext import parse
 
     headers = resolved_headers(system.header_templates())
+    secrets = system_secrets(system)
     paths = {name: (path, parse(path)) for name, path in system.response.model_dump(exclude_none=True).items()}
     client = httpx.Client(timeout=system.timeout_seconds, headers=headers, follow_redirects=system.follow_redirects)
     url = redact(system.url)
@@ -320,7 +321,9 @@ def _http_caller(system: HttpSystem):
         try:
             document = response.json()
         except ValueError:
-            raise _Failed("malformed", f"the response from {url} is not JSON: {response.text[:120]!r}") from None
+            # Masked before it is cut: a secret cut in two would no longer match its value.
+            shown = mask_secrets(response.text, secrets)[:120]
+            raise _Failed("malformed", f"the response from {url} is not JSON: {shown!r}") from None
         return _read_response(document, paths)
 
     call.close = client.close

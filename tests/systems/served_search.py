@@ -33,17 +33,53 @@ async def search_async(question: str) -> dict:
     return search(question, "")
 
 
+def search_failing(question: str, query_id: str) -> dict:
+    """The same search, failing on the questions in FAILING (a system that is down for some)."""
+    if query_id in FAILING:
+        raise RuntimeError("the index shard behind the system is down")
+    return search(question, query_id)
+
+
+def nothing(question: str) -> dict:
+    """A system whose every answer comes back without a document (its ids are mapped wrong)."""
+    return {"retrieved": [{"text": "some passage", "score": 1.0}]}
+
+
+def hang(question: str) -> dict:
+    """A blocking target that never returns in time (a synchronous call stuck on a dead socket)."""
+    time.sleep(30)
+    return {"retrieved": []}
+
+
+def exits(question: str, query_id: str) -> dict:
+    """A target that ends its process for one question, or is interrupted inside, as some CLIs
+    wrapped as libraries do."""
+    if query_id.endswith("1"):
+        raise SystemExit(3)
+    if query_id.endswith("2"):
+        raise KeyboardInterrupt
+    return search(question, query_id)
+
+
 class Faults:
-    """What the server does wrong, by question id: statuses to answer before it answers properly,
-    ids it answers too slowly, or with a body that is not JSON, or without its `sources` field,
-    and ids whose documents get a prefix the collection does not use."""
+    """What the server does wrong, by question id: statuses to answer before it answers properly
+    (with a Retry-After header when retry_after is set), ids it answers too slowly, or with a body
+    that is not JSON, or without its `sources` field, or with none found, or with a body of the
+    test's own; ids whose documents get a prefix the collection does not use; ids it redirects
+    (307 to the same endpoint under /moved, which answers properly); ids whose error page echoes
+    the request's headers, as some debug pages and gateways do."""
 
     def __init__(self):
         self.failures_before_success: dict[str, list[int]] = {}
+        self.retry_after: str | None = None
         self.slow: set[str] = set()
         self.malformed: set[str] = set()
         self.without_sources: set[str] = set()
+        self.empty_sources: set[str] = set()
+        self.bodies: dict[str, dict] = {}
         self.unknown_ids: set[str] = set()
+        self.redirected: set[str] = set()
+        self.echo_headers: set[str] = set()
         self.die_after: int | None = None  # requests answered before the server goes away
         self.calls: dict[str, int] = {}
         self.lock = threading.Lock()
@@ -67,11 +103,24 @@ class SearchServer:
 
             def do_POST(self):
                 request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                status, body = server.respond(request)
+                headers: dict[str, str] = {}
+                if request["id"] in server.faults.redirected and self.path != "/moved":
+                    status, body, headers = 307, b"", {"Location": server.url.removesuffix("/rag") + "/moved"}
+                elif request["id"] in server.faults.echo_headers:
+                    echoed = (
+                        f"Authorization={self.headers.get('Authorization')} X-Tenant={self.headers.get('X-Tenant')}"
+                    )
+                    status, body = 200, f"<pre>debug: upstream refused {echoed}</pre>".encode()
+                else:
+                    status, body = server.respond(request)
+                    if status == 429 and server.faults.retry_after is not None:
+                        headers["Retry-After"] = server.faults.retry_after
                 payload = body if isinstance(body, bytes) else json.dumps(body).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
+                for name, value in headers.items():
+                    self.send_header(name, value)
                 self.end_headers()
                 self.wfile.write(payload)
 
@@ -96,6 +145,10 @@ class SearchServer:
             return 200, b"<html>gateway error</html>"
         if query_id in faults.without_sources:
             return 200, {"answer": "no sources today"}
+        if query_id in faults.empty_sources:
+            return 200, {"sources": []}
+        if query_id in faults.bodies:
+            return 200, faults.bodies[query_id]
         result = search(request["query"], query_id)
         prefix = "kb://" if query_id in faults.unknown_ids else ""
         sources = [
