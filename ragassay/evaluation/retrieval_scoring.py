@@ -49,7 +49,7 @@ def search_questions(
     depth: int,
 ) -> SearchedConfiguration:
     """Each question ranked as `ragassay search` ranks it, with the configuration's settings, at
-    depth max(ks): all questions in one batch (search/run.rank_queries), or one by one through
+    the evaluation's max rank: all questions in one batch (search/run.rank_queries), or one by one through
     run_search when the configuration reranks."""
     started = time.perf_counter()
     usage, rerank = Usage(), RerankStats()

@@ -60,7 +60,8 @@ def hit_rate_at_k(judged: Judged, k: int) -> np.ndarray:
 def reciprocal_rank(judged: Judged, k: int | None = None) -> np.ndarray:
     """RR = 1 / rank of the first relevant document (within the top k if given), 0 if none.
 
-    Its mean over questions is MRR. Without k it reads the whole run (depth max(ks)).
+    Its mean over questions is MRR. Without k it reads the whole run, which every configuration
+    has to the evaluation's max rank (RetrievalSettings.max_rank).
     """
     top = judged.gains if k is None else _top(judged, k)
     relevant = top > 0

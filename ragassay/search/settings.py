@@ -4,7 +4,7 @@ Retrieval configurations (ragassay.config.RetrievalConfiguration) and answer set
 (ragassay.answer.settings.AnswerSettings) are SearchSettings with more fields, so a search is described by
 the same names wherever it is configured: `search_type`, `depth`, `fusion.k`, `lexical_unit`,
 filters and reranking. How many results come back (k) is not a search setting: a search call
-asks for it, retrieval evaluation takes max(ks), answering its own `k`.
+asks for it, retrieval evaluation takes its max rank, answering its own `k`.
 """
 
 from __future__ import annotations

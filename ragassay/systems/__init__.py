@@ -6,5 +6,5 @@ built-in ones.
 - trec: TREC run files with trec_eval's ranking semantics.
 - calls: calling a Python callable or an HTTP endpoint: concurrency, retries, the cache.
 - collect: a system's records for the golden questions, matched by id or question text.
-- doc_ids: a system's ids mapped to the collection's, chunk ids collapsed, unknown ids counted.
+- doc_ids: a system's ids mapped to the collection's, chunk ids collapsed, unknown ids kept in place and counted.
 """
