@@ -17,7 +17,7 @@ from ragassay.cli.render import (
 )
 from ragassay.config import workspace_home
 from ragassay.errors import RagassayError
-from ragassay.metrics.names import REPORTED_ANSWER_METRICS, display_name, parse_metric_or_none
+from ragassay.metrics.names import QUESTIONS_SCORED, REPORTED_ANSWER_METRICS, display_name, parse_metric_or_none
 
 runs_app = typer.Typer(help="Find, show and compare evaluation runs stored in MLflow.", no_args_is_help=True)
 
@@ -123,7 +123,13 @@ def runs_compare(
         tracking.download_table(home, parent_id, prefix.format(kind="retrieval") + "comparisons") if parent_id else None
     )
     comparisons = comparisons_table.to_dicts() if comparisons_table is not None else []
-    metric_names = [m for m in next(iter(means.values()), {}) if m != "questions_scored"]
+    # The retrieval metrics any configuration logged (a system's costs are `runs show`'s).
+    metric_names = list(
+        dict.fromkeys(m for values in means.values() for m in values if parse_metric_or_none(m) is not None)
+    )
+    for values in means.values():
+        if values.get(QUESTIONS_SCORED) == 0:  # nothing scored: no metric was logged, and none is a value
+            values.update({m: None for m in metric_names if m not in values})
 
     def render() -> None:
         render_means(f"batch {batch_id}", means, metric_names)
