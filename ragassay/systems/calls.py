@@ -66,10 +66,12 @@ def call_system(
     """One record per (query_id, question), in their order."""
     secrets = system_secrets(system) if system.kind == "http" else frozenset()
     call = _http_caller(system) if system.kind == "http" else _python_caller(system)
-    identity = "system:" + json.dumps(
-        system.model_dump(mode="json", exclude={"cache", "concurrency", "max_retries", "timeout_seconds"}),
-        sort_keys=True,
-    )
+    settings = system.model_dump(mode="json", exclude={"cache", "concurrency", "max_retries", "timeout_seconds"})
+    if system.kind == "http":
+        # The headers as written (a dump shows SecretStr as stars): a changed header is another
+        # system; the key is a sha256, so a literal value in it is not readable from the cache.
+        settings["headers"] = system.header_templates()
+    identity = "system:" + json.dumps(settings, sort_keys=True)
     records: list[SystemRecord | None] = [None] * len(questions)
     lock, done = threading.Lock(), [0]
     # Calls that could not connect, and whether any call reached the system: once enough have
