@@ -5,6 +5,7 @@ Each step returns its results with what its model calls cost."""
 from __future__ import annotations
 
 import itertools
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,8 +17,9 @@ from ragassay.answer.settings import AnswerConfiguration
 from ragassay.environment import models_dir
 from ragassay.evaluation.answer_summary import AnsweredQuestion
 from ragassay.evaluation.questions import EvalQuestion, GoldenContext
-from ragassay.judge.judge import Judge, judge_answer, judging_cost
+from ragassay.judge.judge import Judge, JudgedAnswer, judge_answer, judging_cost
 from ragassay.llm.structured import Usage
+from ragassay.llm.threads import in_order
 from ragassay.metrics.answers import AnswerJudgement, pair_outcome, tally_pairs
 from ragassay.progress import ProgressReporter
 from ragassay.resources import Resources
@@ -37,17 +39,26 @@ def answer_questions(
     questions: list[tuple[EvalQuestion, bool]],
     configuration: AnswerConfiguration,
 ) -> list[AnsweredQuestion]:
-    """Each (question, answerable) through exactly `ragassay answer`'s code path."""
-    answered = []
+    """Each (question, answerable) through exactly `ragassay answer`'s code path: one after another
+    with an in-process answer model, `concurrency` at a time with a served one."""
+    model = configuration.model
+    workers = model.concurrency if model.backend == "openai" else 1
+    done, lock = [0], threading.Lock()
     with ProgressReporter(
         f"answering {len(questions)} questions ({configuration.label})", total=len(questions)
     ) as progress:
-        for done, (question, answerable) in enumerate(questions, start=1):
+
+        def answered_one(item: tuple[EvalQuestion, bool]) -> AnsweredQuestion:
+            question, answerable = item
             started = time.perf_counter()
             answer = answer_question(resources, home, list(collections), question.question, configuration)
-            answered.append(AnsweredQuestion(question, answerable, answer, answer.usage, time.perf_counter() - started))
-            progress(done, len(questions))
-    return answered
+            result = AnsweredQuestion(question, answerable, answer, answer.usage, time.perf_counter() - started)
+            with lock:
+                done[0] += 1
+                progress(done[0], len(questions))
+            return result
+
+        return in_order(answered_one, questions, workers)
 
 
 @dataclass(frozen=True)
@@ -77,12 +88,20 @@ def judge_answers(
     collection's own model (the one it was indexed with, the default one when it is not indexed:
     a system under test answers from its own index, so none of ours is needed)."""
     answerable = [a for a in answered if a.answerable and a.error is None]
-    judged = {}
+    done, lock = [0], threading.Lock()
     with ProgressReporter(f"judging {len(answerable)} answers ({label})", total=len(answerable)) as progress:
-        for done, item in enumerate(answerable, start=1):
+
+        def judged_one(item: AnsweredQuestion) -> JudgedAnswer:
             embedder = collection_embedder(resources, home, item.question.query_collection)
-            judged[item.key] = judge_answer(judge, item.answer, item.question.reference_answer, embedder.embed_query)
-            progress(done, len(answerable))
+            result = judge_answer(judge, item.answer, item.question.reference_answer, embedder.embed_query)
+            with lock:
+                done[0] += 1
+                progress(done[0], len(answerable))
+            return result
+
+        # A served judge judges several answers at once (each fanning out its passages too; the
+        # model bounds the calls in flight); an in-process one, one answer after another.
+        judged = {item.key: result for item, result in zip(answerable, judge.each(judged_one, answerable))}
     return JudgedConfiguration(
         {key: result.judgement for key, result in judged.items()},
         Usage.total(result.usage for result in judged.values()),

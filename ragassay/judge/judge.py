@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -33,6 +34,7 @@ from ragassay.judge.prompts import (
 from ragassay.llm.completion import ChatModel, option_spellings
 from ragassay.llm.messages import one_line
 from ragassay.llm.structured import Structured, Usage, generate_structured, unreadable
+from ragassay.llm.threads import in_order
 from ragassay.metrics.answers import (
     NO_CONTEXTS,
     AnswerJudgement,
@@ -74,7 +76,11 @@ class Judge:
     prompt for the judge's lifetime (one evaluation), so an identical judgement (the same
     statement and context in two configurations) costs one call. A remembered result comes back
     marked `reused`, with zero cost; each result carries its own cost. A prompt that does not fit
-    the model's context is never cut: it comes back unreadable, marked `too_long`."""
+    the model's context is never cut: it comes back unreadable, marked `too_long`.
+
+    A served judge (an `openai` backend of `concurrency` > 1) is asked that many judgements at once
+    (support_by_passage); every result is what the same prompt asked alone gives, in the same place:
+    results are keyed and placed by their prompt, never by when they came back."""
 
     def __init__(self, model: ChatModel, support_threshold: float | None = None):
         self.model = model
@@ -82,12 +88,35 @@ class Judge:
         self.support_threshold = (
             support_threshold_for(model.model_id) if support_threshold is None else support_threshold
         )
+        self.concurrency = getattr(model, "concurrency", 1)
         self._remembered: dict[str, Structured] = {}
+        # Prompts being asked now: a thread asking the same prompt waits for that answer instead of
+        # asking again, so concurrent judging makes the calls sequential judging makes.
+        self._in_flight: dict[str, threading.Event] = {}
+        self._lock = threading.Lock()
 
     def _remember(self, key_parts: list, max_tokens: int, messages: list[dict], ask) -> Structured:
         key = hashlib.sha256(json.dumps(key_parts, sort_keys=True).encode()).hexdigest()
-        if key in self._remembered:
-            return replace(self._remembered[key], usage=Usage(), completions=[], reused=True)
+        with self._lock:
+            remembered, asking = self._remembered.get(key), self._in_flight.get(key)
+            if remembered is None and asking is None:
+                self._in_flight[key] = threading.Event()
+        if asking is not None:
+            asking.wait()  # then remembered, or (when that call failed) asked again by this thread
+            return self._remember(key_parts, max_tokens, messages, ask)
+        if remembered is not None:
+            return replace(remembered, usage=Usage(), completions=[], reused=True)
+        try:
+            result = self._asked(max_tokens, messages, ask)
+            with self._lock:
+                self._remembered[key] = result
+        finally:
+            with self._lock:
+                self._in_flight.pop(key).set()
+        return result
+
+    def _asked(self, max_tokens: int, messages: list[dict], ask) -> Structured:
+        """ask(), unless the prompt does not fit the judge's context."""
         prompt_tokens = self.prompt_tokens(messages)
         if prompt_tokens + max_tokens > self.model.context_size:
             # Cutting the context would turn supported statements into unsupported ones; say so instead.
@@ -99,7 +128,6 @@ class Judge:
             )
         else:
             result = ask()
-        self._remembered[key] = result
         return result
 
     def prompt_tokens(self, messages: list[dict]) -> int:
@@ -147,8 +175,15 @@ class Judge:
             return [Structured(SupportVerdict(verdict="unsupported", p_supported=0.0), "", None, 0, [], Usage())] * len(
                 statements
             )
-        asked = [[self.support(passage, statement, question) for statement in statements] for passage in passages]
+        pairs = [(passage, statement) for passage in passages for statement in statements]
+        verdicts = self.each(lambda pair: self.support(pair[0], pair[1], question), pairs)
+        asked = [verdicts[row * len(statements) : (row + 1) * len(statements)] for row in range(len(passages))]
         return [_highest([row[index] for row in asked]) for index in range(len(statements))]
+
+    def each(self, judge: Callable, items: list) -> list:
+        """judge(item) of every item, in the items' order: one by one for an in-process judge
+        (consecutive prompts share their prefix), `concurrency` at a time for a served one."""
+        return in_order(judge, items, self.concurrency)
 
     def implied_question(self, answer: str) -> Structured[ImpliedQuestion]:
         return self._ask(implied_question_messages(answer), ImpliedQuestion, IMPLIED_QUESTION_MAX_TOKENS)

@@ -93,11 +93,18 @@ class CachedChatModel:
     `load`) only when a call is not remembered."""
 
     def __init__(
-        self, model_id: str, identity: str, context_size: int, load: Callable[[], ChatModel], cache: CompletionCache
+        self,
+        model_id: str,
+        identity: str,
+        context_size: int,
+        load: Callable[[], ChatModel],
+        cache: CompletionCache,
+        concurrency: int = 1,
     ):
         self.model_id = model_id
         self.identity = identity
         self.context_size = context_size
+        self.concurrency = concurrency
         self._load = load
         self._cache = cache
 

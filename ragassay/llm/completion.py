@@ -10,6 +10,9 @@ from typing import Protocol
 
 class ChatModel(Protocol):
     model_id: str
+    # How many calls the model takes at once: an in-process model 1 (its callers go one by one);
+    # a served one its configured concurrency (callers may fan out that many threads).
+    concurrency: int
 
     def complete(
         self, messages: list[dict], schema: dict | None, max_tokens: int, temperature: float, seed: int

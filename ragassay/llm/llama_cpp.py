@@ -51,6 +51,7 @@ class LlamaCppModel:
         logging.getLogger("ragassay").info("loaded %s on %d threads", path.name, self.threads)
         self.model_id = model_id
         self.context_size = context_size
+        self.concurrency = 1  # one llama.cpp context: calls take turns (self._lock)
         # One llama.cpp context serves one call at a time: the tasks of a thread pool with several
         # workers share this model and take turns.
         self._lock = threading.RLock()

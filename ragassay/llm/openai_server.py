@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import threading
 import time
 
 import httpx
@@ -26,13 +27,30 @@ class ModelServerError(ModelError):
 class OpenAICompatibleModel:
     """A chat model behind an OpenAI-compatible /v1/chat/completions endpoint."""
 
-    def __init__(self, model_id: str, url: str, model: str, api_key: str | None, timeout: float, context_size: int):
+    def __init__(
+        self,
+        model_id: str,
+        url: str,
+        model: str,
+        api_key: str | None,
+        timeout: float,
+        context_size: int,
+        concurrency: int = 1,
+    ):
+        # httpx.Client is thread-safe; its pool keeps a connection per call in flight.
         self._client = httpx.Client(
-            base_url=url.rstrip("/"), timeout=timeout, headers={"Authorization": f"Bearer {api_key}"} if api_key else {}
+            base_url=url.rstrip("/"),
+            timeout=timeout,
+            headers={"Authorization": f"Bearer {api_key}"} if api_key else {},
+            limits=httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency),
         )
         self._model = model
         self.model_id = model_id
         self.context_size = context_size
+        self.concurrency = concurrency
+        # However many threads its callers fan out (nested: answers, then passages), at most
+        # `concurrency` requests are in flight; the others wait here, not in the server's queue.
+        self._slots = threading.BoundedSemaphore(concurrency)
 
     def complete(self, messages, schema, max_tokens, temperature, seed) -> Completion:
         body = {
@@ -55,7 +73,8 @@ class OpenAICompatibleModel:
         5xx); a ModelServerError after the last, a ModelError at once for anything else."""
         for attempt, delay in enumerate((*RETRY_DELAYS, None), start=1):
             try:
-                response = self._client.post("/v1/chat/completions", json=body)
+                with self._slots:
+                    response = self._client.post("/v1/chat/completions", json=body)
                 if response.status_code == 429 or response.status_code >= 500:
                     raise ModelServerError(
                         f"chat endpoint {self.model_id} answered {response.status_code}: {response.text[:200]}"

@@ -68,7 +68,13 @@ def load_chat_model(config: ChatModelConfig) -> ChatModel:
     """Load the model for config (each call loads it again: keep it in a ChatModels)."""
     if config.backend == "openai":
         return OpenAICompatibleModel(
-            model_id_of(config), config.url, config.model, _api_key(config), config.timeout_seconds, config.context_size
+            model_id_of(config),
+            config.url,
+            config.model,
+            _api_key(config),
+            config.timeout_seconds,
+            config.context_size,
+            config.concurrency,
         )
     return LlamaCppModel(
         model_id_of(config), _model_file(config), config.context_size, config.threads, config.gpu_layers
@@ -90,7 +96,12 @@ class ChatModels:
         """The model of config; with a cache, a CachedChatModel that loads it only on a miss."""
         if cache is not None and config.cache:
             return CachedChatModel(
-                model_id_of(config), cache_identity(config), config.context_size, lambda: self.get(config), cache
+                model_id_of(config),
+                cache_identity(config),
+                config.context_size,
+                lambda: self.get(config),
+                cache,
+                config.concurrency if config.backend == "openai" else 1,
             )
         with self._lock:
             model = self._loaded.pop(config, None)

@@ -38,6 +38,12 @@ class ChatModelConfig(BaseModel):
     threads: int | None = Field(None, ge=1, description="CPU threads for in-process models.")
     gpu_layers: int = Field(0, ge=-1, description="Layers offloaded to a GPU for in-process models.")
     timeout_seconds: float = Field(300, gt=0)
+    concurrency: int = Field(
+        4,
+        ge=1,
+        le=64,
+        description="Calls in flight at once to an `openai` backend (an in-process model takes one at a time).",
+    )
     # Remember this model's calls in the workspace's completion cache (llm/cache.py). Turn off for
     # a server whose model may change behind the same name and URL.
     cache: bool = True

@@ -1,9 +1,11 @@
-"""How many threads an in-process model runs on."""
+"""How many threads an in-process model runs on, and how calls to a served model fan out."""
 
 from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ragassay.environment import environment
@@ -40,3 +42,13 @@ def default_threads() -> int:
         if look < 4:
             time.sleep(0.02)
     return max(1, min(cores, cores - min(others)))
+
+
+def in_order(function: Callable, items: Sequence, workers: int) -> list:
+    """function(item) of every item, in the items' order: one after another with one worker (an
+    in-process model, whose consecutive prompts share their prefix), else on `workers` threads
+    (a served model's concurrency: it bounds the requests in flight itself)."""
+    if workers <= 1 or len(items) <= 1:
+        return [function(item) for item in items]
+    with ThreadPoolExecutor(max_workers=min(workers, len(items)), thread_name_prefix="model-calls") as pool:
+        return list(pool.map(function, items))
