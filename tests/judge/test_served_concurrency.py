@@ -31,9 +31,7 @@ def served():
 
 
 def _judge(url: str, concurrency: int) -> Judge:
-    return Judge(
-        load_chat_model(ChatModelConfig(backend="openai", url=url, model="stand-in", concurrency=concurrency))
-    )
+    return Judge(load_chat_model(ChatModelConfig(backend="openai", url=url, model="stand-in", concurrency=concurrency)))
 
 
 def test_a_served_judge_asks_concurrently_and_gives_the_verdicts_it_gives_one_at_a_time(served):
