@@ -109,7 +109,14 @@ def _system_cost(config: AnswerEvalConfig, configuration: SystemConfiguration, c
 
 
 def _rate(config: AnswerEvalConfig, model: ChatModelConfig, role: str) -> CallRate | None:
+    """Seconds (of the evaluation's time) and tokens per call. A served model's calls are
+    `concurrency` at a time, so each takes 1/concurrency of its measured seconds: a measured call's
+    seconds include its wait for a slot when the server takes fewer at once."""
     measured = _history_rate(config, model_id_of(model), role)
+    if measured is not None and model.backend == "openai" and model.concurrency > 1:
+        return CallRate(
+            measured.seconds / model.concurrency, measured.tokens, f"{measured.basis}, {model.concurrency} at a time"
+        )
     if measured is not None or model.backend not in REFERENCE_RATES:
         return measured
     return REFERENCE_RATES[model.backend][role]
