@@ -30,8 +30,6 @@ import sys
 import time
 from pathlib import Path
 
-import httpx
-
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO.parent / "shared" / "datasets" / "memerag-ext-en"
 SPLIT_FILE = Path(__file__).with_name("memerag_split.json")
@@ -107,26 +105,9 @@ def run_ragassay(items: list[dict], labels: dict[str, bool]) -> tuple[dict[str, 
 
 
 def start_server(port: int) -> subprocess.Popen:
-    from ragassay.llm.catalog import CATALOG, model_path
+    from harness import start_judge_server
 
-    model = model_path(CATALOG["qwen2.5-1.5b"])
-    process = subprocess.Popen(
-        [
-            *(sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1"),
-            *("--port", str(port), "--n_ctx", "8192", "--n_threads", "2", "--model_alias", "qwen2.5-1.5b"),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=2).status_code == 200:
-                return process
-        except httpx.HTTPError:
-            time.sleep(1)
-    process.terminate()
-    raise SystemExit("the llama.cpp server did not start within 180 s")
+    return start_judge_server(port, "--n_ctx", "8192", "--n_threads", "2", "--model_alias", "qwen2.5-1.5b", timeout=180)
 
 
 def run_peer(python: Path, tool: str, url: str, items: list[dict], work: Path) -> dict[str, dict]:

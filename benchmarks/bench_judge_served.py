@@ -28,7 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO))  # ragassay; harness is beside this script
 CORPUS = REPO / "data" / "sample" / "corpus"
 
 
@@ -115,26 +115,13 @@ def _measure(url: str, passages: list[str], statements: list[str], levels: list[
 
 
 def _start_server(port: int, gpu_layers: int, threads: int | None) -> subprocess.Popen:
-    import httpx
+    from harness import start_judge_server
 
-    from ragassay.llm.catalog import CATALOG, model_path
-
-    command = [
-        *(sys.executable, "-m", "llama_cpp.server", "--model", str(model_path(CATALOG["qwen2.5-1.5b"]))),
-        *("--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096", "--model_alias", "judge"),
-        *("--logits_all", "true", "--n_gpu_layers", str(gpu_layers)),
+    return start_judge_server(
+        port,
+        *("--n_ctx", "4096", "--model_alias", "judge", "--logits_all", "true", "--n_gpu_layers", str(gpu_layers)),
         *(("--n_threads", str(threads)) if threads else ()),
-    ]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=2).status_code == 200:
-                return process
-        except httpx.HTTPError:
-            time.sleep(1)
-    process.terminate()
-    raise SystemExit("the llama.cpp server did not start within 300 s")
+    )
 
 
 def _free_port() -> int:
