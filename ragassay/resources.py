@@ -9,13 +9,14 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ragassay.environment import models_dir
 from ragassay.llm.cache import CompletionCache
 from ragassay.llm.completion import ChatModel
 from ragassay.llm.registry import ChatModels
 from ragassay.llm.settings import ChatModelConfig
 from ragassay.search.collections import OpenCollections
-from ragassay.search.dense import Embedders
-from ragassay.store.workspace import completion_cache_path
+from ragassay.search.dense import DEFAULT_MODEL_NAME, Embedder, Embedders, resolve_model
+from ragassay.store.workspace import collection_paths, completion_cache_path, read_manifest
 
 
 @dataclass
@@ -37,6 +38,12 @@ class Resources:
         """The chat model of config for work in workspace home: its calls remembered in the
         workspace's completion cache (llm/cache.py) unless config.cache is off."""
         return self.chat_models.get(config, self.completion_cache(home))
+
+    def collection_embedder(self, home: Path, collection: str) -> Embedder:
+        """The embedding model a collection was indexed with, or the default one before it is
+        indexed (loaded once; the index itself is not opened)."""
+        manifest = read_manifest(collection_paths(home, collection)) or {}
+        return self.embedders.get(resolve_model(manifest.get("embedding_model", DEFAULT_MODEL_NAME), models_dir()))
 
     def completion_cache(self, home: Path) -> CompletionCache:
         """The workspace's completion cache (model calls, and calls to systems under test)."""

@@ -5,7 +5,6 @@ Each step returns its results with what its model calls cost."""
 from __future__ import annotations
 
 import itertools
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,7 +13,6 @@ import polars as pl
 
 from ragassay.answer.answering import answer_question
 from ragassay.answer.settings import AnswerConfiguration
-from ragassay.environment import models_dir
 from ragassay.evaluation.answer_summary import AnsweredQuestion
 from ragassay.evaluation.questions import EvalQuestion, GoldenContext
 from ragassay.judge.judge import Judge, JudgedAnswer, judge_answer, judging_cost
@@ -24,9 +22,7 @@ from ragassay.metrics.answers import AnswerJudgement, pair_outcome, tally_pairs
 from ragassay.progress import ProgressReporter
 from ragassay.resources import Resources
 from ragassay.run_warnings import RunWarning
-from ragassay.search.dense import DEFAULT_MODEL_NAME, Embedder, resolve_model
 from ragassay.store.schemas import PAIRWISE
-from ragassay.store.workspace import collection_paths, read_manifest
 
 # Written in both order columns when two answers are the same text: a tie, no judge call needed.
 IDENTICAL = "identical"
@@ -41,24 +37,17 @@ def answer_questions(
 ) -> list[AnsweredQuestion]:
     """Each (question, answerable) through exactly `ragassay answer`'s code path: one after another
     with an in-process answer model, `concurrency` at a time with a served one."""
-    model = configuration.model
-    workers = model.concurrency if model.backend == "openai" else 1
-    done, lock = [0], threading.Lock()
+
+    def answered_one(item: tuple[EvalQuestion, bool]) -> AnsweredQuestion:
+        question, answerable = item
+        started = time.perf_counter()
+        answer = answer_question(resources, home, list(collections), question.question, configuration)
+        return AnsweredQuestion(question, answerable, answer, answer.usage, time.perf_counter() - started)
+
     with ProgressReporter(
         f"answering {len(questions)} questions ({configuration.label})", total=len(questions)
     ) as progress:
-
-        def answered_one(item: tuple[EvalQuestion, bool]) -> AnsweredQuestion:
-            question, answerable = item
-            started = time.perf_counter()
-            answer = answer_question(resources, home, list(collections), question.question, configuration)
-            result = AnsweredQuestion(question, answerable, answer, answer.usage, time.perf_counter() - started)
-            with lock:
-                done[0] += 1
-                progress(done[0], len(questions))
-            return result
-
-        return in_order(answered_one, questions, workers)
+        return in_order(answered_one, questions, configuration.model.calls_at_once, progress)
 
 
 @dataclass(frozen=True)
@@ -88,32 +77,21 @@ def judge_answers(
     collection's own model (the one it was indexed with, the default one when it is not indexed:
     a system under test answers from its own index, so none of ours is needed)."""
     answerable = [a for a in answered if a.answerable and a.error is None]
-    done, lock = [0], threading.Lock()
+
+    def judged_one(item: AnsweredQuestion) -> JudgedAnswer:
+        embedder = resources.collection_embedder(home, item.question.query_collection)
+        return judge_answer(judge, item.answer, item.question.reference_answer, embedder.embed_query)
+
     with ProgressReporter(f"judging {len(answerable)} answers ({label})", total=len(answerable)) as progress:
-
-        def judged_one(item: AnsweredQuestion) -> JudgedAnswer:
-            embedder = collection_embedder(resources, home, item.question.query_collection)
-            result = judge_answer(judge, item.answer, item.question.reference_answer, embedder.embed_query)
-            with lock:
-                done[0] += 1
-                progress(done[0], len(answerable))
-            return result
-
         # A served judge judges several answers at once (each fanning out its passages too; the
         # model bounds the calls in flight); an in-process one, one answer after another.
-        judged = {item.key: result for item, result in zip(answerable, judge.each(judged_one, answerable))}
+        results = judge.each(judged_one, answerable, progress)
+    judged = {item.key: result for item, result in zip(answerable, results)}
     return JudgedConfiguration(
         {key: result.judgement for key, result in judged.items()},
         Usage.total(result.usage for result in judged.values()),
         sum(result.reused for result in judged.values()),
     )
-
-
-def collection_embedder(resources: Resources, home: Path, collection: str) -> Embedder:
-    """The embedding model a collection's index was built with, or the default model before it
-    is indexed (loaded once per owner, without opening the index)."""
-    manifest = read_manifest(collection_paths(home, collection)) or {}
-    return resources.embedders.get(resolve_model(manifest.get("embedding_model", DEFAULT_MODEL_NAME), models_dir()))
 
 
 def configuration_pairs(labels: list[str]) -> list[tuple[str, str]]:

@@ -113,9 +113,11 @@ def _rate(config: AnswerEvalConfig, model: ChatModelConfig, role: str) -> CallRa
     `concurrency` at a time, so each takes 1/concurrency of its measured seconds: a measured call's
     seconds include its wait for a slot when the server takes fewer at once."""
     measured = _history_rate(config, model_id_of(model), role)
-    if measured is not None and model.backend == "openai" and model.concurrency > 1:
+    if measured is not None and model.calls_at_once > 1:
         return CallRate(
-            measured.seconds / model.concurrency, measured.tokens, f"{measured.basis}, {model.concurrency} at a time"
+            measured.seconds / model.calls_at_once,
+            measured.tokens,
+            f"{measured.basis}, {model.calls_at_once} at a time",
         )
     if measured is not None or model.backend not in REFERENCE_RATES:
         return measured

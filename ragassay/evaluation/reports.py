@@ -36,13 +36,12 @@ def means_rows(means: dict[str, dict[str, float | None]], columns: list[str]) ->
         fewer = n is not None and most is not None and n < most
         cells = []
         for column in columns:
-            value = values.get(column, "absent")
-            if value == "absent":
+            if column not in values:
                 cells.append("-")
-            elif value is None:
+            elif values[column] is None:
                 cells.append("not scored")
             else:
-                cells.append(f"{value:.4f}" + (FEWER_QUESTIONS if fewer else ""))
+                cells.append(f"{values[column]:.4f}" + (FEWER_QUESTIONS if fewer else ""))
                 marked = marked or fewer
         rows.append([label, "-" if n is None else f"{n:.0f}", *cells])
     return rows, marked

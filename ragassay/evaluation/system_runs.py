@@ -59,8 +59,7 @@ def run_system(
             configuration.system, [(q.query_id, q.question) for q in questions], cache, progress
         )
     if configuration.system.kind == "records":
-        names = configuration.system.column_names()
-        check_document_ids(collected.records, names, configuration.system.path)
+        check_document_ids(collected.records, configuration.system.column_names(), configuration.system.path)
     warnings: list[RunWarning] = []
     mappers = {}
     for name in collections:

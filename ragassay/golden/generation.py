@@ -19,7 +19,6 @@ from pydantic import BaseModel
 
 from ragassay import plots
 from ragassay.config import GenerateConfig
-from ragassay.environment import models_dir
 from ragassay.golden.entries import GoldenCandidate, validate_candidates
 from ragassay.golden.quality_gate import (
     DISCARD_REASONS,
@@ -35,14 +34,12 @@ from ragassay.llm.messages import few_shot_messages, one_line, quoted
 from ragassay.llm.structured import Usage, generate_structured
 from ragassay.progress import ProgressReporter
 from ragassay.resources import Resources
-from ragassay.search.dense import DEFAULT_MODEL_NAME, resolve_model
 from ragassay.store.schemas import GENERATION_CANDIDATES, GOLDEN
 from ragassay.store.tables import read_table_or_empty, write_table
 from ragassay.store.workspace import (
     CollectionPaths,
     load_chunks,
     load_documents,
-    read_manifest,
 )
 from ragassay.tracking import BatchRecord, ConfigurationRecord
 
@@ -128,9 +125,7 @@ def generate_questions(
     golden = load_golden(paths)
     done_pages = set(golden["source_chunk_id"].drop_nulls().to_list()) | set(same_run["chunk_id"].to_list())
     pages = sample_pages(chunks, seed, done_pages)
-    embedder = resources.embedders.get(
-        resolve_model((read_manifest(paths) or {}).get("embedding_model", DEFAULT_MODEL_NAME), models_dir())
-    )
+    embedder = resources.collection_embedder(config.home, config.collection)
     known_questions = golden["question"].to_list()
     known_vectors = (
         embedder.embed(known_questions)

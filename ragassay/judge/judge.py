@@ -180,10 +180,12 @@ class Judge:
         asked = [verdicts[row * len(statements) : (row + 1) * len(statements)] for row in range(len(passages))]
         return [_highest([row[index] for row in asked]) for index in range(len(statements))]
 
-    def each(self, judge: Callable, items: list) -> list:
+    def each(
+        self, judge: Callable, items: list, on_progress: Callable[[int, int], None] = lambda done, total: None
+    ) -> list:
         """judge(item) of every item, in the items' order: one by one for an in-process judge
         (consecutive prompts share their prefix), `concurrency` at a time for a served one."""
-        return in_order(judge, items, self.concurrency)
+        return in_order(judge, items, self.concurrency, on_progress)
 
     def implied_question(self, answer: str) -> Structured[ImpliedQuestion]:
         return self._ask(implied_question_messages(answer), ImpliedQuestion, IMPLIED_QUESTION_MAX_TOKENS)

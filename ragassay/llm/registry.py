@@ -101,7 +101,7 @@ class ChatModels:
                 config.context_size,
                 lambda: self.get(config),
                 cache,
-                config.concurrency if config.backend == "openai" else 1,
+                config.calls_at_once,
             )
         with self._lock:
             model = self._loaded.pop(config, None)

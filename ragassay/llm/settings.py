@@ -55,6 +55,12 @@ class ChatModelConfig(BaseModel):
         # URL its client needs; api_key_env is the way to authenticate that nothing records.
         return redact(url) if url else url
 
+    @property
+    def calls_at_once(self) -> int:
+        """How many of its calls may be in flight at once: `concurrency` for a served model, 1 for
+        an in-process one (one llama.cpp context)."""
+        return self.concurrency if self.backend == "openai" else 1
+
     @model_validator(mode="after")
     def _backend_needs(self) -> ChatModelConfig:
         if self.backend == "gguf" and self.path is None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -44,11 +45,26 @@ def default_threads() -> int:
     return max(1, min(cores, cores - min(others)))
 
 
-def in_order(function: Callable, items: Sequence, workers: int) -> list:
+def in_order(
+    function: Callable,
+    items: Sequence,
+    workers: int,
+    on_progress: Callable[[int, int], None] = lambda done, total: None,
+) -> list:
     """function(item) of every item, in the items' order: one after another with one worker (an
     in-process model, whose consecutive prompts share their prefix), else on `workers` threads
-    (a served model's concurrency: it bounds the requests in flight itself)."""
+    (a served model's concurrency: it bounds the requests in flight itself). on_progress(done,
+    total) after each item, from one thread at a time."""
+    done, lock = [0], threading.Lock()
+
+    def counted(item):
+        result = function(item)
+        with lock:
+            done[0] += 1
+            on_progress(done[0], len(items))
+        return result
+
     if workers <= 1 or len(items) <= 1:
-        return [function(item) for item in items]
+        return [counted(item) for item in items]
     with ThreadPoolExecutor(max_workers=min(workers, len(items)), thread_name_prefix="model-calls") as pool:
-        return list(pool.map(function, items))
+        return list(pool.map(counted, items))
