@@ -150,7 +150,9 @@ def log_answer_batch(
     )
     record = outcomes.answer_record(config, questions, judge_model_id, summary, shared, batch.batch_id)
     logged = tracking.log_batch_record(config.home, batch, record)
-    return outcomes.answer_report(questions, judge_model_id, summary, logged, time.perf_counter() - questions.started)
+    return outcomes.answer_report(
+        config, questions, judge_model_id, summary, logged, time.perf_counter() - questions.started
+    )
 
 
 @task(name="publish-answer-report", cache_policy=NO_CACHE)

@@ -34,6 +34,7 @@ from ragassay.cli.render import (
     headline_metrics,
     render_answer_costs,
     render_answer_metrics,
+    render_answer_models,
     render_assertions,
     render_comparisons,
     render_estimate,
@@ -237,9 +238,10 @@ def eval_answers(
 
     def render() -> None:
         render_answer_metrics(
-            f"batch {report.batch_id}: {report.questions} answerable + {report.unanswerable} unanswerable questions, judge {report.judge_model}",
+            f"batch {report.batch_id}: {report.questions} answerable + {report.unanswerable} unanswerable questions",
             report.metrics,
         )
+        render_answer_models(report.answered_by, report.judge_model)
         render_judge_calibration(report.judge_calibration)
         render_answer_costs(report.metrics)
         render_comparisons(report.comparisons, REPORTED_ANSWER_METRICS)

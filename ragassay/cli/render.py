@@ -136,6 +136,23 @@ def _corrected_cell(values: dict[str, float], name: str) -> str:
     return f"{'none' if estimate is None else f'{estimate:.3f}'} {interval}"
 
 
+def render_answer_models(answered_by: dict[str, str], judge_model: str) -> None:
+    """One line naming who wrote the answers (per configuration, grouped) and who judged them; a
+    toy answer model says so, since every judged number describes its answers."""
+    by_model: dict[str, list[str]] = {}
+    for label, model in answered_by.items():
+        by_model.setdefault(model, []).append(label)
+    answered = "; ".join(f"{', '.join(labels)}: {model}" for model, labels in by_model.items())
+    out.print(f"answered by {answered} · judged by {judge_model}", highlight=False)
+    if any(model.startswith("smollm2:") for model in by_model):
+        out.print(
+            "SmolLM2-135M writes fast answers too weak to read as a RAG system's: use "
+            "`model: {backend: qwen2.5-1.5b}` or your own model for numbers worth comparing",
+            style="yellow",
+            highlight=False,
+        )
+
+
 def render_judge_calibration(calibration: dict | None) -> None:
     """One line on the labels behind the corrected numbers (or that there are none)."""
     if calibration is None:

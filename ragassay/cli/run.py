@@ -21,6 +21,7 @@ from ragassay.cli.render import (
     headline_metrics,
     render_answer_costs,
     render_answer_metrics,
+    render_answer_models,
     render_assertions,
     render_comparisons,
     render_judge_calibration,
@@ -99,9 +100,9 @@ def render_pipeline(report) -> None:
     if report.answers:
         answers = report.answers
         render_answer_metrics(
-            f"answers: {answers.questions} answerable + {answers.unanswerable} unanswerable, judge {answers.judge_model}",
-            answers.metrics,
+            f"answers: {answers.questions} answerable + {answers.unanswerable} unanswerable", answers.metrics
         )
+        render_answer_models(answers.answered_by, answers.judge_model)
         render_judge_calibration(answers.judge_calibration)
         render_answer_costs(answers.metrics)
         render_comparisons(answers.comparisons, REPORTED_ANSWER_METRICS, "answers: ")

@@ -5,11 +5,13 @@ Calls are counted from the evaluation's shape, with the work each question cause
 - answering: one call per question (a question declined before the model costs none; a retry
   after unreadable output costs one more), plus rerank_candidates calls per question when the
   configuration reranks with the model;
-- judging, per answerable question: one call per reference-answer sentence and source (context
-  recall: a statement is judged against each retrieved passage), and for an answered question one
-  per statement and source (faithfulness), one per citation (citation precision), one for the
-  implied question (answer relevancy) and, when it has a reference answer, one grading (answer
-  correctness). Sources: the configuration's `k`; a system under test's TYPICAL_SOURCES;
+- judging, per answerable question: TYPICAL_PASSAGES_ASKED calls per reference-answer sentence
+  (context recall: a statement is judged against its most similar passage first, and against the
+  next only when that one does not support it; passage_choice.MAX_PASSAGES_ASKED at most, never more than
+  the sources), and for an answered question as many per statement (faithfulness), one per
+  citation (citation precision), one for the implied question (answer relevancy) and, when it has
+  a reference answer, one grading (answer correctness). Sources: the configuration's `k`; a system
+  under test's TYPICAL_SOURCES;
 - pairwise: two gradings per answerable question and pair of configurations, none expected for a
   question with a reference answer (answer correctness graded both answers already; at most
   counts them all).
@@ -30,6 +32,7 @@ from dataclasses import dataclass
 from ragassay import tracking
 from ragassay.config import AnswerEvalConfig
 from ragassay.evaluation.questions import gather_golden_questions, read_unanswerable
+from ragassay.judge.passage_choice import MAX_PASSAGES_ASKED
 from ragassay.llm.settings import ChatModelConfig, model_id_of
 from ragassay.metrics.answers import split_statements
 from ragassay.systems.settings import SystemConfiguration
@@ -41,6 +44,10 @@ TYPICAL_STATEMENTS = 1.0
 TYPICAL_CITATIONS = 1.0
 # The passages a system under test returns, when nothing says how many (built-in: its k).
 TYPICAL_SOURCES = 5
+# Passages a statement is judged against (support-probability/5): the most similar one, and a
+# second for the statements it does not support; measured on MEMERAG-EXT's development half
+# (benchmarks/bench_judge_selection.py after; BENCHMARKS.md, "Cheaper verdicts").
+TYPICAL_PASSAGES_ASKED = 1.4
 MAX_STATEMENTS, MAX_CITATIONS_PER_STATEMENT = 6, 4
 
 
@@ -143,14 +150,15 @@ def estimate_answer_eval(config: AnswerEvalConfig) -> dict:
     rows = []
     for configuration in config.configurations:
         sources = TYPICAL_SOURCES if isinstance(configuration, SystemConfiguration) else configuration.k
+        asked, most_asked = min(TYPICAL_PASSAGES_ASKED, sources), min(MAX_PASSAGES_ASKED, sources)
         judge_expected = (
-            answerable * (TYPICAL_STATEMENTS * sources + TYPICAL_CITATIONS + 1)
-            + reference_sentences * sources
+            answerable * (TYPICAL_STATEMENTS * asked + TYPICAL_CITATIONS + 1)
+            + reference_sentences * asked
             + with_reference
         )
         judge_most = 2 * (
-            answerable * (MAX_STATEMENTS * (sources + MAX_CITATIONS_PER_STATEMENT) + 1)
-            + reference_sentences * sources
+            answerable * (MAX_STATEMENTS * (most_asked + MAX_CITATIONS_PER_STATEMENT) + 1)
+            + reference_sentences * most_asked
             + with_reference
         )
         if isinstance(configuration, SystemConfiguration):

@@ -8,10 +8,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import polars as pl
+from pydantic import Field
 
 from ragassay import plots
 from ragassay.answer.grounding import ANSWER_PROMPT_VERSION
-from ragassay.config import AnswerEvalConfig, RetrievalEvalConfig
+from ragassay.config import AnswerEvalConfig, AnyAnswerConfiguration, RetrievalEvalConfig
 from ragassay.evaluation.answer_judging import PairComparison, batch_warnings
 from ragassay.evaluation.answer_summary import (
     ConfigurationSummary,
@@ -80,6 +81,8 @@ class AnswerEvalReport(LoggedBatch):
     prompt_versions: dict[str, str]
     intervals: list[dict]
     seconds: float
+    # Who wrote each configuration's answers: its answer model's id, or the system under test.
+    answered_by: dict[str, str] = Field(default_factory=dict)
     # The labels the judged metrics were corrected with (answer_summary.calibration_summary);
     # None when there were none for this judge.
     judge_calibration: dict | None = None
@@ -389,9 +392,7 @@ def answer_record(
                 TraceSettings(
                     label=c.label,
                     batch_id=batch_id,
-                    answered_by=f"system under test ({c.system.kind})"
-                    if isinstance(c, SystemConfiguration)
-                    else model_id_of(c.model),
+                    answered_by=answered_by(c),
                     judge_model_id=judge_model_id,
                     support_threshold=support_threshold_for(judge_model_id),
                     judge_prompts=", ".join(PROMPT_VERSIONS.values()),
@@ -440,8 +441,20 @@ def answer_record(
     )
 
 
+def answered_by(configuration: AnyAnswerConfiguration) -> str:
+    """Who writes a configuration's answers: its answer model's id, or the system under test."""
+    if isinstance(configuration, SystemConfiguration):
+        return f"system under test ({configuration.system.kind})"
+    return model_id_of(configuration.model)
+
+
 def answer_report(
-    questions: AnswerQuestions, judge_model_id: str, summary: AnswerBatchSummary, logged: LoggedBatch, seconds: float
+    config: AnswerEvalConfig,
+    questions: AnswerQuestions,
+    judge_model_id: str,
+    summary: AnswerBatchSummary,
+    logged: LoggedBatch,
+    seconds: float,
 ) -> AnswerEvalReport:
     return AnswerEvalReport(
         **logged.model_dump(),
@@ -457,4 +470,5 @@ def answer_report(
         intervals=summary.intervals.to_dicts(),
         seconds=round(seconds, 3),
         judge_calibration=calibration_summary(summary.calibration),
+        answered_by={c.label: answered_by(c) for c in config.configurations},
     )

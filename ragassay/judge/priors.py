@@ -5,12 +5,12 @@ has labels of its own (`ragassay judge label`), and is named as a general prior 
 used: how far it transfers to other documents is exactly what it cannot say.
 
 Measured by `benchmarks/bench_judge_agreement.py --half dev` (BENCHMARKS.md, "Judge-corrected
-estimates"); only counts are kept here, never the data (CC BY-NC 4.0, read from ../shared).
+estimates", "Cheaper verdicts"); only counts are kept here, never the data (CC BY-NC 4.0, read from ../shared).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ragassay.metrics.judge_error import JudgeCalibration, LabelStratum
 
@@ -29,18 +29,23 @@ class Prior:
     unsupported_judged_unsupported: int
 
 
+_SUPPORT_PROBABILITY_4 = Prior(
+    catalog_name="qwen2.5-1.5b",
+    prompt_version="support-probability/4",
+    support_threshold=0.85,
+    description="MEMERAG-EXT development half: 66 labelled sentences of RAG answers on Wikipedia, not these documents",
+    # benchmarks/bench_judge_correction.py, 2026-12-02: sensitivity 0.765, specificity 0.667.
+    supported_judged_supported=39,
+    supported_judged_unsupported=12,
+    unsupported_judged_supported=5,
+    unsupported_judged_unsupported=10,
+)
+
 PRIORS = (
-    Prior(
-        catalog_name="qwen2.5-1.5b",
-        prompt_version="support-probability/4",
-        support_threshold=0.85,
-        description="MEMERAG-EXT development half: 66 labelled sentences of RAG answers on Wikipedia, not these documents",
-        # benchmarks/bench_judge_correction.py, 2026-12-02: sensitivity 0.765, specificity 0.667.
-        supported_judged_supported=39,
-        supported_judged_unsupported=12,
-        unsupported_judged_supported=5,
-        unsupported_judged_unsupported=10,
-    ),
+    _SUPPORT_PROBABILITY_4,
+    # Measured again with version 5 (fewer passages asked; benchmarks/bench_judge_selection.py
+    # after, 2026-12-03): the same four counts.
+    replace(_SUPPORT_PROBABILITY_4, prompt_version="support-probability/5"),
 )
 
 

@@ -16,9 +16,12 @@ The other two are answered under a JSON schema.
 
 The support prompt is ordered instructions, then the question, then one passage, then the
 statement; a statement's verdict over several passages is the highest of its verdicts against
-each (judge/judge.py, Judge.support_by_passage), asked passage by passage, so consecutive
-judgements share a long prompt prefix that llama.cpp evaluates once. Version 4 (issue 26) added
-the question and the verdict per passage; version 3 judged the whole context at once.
+the passages asked (judge/judge.py, Judge.support_by_passage): the most lexically similar first
+(judge/passage_choice.py), the next only when that one does not support it, at most
+MAX_PASSAGES_ASKED. Asked passage by passage, consecutive judgements share a long prompt prefix
+that llama.cpp evaluates once. Version 5 (issue 35) chose the passages; its prompt text is version
+4's (issue 26: the question and a verdict per passage, every passage asked); version 3 judged the
+whole context at once.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from pydantic import BaseModel, Field
 
 from ragassay.llm.messages import defuse, few_shot_messages, one_line, quoted
 
-SUPPORT_PROMPT_VERSION = "support-probability/4"
+SUPPORT_PROMPT_VERSION = "support-probability/5"
 IMPLIED_QUESTION_PROMPT_VERSION = "implied-question/2"
 PREFERENCE_PROMPT_VERSION = "answer-correctness/3"
 CRITERIA_PROMPT_VERSION = "case-criteria/2"

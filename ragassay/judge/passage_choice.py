@@ -1,0 +1,57 @@
+"""Which passages a statement is judged against, in which order. Pure: no model is called here.
+
+A statement's support over several passages is the highest of its verdicts against the passages
+asked (judge/judge.py, Judge.support_by_passage). Most statements are supported by the passage
+that shares their words, so that passage is asked first; the next is asked only when it does not
+support the statement, and only a passage that shares at least MIN_RELATIVE_SIMILARITY of the
+first one's similarity, MAX_PASSAGES_ASKED at most. Both were chosen on MEMERAG-EXT's development
+half from every passage's measured verdict (benchmarks/bench_judge_selection.py choose;
+BENCHMARKS.md, "Cheaper verdicts"): the fewest calls at which neither AUC nor balanced accuracy
+fell below asking every passage.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ragassay.search.lexical import tokenize
+
+MAX_PASSAGES_ASKED = 3
+MIN_RELATIVE_SIMILARITY = 0.5
+
+
+def lexical_similarity(statement: str, passages: list[str]) -> list[float]:
+    """Each passage's share of the statement's terms (lower-cased, stopwords removed, stemmed as the
+    lexical index reads text), each term weighted by its inverse document frequency over these
+    passages:
+
+        similarity(s, p) = sum_{t in T(s) ∩ T(p)} idf(t) / sum_{t in T(s)} idf(t),
+        idf(t) = ln(1 + N / df(t)), N = number of passages, df(t) = passages holding t (at least 1)
+
+    so a name or number of the statement weighs more than a word every passage repeats. 0 for
+    every passage when the statement has no terms."""
+    statement_terms, *passage_terms = (set(tokens) for tokens in tokenize([statement, *passages]))
+    held = [sum(term in terms for terms in passage_terms) for term in sorted(statement_terms)]
+    weights = {term: math.log(1 + len(passages) / max(count, 1)) for term, count in zip(sorted(statement_terms), held)}
+    total = sum(weights.values())
+    if total == 0:
+        return [0.0] * len(passages)
+    return [sum(weight for term, weight in weights.items() if term in terms) / total for terms in passage_terms]
+
+
+def most_similar_first(statement: str, passages: list[str]) -> list[int]:
+    """The passages' positions, most lexically similar to the statement first; ties in the order
+    the passages were given (their retrieval rank)."""
+    similarity = lexical_similarity(statement, passages)
+    return sorted(range(len(passages)), key=lambda position: (-similarity[position], position))
+
+
+def passages_to_ask(statement: str, passages: list[str]) -> list[int]:
+    """The positions of the passages a statement may be judged against, in the order they are
+    asked: most similar first, then those at least MIN_RELATIVE_SIMILARITY times as similar as
+    the first, MAX_PASSAGES_ASKED in all. Every passage is a candidate when none shares a term."""
+    similarity = lexical_similarity(statement, passages)
+    order = sorted(range(len(passages)), key=lambda position: (-similarity[position], position))
+    first = similarity[order[0]] if order else 0.0
+    close = [position for position in order if similarity[position] >= MIN_RELATIVE_SIMILARITY * first]
+    return close[:MAX_PASSAGES_ASKED]
