@@ -20,7 +20,7 @@ answer typically has; "at most" uses the limits of the answer schema (6 statemen
 each) and one retry for every call.
 
 Seconds and tokens per call come from the newest answer evaluation in this workspace that used
-the same model, else from the figures of the named models (SmolLM2, Qwen2.5 1.5B) measured on the
+the same model (over all its configurations), else from the figures of the named models (SmolLM2, Qwen2.5 1.5B) measured on the
 2-core reference machine (BENCHMARKS.md), else they are unknown and only calls are estimated.
 """
 
@@ -83,18 +83,25 @@ REFERENCE_RATES = {
 
 
 def _history_rate(config: AnswerEvalConfig, model_id: str, role: str) -> CallRate | None:
-    """Seconds and tokens per call of the model in the newest answer run that used it."""
+    """Seconds and tokens per call of the model over every configuration of the newest answer
+    batch that used it: one configuration alone can be its batch's cheap one (its verdicts reused
+    from another's), and its rate would make the estimate too low."""
     param, prefix = ("answer_model_id", "answer_model") if role == "answer" else ("judge_model_id", "judge")
-    for run in tracking.find_runs(config.home, role="configuration"):
-        if run.data.tags.get(tracking.TAG_KIND) != "answers" or run.data.params.get(param) != model_id:
-            continue
-        metrics = run.data.metrics
-        calls = metrics.get(f"{prefix}_calls", 0)
-        if calls:
-            tokens = metrics.get(f"{prefix}_prompt_tokens", 0) + metrics.get(f"{prefix}_completion_tokens", 0)
-            batch = run.data.tags.get(tracking.TAG_BATCH)
-            return CallRate(metrics[f"{prefix}_seconds"] / calls, tokens / calls, f"measured in batch {batch}")
-    return None
+    used = [
+        run
+        for run in tracking.find_runs(config.home, role="configuration")
+        if run.data.tags.get(tracking.TAG_KIND) == "answers"
+        and run.data.params.get(param) == model_id
+        and run.data.metrics.get(f"{prefix}_calls", 0)
+    ]
+    if not used:
+        return None
+    batch = used[0].data.tags.get(tracking.TAG_BATCH)
+    metrics = [run.data.metrics for run in used if run.data.tags.get(tracking.TAG_BATCH) == batch]
+    calls = sum(m[f"{prefix}_calls"] for m in metrics)
+    seconds = sum(m[f"{prefix}_seconds"] for m in metrics)
+    tokens = sum(m.get(f"{prefix}_prompt_tokens", 0) + m.get(f"{prefix}_completion_tokens", 0) for m in metrics)
+    return CallRate(seconds / calls, tokens / calls, f"measured in batch {batch}")
 
 
 def _system_cost(config: AnswerEvalConfig, configuration: SystemConfiguration, calls: int) -> tuple[dict, str]:

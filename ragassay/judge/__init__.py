@@ -2,6 +2,7 @@
 
 - prompts: each judgement's instruction, examples, output schema and version, kept together.
 - judge: the Judge (asks, remembers identical judgements) and judging one answer for every metric.
+- passage_choice: which passages a statement is judged against, most similar first (pure).
 - evaluation_judges: a process's judge per model and workspace for the evaluation running now.
 - calibration: the judge's support verdicts against human labels (accuracy, Cohen's kappa), and
   the labels an evaluation's judged metrics are corrected with.

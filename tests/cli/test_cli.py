@@ -154,3 +154,17 @@ def test_models_are_chosen_by_name_file_or_server(tmp_path):
 def test_an_unknown_model_name_is_a_usage_error(home):
     result = CliRunner().invoke(app, ["answer", "-c", "sample", "--model", "gpt-7", "What melts wax?"])
     assert result.exit_code == 2 and "gpt-7" in result.output and "smollm2" in result.output
+
+
+def test_the_answer_summary_names_the_answer_models_and_the_judge_on_their_own_line():
+    from ragassay.cli.common import out
+    from ragassay.cli.render import render_answer_models
+
+    with out.capture() as captured:
+        render_answer_models({"fulltext": "qwen2.5-1.5b:Q", "hybrid": "qwen2.5-1.5b:Q"}, "qwen2.5-1.5b:Q")
+    assert captured.get() == "answered by fulltext, hybrid: qwen2.5-1.5b:Q · judged by qwen2.5-1.5b:Q\n"
+    with out.capture() as captured:
+        render_answer_models({"small": "smollm2:S", "mine": "system under test (http)"}, "qwen2.5-1.5b:Q")
+    first, warning = captured.get().splitlines()
+    assert first == "answered by small: smollm2:S; mine: system under test (http) · judged by qwen2.5-1.5b:Q"
+    assert warning.startswith("SmolLM2-135M writes fast answers too weak")

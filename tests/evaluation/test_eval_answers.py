@@ -290,9 +290,10 @@ def test_estimate_counts_calls_before_running(evaluated, sample_home, unanswerab
     measured_seconds = sum(m["judge_seconds"] for m in report.metrics.values())
     measured_calls = sum(m["judge_calls"] for m in report.metrics.values())
     estimated_seconds = sum(row["judge"]["seconds"] for row in estimate["configurations"])
-    # Seconds per call are the newest run's, so the estimate is its count at the measured rate.
+    # Seconds per call are the measured batch's over both configurations (one alone can be the
+    # cheap one, its verdicts reused from the other's): the estimate is its count at that rate.
     assert estimated_seconds == pytest.approx(
-        sum(row["judge"]["calls"] for row in estimate["configurations"]) * measured_seconds / measured_calls, rel=0.5
+        sum(row["judge"]["calls"] for row in estimate["configurations"]) * measured_seconds / measured_calls, rel=0.1
     )
     # Every sampled question has a reference answer: answer correctness grades each answer, and
     # pairwise comparison reuses those gradings (at most counts them all again).
@@ -318,8 +319,9 @@ def test_estimate_counts_calls_before_running(evaluated, sample_home, unanswerab
     )
     assert default["judge_rate_basis"].startswith("Qwen2.5 1.5B figures")
     rate = REFERENCE_RATES["qwen2.5-1.5b"]["judge"].seconds
+    # Calls are rounded, seconds are not: a statement is judged against 1.4 passages on average.
     assert all(
-        row["judge"]["seconds"] == pytest.approx(row["judge"]["calls"] * rate, abs=0.1)
+        row["judge"]["seconds"] == pytest.approx(row["judge"]["calls"] * rate, abs=rate / 2 + 0.1)
         for row in default["configurations"]
     )
 
