@@ -28,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_judge_agreement import LABELS, ROWS, question_of, split_questions
+from bench_judge_agreement import LABELS, ROWS, auc, question_of, split_questions
 
 THRESHOLD = 0.85
 BOOTSTRAP_REPLICATES = 2000
@@ -268,12 +268,6 @@ RULES = [
         for share in (0.5, 0.8)
     ),
 ]
-
-
-def auc(scored: list[tuple[bool, float]]) -> float:
-    positives = [p for label, p in scored if label]
-    negatives = [p for label, p in scored if not label]
-    return sum((p > n) + 0.5 * (p == n) for p in positives for n in negatives) / (len(positives) * len(negatives))
 
 
 def bootstrap(scored: list[tuple[bool, float]]) -> tuple[float, float, float, float]:

@@ -44,8 +44,8 @@ TYPICAL_STATEMENTS = 1.0
 TYPICAL_CITATIONS = 1.0
 # The passages a system under test returns, when nothing says how many (built-in: its k).
 TYPICAL_SOURCES = 5
-# Passages a statement is judged against (support-probability/5): the most similar one, and a
-# second for the statements it does not support; measured on MEMERAG-EXT's development half
+# Passages a statement is judged against (support-probability/5): the most similar one, and up
+# to two more for the statements it does not support; measured on MEMERAG-EXT's development half
 # (benchmarks/bench_judge_selection.py after; BENCHMARKS.md, "Cheaper verdicts").
 TYPICAL_PASSAGES_ASKED = 1.4
 MAX_STATEMENTS, MAX_CITATIONS_PER_STATEMENT = 6, 4
