@@ -37,6 +37,11 @@ class EmbeddingModelError(RagassayError):
     """An embedding model could not be found or loaded offline."""
 
 
+class CollectionDeleted(RagassayError):
+    """The collection was deleted while a writer (an ingest) was working on it: nothing it staged
+    was stored."""
+
+
 class InconsistentCollection(RagassayError):
     """A collection's tables disagree: chunks of documents it does not hold (an interrupted write), or
     documents without chunks (a lost or damaged chunks table)."""

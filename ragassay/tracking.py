@@ -14,10 +14,12 @@ import json
 import logging
 import os
 import re
+import shlex
 import subprocess
 import tempfile
 import threading
 import time
+import urllib.parse
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -54,14 +56,25 @@ _unfinished_lock = threading.Lock()
 
 
 def tracking_uri(home: Path) -> str:
-    return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{home / 'mlflow.db'}"
+    return os.environ.get("MLFLOW_TRACKING_URI") or _local_store_uri(home)
+
+
+def _local_store_uri(home: Path) -> str:
+    """The workspace's own store, `sqlite:///<home>/mlflow.db`, its path percent-encoded: SQLAlchemy
+    reads a `?` as the start of the URI's query (`…/q?x/mlflow.db` would open `…/q`) and decodes
+    `%XX`, so a path holding either (or `#`, a space, any non-ASCII letter) is only read back as
+    itself when encoded."""
+    return "sqlite:///" + urllib.parse.quote(str(home.absolute() / "mlflow.db"), safe="/")
 
 
 def ui_command(home: Path) -> str:
-    """The command that opens these runs in MLflow's UI."""
+    """The command that opens these runs in MLflow's UI, quoted for a POSIX shell."""
     uri = tracking_uri(home)
     if uri.startswith("sqlite:///"):
-        return f"mlflow ui --backend-store-uri {uri} --default-artifact-root {(home / 'mlartifacts').as_uri()}"
+        return (
+            f"mlflow ui --backend-store-uri {shlex.quote(uri)} "
+            f"--default-artifact-root {shlex.quote((home / 'mlartifacts').absolute().as_uri())}"
+        )
     return f"open {uri} in a browser"
 
 
@@ -99,7 +112,7 @@ def ensure_experiment(mlflow_client, home: Path, collections: list[str]) -> str:
 
 
 def ensure_named_experiment(mlflow_client, home: Path, name: str) -> str:
-    local = tracking_uri(home) == f"sqlite:///{home / 'mlflow.db'}"
+    local = tracking_uri(home) == _local_store_uri(home)
     artifact_location = (home / "mlartifacts" / re.sub(r"[^A-Za-z0-9_.+-]", "_", name)).as_uri() if local else None
     experiment = mlflow_client.get_experiment_by_name(name)
     if experiment is None:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import polars as pl
 
-from ragassay.errors import DocumentNotFound, InconsistentCollection
+from ragassay.errors import CollectionDeleted, DocumentNotFound, InconsistentCollection
 from ragassay.ingest.chunking import chunk_document
 from ragassay.ingest.extraction import ExtractedText
 from ragassay.store.schemas import CHUNKS, DOCUMENTS, TableSpec
@@ -91,7 +91,18 @@ class IngestStaging:
 
     @classmethod
     def new(cls, paths: CollectionPaths, now: datetime) -> IngestStaging:
-        return cls(paths.root / f".ingest-{uuid.uuid4().hex}", now)
+        """The staging folder, made now: a part is only ever written into this folder, never into
+        a new one of the same name, so a collection deleted while the ingest runs takes the folder
+        with it and the ingest can tell (stage_part, store_staged)."""
+        folder = paths.root / f".ingest-{uuid.uuid4().hex}"
+        folder.mkdir(parents=True)
+        return cls(folder, now)
+
+    def deleted(self, collection: str) -> CollectionDeleted:
+        return CollectionDeleted(
+            f"collection {collection!r} was deleted while this ingest ran (its staged documents went with it): "
+            "nothing was stored; run the ingest again to create the collection anew"
+        )
 
 
 def sha256_hex(data: bytes) -> str:
@@ -153,7 +164,8 @@ def stage_part(staging: IngestStaging, incoming: list[IncomingDocument], chunker
         chunk_frames.append(
             pl.DataFrame([chunk for _, chunk_rows in rows for chunk in chunk_rows], schema=CHUNKS.schema)
         )
-    staging.folder.mkdir(parents=True, exist_ok=True)
+    if not staging.folder.is_dir():
+        raise staging.deleted(staging.folder.parent.name)
     name = uuid.uuid4().hex
     part = StagedPart(
         documents_path=staging.folder / f"{name}.documents.parquet",
@@ -173,8 +185,13 @@ def stage_part(staging: IngestStaging, incoming: list[IncomingDocument], chunker
             orient="row",
         ),
     )
-    write_table(pl.concat(chunk_frames), part.chunks_path, CHUNKS)
-    write_table(pl.concat(document_frames), part.documents_path, DOCUMENTS)
+    try:
+        write_table(pl.concat(chunk_frames), part.chunks_path, CHUNKS)
+        write_table(pl.concat(document_frames), part.documents_path, DOCUMENTS)
+    except FileNotFoundError:
+        if staging.folder.is_dir():
+            raise
+        raise staging.deleted(staging.folder.parent.name) from None
     return part
 
 
@@ -215,6 +232,11 @@ def store_staged(
         # Read, merge and write under the collection's lock: a concurrent ingest waits, then merges
         # into what this one wrote (store/locks.py).
         with paths.write_lock():
+            # A part missing from the staging folder went with a collection deleted since it was
+            # written (delete_collection takes this lock): merging what is left would report
+            # documents as stored that are not.
+            if not all(path.exists() for part in parts for path in (part.documents_path, part.chunks_path)):
+                raise staging.deleted(paths.name)
             remove_leftovers(paths.root, keep=staging.folder)
             stored = load_documents(paths)
             outcomes = merge_outcomes(stored, parts, chunker, chunked_documents(paths))

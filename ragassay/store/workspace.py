@@ -12,6 +12,7 @@ Layout under the workspace root ($RAGASSAY_HOME):
     collections/<name>/golden.parquet      the collection's golden set
     collections/<name>/generation/         every generated candidate, accepted or discarded
     collections/<name>/index/              manifest.json, bm25/ (chunks) and bm25_documents/
+    deleting/                              collections being deleted (delete_collection)
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import os
 import re
 import shutil
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -156,8 +158,20 @@ def list_collections(home: Path) -> list[str]:
 
 
 def delete_collection(home: Path, name: str) -> None:
-    """Remove a collection and everything in it."""
-    shutil.rmtree(collection_paths(home, name).root)
+    """Remove a collection and everything in it, under its write lock: a writer that is merging
+    finishes first (or CollectionBusy after the lock's bounded wait, naming it), and an ingest that
+    is still staging finds its staging folder gone and stores nothing (ingest/documents.py). The
+    folder is first renamed out of the workspace's collections, so a delete that is killed midway
+    leaves no half collection."""
+    paths = collection_paths(home, name)
+    with paths.write_lock():
+        if not paths.root.is_dir():
+            raise CollectionNotFound(f"no collection {name!r} in {home}: it was deleted meanwhile")
+        trash = home / "deleting" / f"{name}-{uuid.uuid4().hex}"
+        trash.parent.mkdir(exist_ok=True)
+        paths.root.rename(trash)
+    # Every deleted collection's folder, this one's and any a killed delete left.
+    shutil.rmtree(trash.parent, ignore_errors=True)
 
 
 def load_documents(paths: CollectionPaths, with_text: bool = False) -> pl.DataFrame:
