@@ -1,20 +1,17 @@
-"""Field types and checks that every config shares: the frozen base model, collection names,
-configuration labels."""
+"""Field types and checks that every config shares: the frozen base model (config_model.py),
+collection names, configuration labels."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
-
+from ragassay.config_model import ConfigModel
 from ragassay.store.workspace import COLLECTION_NAME
 
 # A configuration's or case's label: it names MLflow runs, table rows and --assert bounds.
 LABEL = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 
 
-class Frozen(BaseModel):
-    """A config: immutable, and an unknown key is an error."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
+# A config: immutable, an unknown key is an error, and true/false is never a number.
+Frozen = ConfigModel
 
 
 def check_collection(name: str) -> str:

@@ -126,10 +126,14 @@ def test_a_workspace_path_with_uri_characters_keeps_its_store_inside_and_to_itse
     home, sibling = tmp_path / folder, tmp_path / f"{folder}-other"
     batch = tracking.open_batch(home, ["c"], "retrieval", {"k": "5"}, {})
     table = pl.DataFrame({"query_id": ["q1"], "recall": [1.0]})
-    run_id = tracking.log_configuration_run(tracking.client(home), batch, "retrieval", "bm25", {}, {"m": 1.0}, {"t": table})
+    run_id = tracking.log_configuration_run(
+        tracking.client(home), batch, "retrieval", "bm25", {}, {"m": 1.0}, {"t": table}
+    )
     assert (home / "mlflow.db").is_file() and not (tmp_path / folder.split("?")[0]).is_file()
     assert tracking.download_table(home, run_id, "t").equals(table)
-    assert [run.info.run_id for run in tracking.find_runs(home, batch_id=batch.batch_id, role="configuration")] == [run_id]
+    assert [run.info.run_id for run in tracking.find_runs(home, batch_id=batch.batch_id, role="configuration")] == [
+        run_id
+    ]
     assert tracking.find_runs(sibling) == []
     words = shlex.split(tracking.ui_command(home))
     store = words[words.index("--backend-store-uri") + 1]

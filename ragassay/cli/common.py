@@ -66,6 +66,8 @@ def run_flow(flow_object, *args: Any) -> Any:
     from flows.finished import take
 
     take(flow_object.name)
+    for argument in args:
+        check_parameter_size(argument)
     try:
         return flow_object(*args)
     except Exception as error:
@@ -84,6 +86,35 @@ def run_flow(flow_object, *args: Any) -> Any:
             highlight=False,
         )
         return report
+
+
+def check_parameter_size(config: Any) -> None:
+    """ConfigError (exit 2) for a configuration larger than Prefect keeps as a flow run's
+    parameters (PREFECT_SERVER_API_MAX_PARAMETER_SIZE, 512 KiB), naming its largest value, before
+    any work starts: Prefect itself refuses it only when the flow run is created, as a crash."""
+    from prefect.settings import get_current_settings
+    from pydantic import BaseModel
+
+    limit = get_current_settings().server.api.max_parameter_size
+    if not limit or not isinstance(config, BaseModel):
+        return
+    dumped = config.model_dump(mode="json")
+    size = len(json.dumps(dumped))
+    if size < limit:
+        return
+    path, value = "", dumped
+    # Down the largest value while it is most of what holds it: that is the one to move out.
+    while isinstance(value, dict | list) and value:
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        key, child = max(items, key=lambda item: len(json.dumps(item[1])))
+        if len(json.dumps(child)) * 2 < len(json.dumps(value)):
+            break
+        path, value = f"{path}.{key}" if isinstance(key, str) else f"{path}[{key}]", child
+    raise ConfigError(
+        f"the configuration is {size:,} bytes as Prefect flow-run parameters, more than the {limit:,} Prefect "
+        f"keeps (PREFECT_SERVER_API_MAX_PARAMETER_SIZE); most of it is {path.lstrip('.') or 'its values'} "
+        f"({len(json.dumps(value)):,} bytes): make that smaller"
+    )
 
 
 def emit(as_json: bool, payload: Any, render) -> None:
@@ -257,7 +288,55 @@ def read_yaml(text: str):
     Yaml12Loader.add_implicit_resolver(
         "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
     )
-    return yaml.load(text, Loader=Yaml12Loader)
+    loader = Yaml12Loader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        expanded = expanded_size(node)
+        if expanded > MAX_YAML_VALUES:
+            raise ConfigError(
+                f"expands to {expanded:,} values through its aliases (*name repeats &name's value), more than "
+                f"{MAX_YAML_VALUES:,}: write the values out, or repeat fewer"
+            )
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+# The most values (scalars, lists and mappings, each alias counted as what it repeats) one YAML
+# file may stand for: far above any configuration people write (the sample pipeline is ~60),
+# far below an alias bomb's (9 levels of 9 aliases: 387 million from 837 bytes).
+MAX_YAML_VALUES = 100_000
+
+
+def expanded_size(node) -> int:
+    """How many values a YAML node stands for once its aliases are expanded, counted without
+    expanding them: an alias is the node it names, whose count is remembered. ConfigError for a
+    node that contains itself."""
+    import yaml
+
+    counted: dict[int, int] = {}
+    open_nodes: set[int] = set()
+
+    def count(current) -> int:
+        key = id(current)
+        if key in counted:
+            return counted[key]
+        if key in open_nodes:
+            raise ConfigError("holds a value that contains itself through an alias (&name inside it, *name)")
+        open_nodes.add(key)
+        if isinstance(current, yaml.SequenceNode):
+            total = 1 + sum(count(child) for child in current.value)
+        elif isinstance(current, yaml.MappingNode):
+            total = 1 + sum(count(k) + count(v) for k, v in current.value)
+        else:
+            total = 1
+        open_nodes.discard(key)
+        counted[key] = total
+        return total
+
+    return count(node)
 
 
 def _object_without_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict:
@@ -269,8 +348,9 @@ def _object_without_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict:
     return dict(pairs)
 
 
-def load_config_file(path: Path) -> dict:
-    """A YAML or JSON file holding a list of configurations, or a mapping of evaluation settings."""
+def load_config_file(path: Path, pipeline: bool = False) -> dict:
+    """A YAML or JSON file holding a list of configurations, or a mapping of evaluation settings;
+    a pipeline file (`pipeline`) only the mapping."""
     import yaml
 
     from ragassay.user_files import read_user_text
@@ -287,6 +367,18 @@ def load_config_file(path: Path) -> dict:
         raise ConfigError(f"{path} is not valid {kind}: {error}") from error
     except RecursionError:
         raise ConfigError(f"{path} is nested too deeply to be a configuration file") from None
+    if pipeline and not isinstance(loaded, dict):
+        found = (
+            "a list"
+            if isinstance(loaded, list)
+            else "empty"
+            if loaded is None
+            else f"the {type(loaded).__name__} {loaded!r:.40}"
+        )
+        raise ConfigError(
+            f"{path} must be a mapping of the pipeline's settings (collection:, ingest:, index:, golden:, "
+            f"retrieval:, answers:, as in data/sample/pipeline.yaml); its top level is {found}"
+        )
     if isinstance(loaded, list):
         return {"configurations": loaded}
     if not isinstance(loaded, dict):

@@ -49,7 +49,7 @@ def run(
     from ragassay.config import PipelineConfig, parse_config, route_assertions
 
     try:
-        settings = route_assertions(load_config_file(config_file), assertion)
+        settings = route_assertions(load_config_file(config_file, pipeline=True), assertion)
         if no_cache:
             settings["cache"] = False
         config = parse_config(PipelineConfig, **settings)

@@ -402,9 +402,30 @@ def read_label_file(path: Path) -> list[ImportedLabel]:
         rows.append(
             ImportedLabel(where, record["item_id"], record["sample_id"], record["statement"], label, who or None)
         )
+    rows, repeated = _one_label_an_item(rows)
+    problems.extend(repeated)
     if problems:
         raise ConfigError(f"{path} has {len(problems)} bad rows, nothing imported: " + listed_problems(problems))
     return rows
+
+
+def _one_label_an_item(rows: list[ImportedLabel]) -> tuple[list[ImportedLabel], list[str]]:
+    """The rows of one file with each item labelled once per person: a repeated identical row is
+    that one label (the first); two rows giving one item different labels by the same person are
+    both named (file:line), as the file does not say which the person meant."""
+    first: dict[tuple[str, str | None], ImportedLabel] = {}
+    kept, problems = [], []
+    for row in rows:
+        key = (row.item_id, row.who)
+        earlier = first.setdefault(key, row)
+        if earlier is row:
+            kept.append(row)
+        elif earlier.label != row.label:
+            problems.append(
+                f"{row.where}: item {row.item_id} is labelled {row.label} here and {earlier.label} at "
+                f"{earlier.where}{f' (both by {row.who})' if row.who else ''}: keep the one you mean"
+            )
+    return kept, problems
 
 
 def matched_labels(

@@ -7,8 +7,9 @@ import importlib.metadata
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_serializer, model_validator
+from pydantic import Field, field_serializer, model_validator
 
+from ragassay.config_model import ConfigModel
 from ragassay.llm.catalog import CATALOG, ModelError
 from ragassay.redaction import redact
 
@@ -21,10 +22,8 @@ DEFAULT_JUDGE_BACKEND = QWEN
 NAMED_BACKENDS = (SMOLLM2, *CATALOG)
 
 
-class ChatModelConfig(BaseModel):
+class ChatModelConfig(ConfigModel):
     """Which chat model to use and how; the same object selects it everywhere."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     backend: Literal["smollm2", "qwen2.5-1.5b", "gguf", "openai"] = "smollm2"
     path: Path | None = None

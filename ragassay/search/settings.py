@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
+from ragassay.config_model import ConfigModel
 from ragassay.llm.settings import ChatModelConfig
 
 SearchType = Literal["fulltext", "semantic", "hybrid"]
@@ -21,16 +22,14 @@ SEARCH_TYPES: tuple[str, ...] = ("fulltext", "semantic", "hybrid")
 LexicalUnit = Literal["document", "chunk"]
 
 
-class FusionSettings(BaseModel):
+class FusionSettings(ConfigModel):
     """How hybrid search fuses the lexical and dense lists: reciprocal-rank fusion and its k."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     method: Literal["rrf"] = "rrf"
     k: int = Field(60, ge=1, description="Reciprocal-rank fusion constant.")
 
 
-class SearchSettings(BaseModel):
+class SearchSettings(ConfigModel):
     """How one search runs: type, depth, fusion, filters and reranking.
 
     depth: how many documents each retriever contributes before fusion (hybrid); a search that
@@ -38,8 +37,6 @@ class SearchSettings(BaseModel):
     (rerank_model; None: the default chat model, or the answer model when answering) scores the
     top rerank_candidates results 0-10 and the best k are kept (search/rerank.py).
     """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     search_type: SearchType = Field("hybrid", description=f"One of {', '.join(SEARCH_TYPES)}.")
     depth: int = Field(100, ge=1, le=100_000, description="Documents each retriever contributes to hybrid fusion.")

@@ -3,6 +3,7 @@ verdict of the judge counts, the passages of a context, and a labels file read s
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 
 import polars as pl
@@ -110,3 +111,28 @@ def test_a_labels_file_is_refused_whole_naming_each_bad_line(tmp_path):
     path.write_text(good + "\n" + '{"item_id": "a4", "sample_id": "b/seed-0/count-4", "statement": "s", "label": ""}\n')
     [row] = read_label_file(path)
     assert (row.item_id, row.label, row.where) == ("a1", "supported", f"{path}:1"), "an empty label is not labelled yet"
+
+
+def test_a_labels_file_gives_each_item_one_label_and_refuses_contradictions_naming_both_lines(tmp_path):
+    """Issue 37 case 3: a repeated identical row is one label (a 20 MB file of one labelled item
+    is one row, not 58,580), and two rows labelling one item differently by the same person are
+    refused with both line numbers, nothing imported."""
+    row = {"item_id": "a1", "sample_id": "b/seed-0/count-4", "statement": "s", "label": "supported"}
+    path = tmp_path / "labels.jsonl"
+    line = json.dumps(row) + "\n"
+    path.write_text(line * (20_000_000 // len(line)))
+    [only] = read_label_file(path)
+    assert (only.item_id, only.label, only.where) == ("a1", "supported", f"{path}:1")
+    path.write_text(
+        line + json.dumps({**row, "item_id": "a2"}) + "\n" + json.dumps({**row, "label": "unsupported"}) + "\n"
+    )
+    with pytest.raises(ConfigError) as raised:
+        read_label_file(path)
+    message = str(raised.value)
+    assert f"{path}:3: item a1 is labelled unsupported here and supported at {path}:1" in message
+    assert "nothing imported" in message
+    # Two people may label one item differently: both labels are theirs.
+    path.write_text(
+        json.dumps({**row, "who": "ann"}) + "\n" + json.dumps({**row, "who": "bo", "label": "unsupported"}) + "\n"
+    )
+    assert [(r.who, r.label) for r in read_label_file(path)] == [("ann", "supported"), ("bo", "unsupported")]
