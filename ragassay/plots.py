@@ -232,7 +232,11 @@ def recall_curve_figure(intervals: pl.DataFrame, ks: list[int], title: str) -> F
         axes.set_ylim(*_fitted_limits(lows, highs))
     axes.set_title(title, fontsize=10)
     axes.grid(alpha=0.3)
-    axes.legend(fontsize=8, loc="lower right")
+    if axes.get_legend_handles_labels()[0]:
+        axes.legend(fontsize=8, loc="lower right")
+    else:
+        # No configuration scored a question: say so, where an empty legend would only warn.
+        axes.text(0.5, 0.5, "no configuration scored a question", ha="center", va="center", transform=axes.transAxes)
     figure.tight_layout()
     return figure
 

@@ -30,6 +30,7 @@ import polars as pl
 from pydantic import BaseModel
 
 from ragassay import plots
+from ragassay.errors import RagassayError
 from ragassay.metrics.names import mlflow_key
 from ragassay.redaction import redact
 
@@ -650,24 +651,50 @@ def batch_tables(home: Path, batch_id: str) -> dict[str, dict[str, pl.DataFrame]
         kind, label = run.data.tags.get(TAG_KIND), run.data.tags.get(TAG_LABEL)
         if kind in PER_QUESTION_TABLES and label not in tables.get(kind, {}):
             table = download_table(home, run.info.run_id, PER_QUESTION_TABLES[kind])
-            if table is not None:
-                tables.setdefault(kind, {})[label] = table
+            if table is None:
+                _check_artifacts_present(run, batch_id)
+                continue
+            tables.setdefault(kind, {})[label] = table
     return tables
+
+
+def _check_artifacts_present(run, batch_id: str) -> None:
+    """RagassayError naming the folder when a run's artifacts are kept locally and the folder is
+    gone (mlartifacts/ deleted or moved): its tables are missing, which is not a batch without
+    results."""
+    uri = run.info.artifact_uri or ""
+    if not uri.startswith("file:"):
+        return
+    folder = Path(urllib.parse.unquote(urllib.parse.urlparse(uri).path))
+    if not folder.exists():
+        raise RagassayError(
+            f"batch {batch_id}'s run {run.data.tags.get(TAG_KIND)}/{run.data.tags.get(TAG_LABEL)} ({run.info.run_id}) "
+            f"keeps its tables in {folder}, which does not exist: restore that folder (mlartifacts/ of the "
+            "workspace), or run the batch again"
+        )
 
 
 def answer_configuration_runs(home: Path, batch_id: str) -> list[dict]:
     """Each answer configuration run of a batch, in the order they were logged: its label, params
-    and its answers and judgments tables (None when the run lacks one)."""
-    return [
-        {
-            "label": run.data.tags.get(TAG_LABEL),
-            "params": dict(run.data.params),
-            "answers": download_table(home, run.info.run_id, "answers"),
-            "judgments": download_table(home, run.info.run_id, "judgments"),
-        }
-        for run in reversed(find_runs(home, batch_id=batch_id, role="configuration"))
-        if run.data.tags.get(TAG_KIND) == "answers"
-    ]
+    and its answers and judgments tables (None when the run lacks one; RagassayError naming the
+    folder when its artifacts folder is gone)."""
+    runs = []
+    for run in reversed(find_runs(home, batch_id=batch_id, role="configuration")):
+        if run.data.tags.get(TAG_KIND) != "answers":
+            continue
+        answers = download_table(home, run.info.run_id, "answers")
+        judgments = download_table(home, run.info.run_id, "judgments")
+        if answers is None and judgments is None:
+            _check_artifacts_present(run, batch_id)
+        runs.append(
+            {
+                "label": run.data.tags.get(TAG_LABEL),
+                "params": dict(run.data.params),
+                "answers": answers,
+                "judgments": judgments,
+            }
+        )
+    return runs
 
 
 def batch_parent_table(home: Path, batch_id: str, name: str) -> pl.DataFrame | None:

@@ -1,7 +1,8 @@
 """The files people write for ragassay (configurations, golden sets, question and label files),
 read as text with every way they go wrong named: missing, a folder, empty, too large to be what
 it claims (checked before parsing: a 50 MB YAML file took minutes and gigabytes to parse), or not
-UTF-8 (naming the byte)."""
+UTF-8 (naming the byte); and the files ragassay writes for people (a sample to label), their
+missing folders made, and a path that cannot be written named as the one at fault."""
 
 from __future__ import annotations
 
@@ -42,3 +43,15 @@ def read_user_text(path: Path, what: str, configuration: bool = False) -> str:
     if not text.strip():
         raise ConfigError(f"{what} {path} is empty")
     return text
+
+
+def write_user_text(path: Path, text: str, what: str) -> None:
+    """Write a file a person asked for, making its missing folders; a ConfigError naming the path
+    (never the workspace) when it cannot be written."""
+    if path.is_dir():
+        raise ConfigError(f"{what} {path} is a folder; give a file name")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise ConfigError(f"cannot write {what} {path}: {error.strerror or error}") from None

@@ -5,6 +5,7 @@ found on; RELIABILITY.md has a row per case."""
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import subprocess
@@ -14,13 +15,16 @@ import time
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from ragassay.cli.main import app
 from ragassay.errors import CollectionDeleted
 from ragassay.store.workspace import collection_paths, delete_collection, list_collections, load_documents
 from tests.conftest import REPO
 from tests.helpers import ingest
 
 RAGASSAY = str(Path(sys.executable).parent / "ragassay")
+runner = CliRunner()
 
 # Rounds of the delete-during-ingest race, each with its own seeded delay.
 RACE_ROUNDS = 12
@@ -139,3 +143,148 @@ def test_a_workspace_path_with_uri_characters_keeps_its_store_inside_and_to_itse
     store = words[words.index("--backend-store-uri") + 1]
     assert urllib.parse.unquote(store.removeprefix("sqlite:///")) == str(home / "mlflow.db")
     assert words[words.index("--default-artifact-root") + 1] == (home / "mlartifacts").as_uri()
+
+
+def _alias_bomb(levels: int) -> str:
+    """An http system whose body holds `levels` levels of 9 aliases each (9**levels values)."""
+    lines = [
+        "configurations:",
+        "  - label: bomb",
+        "    system:",
+        "      kind: http",
+        "      url: http://127.0.0.1:9/rag",
+    ]
+    lines += ["      response: {documents: '$.ids[*]'}", "      body:", "        l0: &l0 [x, x, x, x, x, x, x, x, x]"]
+    for level in range(1, levels):
+        lines.append(f"        l{level}: &l{level} [{', '.join([f'*l{level - 1}'] * 9)}]")
+    return "\n".join(lines) + "\n"
+
+
+def test_yaml_aliases_that_expand_past_the_bound_are_refused_before_they_expand(tmp_path, sample_home, monkeypatch):
+    """Issue 37 case 4: the 837-byte alias bomb (9 levels of 9) is refused at once, exit 2,
+    naming how far it expands; a self-containing alias too; 3 levels (819 values) is a
+    configuration like any other."""
+    monkeypatch.setenv("RAGASSAY_HOME", str(sample_home))
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text(_alias_bomb(9))
+    assert len(bomb.read_bytes()) < 1000
+    started = time.perf_counter()
+    refused = runner.invoke(app, ["eval", "retrieval", "-c", "sample", "--configs", str(bomb)])
+    assert refused.exit_code == 2, refused.output
+    assert "expands to" in refused.output and "through its aliases" in refused.output and str(bomb) in refused.output
+    assert time.perf_counter() - started < 30
+    looped = tmp_path / "loop.yaml"
+    looped.write_text("collections: &me [sample, *me]\n")
+    refused = runner.invoke(app, ["eval", "retrieval", "--configs", str(looped)])
+    assert refused.exit_code == 2 and "contains itself" in refused.output, refused.output
+    from ragassay.cli.common import read_yaml
+
+    body = read_yaml(_alias_bomb(3))["configurations"][0]["system"]["body"]
+    assert len(body["l2"]) == 9 and body["l2"][0][0] == body["l0"]
+
+
+def test_a_configuration_larger_than_prefect_keeps_is_refused_naming_its_largest_value(
+    tmp_path, sample_home, monkeypatch
+):
+    """Issue 37 case 4: a legitimately large body (600 kB, no aliases) is refused before any work
+    with exit 2, naming the body, not Prefect's flow-run crash (exit 3)."""
+    monkeypatch.setenv("RAGASSAY_HOME", str(sample_home))
+    configs = tmp_path / "large.json"
+    system = {
+        "kind": "http",
+        "url": "http://127.0.0.1:9/rag",
+        "response": {"documents": "$.ids[*]"},
+        "body": {"q": "{{question}}", "padding": "x" * 600_000},
+    }
+    configs.write_text(json.dumps([{"label": "large", "system": system}]))
+    refused = runner.invoke(app, ["eval", "retrieval", "-c", "sample", "--configs", str(configs)])
+    assert refused.exit_code == 2, refused.output
+    message = " ".join(refused.output.split())
+    assert "more than the 524,288 Prefect keeps" in message and "configurations[0].system.body.padding" in message
+
+
+@pytest.mark.parametrize(
+    ("content", "found"), [("- {label: a}\n", "its top level is a list"), ("just words\n", "its top level is the str")]
+)
+def test_a_pipeline_file_that_is_not_a_mapping_says_what_a_pipeline_file_is(tmp_path, content, found):
+    """Issue 37 case 9: a list or a scalar at a pipeline file's top level is answered with what
+    the file must be, not with fields the user never wrote."""
+    pipeline = tmp_path / "pipeline.yaml"
+    pipeline.write_text(content)
+    refused = runner.invoke(app, ["run", "--config", str(pipeline)])
+    assert refused.exit_code == 2
+    message = " ".join(refused.output.split())
+    assert "must be a mapping of the pipeline's settings" in message and found in message
+    assert "Field required" not in message
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [{"ks": [True]}, {"configurations": [{"label": "a", "k": True}]}, {"max_questions": False}],
+)
+def test_true_and_false_are_never_taken_as_numbers(tmp_path, settings):
+    """Issue 37 case 10: `ks: [true]` and `k: true` were taken as 1."""
+    from ragassay.config import AnswerEvalConfig, RetrievalEvalConfig, parse_config
+    from ragassay.errors import ConfigError
+
+    kind = AnswerEvalConfig if "k" in str(settings.get("configurations")) else RetrievalEvalConfig
+    with pytest.raises(ConfigError, match=r"must be a number .*not true/false"):
+        parse_config(kind, collections=["sample"], home=tmp_path, **settings)
+
+
+def test_an_export_into_a_missing_folder_makes_it_and_an_unwritable_path_is_named(tmp_path):
+    """Issue 37 case 5: `judge label --export` into a missing folder made it exit 3; into one it
+    cannot write it blamed RAGASSAY_HOME. The export's folders are made; a path that cannot be
+    written (here: under a file) is named, a ConfigError (exit 2)."""
+    from ragassay.errors import ConfigError
+    from ragassay.judge.labels import export_sample
+    from ragassay.store.schemas import JUDGE_LABELS
+
+    target = tmp_path / "new" / "folders" / "sample.jsonl"
+    assert export_sample([], target, JUDGE_LABELS.empty()) == 0 and target.is_file()
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    with pytest.raises(ConfigError, match=rf"cannot write the sample to label {blocker}/sample.jsonl"):
+        export_sample([], blocker / "sample.jsonl", JUDGE_LABELS.empty())
+
+
+def test_a_python_system_that_times_out_itself_says_whose_timeout_and_the_bound():
+    """Issue 37 case 10: an async target's own asyncio timeout read 'TimeoutError: '."""
+    from ragassay.systems.calls import call_system
+    from ragassay.systems.settings import PythonSystem
+
+    system = PythonSystem(
+        kind="python", target="tests.test_workspace_faults:times_out_itself", timeout_seconds=5, max_retries=0
+    )
+    [record] = call_system(system, [("q1", "When?")], cache=None)
+    assert record.error_kind == "timeout"
+    assert "times_out_itself raised TimeoutError (no message) itself, within ragassay's 5 s bound" in record.error
+
+
+async def times_out_itself(question: str) -> dict:
+    import asyncio
+
+    await asyncio.wait_for(asyncio.sleep(10), timeout=0.01)
+    return {"answer": question}
+
+
+def test_a_recall_curve_with_nothing_scored_says_so_without_a_legend_warning(recwarn):
+    """Issue 37 case 10: matplotlib warned 'No artists with labels found to put in legend'."""
+    import polars as pl
+
+    from ragassay import plots
+
+    empty = pl.DataFrame(
+        {"configuration": ["dead"], "metric": ["recall@5"], "mean": [None], "ci_low": [None], "ci_high": [None]},
+        schema={
+            "configuration": pl.String,
+            "metric": pl.String,
+            "mean": pl.Float64,
+            "ci_low": pl.Float64,
+            "ci_high": pl.Float64,
+        },
+    )
+    figure = plots.recall_curve_figure(empty, [1, 5], "recall@k")
+    [axes] = figure.axes
+    assert axes.get_legend() is None and [t.get_text() for t in axes.texts] == ["no configuration scored a question"]
+    assert not [w for w in recwarn if "legend" in str(w.message)]

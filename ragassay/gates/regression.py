@@ -31,6 +31,7 @@ from ragassay.metrics.names import JUDGED_METRICS, LOWER_IS_BETTER, REPORTED_ANS
 from ragassay.metrics.significance import ALPHA, KEYS, compare_paired
 
 _BOUND = re.compile(r"^\s*(?:(?P<label>[A-Za-z0-9][A-Za-z0-9_.-]*):)?(?P<metric>[\w@.]+)\s*=\s*(?P<drop>\d*\.?\d+)\s*$")
+_NEGATIVE_BOUND = re.compile(r"^[^=]+=\s*-\s*\d*\.?\d+\s*$")
 CORRECTED = ".corrected"
 
 
@@ -46,6 +47,8 @@ class DropBound:
 
 def parse_drop_bound(text: str) -> DropBound:
     match = _BOUND.match(text)
+    if match is None and _NEGATIVE_BOUND.match(text):
+        raise ConfigError(f"--max-drop {text!r}: the largest drop tolerated must be >= 0 (0 tolerates no drop)")
     if match is None:
         raise ConfigError(
             f"--max-drop {text!r} must look like 'METRIC=NUMBER' or 'LABEL:METRIC=NUMBER', e.g. recall@5=0.02"
@@ -122,6 +125,20 @@ REGRESSION_SCHEMA = pl.Schema(
 )
 
 
+def _metrics_of_both(
+    baseline: dict[str, pl.DataFrame], candidate: dict[str, pl.DataFrame], shared: list[str]
+) -> list[str]:
+    """The metrics a bound can name: the score columns some shared configuration has in both."""
+    return sorted(
+        {
+            column
+            for label in shared
+            for column in baseline[label].columns
+            if column in candidate[label].columns and column not in KEYS and baseline[label][column].dtype.is_numeric()
+        }
+    )
+
+
 def compare_batches(
     baseline: dict[str, pl.DataFrame],
     candidate: dict[str, pl.DataFrame],
@@ -153,7 +170,8 @@ def compare_batches(
         labels = [bound.label] if bound.label else [label for label in shared if column in baseline[label].columns]
         if not labels or any(label not in shared for label in labels):
             raise ConfigError(
-                f"--max-drop {bound.metric}: no configuration of both batches has it (shared: {', '.join(shared)})"
+                f"--max-drop {bound.metric}: no configuration of both batches has it (shared: {', '.join(shared)}; "
+                f"their metrics: {', '.join(_metrics_of_both(baseline, candidate, shared)) or 'none'})"
             )
         for label in labels:
             a, b = baseline[label], candidate[label]

@@ -7,7 +7,8 @@ BM25 files, an embedding for every chunk). What can be rebuilt is: chunks from t
 stored text and recorded chunk settings (the text is what an ingest chunked; a PDF's page
 boundaries are not stored, so its chunks come from a new ingest of its source), the embedding
 cache and the index from the chunks. A damaged documents or golden table cannot be rebuilt from
-the others: the finding names what restores it. A damaged file is moved aside into the
+the others: the finding names what restores it (a damaged golden table is moved aside by the
+repair, so that `golden add` can write a new one). A damaged file is moved aside into the
 collection's `damaged/` folder, never deleted, before anything replaces it."""
 
 from __future__ import annotations
@@ -135,6 +136,13 @@ def repair_collection(
         actions.append(f"rebuilt the chunks of {rebuilt} documents from their stored text")
         if skipped:
             actions.append(f"left {len(skipped)} PDF documents for `ragassay ingest` (e.g. {skipped[0]})")
+    if "golden" in tables:
+        with paths.write_lock():
+            moved.append(str(_move_aside(paths, paths.golden)))
+        actions.append(
+            "moved the damaged golden set aside (into damaged/): add the golden file again with `ragassay golden add`, "
+            "or restore the table from a copy"
+        )
     if "embeddings" in tables:
         with paths.write_lock():
             moved.append(str(_move_aside(paths, paths.embeddings)))
@@ -166,9 +174,23 @@ def _read(
     try:
         return read_table(path, spec)
     except TableSchemaError as error:
-        findings.append(Finding(table=table, problem=str(error), repair=_REPAIRS[table], repairable=table == "chunks"))
+        findings.append(
+            Finding(
+                table=table,
+                problem=str(error),
+                repair=_DAMAGED_GOLDEN if table == "golden" else _REPAIRS[table],
+                repairable=table in ("chunks", "golden"),
+            )
+        )
         return None
 
+
+# A damaged golden table cannot be rebuilt from the others, but it can be moved out of the way, so
+# that `golden add` writes a new one (it refuses to write over a table it cannot read).
+_DAMAGED_GOLDEN = (
+    "moved aside into damaged/ (`--repair`); then add the golden file again (`ragassay golden add`), "
+    "or restore the table from a copy"
+)
 
 _REPAIRS = {
     "documents": "run `ragassay ingest` on the collection's sources again (its golden set is kept)",

@@ -34,7 +34,7 @@ from ragassay.metrics.judge_error import LabelStratum
 from ragassay.store.schemas import JUDGE_LABELS
 from ragassay.store.tables import read_table_or_empty, write_table
 from ragassay.store.workspace import CollectionPaths, collection_paths
-from ragassay.user_files import read_user_text
+from ragassay.user_files import read_user_text, write_user_text
 
 # The metrics whose verdicts are support verdicts (one prompt), the ones a label can check.
 SUPPORT_METRICS = ("faithfulness", "context_recall", "citation_precision")
@@ -324,9 +324,10 @@ def export_sample(items: list[SampleItem], path: Path, labels: pl.DataFrame) -> 
         writer.writeheader()
         for row in rows:
             writer.writerow({**row, "cited_sources": ";".join(str(n) for n in row["cited_sources"])})
-        path.write_text(buffer.getvalue(), encoding="utf-8")
+        text = buffer.getvalue()
     else:
-        path.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
+        text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+    write_user_text(path, text, "the sample to label")
     return len(rows)
 
 

@@ -213,7 +213,13 @@ def _python_caller(system: PythonSystem):
             ) from None
         except (TimeoutError, ConnectionError) as error:
             kind = "timeout" if isinstance(error, TimeoutError) else "connection"
-            raise _Retryable(kind, f"{type(error).__name__}: {error}") from None
+            # asyncio's timeouts carry no message: say whose timeout it was and ragassay's bound.
+            detail = str(error) or "no message"
+            raise _Retryable(
+                kind,
+                f"{system.target} raised {type(error).__name__} ({detail}) itself, within ragassay's "
+                f"{system.timeout_seconds:g} s bound (timeout_seconds)",
+            ) from None
         except (
             BaseException
         ) as error:  # the team's code may raise anything, SystemExit too: that question's row says what

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -305,3 +306,26 @@ def test_the_regression_gate_fails_a_significant_drop_and_passes_noise(evaluated
         assert unusable.exit_code == 2, (arguments, unusable.output)
     unknown = runner.invoke(app, ["gate", "--baseline", "nosuchbatch", "--max-drop", "mrr=0.1"])
     assert unknown.exit_code == 2 and "no batch 'nosuchbatch'" in unknown.output
+    # Issue 37 case 8: a misspelled metric is answered with the metrics both batches have; a
+    # negative bound with what a bound must be.
+    gate = ["gate", "--baseline", baseline.batch_id, "--candidate", candidate.batch_id]
+    misspelled = runner.invoke(app, [*gate, "--max-drop", "recal@5=0.1"])
+    assert misspelled.exit_code == 2 and "their metrics:" in misspelled.output and "recall@5" in misspelled.output
+    negative = runner.invoke(app, [*gate, "--max-drop", "recall@5=-0.1"])
+    assert negative.exit_code == 2 and "must be >= 0" in negative.output, negative.output
+    # Issue 37 case 7: with the baseline's artifacts gone, the gate names the missing folder.
+    folders = [
+        Path(run.info.artifact_uri.removeprefix("file://"))
+        for run in tracking.find_runs(sample_home, batch_id=baseline.batch_id, role="configuration")
+    ]
+    for folder in folders:
+        folder.rename(folder.with_name(folder.name + ".aside"))
+    try:
+        missing = runner.invoke(app, [*gate, "--max-drop", "recall@5=0.1"])
+    finally:
+        for folder in folders:
+            folder.with_name(folder.name + ".aside").rename(folder)
+    assert missing.exit_code == 2, missing.output
+    assert "which does not exist" in missing.output and any(
+        str(folder) in missing.output.replace("\n", "") for folder in folders
+    )

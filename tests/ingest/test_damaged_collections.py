@@ -146,20 +146,37 @@ def test_collections_check_repair_rebuilds_a_damaged_index(home, tmp_path):
     assert search_hits(home, ["notes"], "hive 2 inspected") == hits_before
 
 
-def test_collections_check_names_a_damaged_golden_set_and_repair_leaves_it_for_the_user(home, tmp_path):
+@pytest.mark.parametrize("damage", ["a flipped byte", "0 bytes"])
+def test_collections_check_repair_moves_a_damaged_golden_set_aside_so_golden_add_writes_a_new_one(
+    home, tmp_path, damage
+):
+    """A golden table cannot be rebuilt from the others; `--repair` moves it into damaged/ (its
+    bytes kept) and says so, and `golden add` then writes a new one (issue 37 case 6: a 0-byte
+    golden.parquet was a dead end, repair saying "nothing to repair")."""
     import json
 
-    from ragassay.golden.store import add_from_file
+    from ragassay.golden.store import add_from_file, load_golden
 
     build_collection(home, "notes", (_corpus(tmp_path / "corpus"),))
     golden = tmp_path / "golden.jsonl"
     golden.write_text('{"question": "When was hive 1 inspected?", "expected_document_ids": ["note-1.txt"]}\n')
     add_from_file(home, "notes", golden)
     paths = collection_paths(home, "notes")
-    _flip_a_byte(paths.golden)
+    if damage == "0 bytes":
+        paths.golden.write_bytes(b"")
+    else:
+        _flip_a_byte(paths.golden)
     damaged = paths.golden.read_bytes()
+    found = _check("notes")
+    assert found.exit_code == 1
+    [finding] = json.loads(found.stdout)["findings"]
+    assert finding["table"] == "golden" and finding["repairable"] and "golden add" in finding["repair"]
     result = _check("notes", "--repair")
-    assert result.exit_code == 1
-    [finding] = json.loads(result.stdout)["after"]["findings"]
-    assert finding["table"] == "golden" and not finding["repairable"] and "golden add" in finding["repair"]
-    assert paths.golden.read_bytes() == damaged, "what cannot be rebuilt is left as it was"
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["after"]["findings"] == []
+    assert any("golden set aside" in action and "golden add" in action for action in report["actions"])
+    [kept] = report["moved_aside"]
+    assert Path(kept).read_bytes() == damaged and "damaged" in Path(kept).parts
+    add_from_file(home, "notes", golden)
+    assert load_golden(paths).height == 1
