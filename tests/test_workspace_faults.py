@@ -288,3 +288,19 @@ def test_a_recall_curve_with_nothing_scored_says_so_without_a_legend_warning(rec
     [axes] = figure.axes
     assert axes.get_legend() is None and [t.get_text() for t in axes.texts] == ["no configuration scored a question"]
     assert not [w for w in recwarn if "legend" in str(w.message)]
+
+
+def test_an_index_build_whose_collection_was_deleted_swaps_nothing_in(tmp_path):
+    """Issue 37 case 1, the same class for the index: a build whose collection was deleted while
+    it ran finds its staging folder gone, says so, and does not recreate the collection."""
+    from ragassay.index.build import staging_folder, swap_in_index
+
+    home = tmp_path / "home"
+    ingest(home, "c", (_notes(tmp_path / "corpus", 3, "n"),))
+    paths = collection_paths(home, "c")
+    staging = staging_folder(paths)
+    staging.mkdir()
+    delete_collection(home, "c")
+    with pytest.raises(CollectionDeleted, match="was deleted while its index was built"):
+        swap_in_index(paths, staging, {"embedding_model": "x"})
+    assert not paths.root.exists() and "c" not in list_collections(home)

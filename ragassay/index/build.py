@@ -18,7 +18,7 @@ import polars as pl
 from pydantic import BaseModel
 
 from ragassay.environment import models_dir
-from ragassay.errors import InconsistentCollection, IndexMissing, TableDamaged
+from ragassay.errors import CollectionDeleted, InconsistentCollection, IndexMissing, TableDamaged
 from ragassay.ingest.documents import check_consistent, index_input_digest
 from ragassay.progress import ProgressReporter
 from ragassay.search.dense import Embedder, EmbeddingModelSpec, resolve_model
@@ -357,9 +357,19 @@ def index_manifest(inputs: IndexInputs, dimension: int, built_at: datetime) -> d
 
 
 def swap_in_index(paths: CollectionPaths, staging: Path, manifest: dict) -> None:
-    """Write the manifest into the staging folder, then swap the staging folder in whole."""
-    write_json(staging / "manifest.json", {"format_version": INDEX_FORMAT_VERSION, **manifest})
+    """Write the manifest into the staging folder, then swap the staging folder in whole.
+    CollectionDeleted when the collection was deleted while the index was built (its staging
+    folder went with it): nothing is swapped into a folder the delete would have to recreate."""
+    deleted = CollectionDeleted(
+        f"collection {paths.name!r} was deleted while its index was built: nothing was swapped in"
+    )
+    try:
+        write_json(staging / "manifest.json", {"format_version": INDEX_FORMAT_VERSION, **manifest})
+    except FileNotFoundError:
+        raise deleted from None
     with paths.write_lock():
+        if not staging.is_dir() or not paths.documents.exists():
+            raise deleted
         _swap_in(staging, paths.index_dir)
         remove_leftovers(paths.root, keep=staging)
 
