@@ -17,7 +17,7 @@ from pathlib import Path
 import polars as pl
 
 from ragassay.errors import ConfigError, listed_problems
-from ragassay.user_files import read_user_text
+from ragassay.user_files import read_user_text, write_user_text
 
 
 @dataclass(frozen=True)
@@ -205,8 +205,8 @@ def read_records(path: Path, names: dict[str, str]) -> list[SystemRecord]:
 
 def write_records(path: Path, records: list[SystemRecord]) -> Path:
     """The records as JSON Lines in ragassay's field names (readable again as `kind: records`)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(r.as_json(), ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+    text = "".join(json.dumps(r.as_json(), ensure_ascii=False) + "\n" for r in records)
+    write_user_text(path, text, "the saved records")
     return path
 
 
