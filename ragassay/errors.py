@@ -38,8 +38,8 @@ class EmbeddingModelError(RagassayError):
 
 
 class CollectionDeleted(RagassayError):
-    """The collection was deleted while a writer (an ingest) was working on it: nothing it staged
-    was stored."""
+    """The collection was deleted while a writer (an ingest, an index build) was working on it:
+    nothing it staged was stored."""
 
 
 class InconsistentCollection(RagassayError):

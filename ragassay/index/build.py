@@ -4,6 +4,7 @@ manifest, so readers see the old index or the new one, never a mix."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -363,12 +364,16 @@ def swap_in_index(paths: CollectionPaths, staging: Path, manifest: dict) -> None
     deleted = CollectionDeleted(
         f"collection {paths.name!r} was deleted while its index was built: nothing was swapped in"
     )
-    try:
-        write_json(staging / "manifest.json", {"format_version": INDEX_FORMAT_VERSION, **manifest})
-    except FileNotFoundError:
-        raise deleted from None
+    # write_json makes missing folders: it must not make the deleted collection's folder again.
+    if not staging.is_dir():
+        raise deleted
+    write_json(staging / "manifest.json", {"format_version": INDEX_FORMAT_VERSION, **manifest})
     with paths.write_lock():
-        if not staging.is_dir() or not paths.documents.exists():
+        if not paths.documents.exists():
+            # Deleted between the check and the lock: take away what the manifest's write made.
+            shutil.rmtree(staging, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                paths.root.rmdir()
             raise deleted
         _swap_in(staging, paths.index_dir)
         remove_leftovers(paths.root, keep=staging)

@@ -178,7 +178,7 @@ def _read(
             Finding(
                 table=table,
                 problem=str(error),
-                repair=_DAMAGED_GOLDEN if table == "golden" else _REPAIRS[table],
+                repair=_REPAIRS[table],
                 repairable=table in ("chunks", "golden"),
             )
         )
@@ -195,7 +195,7 @@ _DAMAGED_GOLDEN = (
 _REPAIRS = {
     "documents": "run `ragassay ingest` on the collection's sources again (its golden set is kept)",
     "chunks": _REBUILD_CHUNKS,
-    "golden": "restore it from a copy, or add the golden file again (`ragassay golden add`)",
+    "golden": _DAMAGED_GOLDEN,
 }
 
 
