@@ -88,8 +88,9 @@ def test_a_delete_during_an_ingest_never_leaves_documents_reported_but_not_store
         else:
             assert removed >= reported, (round_number, delay, len(removed), len(reported))
             outcomes["stored then deleted"] += 1
-    # The seeded delays reach the ingest at more than one of its stages.
-    assert sum(1 for count in outcomes.values() if count) >= 2, outcomes
+    # Some delete landed inside an ingest, the race under test (how the rest fall depends on the
+    # machine's load: on a busy one every round can land inside).
+    assert outcomes["refused"] >= 1, outcomes
 
 
 def test_deleting_a_collection_being_written_waits_then_names_the_writer(tmp_path):
