@@ -98,9 +98,10 @@ class IngestStaging:
         folder.mkdir(parents=True)
         return cls(folder, now)
 
-    def deleted(self, collection: str) -> CollectionDeleted:
+    def deleted(self) -> CollectionDeleted:
+        """What an ingest whose collection (the staging folder's parent) was deleted raises."""
         return CollectionDeleted(
-            f"collection {collection!r} was deleted while this ingest ran (its staged documents went with it): "
+            f"collection {self.folder.parent.name!r} was deleted while this ingest ran (its staged documents went with it): "
             "nothing was stored; run the ingest again to create the collection anew"
         )
 
@@ -165,7 +166,7 @@ def stage_part(staging: IngestStaging, incoming: list[IncomingDocument], chunker
             pl.DataFrame([chunk for _, chunk_rows in rows for chunk in chunk_rows], schema=CHUNKS.schema)
         )
     if not staging.folder.is_dir():
-        raise staging.deleted(staging.folder.parent.name)
+        raise staging.deleted()
     name = uuid.uuid4().hex
     part = StagedPart(
         documents_path=staging.folder / f"{name}.documents.parquet",
@@ -191,7 +192,7 @@ def stage_part(staging: IngestStaging, incoming: list[IncomingDocument], chunker
     except FileNotFoundError:
         if staging.folder.is_dir():
             raise
-        raise staging.deleted(staging.folder.parent.name) from None
+        raise staging.deleted() from None
     return part
 
 
@@ -236,7 +237,7 @@ def store_staged(
             # written (delete_collection takes this lock): merging what is left would report
             # documents as stored that are not.
             if not all(path.exists() for part in parts for path in (part.documents_path, part.chunks_path)):
-                raise staging.deleted(paths.name)
+                raise staging.deleted()
             remove_leftovers(paths.root, keep=staging.folder)
             stored = load_documents(paths)
             outcomes = merge_outcomes(stored, parts, chunker, chunked_documents(paths))
