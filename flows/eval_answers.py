@@ -20,6 +20,7 @@ from tasks.eval_answers import (
     ask_system_for_answers,
     compare_answers,
     judge_answers,
+    load_aligned_judges,
     load_answer_questions,
     load_judge_calibration,
     log_answer_batch,
@@ -37,6 +38,7 @@ def eval_answers_flow(config: AnswerEvalConfig, batch: Batch | None = None) -> A
     locate_models(config.chat_models())
     questions = load_answer_questions(config)
     evaluation = str(flow_run.id)  # the judges' memory lasts one evaluation (tasks/resources.worker_judge)
+    aligned = load_aligned_judges(config.judge, config.home, config.collections)
     judge = {"home": config.home, "judge": config.judge, "evaluation": evaluation}
     # Configurations (or parts of their questions, config.questions_per_task) are answered, judged
     # and compared where config.task_runner says: threads here, or Dask worker processes, each
@@ -61,7 +63,7 @@ def eval_answers_flow(config: AnswerEvalConfig, batch: Batch | None = None) -> A
             save_answer_records(config.save_records, answered)
         judging = {
             label: [
-                runner.submit(judge_answers, {**judge, "answered": part, "label": label})
+                runner.submit(judge_answers, {**judge, "answered": part, "label": label, "aligned": aligned})
                 for part in in_parts(items, config.questions_per_task)
             ]
             for label, items in answered.items()
@@ -76,7 +78,7 @@ def eval_answers_flow(config: AnswerEvalConfig, batch: Batch | None = None) -> A
         ]
         judged = {label: [future.result() for future in futures] for label, futures in judging.items()}
         preferences = [future.result() for future in comparing]
-    judge_calibration = load_judge_calibration(config.judge, config.home, config.collections, evaluation)
+    judge_calibration = load_judge_calibration(config.judge, config.home, config.collections, evaluation, aligned)
     summaries = {label: summarize_answers(label, answered[label], judged[label]) for label in answered}
     report = log_answer_batch(
         config, questions, model_id_of(config.judge), summaries, preferences, judge_calibration, batch

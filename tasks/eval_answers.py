@@ -19,6 +19,7 @@ from ragassay.evaluation.outcomes import AnswerEvalReport, AnswerQuestions
 from ragassay.evaluation.questions import EvalQuestion, gather_golden_questions, read_unanswerable
 from ragassay.evaluation.reports import answers_markdown
 from ragassay.judge import calibration
+from ragassay.judge.alignment import AlignedJudges
 from ragassay.judge.judge import Judge
 from ragassay.llm.settings import ChatModelConfig, model_id_of
 from ragassay.metrics.judge_error import JudgeCalibration
@@ -46,18 +47,31 @@ def load_judge(config: ChatModelConfig, home: Path) -> Judge:
     return Judge(worker_resources().chat_model(config, home))
 
 
+@task(name="load-aligned-judges", cache_policy=NO_CACHE)
+def load_aligned_judges(judge: ChatModelConfig, home: Path, collections: tuple[str, ...]) -> AlignedJudges:
+    """The collections' aligned judges for this judge (`judge calibrate --collection` fits them), read
+    once so that every verdict of the evaluation and its correction use the same ones."""
+    return calibration.load_aligned_judges(home, collections, model_id_of(judge))
+
+
 @task(name="load-judge-calibration", cache_policy=NO_CACHE, **MODEL_SERVER_RETRIES)
 def load_judge_calibration(
-    judge: ChatModelConfig, home: Path, collections: tuple[str, ...], evaluation: str
+    judge: ChatModelConfig,
+    home: Path,
+    collections: tuple[str, ...],
+    evaluation: str,
+    aligned: AlignedJudges | None = None,
 ) -> JudgeCalibration | None:
     """The labels the judged metrics are corrected with: the collections' own (each labelled
-    statement's verdict by this judge; one judged anew only when another judge or prompt made its
-    stored verdict), else the judge's bundled prior, else none."""
+    statement's verdict by this judge, or by its aligned judge where the evaluation used one; one
+    judged anew only when another judge or prompt made its stored verdict), else the judge's
+    bundled prior, else none."""
     return calibration.judge_calibration(
         home,
         collections,
         model_id_of(judge),
         lambda row: calibration.label_support(worker_judge(judge, home, evaluation), row),
+        aligned,
     )
 
 
@@ -95,12 +109,18 @@ def save_answer_records(folder: Path, answered: dict[str, list[AnsweredQuestion]
 
 @task(name="judge-answers", cache_policy=NO_CACHE, **MODEL_SERVER_RETRIES)
 def judge_answers(
-    home: Path, judge: ChatModelConfig, evaluation: str, answered: list[AnsweredQuestion], label: str
+    home: Path,
+    judge: ChatModelConfig,
+    evaluation: str,
+    answered: list[AnsweredQuestion],
+    label: str,
+    aligned: AlignedJudges | None = None,
 ) -> JudgedConfiguration:
     """Every answer metric of each answerable question (of a configuration, or of one part of its
-    questions). The judge is this process's for the evaluation (tasks/resources.worker_judge)."""
+    questions), support verdicts read by its collection's aligned judge where there is one. The
+    judge is this process's for the evaluation (tasks/resources.worker_judge)."""
     return answer_judging.judge_answers(
-        worker_resources(), home, worker_judge(judge, home, evaluation), answered, label
+        worker_resources(), home, worker_judge(judge, home, evaluation), answered, label, aligned
     )
 
 

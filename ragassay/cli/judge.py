@@ -29,7 +29,10 @@ judge_app = typer.Typer(help="Measure how far to trust a judge model.", no_args_
 @judge_app.command("calibrate")
 def judge_calibrate(
     labels: Path | None = typer.Option(
-        None, "--labels", help="JSONL of {context, statement, label: supported|unsupported} written by people."
+        None,
+        "--labels",
+        help="JSONL of {context, statement, label: supported|unsupported} written by people; with --collection, "
+        "also the judge as that collection's evaluations use it (its aligned judge), on labels not among its own.",
     ),
     collection: str | None = typer.Option(
         None,
@@ -70,10 +73,13 @@ def judge_calibrate(
     from ragassay.store.workspace import collection_paths, completion_cache_path
 
     try:
-        if sum(option is not None for option in (labels, pairwise, collection)) != 1:
+        if sum(option is not None for option in (labels, pairwise, collection)) != 1 and not (
+            labels is not None and collection is not None and pairwise is None
+        ):
             raise ConfigError(
                 "give one of --labels FILE (support verdicts), --collection NAME (its people's labels) or "
-                "--pairwise GOLDEN_FILE (position bias)"
+                "--pairwise GOLDEN_FILE (position bias); --labels FILE --collection NAME reports the judge as "
+                "that collection's evaluations use it beside the plain judge"
             )
         settings = judge_override(judge_model, judge_backend, judge_path, judge_url, judge_name, judge_api_key_env) or {
             "backend": DEFAULT_JUDGE_BACKEND
@@ -81,7 +87,10 @@ def judge_calibrate(
         config = parse_config(ChatModelConfig, **settings)
         home = workspace_home()
         models = ChatModels()
-        if collection is not None:
+        if labels is not None and collection is not None:
+            collection_paths(home, collection)
+            report = calibrate_judge(models, config, labels, max_items, seed, home, collection)
+        elif collection is not None:
             collection_paths(home, collection)
             # Through the completion cache: a verdict the evaluation already asked costs nothing.
             cache = CompletionCache(completion_cache_path(home)) if config.cache else None
@@ -93,7 +102,7 @@ def judge_calibrate(
         models.close()
         report["mlflow_run_id"] = _log(tracking, home, report, "pairwise" if pairwise is not None else "support")
         report["experiment"] = (
-            tracking.experiment_name([collection]) if collection is not None else tracking.CALIBRATION_EXPERIMENT
+            tracking.experiment_name([collection]) if "collection" in report else tracking.CALIBRATION_EXPERIMENT
         )
     except RagassayError as error:
         fail(error)
@@ -117,6 +126,13 @@ def judge_label(
     replace: bool = typer.Option(
         False, "--replace", help="With --import: replace a label the same person gave an item before."
     ),
+    collection: str | None = typer.Option(
+        None,
+        "--collection",
+        "-c",
+        help="With --import: the file holds labelled statements in the calibration shape ({context, statement, "
+        "label, question?}, JSONL), written elsewhere; store them as this collection's labels.",
+    ),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Label a seeded sample of an answer batch's judged statements, one key each: s supported,
@@ -136,9 +152,15 @@ def judge_label(
         if import_file is not None:
             if batch is not None or export is not None:
                 raise ConfigError("--import takes the batch and sample from the file: give no --batch or --export")
-            summary = _import_labels(home, import_file, person, replace)
+            summary = (
+                _import_outside_labels(home, import_file, collection, person, replace)
+                if collection is not None
+                else _import_labels(home, import_file, person, replace)
+            )
             emit(as_json, summary, lambda: _render_import(summary))
             raise typer.Exit(EXIT_OK)
+        if collection is not None:
+            raise ConfigError("--collection goes with --import FILE (labels in the calibration shape)")
         if batch is None:
             raise ConfigError("give --batch BATCH_ID (an answer evaluation's batch), or --import FILE")
         items = labelling.draw_sample(batch, _judged_runs(home, batch), count, seed)
@@ -223,6 +245,19 @@ def _import_labels(home: Path, path: Path, who: str, replace: bool) -> dict:
         for key, value in labelling.store_labels(home, collection, collection_rows, replace).items():
             counts[key] += value
     return {"path": str(path), "collections": sorted(by_collection), **counts}
+
+
+def _import_outside_labels(home: Path, path: Path, collection: str, who: str, replace: bool) -> dict:
+    """Labelled statements in the calibration shape stored as the collection's labels (judge/
+    calibration.outside_label_rows); nothing stored when any row is bad or contradicts another."""
+    from ragassay.judge import labels as labelling
+    from ragassay.judge.calibration import outside_label_rows, read_labelled_statements
+    from ragassay.store.workspace import collection_paths
+
+    collection_paths(home, collection)
+    rows = outside_label_rows(read_labelled_statements(path), collection, who, _now())
+    counts = labelling.store_labels(home, collection, rows, replace)
+    return {"path": str(path), "collections": [collection], **counts}
 
 
 def _render_import(summary: dict) -> None:
@@ -351,6 +386,30 @@ def _log(tracking, home: Path, report: dict, kind: str) -> str:
         **{key: value for key, value in scalar.items() if key not in ("max_items", "seed", "support_threshold")},
         **report["usage"],
     }
+    if "as_used" in report:
+        used = report["as_used"]
+        params |= {"as_used_collection": used["collection"], "as_used_aligned": str(used["aligned"])}
+        metrics |= {
+            f"as_used_{key}": value
+            for key, value in used.items()
+            if isinstance(value, (int, float)) and not isinstance(value, bool)
+        }
+    aligned = report.get("aligned_judge")
+    if aligned is not None:
+        # The fit is logged with the digest of the labels it was made from (a later fit on other
+        # labels is another run), its figures as metrics beside the plain judge's.
+        params |= {
+            "aligned_judge_used": str(aligned["used"]),
+            "aligned_judge_labels_digest": aligned["labels_digest"],
+            "aligned_judge_reason": aligned["reason"],
+            "aligned_judge_features": ",".join(aligned["features"]),
+        }
+        metrics |= {f"alignment_{key}": value for key, value in (aligned["comparison"] or {}).items()}
+        metrics |= {
+            f"aligned_weighted_{key}": value
+            for key, value in aligned.get("weighted", {}).items()
+            if isinstance(value, (int, float)) and not isinstance(value, bool)
+        }
     rows = pl.DataFrame(report["rows"], infer_schema_length=None)
     return tracking.log_calibration(
         home,
@@ -414,6 +473,15 @@ def _render_support(report: dict) -> None:
         "kappa 1 is perfect agreement and 0 no better than chance; below about 0.6, read this judge's scores with caution.",
         style="dim",
     )
+    if "as_used" in report:
+        used = report["as_used"]
+        how = "its aligned judge" if used["aligned"] else "the plain judge"
+        out.print(
+            f"as collection {used['collection']}'s evaluations use it ({how}; {used['why']}): accuracy "
+            f"{_figure(used['accuracy'])}   balanced accuracy {_figure(used['balanced_accuracy'])}   Cohen's kappa "
+            f"{_figure(used['kappa'])} (95% CI {_figure(used['kappa_ci_low'])} to {_figure(used['kappa_ci_high'])})",
+            highlight=False,
+        )
     if "weighted" in report:
         weighted = report["weighted"]
         out.print(
@@ -423,6 +491,7 @@ def _render_support(report: dict) -> None:
             highlight=False,
         )
         out.print(weighted["summary"], style="green" if weighted["separable"] else "yellow", highlight=False)
+        _render_alignment(report["aligned_judge"])
         if report["disagreements"]:
             out.print(
                 f"{report['disagreements']} statements were labelled differently by different people: the latest "
@@ -431,6 +500,43 @@ def _render_support(report: dict) -> None:
                 highlight=False,
             )
     out.print(f"MLflow run {report['mlflow_run_id']} (experiment {report['experiment']})", style="dim", highlight=False)
+
+
+def _render_alignment(aligned: dict) -> None:
+    """The aligned judge against the plain threshold on the collection's labels, and whether
+    evaluations of the collection use it."""
+    from ragassay.judge.alignment import USE_RULE
+
+    comparison = aligned["comparison"]
+    if comparison is not None:
+        table = Table(
+            title=(
+                f"aligned judge: cross-validated on {comparison['labelled']} labels from {comparison['groups']} "
+                f"questions ({comparison['folds']} folds, questions held out whole)"
+            )
+        )
+        for column in ("verdicts", "balanced accuracy [95% CI]", "AUC [95% CI]"):
+            table.add_column(column, justify="right")
+        for name, label in (("plain", f"plain (P >= {aligned['support_threshold']})"), ("aligned", "aligned")):
+            table.add_row(
+                label, _interval(comparison, f"{name}_balanced_accuracy"), _interval(comparison, f"{name}_auc")
+            )
+        out.print(table)
+    style = "green" if aligned["used"] else "yellow"
+    out.print(
+        f"{'used' if aligned['used'] else 'not used'} by this collection's evaluations: {aligned['reason']}",
+        style=style,
+        highlight=False,
+    )
+    if aligned["used"] and "weighted" in aligned:
+        weighted = aligned["weighted"]
+        out.print(
+            f"its cross-fitted verdicts, weighted as above: sensitivity {_interval(weighted, 'sensitivity')}, "
+            f"specificity {_interval(weighted, 'specificity')}, balanced accuracy "
+            f"{_interval(weighted, 'balanced_accuracy')} (what corrected estimates now use)",
+            highlight=False,
+        )
+    out.print(f"rule: {USE_RULE}", style="dim", highlight=False)
 
 
 def _interval(values: dict, name: str) -> str:

@@ -168,6 +168,8 @@ def render_judge_calibration(calibration: dict | None) -> None:
         style="dim",
         highlight=False,
     )
+    for aligned in calibration.get("aligned_judges", []):
+        out.print(f"support verdicts read by the {aligned}", style="dim", highlight=False)
 
 
 def render_answer_costs(metrics: dict[str, dict[str, float]]) -> None:

@@ -15,6 +15,7 @@ from ragassay.answer.answering import answer_question
 from ragassay.answer.settings import AnswerConfiguration
 from ragassay.evaluation.answer_summary import AnsweredQuestion
 from ragassay.evaluation.questions import EvalQuestion, GoldenContext
+from ragassay.judge.alignment import AlignedJudges
 from ragassay.judge.judge import Judge, JudgedAnswer, judge_answer, judging_cost
 from ragassay.llm.structured import Usage
 from ragassay.llm.threads import in_order
@@ -71,16 +72,29 @@ class JudgedConfiguration:
 
 
 def judge_answers(
-    resources: Resources, home: Path, judge: Judge, answered: list[AnsweredQuestion], label: str
+    resources: Resources,
+    home: Path,
+    judge: Judge,
+    answered: list[AnsweredQuestion],
+    label: str,
+    aligned: AlignedJudges | None = None,
 ) -> JudgedConfiguration:
     """Judge each answerable question's answer; answer relevancy embeds with the question
     collection's own model (the one it was indexed with, the default one when it is not indexed:
-    a system under test answers from its own index, so none of ours is needed)."""
+    a system under test answers from its own index, so none of ours is needed). A question
+    collection with an aligned judge in use (aligned) has its support verdicts read by it."""
+    by_collection = aligned.by_collection if aligned else {}
     answerable = [a for a in answered if a.answerable and a.error is None]
 
     def judged_one(item: AnsweredQuestion) -> JudgedAnswer:
         embedder = resources.collection_embedder(home, item.question.query_collection)
-        return judge_answer(judge, item.answer, item.question.reference_answer, embedder.embed_query)
+        return judge_answer(
+            judge,
+            item.answer,
+            item.question.reference_answer,
+            embedder.embed_query,
+            by_collection.get(item.question.query_collection),
+        )
 
     with ProgressReporter(f"judging {len(answerable)} answers ({label})", total=len(answerable)) as progress:
         # A served judge judges several answers at once (each fanning out its passages too; the

@@ -403,6 +403,7 @@ def calibration_summary(calibration: JudgeCalibration | None) -> dict | None:
         "judge_model": calibration.judge_model,
         "prompt_version": calibration.prompt_version,
         "support_threshold": calibration.support_threshold,
+        "aligned_judges": list(calibration.aligned_judges),
         "separable": rates.separable,
         "summary": separability_text(rates),
         **{

@@ -263,6 +263,10 @@ def answer_params(
     return flatten_params(
         {
             "judge_calibration": f"{calibration.source}: {calibration.description}" if calibration else "none",
+            # Whose verdicts the judged metrics are: the plain threshold's, or collections' aligned judges.
+            "aligned_judge": "; ".join(calibration.aligned_judges)
+            if calibration and calibration.aligned_judges
+            else "none",
             "collections": list(config.collections),
             "max_questions": config.max_questions,
             "seed": config.seed,

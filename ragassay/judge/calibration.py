@@ -4,6 +4,7 @@ verdicts (how often the verdict flips when the two answers swap places)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 from collections.abc import Callable, Iterable
@@ -12,12 +13,14 @@ from pathlib import Path
 
 import polars as pl
 
-from ragassay.errors import ConfigError, listed_problems
+from ragassay.errors import CollectionDeleted, ConfigError, listed_problems
+from ragassay.judge.alignment import AlignedJudge, AlignedJudges, LabelledJudgement, align_judge, labels_digest
 from ragassay.judge.judge import Judge, judging_cost, support_threshold_for, verdict_of
 from ragassay.judge.labels import (
     VERDICTS,
-    current_verdicts,
+    current_probabilities,
     disagreements,
+    item_id_of,
     label_strata,
     labelled_statements,
     load_labels,
@@ -31,6 +34,7 @@ from ragassay.metrics.answers import pair_outcome, tally_pairs
 from ragassay.metrics.judge_error import JudgeCalibration, error_rates, separability_text
 from ragassay.progress import ProgressReporter
 from ragassay.store.schemas import JUDGE_LABELS
+from ragassay.store.tables import write_json
 from ragassay.store.workspace import collection_paths
 from ragassay.user_files import read_user_text
 
@@ -94,6 +98,67 @@ def read_labelled_statements(path: Path) -> list[LabelledStatement]:
     return rows
 
 
+# Where labels written outside ragassay are stored from (`judge label --import FILE --collection C`):
+# no batch, sample or judge verdict; they stand for themselves (one stratum, weighted by its count).
+OUTSIDE_METRIC = "imported"
+
+
+def outside_label_rows(labelled: list[LabelledStatement], collection: str, who: str, when) -> list[dict]:
+    """Label rows (JUDGE_LABELS) for labelled statements in the calibration shape, to store in a
+    collection: item id of (statement, context) as an evaluation's verdict would have it; sample
+    `imported/<sha256 of the rows, 12 hex>`, one stratum `imported` standing for its own rows; no
+    batch, configuration or judge verdict (an evaluation judges them when it reads them); the
+    question (or, without one, the context) names the group that cross-validation holds out.
+    One label per item: identical repeats are one, contradictory ones a ConfigError naming both
+    file:lines."""
+    first: dict[str, LabelledStatement] = {}
+    problems, kept = [], []
+    for item in labelled:
+        item_id, _ = item_id_of(item.statement, item.context)
+        earlier = first.setdefault(item_id, item)
+        if earlier is item:
+            kept.append((item_id, item))
+        elif earlier.supported != item.supported:
+            problems.append(
+                f"{item.source}: this statement and context are labelled "
+                f"{'supported' if item.supported else 'unsupported'} here and "
+                f"{'supported' if earlier.supported else 'unsupported'} at {earlier.source}: keep the one you mean"
+            )
+    if problems:
+        raise ConfigError(f"{len(problems)} contradictory rows, nothing imported: " + listed_problems(problems))
+    digest = hashlib.sha256(
+        json.dumps([[i, x.supported] for i, x in sorted(kept, key=lambda pair: pair[0])]).encode()
+    ).hexdigest()[:12]
+    return [
+        {
+            "item_id": item_id,
+            "sample_id": f"imported/{digest}",
+            "batch_id": "",
+            "configuration": "",
+            "query_collection": collection,
+            "query_id": "imported:" + hashlib.sha256((item.question or item.context).encode()).hexdigest()[:12],
+            "metric": OUTSIDE_METRIC,
+            "question": item.question or "",
+            "answer": "",
+            "statement": item.statement,
+            "context": item.context,
+            "context_digest": item_id_of(item.statement, item.context)[1],
+            "cited_sources": [],
+            "stratum": OUTSIDE_METRIC,
+            "stratum_size": len(kept),
+            "judge_model": "",
+            "prompt_version": "",
+            "support_threshold": None,
+            "judge_verdict": "",
+            "p_supported": None,
+            "label": "supported" if item.supported else "unsupported",
+            "who": who,
+            "labelled_at": when,
+        }
+        for item_id, item in kept
+    ]
+
+
 def seeded_sample(items: list, max_items: int | None, seed: int) -> list:
     """A seeded sample of at most max_items items (all of them when max_items is None), in their order."""
     if max_items is None or max_items >= len(items):
@@ -113,13 +178,87 @@ def context_groups(labelled: list[LabelledStatement]) -> list[list[LabelledState
 
 
 def calibrate_judge(
-    chat_models: ChatModels, config: ChatModelConfig, path: Path, max_items: int | None = None, seed: int = 0
+    chat_models: ChatModels,
+    config: ChatModelConfig,
+    path: Path,
+    max_items: int | None = None,
+    seed: int = 0,
+    home: Path | None = None,
+    collection: str | None = None,
 ) -> dict:
     """The judge's support verdicts against the people's labels of a file (`calibrate_statements`).
-    The labels are read (and a bad file refused) before the judge is loaded."""
+    The labels are read (and a bad file refused) before the judge is loaded.
+
+    With a collection, also the judge as that collection's evaluations use it (`as_used`: its
+    aligned judge when one is in use, else the plain judge, and why) on the same labels, which
+    must not be among the collection's own (ConfigError naming each overlapping file:line)."""
     labelled = seeded_sample(read_labelled_statements(path), max_items, seed)
-    report = calibrate_statements(Judge(chat_models.get(config)), labelled, seed)
+    if collection is not None:
+        refuse_overlap(labelled, home, collection)
+    judge = Judge(chat_models.get(config))
+    report = calibrate_statements(judge, labelled, seed)
+    if collection is not None:
+        report["as_used"] = judge_as_used(home, collection, judge, labelled, report, seed)
     return {"labels_file": str(path), "max_items": max_items, **report}
+
+
+def refuse_overlap(labelled: list[LabelledStatement], home: Path, collection: str) -> None:
+    """ConfigError when any labelled statement is one of the collection's own labelled items, or
+    repeats the statement of one: its aligned judge may have been fitted on it, and agreement on
+    its own training labels would report the fit, not the judge."""
+    own = labelled_statements(collection_labels(home, [collection]))
+    items = {row["item_id"] for row in own}
+    statements = {" ".join(row["statement"].split()).lower() for row in own}
+    overlapping = [
+        item.source
+        for item in labelled
+        if item_id_of(item.statement, item.context)[0] in items
+        or " ".join(item.statement.split()).lower() in statements
+    ]
+    if overlapping:
+        raise ConfigError(
+            f"{len(overlapping)} labelled statements are also among collection {collection!r}'s own labels (which "
+            "its aligned judge is fitted on): agreement on them would not be out of sample; leave them out of the "
+            "file: " + listed_problems(overlapping)
+        )
+
+
+def judge_as_used(
+    home: Path, collection: str, judge: Judge, labelled: list[LabelledStatement], report: dict, seed: int
+) -> dict:
+    """Agreement of the judge as the collection's evaluations use it on these labels: through its
+    aligned judge when one is in use for this judge (load_aligned_judges), else the plain verdicts."""
+    aligned = load_aligned_judges(home, [collection], judge.model_id)
+    fitted = aligned.by_collection.get(collection)
+    by_source = {row["source"]: row for row in report["rows"]}
+    readable = [
+        (item, by_source[item.source])
+        for item in labelled
+        if by_source[item.source]["verdict"] in VERDICTS and by_source[item.source]["p_supported"] is not None
+    ]
+    verdicts = [
+        fitted.supported(item.statement, item.context, row["p_supported"]) if fitted else row["verdict"] == "supported"
+        for item, row in readable
+    ]
+    stored = collection_paths(home, collection, must_exist=False).aligned_judge
+    why = (
+        fitted.reason
+        if fitted
+        else (
+            "; ".join(aligned.notes)
+            or (
+                json.loads(read_user_text(stored, "aligned judge")).get("reason", "")
+                if stored.exists()
+                else f"no aligned judge fitted: `ragassay judge calibrate --collection {collection}` fits one"
+            )
+        )
+    )
+    return {
+        "collection": collection,
+        "aligned": fitted is not None,
+        "why": why,
+        **asdict(agreement([item.supported for item, _ in readable], verdicts, seed)),
+    }
 
 
 def calibrate_statements(judge: Judge, labelled: list[LabelledStatement], seed: int = 0) -> dict:
@@ -210,6 +349,24 @@ def calibrate_collection(judge: Judge, home: Path, collection: str, seed: int = 
         for row in rows
     }
     rates = error_rates(label_strata(labels, verdicts), seed)
+    probabilities = {row["item_id"]: by_source[f"{collection}:{row['item_id']}"]["p_supported"] for row in rows}
+    aligned = align_judge(
+        collection,
+        labelled_judgements(rows, probabilities),
+        judge.model_id,
+        SUPPORT_PROMPT_VERSION,
+        judge.support_threshold,
+        seed,
+        labels_digest((row["item_id"], row["label"] == "supported") for row in rows),
+    )
+    store_aligned_judge(home, aligned)
+    alignment = {key: value for key, value in aligned.as_json().items() if key != "cross_fitted"}
+    if aligned.used:
+        aligned_rates = error_rates(label_strata(labels, aligned.cross_fitted), seed)
+        alignment["weighted"] = asdict(aligned_rates) | {
+            "separable": aligned_rates.separable,
+            "summary": separability_text(aligned_rates),
+        }
     return {
         "collection": collection,
         "batches": sorted(set(labels["batch_id"].to_list())),
@@ -217,8 +374,79 @@ def calibrate_collection(judge: Judge, home: Path, collection: str, seed: int = 
         "skipped": labels.filter(pl.col("label") == "skipped")["item_id"].n_unique(),
         "disagreements": disagreements(labels),
         "weighted": asdict(rates) | {"separable": rates.separable, "summary": separability_text(rates)},
+        "aligned_judge": alignment,
         **report,
     }
+
+
+def store_aligned_judge(home: Path, aligned: AlignedJudge) -> None:
+    """The collection's aligned judge, written under its write lock; CollectionDeleted when the
+    collection (its labels) went while the judge was asked, so that no folder is made anew for it."""
+    paths = collection_paths(home, aligned.collection, must_exist=False)
+    with paths.write_lock():
+        if not paths.judge_labels.exists():
+            raise CollectionDeleted(
+                f"collection {aligned.collection!r} was deleted while `judge calibrate` ran: its aligned judge "
+                "was not stored"
+            )
+        write_json(paths.aligned_judge, aligned.as_json())
+
+
+def labelled_judgements(rows: list[dict], probabilities: dict[str, float | None]) -> list[LabelledJudgement]:
+    """Labelled statements (rows of labelled_statements) with the judge's P(supported) of each, as
+    alignment reads them; unreadable ones left out. Grouped by question (collection/query id),
+    the unit its cross-validation holds out."""
+    return [
+        LabelledJudgement(
+            row["item_id"],
+            f"{row['query_collection']}/{row['query_id']}",
+            row["statement"],
+            row["context"],
+            probabilities[row["item_id"]],
+            row["label"] == "supported",
+        )
+        for row in rows
+        if probabilities.get(row["item_id"]) is not None
+    ]
+
+
+def load_aligned_judges(home: Path, collections: Iterable[str], judge_model: str) -> AlignedJudges:
+    """The used aligned judge of each collection that has one fitted (`judge calibrate
+    --collection`) for this judge (model, support prompt version, threshold) on the labels the
+    collection holds now. Where the stored fit is for another judge or other labels the plain
+    judge stays, with a note; a stored file that cannot be read is a ConfigError naming it."""
+    threshold = support_threshold_for(judge_model)
+    found, notes = {}, []
+    for name in collections:
+        paths = collection_paths(home, name, must_exist=False)
+        if not paths.aligned_judge.exists():
+            continue
+        try:
+            aligned = AlignedJudge.from_json(json.loads(read_user_text(paths.aligned_judge, "aligned judge")))
+        except (ValueError, TypeError, KeyError) as error:
+            raise ConfigError(
+                f"{paths.aligned_judge} cannot be read as an aligned judge ({error}): fit it again with "
+                f"`ragassay judge calibrate --collection {name}`"
+            ) from error
+        if not aligned.used:
+            continue
+        if not aligned.serves(judge_model, SUPPORT_PROMPT_VERSION, threshold):
+            notes.append(
+                f"collection {name}'s aligned judge was fitted for {aligned.judge_model} ({aligned.prompt_version}, "
+                f"threshold {aligned.support_threshold}), not this judge: its plain verdicts are used"
+            )
+            continue
+        current = labels_digest(
+            (row["item_id"], row["label"] == "supported") for row in labelled_statements(load_labels(paths))
+        )
+        if current != aligned.labels_digest:
+            notes.append(
+                f"collection {name}'s labels changed since its aligned judge was fitted: its plain verdicts are "
+                f"used; fit it again with `ragassay judge calibrate --collection {name}`"
+            )
+            continue
+        found[name] = aligned
+    return AlignedJudges(found, tuple(notes))
 
 
 def label_support(judge: Judge, row: dict) -> float | None:
@@ -228,25 +456,59 @@ def label_support(judge: Judge, row: dict) -> float | None:
 
 
 def judge_calibration(
-    home: Path, collections: Iterable[str], judge_model: str, rejudge: Callable[[dict], float | None]
+    home: Path,
+    collections: Iterable[str],
+    judge_model: str,
+    rejudge: Callable[[dict], float | None],
+    aligned: AlignedJudges | None = None,
 ) -> JudgeCalibration | None:
     """What the judged numbers of an evaluation are corrected with: the labels of its collections
-    when they hold any (each labelled statement's verdict by this judge: stored with the label
-    when this judge made it, else asked again through rejudge(label row) -> P(supported)), else
-    the bundled prior of this judge (judge/priors.py), else None (no correction)."""
+    when they hold any (each labelled statement's verdict by this judge, from its P(supported):
+    stored with the label when this judge made it, else asked again through rejudge(label row) ->
+    P(supported)), else the bundled prior of this judge (judge/priors.py), else None (no correction).
+
+    In a collection with an aligned judge the verdicts are the aligned judge's, as the evaluation
+    gave them: for the labels it was fitted on, their cross-fitted verdicts (never a prediction of
+    a model fitted on that label); for any other, its prediction."""
     collections = list(collections)
+    aligned = aligned or AlignedJudges({})
     threshold = support_threshold_for(judge_model)
-    labels = collection_labels(home, collections).filter(pl.col("label") != "skipped")
+    verdicts: dict[str, bool | None] = {}
+    tables = []
+    for name in collections:
+        labels = collection_labels(home, [name]).filter(pl.col("label") != "skipped")
+        tables.append(labels)
+        probabilities = current_probabilities(labels, judge_model, SUPPORT_PROMPT_VERSION, rejudge)
+        fitted = aligned.by_collection.get(name)
+        rows = {row["item_id"]: row for row in labels.iter_rows(named=True)}
+        for item, p in probabilities.items():
+            if p is None:
+                verdicts[item] = None
+            elif fitted is None:
+                verdicts[item] = p >= threshold
+            elif item in fitted.cross_fitted:
+                verdicts[item] = fitted.cross_fitted[item]
+            else:
+                verdicts[item] = fitted.supported(rows[item]["statement"], rows[item]["context"], p)
+    labels = pl.concat(tables) if tables else JUDGE_LABELS.empty()
     if labels.height == 0:
         return prior_calibration(judge_model, SUPPORT_PROMPT_VERSION, threshold)
-    verdicts = current_verdicts(labels, judge_model, SUPPORT_PROMPT_VERSION, threshold, rejudge)
     strata = label_strata(labels, verdicts)
     batches = labels["batch_id"].n_unique()
     description = (
         f"{labels['item_id'].n_unique()} statements people labelled in collection{'s' if len(collections) > 1 else ''} "
         f"{', '.join(collections)} ({batches} batch{'es' if batches > 1 else ''})"
     )
-    return JudgeCalibration("labels", description, tuple(strata), judge_model, SUPPORT_PROMPT_VERSION, threshold)
+    return JudgeCalibration(
+        "labels",
+        description,
+        tuple(strata),
+        judge_model,
+        SUPPORT_PROMPT_VERSION,
+        threshold,
+        aligned.described(),
+        aligned.notes,
+    )
 
 
 # The worse answer of a "refusal" pair: what a pipeline that declines an answerable question says.

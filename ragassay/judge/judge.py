@@ -13,6 +13,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from ragassay.answer.grounding import GroundedAnswer, Source
+from ragassay.judge.alignment import AlignedJudge
 from ragassay.judge.passage_choice import passages_to_ask
 from ragassay.judge.prompts import (
     CORRECTNESS_MAX_TOKENS,
@@ -321,7 +322,11 @@ class JudgedAnswer:
 
 
 def judge_answer(
-    judge: Judge, answer: GroundedAnswer, reference_answer: str | None, embed: Callable[[str], np.ndarray]
+    judge: Judge,
+    answer: GroundedAnswer,
+    reference_answer: str | None,
+    embed: Callable[[str], np.ndarray],
+    aligned: AlignedJudge | None = None,
 ) -> JudgedAnswer:
     """Faithfulness, context recall, answer relevancy, citation precision and answer correctness
     of one answer.
@@ -329,6 +334,9 @@ def judge_answer(
     embed: the question collection's embedding model (normalized vectors), for answer relevancy.
     Answer correctness asks the grading pairwise comparison asks (judge.correctness of the
     answer's prose), so with pairwise comparison on it costs no extra judge call.
+    aligned: the question collection's aligned judge (judge/alignment.py), when it has one in use:
+    it reads each support verdict's P(supported) with its statement and context into the
+    verdict; P(supported) is recorded as the judge gave it.
     """
     verdicts: list[dict] = []
     asked: list[Structured] = []
@@ -340,6 +348,8 @@ def judge_answer(
         result = result if result is not None else judge.support(context, statement, answer.question)
         asked.append(result)
         verdict = verdict_of(result)
+        if aligned is not None and verdict is not None:
+            verdict = aligned.supported(statement, context, result.value.p_supported)
         verdicts.append(
             {
                 "metric": metric,

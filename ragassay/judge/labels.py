@@ -452,6 +452,25 @@ def matched_labels(
     return rows
 
 
+def current_probabilities(
+    labels: pl.DataFrame, judge_model: str, prompt_version: str, rejudge: Callable[[dict], float | None]
+) -> dict[str, float | None]:
+    """The P(supported) of the judge being corrected on each labelled item: the one stored with the
+    label when the same model and prompt made it, else asked again (rejudge(row) -> P(supported),
+    None when unreadable)."""
+    probabilities: dict[str, float | None] = {}
+    for row in labels.unique("item_id", keep="last", maintain_order=True).iter_rows(named=True):
+        if (
+            row["judge_model"] == judge_model
+            and row["prompt_version"] == prompt_version
+            and row["p_supported"] is not None
+        ):
+            probabilities[row["item_id"]] = row["p_supported"]
+        else:
+            probabilities[row["item_id"]] = rejudge(row)
+    return probabilities
+
+
 def current_verdicts(
     labels: pl.DataFrame,
     judge_model: str,
@@ -459,21 +478,12 @@ def current_verdicts(
     threshold: float,
     rejudge: Callable[[dict], float | None],
 ) -> dict[str, bool | None]:
-    """The verdict of the judge being corrected on each labelled item: from the probability stored
-    with the label when the same model and prompt made it (against this threshold), else asked
-    again (rejudge(row) -> P(supported), None when unreadable)."""
-    verdicts: dict[str, bool | None] = {}
-    for row in labels.unique("item_id", keep="last", maintain_order=True).iter_rows(named=True):
-        if (
-            row["judge_model"] == judge_model
-            and row["prompt_version"] == prompt_version
-            and row["p_supported"] is not None
-        ):
-            p = row["p_supported"]
-        else:
-            p = rejudge(row)
-        verdicts[row["item_id"]] = None if p is None else p >= threshold
-    return verdicts
+    """The plain verdict of the judge being corrected on each labelled item: its
+    current_probabilities against this threshold (None when unreadable)."""
+    return {
+        item: None if p is None else p >= threshold
+        for item, p in current_probabilities(labels, judge_model, prompt_version, rejudge).items()
+    }
 
 
 def label_strata(labels: pl.DataFrame, verdicts: dict[str, bool | None]) -> list[LabelStratum]:

@@ -313,6 +313,10 @@ class JudgeCalibration:
     judge_model: str
     prompt_version: str
     support_threshold: float
+    # The collections whose verdicts (and so these strata) are an aligned judge's (judge/alignment.py),
+    # described; and why one a collection has stored is not used.
+    aligned_judges: tuple[str, ...] = ()
+    alignment_notes: tuple[str, ...] = ()
 
     @property
     def rates(self) -> ErrorRates:
@@ -322,7 +326,7 @@ class JudgeCalibration:
         """What a reader of the corrected numbers must know: a prior from other documents, too few
         labels of a class, a judge the labels do not show separating the classes."""
         rates = self.rates
-        notes = []
+        notes = list(self.alignment_notes)
         if self.source == "prior":
             notes.append(
                 f"corrected with a general prior ({self.description}), not with labels of these documents: "

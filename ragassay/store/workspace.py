@@ -91,6 +91,11 @@ class CollectionPaths:
         return self.root / "judge_labels.parquet"
 
     @property
+    def aligned_judge(self) -> Path:
+        """The judge aligned to the collection's labels, as `judge calibrate` fitted it (judge/alignment.py)."""
+        return self.root / "aligned_judge.json"
+
+    @property
     def generation_log(self) -> Path:
         return self.root / "generation" / "candidates.parquet"
 

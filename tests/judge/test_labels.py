@@ -24,7 +24,10 @@ from ragassay.cli.main import app
 from ragassay.config import AnswerEvalConfig, parse_config
 from ragassay.golden.store import add_from_file
 from ragassay.judge import labels as labelling
+from ragassay.judge.alignment import AlignedJudge, labels_digest
 from ragassay.judge.calibration import collection_labels
+from ragassay.judge.judge import support_threshold_for
+from ragassay.judge.prompts import SUPPORT_PROMPT_VERSION
 from ragassay.store.schemas import JUDGE_LABELS
 from ragassay.store.tables import read_table
 from ragassay.store.workspace import collection_paths
@@ -286,6 +289,16 @@ def test_calibrate_on_the_collections_labels_and_the_next_evaluation_is_correcte
     [run] = [r for r in tracking.find_runs(home, role="calibration") if r.info.run_id == calibrated["mlflow_run_id"]]
     assert first.batch_id in run.data.tags["ragassay.label_batches"] and run.data.tags["ragassay.collections"] == "lab"
     assert calibrated["experiment"] == tracking.experiment_name(["lab"])
+    # Four questions are too few to hold whole questions out: the fit is stored, unused, and says why.
+    aligned = calibrated["aligned_judge"]
+    assert aligned["used"] is False and aligned["reason"].endswith("the plain judge stays")
+    stored = json.loads(collection_paths(home, "lab").aligned_judge.read_text())
+    assert stored["labels_digest"] == aligned["labels_digest"] == run.data.params["aligned_judge_labels_digest"]
+    shown = runner.invoke(app, ["judge", "calibrate", "--collection", "lab"], env=_env(home))
+    assert shown.exit_code == 0, shown.output
+    assert "not used by this collection's evaluations: " + aligned["reason"].split(" (")[0] in " ".join(
+        shown.output.split()
+    )
 
     corrected_config = config.model_copy(update={"assertions": ("faithful:faithfulness.corrected_low>=0.0",)})
     second = eval_answers_flow(corrected_config)
@@ -305,5 +318,142 @@ def test_calibrate_on_the_collections_labels_and_the_next_evaluation_is_correcte
     ]
     logged = tracking.download_table(home, second.parent_run_id, "judge_calibration")
     assert logged["population"].sum() > 0 and set(logged["source"]) == {"labels"}
-    child = tracking.client(home).get_run(second.run_ids["faithful"]).data.metrics
-    assert child["faithfulness_corrected_low"] == faithful["faithfulness_corrected_low"]
+    child = tracking.client(home).get_run(second.run_ids["faithful"]).data
+    assert child.metrics["faithfulness_corrected_low"] == faithful["faithfulness_corrected_low"]
+    assert child.params["aligned_judge"] == "none", "the unused aligned judge reads no verdict"
+
+
+def test_an_aligned_judge_in_use_reads_every_support_verdict_of_the_next_evaluation(labelled_batch):
+    """An aligned judge stored as `judge calibrate` stores one (here written by hand, so that it
+    is in use whatever the labels: supported exactly when the statement's numbers are in its
+    context) is what the next evaluation's support verdicts and its correction come from."""
+    home, config, first = labelled_batch
+    if collection_labels(home, ["lab"]).height == 0:  # this test run alone
+        items = labelling.draw_sample(first.batch_id, _runs(home, first.batch_id), 100, 7)
+        labelling.store_labels(
+            home, "lab", [labelling.label_row(item, "supported", "dee", datetime.now(UTC)) for item in items]
+        )
+    rows = labelling.labelled_statements(collection_labels(home, ["lab"]))
+    aligned = AlignedJudge(
+        "lab",
+        first.judge_model,
+        SUPPORT_PROMPT_VERSION,
+        support_threshold_for(first.judge_model),
+        labels_digest((row["item_id"], row["label"] == "supported") for row in rows),
+        True,
+        "written by the test",
+        mean=(0.0, 0.0, 0.0),
+        scale=(1.0, 1.0, 1.0),
+        coefficients=(0.0, 0.0, 8.0),  # numbers_found alone
+        intercept=-4.0,
+    )
+    path = collection_paths(home, "lab").aligned_judge
+    path.write_text(json.dumps(aligned.as_json()))
+    try:
+        report = eval_answers_flow(config)
+    finally:
+        path.unlink()
+    [described] = report.judge_calibration["aligned_judges"]
+    assert described.startswith("lab: aligned judge"), "the correction reads the aligned judge's verdicts too"
+    judgments = tracking.download_table(home, report.run_ids["inventive"], "judgments")
+    support = judgments.filter(pl.col("metric").is_in(labelling.SUPPORT_METRICS) & pl.col("p_supported").is_not_null())
+    assert support.height > 0
+    for row in support.iter_rows(named=True):
+        expected = aligned.supported(row["statement"], row["context"], row["p_supported"])
+        assert row["verdict"] == ("supported" if expected else "unsupported"), row
+    [eggs] = support.filter((pl.col("metric") == "faithfulness") & pl.col("statement").str.contains("9,000")).rows(
+        named=True
+    )
+    assert eggs["verdict"] == "unsupported", "9,000 is not in the queen's passage"
+    params = tracking.client(home).get_run(report.run_ids["inventive"]).data.params
+    assert params["aligned_judge"].startswith("lab: aligned judge")
+
+
+OUTSIDE = [  # (document, statement, label): a team's labels written elsewhere, in the calibration shape
+    ("queen.txt", "A queen bee mates once, early in life.", "supported"),
+    ("queen.txt", "A queen bee mates every spring.", "unsupported"),
+    ("smoke.txt", "The alarm pheromone smells like bananas.", "supported"),
+    ("wax.txt", "Workers make beeswax from glands under the abdomen.", "supported"),
+    ("wax.txt", "Beeswax is made from pollen.", "unsupported"),
+]
+
+
+def _calibration_file(path: Path, rows: list[tuple[str, str, str]]) -> Path:
+    path.write_text(
+        "".join(
+            json.dumps({"context": DOCUMENTS[doc], "statement": statement, "label": label, "question": None}) + "\n"
+            for doc, statement, label in rows
+        )
+    )
+    return path
+
+
+def test_labels_written_elsewhere_are_imported_and_the_judge_as_used_is_measured_on_others(labelled_batch, tmp_path):
+    home, _, _ = labelled_batch
+    env = _env(home)
+    before = _stored(home).height
+    contradicting = _calibration_file(tmp_path / "contradicting.jsonl", [OUTSIDE[0], (*OUTSIDE[0][:2], "unsupported")])
+    refused = runner.invoke(
+        app, ["judge", "label", "--import", str(contradicting), "--collection", "lab", "--who", "eve"], env=env
+    )
+    assert refused.exit_code == 2
+    assert f"{contradicting}:2" in refused.output and f"{contradicting}:1" in refused.output
+    assert _stored(home).height == before, "nothing stored from a refused file"
+
+    outside = _calibration_file(tmp_path / "outside.jsonl", OUTSIDE[:3])
+    imported = runner.invoke(
+        app, ["judge", "label", "--import", str(outside), "--collection", "lab", "--who", "eve", "--json"], env=env
+    )
+    assert imported.exit_code == 0, imported.output
+    assert json.loads(imported.stdout)["added"] == 3
+    stored = _stored(home).filter(pl.col("who") == "eve")
+    assert set(stored["metric"]) == {"imported"} and stored["sample_id"].str.starts_with("imported/").all()
+    again = runner.invoke(
+        app, ["judge", "label", "--import", str(outside), "--collection", "lab", "--who", "eve", "--json"], env=env
+    )
+    assert json.loads(again.stdout)["unchanged"] == 3, "the same file twice is the same labels"
+
+    overlapping = runner.invoke(
+        app, ["judge", "calibrate", "--labels", str(outside), "--collection", "lab", "--json"], env=env
+    )
+    assert overlapping.exit_code == 2
+    assert "also among collection 'lab's own labels" in " ".join(overlapping.output.split())
+
+    held_out = _calibration_file(tmp_path / "held_out.jsonl", OUTSIDE[3:])
+    result = runner.invoke(
+        app, ["judge", "calibrate", "--labels", str(held_out), "--collection", "lab", "--json"], env=env
+    )
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    used = report["as_used"]
+    assert used["collection"] == "lab" and used["aligned"] is False and used["why"]
+    assert used["balanced_accuracy"] == report["balanced_accuracy"], "without an aligned judge, the plain one is used"
+
+    # With an aligned judge in use for this collection (written by hand: unsupported whatever P), the
+    # judge as used is that one, beside the plain figures.
+    rows = labelling.labelled_statements(collection_labels(home, ["lab"]))
+    aligned = AlignedJudge(
+        "lab",
+        report["judge_model"],
+        SUPPORT_PROMPT_VERSION,
+        report["support_threshold"],
+        labels_digest((row["item_id"], row["label"] == "supported") for row in rows),
+        True,
+        "written by the test",
+        mean=(0.0, 0.0, 0.0),
+        scale=(1.0, 1.0, 1.0),
+        coefficients=(0.0, 0.0, 0.0),
+        intercept=-1.0,
+    )
+    path = collection_paths(home, "lab").aligned_judge
+    path.write_text(json.dumps(aligned.as_json()))
+    try:
+        shown = runner.invoke(app, ["judge", "calibrate", "--labels", str(held_out), "--collection", "lab"], env=env)
+        result = runner.invoke(
+            app, ["judge", "calibrate", "--labels", str(held_out), "--collection", "lab", "--json"], env=env
+        )
+    finally:
+        path.unlink()
+    used = json.loads(result.stdout)["as_used"]
+    assert used["aligned"] is True and used["recall_supported"] == 0.0 and used["recall_unsupported"] == 1.0
+    assert "as collection lab's evaluations use it (its aligned judge" in " ".join(shown.output.split())
