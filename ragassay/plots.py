@@ -273,3 +273,40 @@ def confusion_figure(confusion: dict[str, int], title: str):
     axes.set_title(title, fontsize=9)
     figure.tight_layout()
     return figure
+
+
+RELIABILITY_BINS = 5
+
+
+def reliability_figure(labels: list[bool], p_supported: list[float], threshold: float, title: str):
+    """The judge's P(supported) against the share of statements people labelled supported, in
+    RELIABILITY_BINS bins of equal count (scikit-learn's calibration_curve, strategy "quantile":
+    a judge's P crowds near 1, so equal-width bins would leave most empty), each point marked with
+    its count; the diagonal is a judge whose P is the labels' rate, the dashed line its threshold."""
+    import numpy as np
+    from sklearn.calibration import calibration_curve
+
+    figure = Figure(figsize=(4.6, 4.0))
+    axes = figure.subplots()
+    axes.plot([0, 1], [0, 1], color="0.7", linewidth=1, label="P = labels' rate")
+    axes.axvline(threshold, color="0.4", linestyle="--", linewidth=1, label=f"threshold {threshold}")
+    if len(set(labels)) == 2 and len(labels) >= RELIABILITY_BINS:
+        probabilities = np.array(p_supported)
+        rate, mean_p = calibration_curve(np.array(labels), probabilities, n_bins=RELIABILITY_BINS, strategy="quantile")
+        # Each bin's count, binned as calibration_curve bins (its quantile edges and searchsorted).
+        edges = np.percentile(probabilities, np.linspace(0, 100, RELIABILITY_BINS + 1))
+        totals = np.bincount(np.searchsorted(edges[1:-1], probabilities), minlength=len(edges))
+        counts = totals[totals != 0]
+        axes.plot(mean_p, rate, marker="o", color="tab:blue", label="labelled statements")
+        for x, y, count in zip(mean_p, rate, counts, strict=True):
+            axes.annotate(str(int(count)), (x, y), textcoords="offset points", xytext=(4, -10), fontsize=8)
+    else:
+        axes.text(0.5, 0.5, "needs labels of both classes", ha="center", va="center", transform=axes.transAxes)
+    axes.set_xlim(0, 1)
+    axes.set_ylim(-0.02, 1.02)
+    axes.set_xlabel("judge P(supported), mean of the bin")
+    axes.set_ylabel("share labelled supported")
+    axes.set_title(title, fontsize=8)
+    axes.legend(fontsize=7, loc="upper left", title="numbers: statements in the bin", title_fontsize=7)
+    figure.tight_layout()
+    return figure

@@ -635,6 +635,19 @@ def log_calibration(
         mlflow_client.log_figure(
             run_id, plots.confusion_figure(confusion, params.get("judge_model", "")), "confusion_matrix.png"
         )
+        readable = rows.filter(
+            pl.col("p_supported").is_not_null() & pl.col("verdict").is_in(["supported", "unsupported"])
+        )
+        mlflow_client.log_figure(
+            run_id,
+            plots.reliability_figure(
+                [label == "supported" for label in readable["label"]],
+                readable["p_supported"].to_list(),
+                float(params["support_threshold"]),
+                f"P(supported) against people's labels\n{params.get('judge_model', '').split('@')[0][:60]}",
+            ),
+            "reliability_diagram.png",
+        )
     finish(mlflow_client, run_id)
     return run_id
 

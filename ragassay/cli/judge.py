@@ -49,6 +49,17 @@ def judge_calibrate(
         None, "--max-items", min=1, help="Judge a seeded sample of at most this many rows (pairs)."
     ),
     seed: int = typer.Option(0, "--seed", help="Seed of the sample and of the bootstrap interval."),
+    target_width: float | None = typer.Option(
+        None,
+        "--target-width",
+        min=0.001,
+        max=1.0,
+        help="With --collection: how many more labels would narrow a batch's corrected faithfulness interval "
+        "to this width.",
+    ),
+    batch: str | None = typer.Option(
+        None, "--batch", help="With --target-width: the batch (default: the one the latest label came from)."
+    ),
     judge_model: str | None = JUDGE_MODEL_OPTION,
     judge_backend: str | None = JUDGE_BACKEND_OPTION,
     judge_path: Path | None = JUDGE_PATH_OPTION,
@@ -73,6 +84,10 @@ def judge_calibrate(
     from ragassay.store.workspace import collection_paths, completion_cache_path
 
     try:
+        if (target_width is not None or batch is not None) and (collection is None or labels is not None):
+            raise ConfigError("--target-width and --batch go with --collection NAME alone")
+        if batch is not None and target_width is None:
+            raise ConfigError("--batch names the batch of --target-width's budget: give --target-width too")
         if sum(option is not None for option in (labels, pairwise, collection)) != 1 and not (
             labels is not None and collection is not None and pairwise is None
         ):
@@ -92,9 +107,10 @@ def judge_calibrate(
             report = calibrate_judge(models, config, labels, max_items, seed, home, collection)
         elif collection is not None:
             collection_paths(home, collection)
+            budget = _budget_request(home, collection, batch, target_width) if target_width is not None else None
             # Through the completion cache: a verdict the evaluation already asked costs nothing.
             cache = CompletionCache(completion_cache_path(home)) if config.cache else None
-            report = calibrate_collection(Judge(models.get(config, cache)), home, collection, seed)
+            report = calibrate_collection(Judge(models.get(config, cache)), home, collection, seed, budget)
         elif labels is not None:
             report = calibrate_judge(models, config, labels, max_items, seed)
         else:
@@ -352,6 +368,45 @@ def _show_item(item, number: int, total: int) -> None:
     out.print("[dim]s supported · u unsupported · k skip · z undo · q quit[/dim]")
 
 
+def _budget_request(home: Path, collection: str, batch: str | None, target_width: float):
+    """The batch's per-question faithfulness of each configuration, read before the judge loads."""
+    from ragassay.judge.calibration import BudgetRequest, latest_labelled_batch
+
+    batch = batch or latest_labelled_batch(home, collection)
+    faithfulness = {run.label: run.answers["faithfulness"].to_list() for run in _judged_runs(home, batch)}
+    return BudgetRequest(batch, faithfulness, target_width)
+
+
+def _render_budget(budget: dict) -> None:
+    """How many more labels each configuration's corrected faithfulness interval needs."""
+    table = Table(
+        title=(
+            f"labels to narrow batch {budget['batch_id']}'s corrected faithfulness interval to "
+            f"{budget['target_width']:g} ({budget['verdicts']} verdicts)"
+        )
+    )
+    for column in ("configuration", "width now", "width at most labels", "more labels"):
+        table.add_column(column, justify="right")
+    for row in budget["configurations"]:
+        if row.get("no_interval"):
+            table.add_row(row["configuration"], "none", "", "no corrected interval (see above)")
+            continue
+        more = row["more_labels"]
+        table.add_row(
+            row["configuration"],
+            f"{row['current_width']:.3f}",
+            f"{row['floor_width']:.3f}",
+            "already" if more == 0 else (str(more) if more is not None else "none reach it: more questions needed"),
+        )
+    out.print(table)
+    out.print(
+        "labels drawn as these were (the same strata and shares); the width at most labels is what the batch's "
+        "questions alone allow. A projection from today's error rates: few labels make it a rough one.",
+        style="dim",
+        highlight=False,
+    )
+
+
 def _figure(value, digits: int = 3) -> str:
     return "undefined" if value is None else f"{value:.{digits}f}"
 
@@ -394,6 +449,11 @@ def _log(tracking, home: Path, report: dict, kind: str) -> str:
             for key, value in used.items()
             if isinstance(value, (int, float)) and not isinstance(value, bool)
         }
+    if "budget" in report:
+        budget = report["budget"]
+        params |= {"budget_batch": budget["batch_id"], "budget_target_width": str(budget["target_width"])}
+        if budget["more_labels"] is not None:
+            metrics["budget_more_labels"] = budget["more_labels"]
     aligned = report.get("aligned_judge")
     if aligned is not None:
         # The fit is logged with the digest of the labels it was made from (a later fit on other
@@ -446,9 +506,15 @@ def _render_support(report: dict) -> None:
         f"Cohen's kappa {_figure(report['kappa'])} (95% CI {_figure(report['kappa_ci_low'])} to {_figure(report['kappa_ci_high'])})",
         highlight=False,
     )
+    reused = report.get("reused_verdicts", 0)
+    cost = (
+        f"{_figure(report['seconds_per_verdict'], 1)} s per verdict asked"
+        if report["seconds_per_verdict"] is not None
+        else "no verdict asked"
+    )
     out.print(
         f"unreadable {report['unreadable_rate']:.1%} ({report['labelled'] - report['readable']} of {report['labelled']})   "
-        f"{_figure(report['seconds_per_verdict'], 1)} s per verdict",
+        f"{cost}" + (f" ({reused} verdicts of this judge stored with their labels, not asked again)" if reused else ""),
         highlight=False,
     )
     confusion = report["confusion"]
@@ -492,6 +558,8 @@ def _render_support(report: dict) -> None:
         )
         out.print(weighted["summary"], style="green" if weighted["separable"] else "yellow", highlight=False)
         _render_alignment(report["aligned_judge"])
+        if "budget" in report:
+            _render_budget(report["budget"])
         if report["disagreements"]:
             out.print(
                 f"{report['disagreements']} statements were labelled differently by different people: the latest "

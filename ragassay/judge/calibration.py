@@ -29,9 +29,16 @@ from ragassay.judge.priors import prior_calibration
 from ragassay.judge.prompts import PREFERENCE_PROMPT_VERSION, SUPPORT_PROMPT_VERSION, passages_of
 from ragassay.llm.registry import ChatModels
 from ragassay.llm.settings import ChatModelConfig
+from ragassay.llm.structured import Structured
 from ragassay.metrics.agreement import agreement
 from ragassay.metrics.answers import pair_outcome, tally_pairs
-from ragassay.metrics.judge_error import JudgeCalibration, error_rates, separability_text
+from ragassay.metrics.judge_error import (
+    JudgeCalibration,
+    LabelStratum,
+    error_rates,
+    labels_for_width,
+    separability_text,
+)
 from ragassay.progress import ProgressReporter
 from ragassay.store.schemas import JUDGE_LABELS
 from ragassay.store.tables import write_json
@@ -217,7 +224,7 @@ def refuse_overlap(labelled: list[LabelledStatement], home: Path, collection: st
     ]
     if overlapping:
         raise ConfigError(
-            f"{len(overlapping)} labelled statements are also among collection {collection!r}'s own labels (which "
+            f"{len(overlapping)} labelled statements are also among the labels collection {collection!r} holds (which "
             "its aligned judge is fitted on): agreement on them would not be out of sample; leave them out of the "
             "file: " + listed_problems(overlapping)
         )
@@ -261,7 +268,9 @@ def judge_as_used(
     }
 
 
-def calibrate_statements(judge: Judge, labelled: list[LabelledStatement], seed: int = 0) -> dict:
+def calibrate_statements(
+    judge: Judge, labelled: list[LabelledStatement], seed: int = 0, stored: dict[str, float] | None = None
+) -> dict:
     """The judge's support verdicts against people's labels: accuracy, balanced accuracy, Cohen's
     kappa with a bootstrap 95% interval, per-class precision and recall, confusion matrix,
     unreadable rate, seconds per verdict, and every row with its verdict and P(supported).
@@ -269,43 +278,60 @@ def calibrate_statements(judge: Judge, labelled: list[LabelledStatement], seed: 
     Each statement is judged as answer evaluation judges it: against each passage of its context
     (prompts.passages_of) with its question when known (Judge.support_by_passage). A row whose
     prompt does not fit the judge's context is never cut: it is counted as `too_long` and left
-    out of the agreement figures."""
-    groups = context_groups(labelled)
-    fitting, verdicts, rows, results = [], [], [], []
-    with ProgressReporter(f"judging {len(labelled)} labelled statements", total=len(labelled)) as progress:
-        for group in groups:
+    out of the agreement figures. stored: P(supported) by source that this judge already gave
+    (with the label), read against its threshold instead of asked again (`reused_verdicts`)."""
+    stored = stored or {}
+    to_ask = [item for item in labelled if item.source not in stored]
+    asked: dict[str, Structured] = {}
+    title = f"judging {len(to_ask)} labelled statements" + (
+        f" ({len(labelled) - len(to_ask)} more have this judge's verdict stored with their label)" if stored else ""
+    )
+    with ProgressReporter(title, total=len(to_ask)) as progress:
+        for group in context_groups(to_ask):
             judged = judge.support_by_passage(
                 passages_of(group[0].context), [item.statement for item in group], group[0].question
             )
-            for item, result in zip(group, judged, strict=True):
-                results.append(result)
-                verdict = verdict_of(result)
-                if not result.too_long:
-                    fitting.append(item)
-                    verdicts.append(verdict)
-                rows.append(
-                    {
-                        "source": item.source,
-                        "statement": item.statement,
-                        "label": "supported" if item.supported else "unsupported",
-                        "verdict": "too_long"
-                        if result.too_long
-                        else ("unreadable" if verdict is None else ("supported" if verdict else "unsupported")),
-                        "p_supported": result.value.p_supported if result.value else None,
-                        "error": result.error,
-                    }
-                )
-            progress(len(rows), len(labelled))
-    usage = judging_cost(results)[0]
+            asked.update((item.source, result) for item, result in zip(group, judged, strict=True))
+            progress(len(asked), len(to_ask))
+    fitting, verdicts, rows = [], [], []
+    for item in labelled:
+        if item.source in stored:
+            p, verdict, too_long, error = (
+                stored[item.source],
+                stored[item.source] >= judge.support_threshold,
+                False,
+                None,
+            )
+        else:
+            result = asked[item.source]
+            p = result.value.p_supported if result.value else None
+            verdict, too_long, error = verdict_of(result), result.too_long, result.error
+        if not too_long:
+            fitting.append(item)
+            verdicts.append(verdict)
+        rows.append(
+            {
+                "source": item.source,
+                "statement": item.statement,
+                "label": "supported" if item.supported else "unsupported",
+                "verdict": "too_long"
+                if too_long
+                else ("unreadable" if verdict is None else ("supported" if verdict else "unsupported")),
+                "p_supported": p,
+                "error": error,
+            }
+        )
+    usage = judging_cost(list(asked.values()))[0]
     return {
         "judge_model": judge.model_id,
         "prompt_version": SUPPORT_PROMPT_VERSION,
         "support_threshold": judge.support_threshold,
         "seed": seed,
         "too_long": len(rows) - len(fitting),
+        "reused_verdicts": len(labelled) - len(to_ask),
         **asdict(agreement([item.supported for item in fitting], verdicts, seed)),
-        # A statement's verdict is one call per passage: the time is per statement.
-        "seconds_per_verdict": usage.seconds / len(rows) if usage.calls else None,
+        # A statement's verdict is one call per passage: the time is per statement asked.
+        "seconds_per_verdict": usage.seconds / len(asked) if usage.calls else None,
         "usage": usage.as_metrics("judge"),
         "rows": rows,
     }
@@ -317,7 +343,49 @@ def collection_labels(home: Path, collections: Iterable[str]) -> pl.DataFrame:
     return pl.concat(tables) if tables else JUDGE_LABELS.empty()
 
 
-def calibrate_collection(judge: Judge, home: Path, collection: str, seed: int = 0) -> dict:
+@dataclass(frozen=True)
+class BudgetRequest:
+    """What `--target-width` asks a label budget for: one batch's per-question faithfulness of
+    each configuration, and the width its corrected interval should narrow to."""
+
+    batch_id: str
+    faithfulness: dict[str, list[float | None]]
+    target_width: float
+
+
+def latest_labelled_batch(home: Path, collection: str) -> str:
+    """The batch the collection's latest label was sampled from (ConfigError when none was)."""
+    labels = collection_labels(home, [collection]).filter(pl.col("batch_id") != "").sort("labelled_at")
+    if labels.height == 0:
+        raise ConfigError(
+            f"collection {collection!r} has no labels sampled from a batch: give --batch BATCH_ID for the budget"
+        )
+    return labels["batch_id"][-1]
+
+
+def label_budget(strata: list[LabelStratum], request: BudgetRequest, seed: int = 0) -> dict:
+    """Per configuration of the batch, how many more labels (drawn as these were) would narrow
+    its corrected faithfulness interval to the target width (metrics/judge_error.labels_for_width);
+    `more_labels` is the most any configuration needs."""
+    rows = []
+    for label, values in request.faithfulness.items():
+        budget = labels_for_width(values, strata, request.target_width, seed)
+        rows.append(
+            {"configuration": label, **(asdict(budget) if budget else {"more_labels": None, "no_interval": True})}
+        )
+    reachable = [row["more_labels"] for row in rows if row.get("more_labels") is not None]
+    return {
+        "batch_id": request.batch_id,
+        "target_width": request.target_width,
+        "metric": "faithfulness",
+        "configurations": rows,
+        "more_labels": max(reachable) if reachable and len(reachable) == len(rows) else None,
+    }
+
+
+def calibrate_collection(
+    judge: Judge, home: Path, collection: str, seed: int = 0, budget: BudgetRequest | None = None
+) -> dict:
     """The judge against a collection's labels: the agreement report of `calibrate_statements`
     over each labelled statement once (its latest label), plus the judge's sensitivity,
     specificity and balanced accuracy weighted to the batches the labels were sampled from (what
@@ -340,7 +408,16 @@ def calibrate_collection(judge: Judge, home: Path, collection: str, seed: int = 
         )
         for row in rows
     ]
-    report = calibrate_statements(judge, labelled, seed)
+    # The verdict stored with a label is reused when this judge gave it (same model, prompt and
+    # threshold: the threshold decides where support_by_passage stops, so P depends on it too).
+    stored = {
+        f"{collection}:{row['item_id']}": row["p_supported"]
+        for row in rows
+        if (row["judge_model"], row["prompt_version"], row["support_threshold"])
+        == (judge.model_id, SUPPORT_PROMPT_VERSION, judge.support_threshold)
+        and row["p_supported"] is not None
+    }
+    report = calibrate_statements(judge, labelled, seed, stored)
     by_source = {row["source"]: row for row in report["rows"]}
     verdicts = {
         row["item_id"]: None
@@ -366,6 +443,12 @@ def calibrate_collection(judge: Judge, home: Path, collection: str, seed: int = 
         alignment["weighted"] = asdict(aligned_rates) | {
             "separable": aligned_rates.separable,
             "summary": separability_text(aligned_rates),
+        }
+    if budget is not None:
+        # The strata the correction reads: the aligned judge's cross-fitted verdicts when it is used.
+        used_verdicts = aligned.cross_fitted if aligned.used else verdicts
+        report["budget"] = label_budget(label_strata(labels, used_verdicts), budget, seed) | {
+            "verdicts": "aligned" if aligned.used else "plain"
         }
     return {
         "collection": collection,

@@ -108,7 +108,7 @@ def test_calibration_reports_agreement_with_the_shipped_labels_and_logs_a_run(wo
     if report["readable"]:
         assert report["accuracy"] == pytest.approx(agreed / report["readable"])
     assert report["unreadable_rate"] == pytest.approx(1 - report["readable"] / len(rows))
-    # Rows come back grouped by context (judged back to back), each naming its file line.
+    # Every row comes back once, naming its file line.
     assert sorted(row["source"] for row in report["rows"]) == sorted(f"{LABELS}:{n}" for n in range(1, len(rows) + 1))
     run = tracking.client(workspace).get_run(report["mlflow_run_id"])
     assert run.data.params["judge_model"] == report["judge_model"] and run.data.metrics["labelled"] == len(rows)
@@ -116,7 +116,7 @@ def test_calibration_reports_agreement_with_the_shipped_labels_and_logs_a_run(wo
     artifacts = {
         a.path for folder in (None, "machine") for a in mlflow_client.list_artifacts(report["mlflow_run_id"], folder)
     }
-    assert {"confusion_matrix.png", "machine/rows.parquet"} <= artifacts
+    assert {"confusion_matrix.png", "reliability_diagram.png", "machine/rows.parquet"} <= artifacts
     assert tracking.download_table(workspace, report["mlflow_run_id"], "rows").height == len(rows)
 
 
@@ -183,6 +183,10 @@ def test_pairwise_calibration_measures_how_often_verdicts_flip(workspace):
 def test_calibration_needs_labels_or_pairs(workspace):
     result = runner.invoke(app, ["judge", "calibrate"])
     assert result.exit_code == 2 and "--labels" in result.output and "--pairwise" in result.output
+    budget_alone = runner.invoke(app, ["judge", "calibrate", "--labels", str(LABELS), "--target-width", "0.1"])
+    assert budget_alone.exit_code == 2 and "--target-width and --batch go with --collection NAME alone" in " ".join(
+        budget_alone.output.split()
+    )
 
 
 def test_calibration_refuses_a_bad_labels_file_naming_the_line(workspace, tmp_path):

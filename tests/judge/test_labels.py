@@ -284,6 +284,7 @@ def test_calibrate_on_the_collections_labels_and_the_next_evaluation_is_correcte
     assert result.exit_code == 0, result.output
     calibrated = json.loads(result.stdout)
     assert calibrated["labelled"] == len(items) and calibrated["collection"] == "lab"
+    assert calibrated["reused_verdicts"] == len(items), "each label holds this judge's verdict: none asked again"
     assert first.batch_id in calibrated["batches"] and "cy" in calibrated["people"]
     assert 0 <= calibrated["weighted"]["sensitivity_low"] <= calibrated["weighted"]["sensitivity_high"] <= 1
     [run] = [r for r in tracking.find_runs(home, role="calibration") if r.info.run_id == calibrated["mlflow_run_id"]]
@@ -294,8 +295,18 @@ def test_calibrate_on_the_collections_labels_and_the_next_evaluation_is_correcte
     assert aligned["used"] is False and aligned["reason"].endswith("the plain judge stays")
     stored = json.loads(collection_paths(home, "lab").aligned_judge.read_text())
     assert stored["labels_digest"] == aligned["labels_digest"] == run.data.params["aligned_judge_labels_digest"]
-    shown = runner.invoke(app, ["judge", "calibrate", "--collection", "lab"], env=_env(home))
+    shown = runner.invoke(app, ["judge", "calibrate", "--collection", "lab", "--target-width", "0.5"], env=_env(home))
     assert shown.exit_code == 0, shown.output
+    assert f"labels to narrow batch {first.batch_id}'s corrected faithfulness interval to 0.5" in " ".join(
+        shown.output.split()
+    )
+    budgeted = runner.invoke(
+        app, ["judge", "calibrate", "--collection", "lab", "--target-width", "0.5", "--json"], env=_env(home)
+    )
+    budget = json.loads(budgeted.stdout)["budget"]
+    assert budget["batch_id"] == first.batch_id and {r["configuration"] for r in budget["configurations"]} == set(
+        ANSWERS
+    )
     assert "not used by this collection's evaluations: " + aligned["reason"].split(" (")[0] in " ".join(
         shown.output.split()
     )
@@ -417,7 +428,7 @@ def test_labels_written_elsewhere_are_imported_and_the_judge_as_used_is_measured
         app, ["judge", "calibrate", "--labels", str(outside), "--collection", "lab", "--json"], env=env
     )
     assert overlapping.exit_code == 2
-    assert "also among collection 'lab's own labels" in " ".join(overlapping.output.split())
+    assert "also among the labels collection 'lab' holds" in " ".join(overlapping.output.split())
 
     held_out = _calibration_file(tmp_path / "held_out.jsonl", OUTSIDE[3:])
     result = runner.invoke(

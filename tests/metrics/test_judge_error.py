@@ -12,6 +12,7 @@ from ragassay.metrics.judge_error import (
     corrected_difference,
     corrected_mean,
     error_rates,
+    labels_for_width,
     simple_strata,
 )
 
@@ -154,3 +155,39 @@ def test_the_default_judge_has_its_bundled_prior_and_no_other_judge_has_one():
     assert prior.rates.labelled == 66 and prior.rates.separable, "measured on the development half, 66 sentences"
     assert prior_calibration(judge, "support-probability/3", support_threshold_for(judge)) is None, "another prompt"
     assert prior_calibration("gguf:other.gguf", SUPPORT_PROMPT_VERSION, 0.5) is None
+
+
+def _drawn_strata(rng, count: int, sensitivity: float, specificity: float, rate: float = 0.7) -> list[LabelStratum]:
+    truth = rng.random(count) < rate
+    verdicts = np.where(truth, rng.random(count) < sensitivity, rng.random(count) >= specificity)
+    return simple_strata(list(truth), list(verdicts))
+
+
+def test_a_label_budget_says_already_or_never_where_labels_cannot_help():
+    rng = np.random.default_rng(11)
+    values = [float(v) for v in rng.random(300) < 0.7]
+    strata = _drawn_strata(rng, 80, 0.9, 0.8)
+    wide = labels_for_width(values, strata, 0.99)
+    assert wide.more_labels == 0 and wide.current_width <= 0.99
+    narrow = labels_for_width(values, strata, 0.01)
+    assert narrow.more_labels is None and narrow.floor_width > 0.01, "300 questions alone are wider than 0.01"
+    some = labels_for_width(values, strata, (wide.current_width + wide.floor_width) / 2)
+    assert 0 < some.more_labels < 100_000 and some.labelled == 80
+
+
+def test_a_label_budget_reaches_its_width_when_the_labels_are_drawn():
+    """Budgets from 60 labels of a seeded world, then that many more drawn from the same world: the
+    corrected interval's realized width over the target, in 30 worlds. Its median is the target's
+    (the spread is the first 60 labels' own noise, which the budget cannot know)."""
+    rng = np.random.default_rng(7)
+    truth = rng.random(300) < 0.7
+    values = [float(v) for v in np.where(truth, rng.random(300) < 0.85, rng.random(300) >= 0.85)]
+    ratios = []
+    for _ in range(30):
+        budget = labels_for_width(values, _drawn_strata(rng, 60, 0.85, 0.85), 0.2)
+        if budget is None or not budget.more_labels:
+            continue
+        drawn = corrected_mean(values, _drawn_strata(rng, 60 + budget.more_labels, 0.85, 0.85), 1, 2000)
+        ratios.append((drawn.high - drawn.low) / 0.2)
+    assert len(ratios) >= 25
+    assert 0.85 <= float(np.median(ratios)) <= 1.15, np.round(ratios, 2)
