@@ -149,13 +149,26 @@ def judge_label(
         help="With --import: the file holds labelled statements in the calibration shape ({context, statement, "
         "label, question?}, JSONL), written elsewhere; store them as this collection's labels.",
     ),
+    target_width: float | None = typer.Option(
+        None,
+        "--target-width",
+        min=0.001,
+        max=1.0,
+        help="When labelling stops: how many more labels would narrow the batch's corrected faithfulness "
+        "interval to this width (from the verdicts stored with the labels).",
+    ),
+    review: bool = typer.Option(
+        False,
+        "--review",
+        help="List the labels you gave this sample (in any earlier session) and go through them, changing any.",
+    ),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Label a seeded sample of an answer batch's judged statements, one key each: s supported,
-    u unsupported, k skip, z undo, q quit (run the same command again to resume). The judge's
-    verdict is not shown. Labels are stored in each question's collection; answer evaluations
-    then correct the judged metrics with them (`ragassay judge calibrate --collection` reports
-    the judge against them)."""
+    u unsupported, k skip, z undo, q quit, space and b page a long context (run the same command
+    again to resume; --review to change earlier labels). The judge's verdict is not shown. Labels
+    are stored in each question's collection; answer evaluations then correct the judged metrics
+    with them (`ragassay judge calibrate --collection` reports the judge against them)."""
     import getpass
     import sys
 
@@ -166,8 +179,11 @@ def judge_label(
         home = workspace_home()
         person = who or getpass.getuser()
         if import_file is not None:
-            if batch is not None or export is not None:
-                raise ConfigError("--import takes the batch and sample from the file: give no --batch or --export")
+            if batch is not None or export is not None or review or target_width is not None:
+                raise ConfigError(
+                    "--import takes the batch and sample from the file: give no --batch, --export, --review or "
+                    "--target-width"
+                )
             summary = (
                 _import_outside_labels(home, import_file, collection, person, replace)
                 if collection is not None
@@ -179,26 +195,53 @@ def judge_label(
             raise ConfigError("--collection goes with --import FILE (labels in the calibration shape)")
         if batch is None:
             raise ConfigError("give --batch BATCH_ID (an answer evaluation's batch), or --import FILE")
-        items = labelling.draw_sample(batch, _judged_runs(home, batch), count, seed)
+        runs = _judged_runs(home, batch)
+        items = labelling.draw_sample(batch, runs, count, seed)
+        if review and export is not None:
+            raise ConfigError("--review goes through your labels in the terminal; give it without --export")
         if export is not None:
             stored = _stored_labels(home, labelling.collections_of(items))
             written = labelling.export_sample(items, export, stored)
             summary = {"exported": written, "path": str(export), "sample_id": items[0].sample_id}
-            emit(
-                as_json, summary, lambda: out.print(f"wrote {written} statements to label to {export}", highlight=False)
-            )
+            if target_width is not None:
+                summary["budgets"] = _stored_budgets(home, batch, runs, labelling.collections_of(items), target_width)
+
+            def render_export() -> None:
+                out.print(f"wrote {written} statements to label to {export}", highlight=False)
+                for budget in summary.get("budgets", []):
+                    _render_budget(budget)
+
+            emit(as_json, summary, render_export)
             raise typer.Exit(EXIT_OK)
         if not sys.stdin.isatty():
             raise ConfigError(
                 "judge label asks one key per statement and needs a terminal; label elsewhere with --export FILE, "
                 "then --import FILE"
             )
-        session = labelling.LabellingSession(home, items, person, _now)
-        summary = _label_in_terminal(session)
+        if review:
+            summary = _review_in_terminal(labelling.LabelReview(home, items, person, _now))
+        else:
+            summary = _label_in_terminal(labelling.LabellingSession(home, items, person, _now))
+        if target_width is not None:
+            summary["budgets"] = _stored_budgets(home, batch, runs, labelling.collections_of(items), target_width)
     except RagassayError as error:
         fail(error)
-    emit(as_json, summary, lambda: None)
+    emit(as_json, summary, lambda: [_render_budget(budget) for budget in summary.get("budgets", [])])
     raise typer.Exit(EXIT_OK)
+
+
+def _stored_budgets(home: Path, batch: str, runs: list, collections: list[str], target_width: float) -> list[dict]:
+    """The label budget of each of the sample's collections, from the verdicts its labels hold."""
+    from ragassay.judge.calibration import BudgetRequest, stored_verdict_budget
+
+    request = BudgetRequest(batch, {run.label: run.answers["faithfulness"].to_list() for run in runs}, target_width)
+    judge = runs[0]
+    return [
+        stored_verdict_budget(
+            home, collection, request, judge.judge_model, judge.prompt_version, judge.support_threshold
+        )
+        for collection in collections
+    ]
 
 
 def _now():
@@ -285,39 +328,72 @@ def _render_import(summary: dict) -> None:
 
 
 LABEL_KEYS = {"s": "supported", "u": "unsupported", "k": "skipped"}
+PAGE_KEYS = {" ": 1, "b": -1}
+
+
+def _show(screen) -> None:
+    """One screen of cli/label_screen, from the top of a cleared terminal."""
+    from rich.text import Text
+
+    out.clear()
+    for line in screen.lines:
+        out.print(Text(line.text, style=line.style), highlight=False)
+
+
+def _paged(screen, key: str) -> tuple[int, str | None]:
+    """(page, note) after a paging key: the page moved to, or a note that there is none."""
+    page = screen.page + PAGE_KEYS[key]
+    if 0 <= page < screen.pages:
+        return page, None
+    return screen.page, ("the context's last page" if PAGE_KEYS[key] > 0 else "the context's first page")
+
+
+def _cut_statement(text: str, most: int = 60) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= most else flat[: most - 1] + "…"
 
 
 def _label_in_terminal(session) -> dict:
-    """The labelling loop: one statement at a time, one key each."""
+    """The labelling loop: one statement a screen (cli/label_screen), one key each."""
     import click
-    from rich.markup import escape
+
+    from ragassay.cli.label_screen import item_screen
 
     already = session.done
-    if already:
-        out.print(
-            f"{already} of {session.total} statements already labelled; {len(session.pending)} to go", highlight=False
-        )
+    note = (
+        f"{already} of {session.total} statements already labelled; {len(session.pending)} to go" if already else None
+    )
+    page = 0
     while session.current is not None:
         item = session.current
-        _show_item(item, session.done + 1, session.total)
+        screen = item_screen(item, session.done + 1, session.total, tuple(out.size), page, note)
+        _show(screen)
+        note = None
         key = click.getchar().lower()
+        if key in PAGE_KEYS:
+            page, note = _paged(screen, key)
+            continue
+        page = 0
         if key in LABEL_KEYS:
             session.label(LABEL_KEYS[key])
-            out.print(f"[bold]{LABEL_KEYS[key]}[/bold]", highlight=False)
+            note = f"{LABEL_KEYS[key]}: {_cut_statement(item.statement)}"
         elif key == "z":
             undone = session.undo()
-            if undone is None:
-                out.print("[yellow]nothing to undo in this session[/yellow]")
-            else:
-                out.print(f"[yellow]undone:[/yellow] {escape(undone.statement[:80])}", highlight=False)
+            note = (
+                "nothing to undo in this session (earlier sessions' labels: --review)"
+                if undone is None
+                else f"undone: {_cut_statement(undone.statement)}"
+            )
         elif key == "q":
             break
         else:
-            out.print("[yellow]keys: s supported, u unsupported, k skip, z undo, q quit[/yellow]")
+            note = "keys: s supported, u unsupported, k skip, z undo, q quit, space/b page the context"
     counts = {label: sum(1 for _, given in session.given if given == label) for label in LABEL_KEYS.values()}
     labelled = len(session.given)
     collections = sorted({item.query_collection for item, _ in session.given})
     remaining = len(session.pending)
+    if note:
+        out.print(note, style="yellow", highlight=False)
     out.print(
         f"{labelled} labelled this session ({counts['supported']} supported, {counts['unsupported']} unsupported, "
         f"{counts['skipped']} skipped); {remaining} of {session.total} left"
@@ -333,39 +409,54 @@ def _label_in_terminal(session) -> dict:
     return {"labelled": counts, "remaining": remaining, "total": session.total, "collections": collections}
 
 
-def _show_item(item, number: int, total: int) -> None:
-    """A statement to label: where it is from, the question, the answer, the statement, and the
-    context the judge saw, the cited sources marked. Never the judge's verdict."""
-    from rich.markup import escape
-    from rich.rule import Rule
-    from rich.text import Text
+def _review_in_terminal(review) -> dict:
+    """The review loop: the person's labels of the sample listed, then one a screen, each
+    changeable (s, u, k), n and p to move, q to stop."""
+    import click
 
-    out.print(Rule(Text(f"{number}/{total}"), style="dim"))
-    out.print(
-        f"[dim]batch {escape(item.batch_id)} · {escape(item.configuration)} · {escape(item.query_collection)}/"
-        f"{escape(item.query_id)} · {item.metric.replace('_', ' ')}[/dim]",
-        highlight=False,
-    )
-    out.print(f"[bold]question[/bold] {escape(item.question)}", highlight=False)
-    out.print(f"[bold]answer[/bold]   {escape(item.answer)}", highlight=False)
-    what = (
-        "the reference answer's statement"
-        if item.metric == "context_recall"
-        else ("the cited statement" if item.metric == "citation_precision" else "the answer's statement")
-    )
-    out.print(f"\n[bold]Is {what} supported by the context below?[/bold]", highlight=False)
-    out.print(f"  [reverse] {escape(item.statement)} [/reverse]\n", highlight=False)
-    cited = set(item.cited_sources)
-    if item.metric == "citation_precision":
-        out.print(f"[bold]context: the cited source [{', '.join(map(str, item.cited_sources))}][/bold]")
-        out.print(f"[yellow]{escape(item.context)}[/yellow]", highlight=False)
-    else:
-        heading = f" (the statement cites {', '.join(f'[{n}]' for n in sorted(cited))}, marked ▶)" if cited else ""
-        out.print(f"[bold]context the judge saw[/bold]{heading}", highlight=False)
-        for line in item.context.splitlines():
-            marked = any(line.startswith(f"[{n}]") for n in cited)
-            out.print(f"[yellow]▶ {escape(line)}[/yellow]" if marked else f"  {escape(line)}", highlight=False)
-    out.print("[dim]s supported · u unsupported · k skip · z undo · q quit[/dim]")
+    from ragassay.cli.label_screen import REVIEW_KEYS_LINE, item_screen
+
+    entries = review.entries
+    table = Table(title=f"your {len(entries)} labels of this sample ({review.who})")
+    for column in ("#", "label", "metric", "statement"):
+        table.add_column(column, overflow="ellipsis", no_wrap=True)
+    for number, (item, label) in enumerate(entries, start=1):
+        table.add_row(str(number), label, item.metric.replace("_", " "), " ".join(item.statement.split()))
+    out.print(table)
+    index, page, note = 0, 0, None
+    if entries:
+        out.print("any key goes through them one by one (s/u/k relabel, n next, p previous, q quit)", highlight=False)
+        if click.getchar().lower() == "q":
+            index = len(entries)
+    while 0 <= index < len(entries):
+        item, label = entries[index]
+        screen = item_screen(
+            item, index + 1, len(entries), tuple(out.size), page, note, REVIEW_KEYS_LINE, current_label=label
+        )
+        _show(screen)
+        note = None
+        key = click.getchar().lower()
+        if key in PAGE_KEYS:
+            page, note = _paged(screen, key)
+            continue
+        page = 0
+        if key in LABEL_KEYS:
+            before = review.relabel(index, LABEL_KEYS[key])
+            note = f"#{index + 1}: {before} -> {LABEL_KEYS[key]}" if before != LABEL_KEYS[key] else f"#{index + 1} kept"
+            index += 1
+        elif key == "n":
+            index += 1
+        elif key == "p":
+            index, note = (index - 1, None) if index else (index, "the first label")
+        elif key == "q":
+            break
+        else:
+            note = f"keys: {REVIEW_KEYS_LINE}, space/b page the context"
+    if note:
+        out.print(note, style="yellow", highlight=False)
+    collections = sorted({item.query_collection for item, _ in entries})
+    out.print(f"{len(entries)} labels reviewed, {review.changed} changed", highlight=False)
+    return {"reviewed": len(entries), "changed": review.changed, "collections": collections}
 
 
 def _budget_request(home: Path, collection: str, batch: str | None, target_width: float):
@@ -389,7 +480,12 @@ def _render_budget(budget: dict) -> None:
         table.add_column(column, justify="right")
     for row in budget["configurations"]:
         if row.get("no_interval"):
-            table.add_row(row["configuration"], "none", "", "no corrected interval (see above)")
+            table.add_row(
+                row["configuration"],
+                "none",
+                "",
+                "no corrected interval: the labels do not yet show the judge separating the classes",
+            )
             continue
         more = row["more_labels"]
         table.add_row(
@@ -399,6 +495,14 @@ def _render_budget(budget: dict) -> None:
             "already" if more == 0 else (str(more) if more is not None else "none reach it: more questions needed"),
         )
     out.print(table)
+    if budget.get("left_out"):
+        out.print(
+            f"{budget['left_out']} labels of collection {budget['collection']} were judged by another judge and are "
+            f"left out here; `ragassay judge calibrate --collection {budget['collection']} --target-width "
+            f"{budget['target_width']:g}` asks this judge about them",
+            style="yellow",
+            highlight=False,
+        )
     out.print(
         "labels drawn as these were (the same strata and shares); the width at most labels is what the batch's "
         "questions alone allow. A projection from today's error rates: few labels make it a rough one.",
@@ -501,9 +605,18 @@ def _render_support(report: dict) -> None:
             style="yellow",
             highlight=False,
         )
+    # Each balanced accuracy printed names the statements it is over: the sample as drawn (half of
+    # each verdict) and the batches' statements it stands for differ, and unnamed they read as a
+    # contradiction.
+    population = (
+        "on the labelled statements as drawn (about half of each judge verdict)"
+        if "collection" in report
+        else "on these labelled statements"
+    )
     out.print(
-        f"accuracy {_figure(report['accuracy'])}   balanced accuracy {_figure(report['balanced_accuracy'])}   "
-        f"Cohen's kappa {_figure(report['kappa'])} (95% CI {_figure(report['kappa_ci_low'])} to {_figure(report['kappa_ci_high'])})",
+        f"{population}: accuracy {_figure(report['accuracy'])}   balanced accuracy "
+        f"{_figure(report['balanced_accuracy'])}   Cohen's kappa {_figure(report['kappa'])} "
+        f"(95% CI {_figure(report['kappa_ci_low'])} to {_figure(report['kappa_ci_high'])})",
         highlight=False,
     )
     reused = report.get("reused_verdicts", 0)
@@ -543,7 +656,8 @@ def _render_support(report: dict) -> None:
         used = report["as_used"]
         how = "its aligned judge" if used["aligned"] else "the plain judge"
         out.print(
-            f"as collection {used['collection']}'s evaluations use it ({how}; {used['why']}): accuracy "
+            f"on these labelled statements, as collection {used['collection']}'s evaluations use it ({how}; "
+            f"{used['why']}): accuracy "
             f"{_figure(used['accuracy'])}   balanced accuracy {_figure(used['balanced_accuracy'])}   Cohen's kappa "
             f"{_figure(used['kappa'])} (95% CI {_figure(used['kappa_ci_low'])} to {_figure(used['kappa_ci_high'])})",
             highlight=False,
@@ -551,9 +665,9 @@ def _render_support(report: dict) -> None:
     if "weighted" in report:
         weighted = report["weighted"]
         out.print(
-            f"weighted to the batches the labels were sampled from (what the judge-corrected estimates use): "
-            f"sensitivity {_interval(weighted, 'sensitivity')}, specificity {_interval(weighted, 'specificity')}, "
-            f"balanced accuracy {_interval(weighted, 'balanced_accuracy')}",
+            f"on the batches' statements the labels stand for (each stratum weighted by its size: what the "
+            f"judge-corrected estimates use): sensitivity {_interval(weighted, 'sensitivity')}, specificity "
+            f"{_interval(weighted, 'specificity')}, balanced accuracy {_interval(weighted, 'balanced_accuracy')}",
             highlight=False,
         )
         out.print(weighted["summary"], style="green" if weighted["separable"] else "yellow", highlight=False)
@@ -579,8 +693,8 @@ def _render_alignment(aligned: dict) -> None:
     if comparison is not None:
         table = Table(
             title=(
-                f"aligned judge: cross-validated on {comparison['labelled']} labels from {comparison['groups']} "
-                f"questions ({comparison['folds']} folds, questions held out whole)"
+                f"aligned judge: cross-validated on the {comparison['labelled']} labelled statements as drawn, "
+                f"from {comparison['groups']} questions ({comparison['folds']} folds, questions held out whole)"
             )
         )
         for column in ("verdicts", "balanced accuracy [95% CI]", "AUC [95% CI]"):

@@ -383,6 +383,29 @@ def label_budget(strata: list[LabelStratum], request: BudgetRequest, seed: int =
     }
 
 
+def stored_verdict_budget(
+    home: Path, collection: str, request: BudgetRequest, judge_model: str, prompt_version: str, support_threshold: float
+) -> dict:
+    """label_budget from the verdicts stored with the collection's labels by the batch's judge
+    (same model, prompt and threshold), without asking a model: what `judge label --target-width`
+    shows as labels are given. `left_out` counts labels another judge gave (their verdicts by
+    this judge are unknown until `judge calibrate --collection` asks it)."""
+    labels = collection_labels(home, [collection]).filter(pl.col("label") != "skipped")
+    same = labels.filter(
+        (pl.col("judge_model") == judge_model)
+        & (pl.col("prompt_version") == prompt_version)
+        & (pl.col("support_threshold") == support_threshold)
+    )
+    probabilities = current_probabilities(same, judge_model, prompt_version, lambda row: None)
+    verdicts = {item: None if p is None else p >= support_threshold for item, p in probabilities.items()}
+    budget = label_budget(label_strata(same, verdicts), request)
+    return budget | {
+        "collection": collection,
+        "verdicts": "stored plain",
+        "left_out": labels["item_id"].n_unique() - same["item_id"].n_unique(),
+    }
+
+
 def calibrate_collection(
     judge: Judge, home: Path, collection: str, seed: int = 0, budget: BudgetRequest | None = None
 ) -> dict:

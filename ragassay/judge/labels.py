@@ -1,8 +1,9 @@
 """People's labels of the judge's support verdicts (`ragassay judge label`), per collection.
 
 - A **sample** is drawn from one answer batch: its judged statements (faithfulness, context
-  recall and citation precision verdicts that were readable), one item per distinct (statement,
-  context), split into two strata by the judge's verdict and drawn seeded, half from each (the
+  recall and citation precision verdicts that were readable), one item per distinct judgement
+  (statement and passages: a statement citing its answer's one passage is one item, not one for
+  faithfulness and one for citation precision), split into two strata by the judge's verdict and drawn seeded, half from each (the
   rest from the other when one is short), so that both verdicts are represented and the
   configurations are mixed as they are in the batch. Items are shown in a seeded shuffle, never
   grouped by verdict, and the judge's verdict is never shown to the person labelling.
@@ -22,6 +23,7 @@ import hashlib
 import io
 import json
 import random
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from datetime import datetime
@@ -30,6 +32,7 @@ from pathlib import Path
 import polars as pl
 
 from ragassay.errors import ConfigError, listed_problems
+from ragassay.judge.prompts import passages_of
 from ragassay.metrics.judge_error import LabelStratum
 from ragassay.store.schemas import JUDGE_LABELS
 from ragassay.store.tables import read_table_or_empty, write_table
@@ -100,11 +103,27 @@ def parse_sample_id(sample_id: str) -> tuple[str, int, int]:
     return batch_id, int(seed.removeprefix("seed-")), int(count.removeprefix("count-"))
 
 
+def judgement_of(statement: str, context: str, metric: str) -> tuple[str, tuple[str, ...]]:
+    """What a person is asked to judge: the statement and the passages' texts, spacing and source
+    numbers aside. A statement citing the one passage of its answer is the same judgement for
+    faithfulness (context `[1] text`) and citation precision (context `text`)."""
+    if metric == "citation_precision":
+        passages = [context]
+    else:
+        passages = [_SOURCE_NUMBER.sub("", passage, count=1) for passage in passages_of(context)]
+    return " ".join(statement.split()), tuple(" ".join(passage.split()) for passage in passages)
+
+
+_SOURCE_NUMBER = re.compile(r"^\[\d+\] ")
+
+
 def judged_items(batch_id: str, runs: list[JudgedConfiguration], count: int, seed: int) -> list[SampleItem]:
     """Every distinct readable support verdict of the batch as an unsampled item (stratum size 0),
-    in configuration order then table order. ConfigError for a batch logged before judgments kept
-    the context they were judged against."""
+    in configuration order then table order: one item per distinct judgement (judgement_of), the
+    first verdict of it kept. ConfigError for a batch logged before judgments kept the context
+    they were judged against."""
     items: dict[str, SampleItem] = {}
+    judgements: set[tuple[str, tuple[str, ...]]] = set()
     for run in runs:
         if "context" not in run.judgments.columns:
             raise ConfigError(
@@ -118,8 +137,10 @@ def judged_items(batch_id: str, runs: list[JudgedConfiguration], count: int, see
         judged = run.judgments.filter(pl.col("metric").is_in(SUPPORT_METRICS) & pl.col("verdict").is_in(VERDICTS))
         for row in judged.iter_rows(named=True):
             item_id, digest = item_id_of(row["statement"], row["context"])
-            if item_id in items:
+            judgement = judgement_of(row["statement"], row["context"], row["metric"])
+            if item_id in items or judgement in judgements:
                 continue
+            judgements.add(judgement)
             answer = answers.get((row["query_collection"], row["query_id"]), {})
             items[item_id] = SampleItem(
                 item_id=item_id,
@@ -285,6 +306,33 @@ class LabellingSession:
         remove_label(self.home, item.query_collection, item.item_id, self.who)
         self.pending.insert(0, item)
         return item
+
+
+class LabelReview:
+    """One person going back over the labels they gave a sample's items (in any earlier session,
+    or imported), each with its latest label, in the order the sample shows them; a changed label
+    replaces theirs (store_labels with replace), others' labels are left as they are."""
+
+    def __init__(self, home: Path, items: list[SampleItem], who: str, clock: Callable[[], datetime]):
+        self.home, self.who, self.clock = home, who, clock
+        latest: dict[str, str] = {}
+        for collection in collections_of(items):
+            stored = load_labels(collection_paths(home, collection, must_exist=False))
+            for row in stored.filter(pl.col("who") == who).sort("labelled_at").iter_rows(named=True):
+                latest[row["item_id"]] = row["label"]
+        self.entries: list[tuple[SampleItem, str]] = [
+            (item, latest[item.item_id]) for item in items if item.item_id in latest
+        ]
+        self.changed = 0
+
+    def relabel(self, index: int, value: str) -> str:
+        """Give entry `index` the label `value` (stored at once); returns the label it had."""
+        item, before = self.entries[index]
+        if value != before:
+            store_labels(self.home, item.query_collection, [label_row(item, value, self.who, self.clock())], True)
+            self.entries[index] = (item, value)
+            self.changed += 1
+        return before
 
 
 # The columns of an exported sample, in order: what a person needs, where it came from, and the

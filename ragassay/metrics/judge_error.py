@@ -347,10 +347,25 @@ def separability_text(rates: ErrorRates) -> str:
     """One line on whether the labels show the judge telling supported from unsupported."""
     if rates.balanced_accuracy is None:
         return "the labels hold only one class, so the judge's error cannot be measured"
-    verdict = "tells supported from unsupported" if rates.separable else "cannot tell supported from unsupported"
+    measured = (
+        f"balanced accuracy {rates.balanced_accuracy:.2f} [{rates.balanced_accuracy_low:.2f}, "
+        f"{rates.balanced_accuracy_high:.2f}]"
+    )
+    if rates.separable:
+        return f"on {rates.labelled} labels the judge tells supported from unsupported ({measured})"
+    if rates.balanced_accuracy <= 0.5:
+        return (
+            f"on {rates.labelled} labels the judge cannot tell supported from unsupported ({measured}: chance is 0.5)"
+        )
+    # A good point estimate beside "cannot tell" reads as a contradiction unless it says why: the
+    # interval still reaches chance, nearly always because one class has few labels.
+    rarer, fewest = min(
+        ("supported", rates.labelled_supported), ("unsupported", rates.labelled_unsupported), key=lambda c: c[1]
+    )
     return (
-        f"on {rates.labelled} labels the judge {verdict} (balanced accuracy {rates.balanced_accuracy:.2f} "
-        f"[{rates.balanced_accuracy_low:.2f}, {rates.balanced_accuracy_high:.2f}])"
+        f"on {rates.labelled} labels the judge cannot yet be shown to tell supported from unsupported: its "
+        f"{measured} still reaches chance (0.5), with only {fewest} {rarer} labels; more labels of "
+        f"{rarer} statements narrow it"
     )
 
 

@@ -136,3 +136,52 @@ def test_a_labels_file_gives_each_item_one_label_and_refuses_contradictions_nami
         json.dumps({**row, "who": "ann"}) + "\n" + json.dumps({**row, "who": "bo", "label": "unsupported"}) + "\n"
     )
     assert [(r.who, r.label) for r in read_label_file(path)] == [("ann", "supported"), ("bo", "unsupported")]
+
+
+def test_one_item_per_distinct_judgement_across_metrics_and_configurations():
+    from ragassay.judge.labels import JudgedConfiguration, judged_items
+
+    passage = "Beeswax melts between 62 and 64 degrees Celsius."
+    statement = "Beeswax melts at about 63 degrees."
+
+    def run(label: str, rows: list[tuple]) -> JudgedConfiguration:
+        judgments = pl.DataFrame(
+            [
+                {
+                    "query_collection": "c",
+                    "query_id": "q1",
+                    "metric": metric,
+                    "statement": text,
+                    "context": context,
+                    "cited_sources": cited,
+                    "verdict": verdict,
+                    "p_supported": 0.9 if verdict == "supported" else 0.1,
+                }
+                for metric, text, context, cited, verdict in rows
+            ],
+            schema_overrides={"cited_sources": pl.List(pl.Int64)},
+        )
+        answers = pl.DataFrame([{"query_collection": "c", "query_id": "q1", "question": "When?", "answer": "..."}])
+        return JudgedConfiguration(label, answers, judgments, "m", "p", 0.85)
+
+    one_source = [
+        ("faithfulness", statement, f"[1] {passage}", [1], "supported"),
+        # The same statement against its cited source (the one passage): the same judgement.
+        ("citation_precision", statement, passage, [1], "supported"),
+        ("faithfulness", "It smells of honey.", f"[1] {passage}", [], "unsupported"),
+    ]
+    # Another configuration with the same passage and two sources: against both passages it is
+    # another judgement; its citation of the first passage alone is the one above.
+    two_sources = [
+        ("faithfulness", statement, f"[1] {passage}\n[2] Wax is made by workers.", [1], "supported"),
+        ("citation_precision", statement, f"  {passage} ", [1], "supported"),
+        ("citation_precision", statement, "Wax is made by workers.", [2], "unsupported"),
+    ]
+    items = judged_items("b", [run("a", one_source), run("b", two_sources)], 6, 0)
+    assert [(i.configuration, i.metric, i.context) for i in items] == [
+        ("a", "faithfulness", f"[1] {passage}"),
+        ("a", "faithfulness", f"[1] {passage}"),
+        ("b", "faithfulness", f"[1] {passage}\n[2] Wax is made by workers."),
+        ("b", "citation_precision", "Wax is made by workers."),
+    ]
+    assert items[1].statement == "It smells of honey."

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -151,15 +152,35 @@ def test_a_sample_is_seeded_stratified_by_verdict_and_each_judgement_is_one_item
         assert item.context and item.question and item.sample_id == f"{report.batch_id}/seed-0/count-6"
 
 
-def test_labelling_in_a_terminal_key_by_key_with_undo_quit_and_resume(labelled_batch):
+def _plain(text: str) -> str:
+    """What the terminal shows: its text without escape sequences, spacing collapsed."""
+    return " ".join(re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text).split())
+
+
+def _terminal(command: list[str], home: Path, size: tuple[int, int]) -> pexpect.spawn:
+    columns, rows = size
+    env = {**_env(home), "COLUMNS": str(columns), "LINES": str(rows)}
+    return pexpect.spawn(
+        command[0], command[1:], env=env, cwd=str(REPO), encoding="utf-8", timeout=120, dimensions=(rows, columns)
+    )
+
+
+def test_labelling_in_a_terminal_key_by_key_with_undo_quit_resume_and_review(labelled_batch):
     home, _, report = labelled_batch
     sample = labelling.draw_sample(report.batch_id, _runs(home, report.batch_id), 6, 0)
     command = [*RAGASSAY, "judge", "label", "--batch", report.batch_id, "--count", "6", "--who", "ana"]
-    child = pexpect.spawn(command[0], command[1:], env=_env(home), cwd=str(REPO), encoding="utf-8", timeout=120)
+    child = _terminal(command, home, (80, 24))
     child.expect("1/6")
     child.expect("q quit")
-    assert "judged supported" not in child.before and "p_supported" not in child.before, "the verdict is hidden"
-    assert " ".join(sample[0].statement.split()) in " ".join(child.before.split()), "the first statement is shown"
+    shown = _plain(child.before)
+    assert "judged supported" not in shown and "p_supported" not in shown, "the verdict is hidden"
+    assert " ".join(sample[0].statement.split()) in shown, "the first statement is shown"
+    assert " ".join(sample[0].question.split())[:40] in shown, "and the question it answers"
+    assert ("answer " in shown) == (sample[0].metric != "context_recall"), "an answer only where it plays a part"
+    child.send(" ")  # the context is one page: it says so and stays
+    child.expect("1/6")
+    child.expect("the context's last page")
+    child.expect("q quit")
     child.send("s")
     child.expect("2/6")
     child.expect("q quit")
@@ -167,10 +188,11 @@ def test_labelling_in_a_terminal_key_by_key_with_undo_quit_and_resume(labelled_b
     child.expect("3/6")
     child.expect("q quit")
     child.send("z")  # takes back the 'u' of the second statement, which is asked again
-    child.expect("undone")
     child.expect("2/6")
+    child.expect("undone")
     child.expect("q quit")
     child.send("x")
+    child.expect("2/6")
     child.expect("keys: s supported")
     child.send("k")
     child.expect("3/6")
@@ -185,21 +207,46 @@ def test_labelling_in_a_terminal_key_by_key_with_undo_quit_and_resume(labelled_b
     assert stored["item_id"].to_list() == [sample[0].item_id, sample[1].item_id] and set(stored["who"]) == {"ana"}
     assert stored["judge_verdict"].to_list() == [sample[0].judge_verdict, sample[1].judge_verdict]
 
-    child = pexpect.spawn(command[0], command[1:], env=_env(home), cwd=str(REPO), encoding="utf-8", timeout=120)
-    child.expect("2 of 6 statements already labelled; 4 to go")
-    for number, key in zip(range(3, 7), "suu", strict=False):
+    child = _terminal(command, home, (120, 45))
+    child.expect("3/6")
+    child.expect("2 of 6 statements already labelled; 4 to go")  # at the foot of the first screen
+    child.expect("q quit")
+    child.send("s")
+    for number, key in zip(range(4, 7), "uus", strict=True):
         child.expect(f"{number}/6")
         child.expect("q quit")
         child.send(key)
-    child.expect("6/6")
-    child.expect("q quit")
-    child.send("s")
     child.expect("4 labelled this session")
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0
     assert _stored(home).height == 6
     assert read_table(collection_paths(home, "lab").judge_labels, JUDGE_LABELS).height == 6
+
+    # A mistaken label of an earlier session, changed in review.
+    child = _terminal([*command, "--review"], home, (80, 24))
+    child.expect("your 6 labels of this sample \\(ana\\)")
+    child.expect("any key goes through them")
+    child.send("n")
+    child.expect("1/6")
+    child.expect("your label: supported")
+    child.expect("q quit")
+    child.send("u")
+    child.expect("2/6")
+    child.expect("#1: supported -> unsupported")
+    child.expect("q quit")
+    child.send("p")
+    child.expect("1/6")
+    child.expect("your label: unsupported")
+    child.expect("q quit")
+    child.send("q")
+    child.expect("6 labels reviewed, 1 changed")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    stored = _stored(home)
+    assert stored.height == 6, "the label replaced, not added"
+    assert stored.filter(pl.col("item_id") == sample[0].item_id)["label"].to_list() == ["unsupported"]
 
 
 def test_without_a_terminal_it_says_to_export(labelled_batch):
@@ -310,6 +357,20 @@ def test_calibrate_on_the_collections_labels_and_the_next_evaluation_is_correcte
     assert "not used by this collection's evaluations: " + aligned["reason"].split(" (")[0] in " ".join(
         shown.output.split()
     )
+    # `judge label --target-width` reads the verdicts stored with the labels, asking no model: the
+    # same judge's verdicts, so the same budget as calibrate's.
+    from_labels = runner.invoke(
+        app,
+        [
+            *("judge", "label", "--batch", first.batch_id, "--count", "100", "--seed", "7"),
+            *("--export", str(tmp_path / "again.jsonl"), "--target-width", "0.5", "--json"),
+        ],
+        env=_env(home),
+    )
+    assert from_labels.exit_code == 0, from_labels.output
+    [stored_budget] = json.loads(from_labels.stdout)["budgets"]
+    assert stored_budget["collection"] == "lab" and stored_budget["left_out"] == 0
+    assert stored_budget["configurations"] == budget["configurations"]
 
     corrected_config = config.model_copy(update={"assertions": ("faithful:faithfulness.corrected_low>=0.0",)})
     second = eval_answers_flow(corrected_config)
