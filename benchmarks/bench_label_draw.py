@@ -12,8 +12,8 @@ verdict P >= 0.85. Each draw labels n statements of the batch's strata (simple r
 within each), and the interval is what ragassay computes (metrics/judge_error.corrected_mean of
 the per-question judged faithfulness, with its separability gate: no labels showing the judge
 separating the classes is the interval [0, 1]). Printed per world and draw: the median width at
-each n over seeded replicates, and the fewest labels of the grid whose median width is at most
-the target, as a ratio to today's draw.
+each n over seeded replicates, and the labels at which the median width reaches the target (read between
+grid points), as a ratio to today's draw.
 
 The allocations need the strata's label rates before any label is given: Neyman's uses the
 bundled prior's sensitivity and specificity (judge/priors.py) to predict them, as a collection
@@ -104,6 +104,21 @@ def interval_width(labels, p, question, n: int, how: str, banded: bool, seed: in
     return 1.0 if corrected.estimate is None else corrected.high - corrected.low
 
 
+def labels_to_reach(medians: list[float], target: float) -> float | None:
+    """The label count at which the median width first reaches `target`, read between the two
+    grid points around it on log-log axes (a width falls about as 1/sqrt(n)), so that a draw a few
+    labels ahead is not rounded to a whole grid step; None beyond the grid."""
+    for (n0, w0), (n1, w1) in zip(zip(GRID, medians), zip(GRID[1:], medians[1:]), strict=False):
+        if w0 <= target:
+            return float(n0)
+        if w1 <= target:
+            if w1 >= w0:
+                return float(n1)
+            fraction = (np.log(w0) - np.log(target)) / (np.log(w0) - np.log(w1))
+            return float(np.exp(np.log(n0) + fraction * (np.log(n1) - np.log(n0))))
+    return float(GRID[-1]) if medians[-1] <= target else None
+
+
 DRAWS = (
     ("halves (today)", "halves", False),
     ("proportional", "proportional", False),
@@ -137,14 +152,14 @@ def main() -> None:
                 )
                 for n in GRID
             ]
-            reach = next((n for n, width in zip(GRID, medians, strict=True) if width <= args.target), None)
-            needed[name] = reach
+            needed[name] = labels_to_reach(medians, args.target)
             print(f"  {name:22s} " + " ".join(f"{n}:{w:.3f}" for n, w in zip(GRID, medians, strict=True)))
         today = needed["halves (today)"]
         for name, reach in needed.items():
             ratio = "" if today is None or reach is None else f" ({reach / today:.2f}x today's)"
             print(
-                f"  labels to width {args.target}: {name}: {reach if reach is not None else 'beyond the grid'}{ratio}"
+                f"  labels to width {args.target}: {name}: "
+                + (f"{reach:.0f}{ratio}" if reach is not None else "beyond the grid")
             )
 
 
