@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ragassay.gates.assertions import measured
-from ragassay.metrics.names import QUESTIONS_SCORED, REPORTED_ANSWER_METRICS
+from ragassay.metrics.names import LOWER_IS_BETTER, QUESTIONS_SCORED, REPORTED_ANSWER_METRICS
 from ragassay.metrics.significance import ALPHA, comparison_of, ranked_by_mean
 from ragassay.run_warnings import RunWarning
 
@@ -76,8 +76,10 @@ def ahead_lines(intervals: list[dict], comparisons: list[dict], metrics: list[st
     """One line per metric saying which configuration is ahead and whether that is significant:
     the best mean (the lowest for a metric where lower is better) against the runner-up's, with their paired
     difference over the questions both scored (best - runner-up, bootstrap 95% CI, randomization
-    p; significant when p < ALPHA). intervals: rows of (configuration, metric, scored, mean,
-    ci_low, ci_high); comparisons: rows of metrics/significance.compare_all_pairs."""
+    p; significant when p < ALPHA). Where the two scored different questions, their means are not
+    comparable, so the line says who is ahead on the questions both scored (the paired difference's
+    sign), and that the means are over different questions. intervals: rows of (configuration,
+    metric, scored, mean, ci_low, ci_high); comparisons: rows of metrics/significance.compare_all_pairs."""
     lines = []
     for metric in metrics:
         ranked = ranked_by_mean(intervals, metric)
@@ -88,21 +90,51 @@ def ahead_lines(intervals: list[dict], comparisons: list[dict], metrics: list[st
             lines.append(f"- {metric}: {best['configuration']} only ({best['mean']:.3f})")
             continue
         second = ranked[1]
+        row = comparison_of(comparisons, metric, best["configuration"], second["configuration"])
+        if row is not None and row["questions"] and {best["scored"], second["scored"]} != {row["questions"]}:
+            lines.append(_ahead_on_common_questions(metric, best, second, row))
+            continue
         if best["mean"] == second["mean"]:
             tied = [row["configuration"] for row in ranked if row["mean"] == best["mean"]]
             lines.append(f"- {metric}: {', '.join(tied[:-1])} and {tied[-1]} tie at {best['mean']:.3f}")
             continue
-        row = comparison_of(comparisons, metric, best["configuration"], second["configuration"])
         lead = f"- {metric}: **{best['configuration']}** is ahead ({best['mean']:.3f} against {second['configuration']}'s {second['mean']:.3f}"
         if row is None or not row["questions"]:
             lines.append(lead + "; no question scored by both, so no paired test)")
             continue
-        verdict = "significant" if row["p_value"] < ALPHA else "not significant"
-        lines.append(
-            lead + f"; paired difference {row['difference']:+.3f} [{row['ci_low']:+.3f}, {row['ci_high']:+.3f}] over "
-            f"{row['questions']} questions, p = {row['p_value']:.3f}: {verdict})"
-        )
+        lines.append(lead + f"; paired difference {_difference(row)} over {row['questions']} questions, {_p(row)})")
     return lines
+
+
+def _difference(row: dict) -> str:
+    return f"{row['difference']:+.3f} [{row['ci_low']:+.3f}, {row['ci_high']:+.3f}]"
+
+
+def _p(row: dict) -> str:
+    return f"p = {row['p_value']:.3f}: {'significant' if row['p_value'] < ALPHA else 'not significant'}"
+
+
+def _ahead_on_common_questions(metric: str, best: dict, second: dict, row: dict) -> str:
+    """The ahead line of two configurations that scored different questions: who leads on the
+    questions both scored (by the paired difference, best - second in `row`), the means beside."""
+    means = (
+        f"their means, {best['configuration']}'s {best['mean']:.3f} over {best['scored']} questions and "
+        f"{second['configuration']}'s {second['mean']:.3f} over {second['scored']}, are over different questions"
+    )
+    both = f"on the {row['questions']} questions both scored"
+    if row["difference"] == 0:
+        return (
+            f"- {metric}: {best['configuration']} and {second['configuration']} tie {both} (paired difference "
+            f"{_difference(row)}, {_p(row)}); {means}"
+        )
+    best_leads = (row["difference"] < 0) if metric in LOWER_IS_BETTER else (row["difference"] > 0)
+    leader, other = (best, second) if best_leads else (second, best)
+    if not best_leads:  # the difference said as leader - other
+        row = {**row, "difference": -row["difference"], "ci_low": -row["ci_high"], "ci_high": -row["ci_low"]}
+    return (
+        f"- {metric}: {both}, **{leader['configuration']}** is ahead of {other['configuration']} (paired "
+        f"difference {_difference(row)}, {_p(row)}); {means}"
+    )
 
 
 def interval_lines(intervals: list[dict], metrics: list[str] | tuple[str, ...]) -> list[str]:

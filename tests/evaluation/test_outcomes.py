@@ -185,6 +185,41 @@ def test_the_report_says_who_is_ahead_and_whether_that_is_significant():
     assert len(table) == 3, "a metric nobody scored has no row"
 
 
+def test_who_is_ahead_of_configurations_that_scored_different_questions_is_said_on_the_questions_both_scored():
+    from ragassay.evaluation.reports import ahead_lines
+
+    def row(label, metric, mean, scored):
+        return {"configuration": label, "metric": metric, "scored": scored, "mean": mean, "ci_low": 0.0, "ci_high": 1.0}
+
+    # The screen issue 38 found: hybrid's 0.200 over 5 questions, fulltext's 0.000 over 3, and no
+    # difference on the 3 both scored. Before: "hybrid is ahead (0.200 against fulltext's 0.000;
+    # paired difference +0.000 ...)".
+    intervals = [
+        row("fulltext", "faithfulness", 0.0, 3),
+        row("hybrid", "faithfulness", 0.2, 5),
+        row("fulltext", "answer_relevancy", 0.4, 3),
+        row("hybrid", "answer_relevancy", 0.6, 5),
+    ]
+    comparisons = [
+        {"configuration_a": "fulltext", "configuration_b": "hybrid", "metric": "faithfulness", "questions": 3,
+         "mean_difference": 0.0, "ci_low": 0.0, "ci_high": 0.0, "p_value": 1.0},
+        # On the questions both scored fulltext is the better one: hybrid - fulltext = -0.1.
+        {"configuration_a": "fulltext", "configuration_b": "hybrid", "metric": "answer_relevancy", "questions": 3,
+         "mean_difference": -0.1, "ci_low": -0.3, "ci_high": 0.05, "p_value": 0.2},
+    ]  # fmt: skip
+    faithfulness, relevancy = ahead_lines(intervals, comparisons, ["faithfulness", "answer_relevancy"])
+    assert faithfulness == (
+        "- faithfulness: hybrid and fulltext tie on the 3 questions both scored (paired difference +0.000 "
+        "[+0.000, +0.000], p = 1.000: not significant); their means, hybrid's 0.200 over 5 questions and "
+        "fulltext's 0.000 over 3, are over different questions"
+    )
+    assert relevancy == (
+        "- answer_relevancy: on the 3 questions both scored, **fulltext** is ahead of hybrid (paired difference "
+        "+0.100 [-0.050, +0.300], p = 0.200: not significant); their means, hybrid's 0.600 over 5 questions and "
+        "fulltext's 0.400 over 3, are over different questions"
+    )
+
+
 def test_judged_metrics_carry_their_corrected_estimate_in_intervals_differences_metrics_and_reports():
     from ragassay.evaluation.answer_summary import (
         answer_differences,
