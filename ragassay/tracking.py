@@ -235,10 +235,11 @@ def log_configuration_run(
     params: dict[str, str],
     metrics: dict[str, float],
     artifacts: dict[str, pl.DataFrame],
+    description: str = "",
 ) -> str:
     """A child run named `kind/label` (what differs between a batch's runs leads; the batch is in
     its tag and in its parent's name): params, metrics (MLflow-safe names) and table artifacts of
-    one configuration (or of one pipeline stage)."""
+    one configuration (or of one pipeline stage), and its description (Markdown) where given."""
     run = _create_run(
         mlflow_client,
         batch.experiment_id,
@@ -251,6 +252,7 @@ def log_configuration_run(
             TAG_ROLE: "configuration",
             MLFLOW_PARENT: batch.parent_run_id,
             **batch.origin,
+            **({DESCRIPTION_TAG: description} if description else {}),
         },
     )
     run_id = run.info.run_id
@@ -294,6 +296,7 @@ class ConfigurationRecord:
     metrics: dict[str, float]
     tables: dict[str, pl.DataFrame]
     traces: list = field(default_factory=list)
+    description: str = ""
 
 
 @dataclass(frozen=True)
@@ -328,7 +331,9 @@ def log_batch_record(home: Path, batch: Batch, record: BatchRecord) -> LoggedBat
     finishing the batch when the stage owns it."""
     mlflow_client = client(home)
     run_ids = {
-        c.label: log_configuration_run(mlflow_client, batch, record.kind, c.label, c.params, c.metrics, c.tables)
+        c.label: log_configuration_run(
+            mlflow_client, batch, record.kind, c.label, c.params, c.metrics, c.tables, c.description
+        )
         for c in record.configurations
     }
     for c in record.configurations:

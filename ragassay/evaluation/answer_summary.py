@@ -337,11 +337,13 @@ def corrected_comparisons(
 
 
 def corrected_metrics(intervals: pl.DataFrame) -> dict[str, dict[str, float]]:
-    """Each configuration's METRIC_corrected, _low and _high run metrics (no estimate, only the
-    interval, where the labels do not show the judge separating the classes)."""
+    """Each judged metric's run metrics beside its mean: the raw 95% interval (METRIC_low, _high)
+    and the judge-corrected estimate with its interval (METRIC_corrected, _low, _high; no estimate,
+    only the interval, where the labels do not show the judge separating the classes)."""
     metrics: dict[str, dict[str, float]] = {}
     for row in intervals.filter(pl.col("corrected_low").is_not_null()).iter_rows(named=True):
         values = metrics.setdefault(row["configuration"], {})
+        values[f"{row['metric']}_low"], values[f"{row['metric']}_high"] = row["ci_low"], row["ci_high"]
         for part in CORRECTED_COLUMNS:
             if row[part] is not None:
                 values[f"{row['metric']}_{part}"] = row[part]
@@ -364,29 +366,43 @@ def calibration_warnings(calibration: JudgeCalibration | None, judge_model: str)
     return [RunWarning(metric=metric, reason=note) for note in calibration.warnings()]
 
 
-def correction_fit_warnings(intervals: pl.DataFrame, calibration: JudgeCalibration | None) -> list[RunWarning]:
-    """Judged means the calibration's error rates cannot produce, as one warning. Under them a
-    judged mean lies between 1 - Sp (no statement supported) and Se (every one); a mean outside
-    is clipped to 0 or 1 when corrected, and its corrected interval narrows at that bound for the
-    wrong reason: the true rate may be near the bound, or the labels' rates may not hold here."""
+def clipped_corrections(intervals: list[dict], calibration: JudgeCalibration | None) -> list[tuple[dict, str]]:
+    """The interval rows (with a corrected estimate) whose judged mean the calibration's error
+    rates cannot produce, each with its side: under them a judged mean lies between 1 - Sp (no
+    statement supported) and Se (every one), and a mean outside is clipped to 0 or 1 when corrected."""
     rates = calibration.rates if calibration is not None else None
     if rates is None or not rates.separable:
         return []
-    outside, metrics = [], set()
-    for row in intervals.filter(pl.col("corrected").is_not_null()).iter_rows(named=True):
-        if row["mean"] > rates.sensitivity or row["mean"] < 1 - rates.specificity:
-            side = "above Se" if row["mean"] > rates.sensitivity else "below 1 - Sp"
-            outside.append(f"{row['configuration']} {row['metric']} {row['mean']:.3f} ({side})")
-            metrics.add(row["metric"])
-    if not outside:
+    return [
+        (row, "above Se" if row["mean"] > rates.sensitivity else "below 1 - Sp")
+        for row in intervals
+        if row.get("corrected") is not None and (row["mean"] > rates.sensitivity or row["mean"] < 1 - rates.specificity)
+    ]
+
+
+def clip_reason(calibration: JudgeCalibration) -> str:
+    """Why a corrected estimate sits at 0 or 1 (clipped_corrections), in words."""
+    rates = calibration.rates
+    return (
+        f"judged means outside what the judge's error rates allow (between 1 - Sp = {1 - rates.specificity:.2f} "
+        f"and Se = {rates.sensitivity:.2f}), so their corrected estimates are clipped to 0 or 1"
+    )
+
+
+def correction_fit_warnings(intervals: pl.DataFrame, calibration: JudgeCalibration | None) -> list[RunWarning]:
+    """Judged means the calibration's error rates cannot produce (clipped_corrections), as one
+    warning: their corrected interval narrows at that bound for the wrong reason: the true rate may
+    be near the bound, or the labels' rates may not hold here."""
+    clipped = clipped_corrections(intervals.to_dicts(), calibration)
+    if not clipped:
         return []
+    outside = [f"{row['configuration']} {row['metric']} {row['mean']:.3f} ({side})" for row, side in clipped]
+    metrics = {row["metric"] for row, _ in clipped}
     return [
         RunWarning(
             metric=", ".join(metric for metric in JUDGED_METRICS if metric in metrics),
-            reason=f"judged means outside what the judge's error rates allow (between 1 - Sp = "
-            f"{1 - rates.specificity:.2f} and Se = {rates.sensitivity:.2f}), so their corrected estimates are "
-            f"clipped to 0 or 1: {'; '.join(outside)}. Either the true rate is near that bound or these error "
-            "rates do not hold for these answers: label some of them with `ragassay judge label`",
+            reason=f"{clip_reason(calibration)}: {'; '.join(outside)}. Either the true rate is near that bound or "
+            "these error rates do not hold for these answers: label some of them with `ragassay judge label`",
         )
     ]
 

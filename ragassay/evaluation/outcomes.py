@@ -20,6 +20,8 @@ from ragassay.evaluation.answer_summary import (
     answer_intervals,
     calibration_summary,
     calibration_warnings,
+    clip_reason,
+    clipped_corrections,
     corrected_comparisons,
     corrected_intervals,
     corrected_metrics,
@@ -28,6 +30,7 @@ from ragassay.evaluation.answer_summary import (
 )
 from ragassay.evaluation.answer_traces import TraceSettings, answer_traces
 from ragassay.evaluation.questions import EvalQuestion, GoldenContext
+from ragassay.evaluation.reports import configuration_markdown, judge_error_lines
 from ragassay.evaluation.retrieval_scoring import SearchedConfiguration
 from ragassay.evaluation.system_runs import records_table
 from ragassay.gates.assertions import check_assertions, parse_answer_assertion, parse_assertion
@@ -187,6 +190,12 @@ def retrieval_record(
                     else {}
                 ),
             },
+            description=configuration_markdown(
+                f"retrieval/{c.label}: configuration {c.label} of retrieval batch {batch_id}, "
+                f"{len(context.questions)} questions",
+                summary.intervals.filter(pl.col("configuration") == c.label).to_dicts(),
+                headline,
+            ),
         )
         for c in config.configurations
     ]
@@ -404,6 +413,7 @@ def answer_record(
             )
             if config.traces
             else [],
+            description=_answer_description(c, batch_id, judge_model_id, summary),
         )
         for c in config.configurations
     ]
@@ -442,6 +452,25 @@ def answer_record(
                 summary.intervals, list(REPORTED_ANSWER_METRICS), title, summary.comparisons.to_dicts()
             )
         },
+    )
+
+
+def _answer_description(
+    configuration: AnyAnswerConfiguration, batch_id: str, judge_model_id: str, summary: AnswerBatchSummary
+) -> str:
+    """An answer configuration's child run description (reports.configuration_markdown)."""
+    rows = summary.intervals.filter(pl.col("configuration") == configuration.label).to_dicts()
+    clipped = clipped_corrections(rows, summary.calibration)
+    return configuration_markdown(
+        f"answers/{configuration.label}: configuration {configuration.label} of answer batch {batch_id}, "
+        f"answered by {answered_by(configuration)}, judged by {judge_model_id}",
+        rows,
+        REPORTED_ANSWER_METRICS,
+        judge_error_lines(calibration_summary(summary.calibration))[0],
+        f"{clip_reason(summary.calibration)}: "
+        + "; ".join(f"{row['metric']} {row['mean']:.3f} ({side})" for row, side in clipped)
+        if clipped
+        else "",
     )
 
 

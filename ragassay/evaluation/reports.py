@@ -159,6 +159,29 @@ def interval_lines(intervals: list[dict], metrics: list[str] | tuple[str, ...]) 
     return lines
 
 
+# What a child run's description says its two numbers are.
+RAW_AND_CORRECTED = (
+    "Raw: the judge's own mean over the questions scored, with its 95% interval over questions. Corrected: what "
+    "people would have said, the judge's error (its sensitivity and specificity on labelled statements) taken "
+    "out; its interval covers the sampling of the labels as well."
+)
+
+
+def configuration_markdown(
+    title: str, intervals: list[dict], metrics: list[str] | tuple[str, ...], judge_error: str = "", clipped: str = ""
+) -> str:
+    """A configuration's child run description: what it is (title), its means with their 95%
+    intervals (a judged metric's raw and judge-corrected side by side), and where a corrected value
+    is shown, what corrected means, what it rests on (judge_error) and why one sits at 0 or 1
+    (clipped). intervals: that configuration's interval rows."""
+    lines = [f"**{title}**", "", *interval_lines(intervals, metrics)]
+    if any(row.get("corrected_low") is not None for row in intervals):
+        lines += ["", RAW_AND_CORRECTED]
+        lines += ["", judge_error] if judge_error else []
+        lines += ["", clipped] if clipped else []
+    return "\n".join(lines) + "\n"
+
+
 def corrected_text(row: dict, lead: str = "", signed: bool = False) -> str:
     """A row's judge-corrected estimate and interval as text (`corrected 0.741 [0.520, 0.930]`), or
     why there is none; empty for a row without one (a metric that is not judged)."""

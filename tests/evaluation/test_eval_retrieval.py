@@ -242,6 +242,13 @@ def test_the_batch_parent_shows_metrics_pictures_and_previewable_tables(evaluate
     )
     for row in report.intervals:
         assert row["ci_low"] <= row["mean"] <= row["ci_high"] and row["scored"] == 30
+    # Each child run has its own description: what it is, its means with their intervals.
+    description = fulltext.data.tags[tracking.DESCRIPTION_TAG]
+    [recall] = [r for r in report.intervals if r["configuration"] == "fulltext" and r["metric"] == "recall@5"]
+    assert description.startswith(f"**retrieval/fulltext: configuration fulltext of retrieval batch {report.batch_id}")
+    assert f"| recall@5 | {recall['mean']:.3f} [{recall['ci_low']:.3f}, {recall['ci_high']:.3f}], 30 scored |" in (
+        description
+    )
 
 
 def test_the_regression_gate_fails_a_significant_drop_and_passes_noise(evaluated, sample_home, monkeypatch):

@@ -226,12 +226,13 @@ def test_judged_metrics_carry_their_corrected_estimate_in_intervals_differences_
         answer_intervals,
         calibration_summary,
         calibration_warnings,
+        clipped_corrections,
         corrected_comparisons,
         corrected_intervals,
         corrected_metrics,
         correction_fit_warnings,
     )
-    from ragassay.evaluation.reports import interval_lines, judge_error_lines
+    from ragassay.evaluation.reports import RAW_AND_CORRECTED, configuration_markdown, interval_lines, judge_error_lines
     from ragassay.metrics.judge_error import JudgeCalibration, corrected_difference, corrected_mean, simple_strata
 
     answers = {
@@ -270,6 +271,12 @@ def test_judged_metrics_carry_their_corrected_estimate_in_intervals_differences_
     assert perfect["corrected"] == 1.0 and perfect["corrected_low"] < 0.8 and perfect["corrected_high"] == 1.0
     [fit] = correction_fit_warnings(intervals, calibration)
     assert "b faithfulness 1.000 (above Se)" in fit.reason and "a faithfulness" not in fit.reason
+    b_rows = intervals.filter(pl.col("configuration") == "b").to_dicts()
+    [(clipped, side)] = clipped_corrections(b_rows, calibration)
+    assert clipped["metric"] == "faithfulness" and side == "above Se"
+    description = configuration_markdown("answers/b", b_rows, ["faithfulness"], "rests on labels", "clipped: why")
+    assert description.split("\n")[:2] == ["**answers/b**", ""] and "| faithfulness | 1.000 [" in description
+    assert description.rstrip().endswith("\n\nrests on labels\n\nclipped: why") and RAW_AND_CORRECTED in description
     summary = calibration_summary(calibration)
     assert summary["separable"] and summary["sensitivity"] == pytest.approx(36 / 40)
     assert "this collection's labels" in judge_error_lines(summary)[0]

@@ -392,6 +392,17 @@ def test_calibrate_on_the_collections_labels_and_the_next_evaluation_is_correcte
     assert logged["population"].sum() > 0 and set(logged["source"]) == {"labels"}
     child = tracking.client(home).get_run(second.run_ids["faithful"]).data
     assert child.metrics["faithfulness_corrected_low"] == faithful["faithfulness_corrected_low"]
+    # The raw interval beside the corrected one, and the child run's own description saying both.
+    assert (child.metrics["faithfulness_low"], child.metrics["faithfulness_high"]) == (row["ci_low"], row["ci_high"])
+    description = child.tags[tracking.DESCRIPTION_TAG]
+    assert description.startswith(f"**answers/faithful: configuration faithful of answer batch {second.batch_id}")
+    assert (
+        f"| faithfulness | {row['mean']:.3f} [{row['ci_low']:.3f}, {row['ci_high']:.3f}], {row['scored']} scored; "
+        f"corrected " in description
+    )
+    assert "Corrected: what people would have said" in description and "Corrected with this collection's labels" in (
+        description
+    )
     assert child.params["aligned_judge"] == "none", "the unused aligned judge reads no verdict"
 
 
