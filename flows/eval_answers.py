@@ -7,7 +7,7 @@ from prefect import flow
 from prefect.runtime import flow_run
 
 from flows.finished import finished
-from flows.runners import task_runner
+from flows.runners import WorkClock, task_runner
 from ragassay.config import AnswerEvalConfig
 from ragassay.evaluation.answer_judging import configuration_pairs
 from ragassay.evaluation.outcomes import AnswerEvalReport
@@ -44,13 +44,17 @@ def eval_answers_flow(config: AnswerEvalConfig, batch: Batch | None = None) -> A
     # and compared where config.task_runner says: threads here, or Dask worker processes, each
     # with its own in-process models.
     parts = in_parts(questions.all, config.questions_per_task)
+    clock = WorkClock()  # each configuration's run is logged over its answering and judging
     with task_runner(config.task_runner) as runner:
         answering = {
             c.label: [
-                runner.submit(
-                    # A team's own system under test answers for itself.
-                    ask_system_for_answers if isinstance(c, SystemConfiguration) else answer_questions,
-                    {"home": config.home, "collections": config.collections, "questions": part, "configuration": c},
+                clock.watch(
+                    c.label,
+                    runner.submit(
+                        # A team's own system under test answers for itself.
+                        ask_system_for_answers if isinstance(c, SystemConfiguration) else answer_questions,
+                        {"home": config.home, "collections": config.collections, "questions": part, "configuration": c},
+                    ),
                 )
                 for part in parts
             ]
@@ -63,7 +67,10 @@ def eval_answers_flow(config: AnswerEvalConfig, batch: Batch | None = None) -> A
             save_answer_records(config.save_records, answered)
         judging = {
             label: [
-                runner.submit(judge_answers, {**judge, "answered": part, "label": label, "aligned": aligned})
+                clock.watch(
+                    label,
+                    runner.submit(judge_answers, {**judge, "answered": part, "label": label, "aligned": aligned}),
+                )
                 for part in in_parts(items, config.questions_per_task)
             ]
             for label, items in answered.items()
@@ -81,7 +88,7 @@ def eval_answers_flow(config: AnswerEvalConfig, batch: Batch | None = None) -> A
     judge_calibration = load_judge_calibration(config.judge, config.home, config.collections, evaluation, aligned)
     summaries = {label: summarize_answers(label, answered[label], judged[label]) for label in answered}
     report = log_answer_batch(
-        config, questions, model_id_of(config.judge), summaries, preferences, judge_calibration, batch
+        config, questions, model_id_of(config.judge), summaries, preferences, judge_calibration, batch, clock.spans()
     )
     publish_answer_report(config, report, describe_batch=batch is None)
     return finished(report)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from prefect import flow
 
 from flows.finished import finished
-from flows.runners import task_runner
+from flows.runners import WorkClock, task_runner
 from ragassay.config import RetrievalEvalConfig
 from ragassay.evaluation.outcomes import RetrievalEvalReport
 from ragassay.systems.settings import SystemConfiguration
@@ -31,18 +31,22 @@ def eval_retrieval_flow(config: RetrievalEvalConfig, batch: Batch | None = None)
     locate_models(config.chat_models())
     questions, context = load_golden_questions(config)
     # Configurations are searched where config.task_runner says (threads here, or Dask workers).
+    clock = WorkClock()  # each configuration's run is logged over its searching
     with task_runner(config.task_runner) as runner:
         # A team's own system under test is asked (or its records read) instead of searched.
         futures = {
-            c.label: runner.submit(
-                ask_system if isinstance(c, SystemConfiguration) else search_golden_questions,
-                {
-                    "home": config.home,
-                    "collections": config.collections,
-                    "questions": questions,
-                    "configuration": c,
-                    "depth": config.depth,
-                },
+            c.label: clock.watch(
+                c.label,
+                runner.submit(
+                    ask_system if isinstance(c, SystemConfiguration) else search_golden_questions,
+                    {
+                        "home": config.home,
+                        "collections": config.collections,
+                        "questions": questions,
+                        "configuration": c,
+                        "depth": config.depth,
+                    },
+                ),
             )
             for c in config.configurations
         }
@@ -57,6 +61,6 @@ def eval_retrieval_flow(config: RetrievalEvalConfig, batch: Batch | None = None)
         per_question = keep_common_questions(per_question, config.metrics())
     coverage = {label: found.costs["coverage"] for label, found in searched.items() if found.answered is not None}
     summary = summarize_retrieval(config, per_question, coverage)
-    report = log_retrieval_batch(config, context, searched, per_question, summary, batch)
+    report = log_retrieval_batch(config, context, searched, per_question, summary, batch, clock.spans())
     publish_retrieval_report(config, report, describe_batch=batch is None)
     return finished(report)

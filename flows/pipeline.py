@@ -19,7 +19,7 @@ from flows.ingest import ingest_flow
 from ragassay.config import PipelineConfig
 from ragassay.errors import RagassayError
 from ragassay.pipeline_stages import PipelineReport, StageReports
-from ragassay.tracking import Batch
+from ragassay.tracking import Batch, WorkSpan, now_ms
 from tasks.pipeline import (
     add_golden_file,
     check_stage_inputs,
@@ -38,12 +38,15 @@ class StageFailed(RagassayError):
 
 
 def _ingest(config: PipelineConfig, batch: Batch):
+    started = now_ms()
     report = ingest_flow(config.ingest_config())
-    log_stage_run(config, batch, "ingest", report.counts, {"paths": ",".join(map(str, config.ingest.paths))})
+    paths = {"paths": ",".join(map(str, config.ingest.paths))}
+    log_stage_run(config, batch, "ingest", report.counts, paths, WorkSpan.since(started))
     return report
 
 
 def _index(config: PipelineConfig, batch: Batch):
+    started = now_ms()
     report = index_flow(config.index_config())
     log_stage_run(
         config,
@@ -57,6 +60,7 @@ def _index(config: PipelineConfig, batch: Batch):
             "seconds_bm25": report.seconds_bm25,
         },
         {"embedding_model": report.embedding_model_id, "index_digest": report.index_digest},
+        WorkSpan.since(started),
     )
     return report
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import threading
+
 from ragassay.config import TaskRunnerConfig
 from ragassay.llm.threads import usable_cores
+from ragassay.tracking import WorkSpan, now_ms
 
 
 def task_runner(config: TaskRunnerConfig):
@@ -32,3 +35,28 @@ def task_runner(config: TaskRunnerConfig):
             "env": {"RAGASSAY_MODEL_THREADS": str(max(1, usable_cores() // workers))},
         },
     )
+
+
+class WorkClock:
+    """When each configuration's work ended, from the moment the flow began submitting it: a done
+    callback on each of its tasks' futures keeps the latest end, so a configuration that finished
+    early is not timed to when the flow came to read its results. Its spans are what the child
+    runs are logged over (tracking.WorkSpan)."""
+
+    def __init__(self) -> None:
+        self.started_ms = now_ms()
+        self._ended: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def watch(self, label: str, future):
+        """The future, its end counted in `label`'s work."""
+        future.add_done_callback(lambda _: self._done(label))
+        return future
+
+    def _done(self, label: str) -> None:
+        with self._lock:
+            self._ended[label] = max(self._ended.get(label, 0), now_ms())
+
+    def spans(self) -> dict[str, WorkSpan]:
+        with self._lock:
+            return {label: WorkSpan(self.started_ms, ended) for label, ended in self._ended.items()}

@@ -205,15 +205,23 @@ def new_batch_id() -> str:
 
 
 def open_batch(
-    home: Path, collections: list[str], kind: str, params: dict[str, str], origin: dict[str, str], owned: bool = True
+    home: Path,
+    collections: list[str],
+    kind: str,
+    params: dict[str, str],
+    origin: dict[str, str],
+    owned: bool = True,
+    started_ms: int | None = None,
 ) -> Batch:
-    """The parent run of a new batch, named `kind-batchid`, with its params."""
+    """The parent run of a new batch, named `kind-batchid`, with its params; started when its
+    work began (started_ms) where the batch is opened after the work."""
     mlflow_client = client(home)
     experiment_id = ensure_experiment(mlflow_client, home, collections)
     batch_id = new_batch_id()
     run = _create_run(
         mlflow_client,
         experiment_id,
+        start_time=started_ms,
         run_name=f"{kind}-{batch_id}",
         tags={TAG_BATCH: batch_id, TAG_KIND: kind, TAG_COLLECTIONS: ",".join(collections), TAG_ROLE: "batch", **origin},
     )
@@ -227,6 +235,24 @@ def log_stage_params(mlflow_client, batch: Batch, kind: str, params: dict[str, s
     log_values(mlflow_client, batch.parent_run_id, {batch.prefixed(kind, k): v for k, v in params.items()}, {})
 
 
+@dataclass(frozen=True)
+class WorkSpan:
+    """When a configuration's (or a stage's) work began and ended, in ms since the epoch: its
+    child run is logged after the work, so the run's start and end are set to these, and MLflow's
+    Duration column says how long the work took."""
+
+    started_ms: int
+    ended_ms: int
+
+    @classmethod
+    def since(cls, started_ms: int) -> WorkSpan:
+        return cls(started_ms, now_ms())
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
 def log_configuration_run(
     mlflow_client,
     batch: Batch,
@@ -236,13 +262,16 @@ def log_configuration_run(
     metrics: dict[str, float],
     artifacts: dict[str, pl.DataFrame],
     description: str = "",
+    work_span: WorkSpan | None = None,
 ) -> str:
     """A child run named `kind/label` (what differs between a batch's runs leads; the batch is in
     its tag and in its parent's name): params, metrics (MLflow-safe names) and table artifacts of
-    one configuration (or of one pipeline stage), and its description (Markdown) where given."""
+    one configuration (or of one pipeline stage), its description (Markdown) where given, and its
+    start and end those of the work (work_span) where known."""
     run = _create_run(
         mlflow_client,
         batch.experiment_id,
+        start_time=work_span.started_ms if work_span else None,
         run_name=f"{kind}/{label}",
         tags={
             TAG_BATCH: batch.batch_id,
@@ -258,7 +287,7 @@ def log_configuration_run(
     run_id = run.info.run_id
     log_values(mlflow_client, run_id, params, metrics)
     log_tables(mlflow_client, run_id, artifacts)
-    finish(mlflow_client, run_id)
+    finish(mlflow_client, run_id, end_time=work_span.ended_ms if work_span else None)
     return run_id
 
 
@@ -288,8 +317,9 @@ def log_batch_summary(
 
 @dataclass(frozen=True)
 class ConfigurationRecord:
-    """What one configuration's child run holds: its params, metrics and tables, and the traces
-    linked to it (evaluation/answer_traces.QuestionTrace: one per question of an answer run)."""
+    """What one configuration's child run holds: its params, metrics and tables, the traces linked
+    to it (evaluation/answer_traces.QuestionTrace: one per question of an answer run), its
+    description, and when its work began and ended."""
 
     label: str
     params: dict[str, str]
@@ -297,6 +327,7 @@ class ConfigurationRecord:
     tables: dict[str, pl.DataFrame]
     traces: list = field(default_factory=list)
     description: str = ""
+    work_span: WorkSpan | None = None
 
 
 @dataclass(frozen=True)
@@ -332,7 +363,7 @@ def log_batch_record(home: Path, batch: Batch, record: BatchRecord) -> LoggedBat
     mlflow_client = client(home)
     run_ids = {
         c.label: log_configuration_run(
-            mlflow_client, batch, record.kind, c.label, c.params, c.metrics, c.tables, c.description
+            mlflow_client, batch, record.kind, c.label, c.params, c.metrics, c.tables, c.description, c.work_span
         )
         for c in record.configurations
     }
@@ -535,8 +566,8 @@ def _create_run(mlflow_client, experiment_id: str, **settings):
     return run
 
 
-def finish(mlflow_client, run_id: str, status: str = "FINISHED") -> None:
-    mlflow_client.set_terminated(run_id, status)
+def finish(mlflow_client, run_id: str, status: str = "FINISHED", end_time: int | None = None) -> None:
+    mlflow_client.set_terminated(run_id, status, end_time=end_time)
     with _unfinished_lock:
         _unfinished_runs.pop(run_id, None)
 

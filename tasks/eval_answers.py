@@ -158,17 +158,18 @@ def log_answer_batch(
     preferences: list[PairComparison],
     judge_calibration: JudgeCalibration | None = None,
     batch: Batch | None = None,
+    work_spans: dict[str, tracking.WorkSpan] | None = None,
 ) -> AnswerEvalReport:
     """One child run per configuration under the batch's parent run (a new batch unless a
-    pipeline passes its batch), the summary on the parent; the report. Retried: the tracking
-    server may be briefly unreachable."""
+    pipeline passes its batch), each over the time its work took (work_spans), the summary on the
+    parent; the report. Retried: the tracking server may be briefly unreachable."""
     summary = outcomes.summarize_answer_batch(config, questions, summaries, preferences, judge_calibration)
     shared = outcomes.answer_params(config, questions, judge_model_id, judge_calibration)
     labels = [c.label for c in config.configurations]
     batch = stage_batch(
-        config.home, list(config.collections), "answers", shared, batch, "ragassay eval answers", labels
+        config.home, list(config.collections), "answers", shared, batch, "ragassay eval answers", labels, work_spans
     )
-    record = outcomes.answer_record(config, questions, judge_model_id, summary, shared, batch.batch_id)
+    record = outcomes.answer_record(config, questions, judge_model_id, summary, shared, batch.batch_id, work_spans)
     logged = tracking.log_batch_record(config.home, batch, record)
     return outcomes.answer_report(
         config, questions, judge_model_id, summary, logged, time.perf_counter() - questions.started

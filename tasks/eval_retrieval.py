@@ -106,16 +106,19 @@ def log_retrieval_batch(
     per_question: dict[str, pl.DataFrame],
     summary: RetrievalSummary,
     batch: Batch | None = None,
+    work_spans: dict[str, tracking.WorkSpan] | None = None,
 ) -> RetrievalEvalReport:
     """One child run per configuration under the batch's parent run (a new batch of its own
-    unless a pipeline passes its batch), the summary on the parent; the report. Retried: the
-    tracking server may be briefly unreachable."""
+    unless a pipeline passes its batch), each over the time its work took (work_spans), the summary
+    on the parent; the report. Retried: the tracking server may be briefly unreachable."""
     shared = outcomes.retrieval_params(config, context)
     labels = [c.label for c in config.configurations]
     batch = stage_batch(
-        config.home, list(config.collections), "retrieval", shared, batch, "ragassay eval retrieval", labels
+        config.home, list(config.collections), "retrieval", shared, batch, "ragassay eval retrieval", labels, work_spans
     )
-    record = outcomes.retrieval_record(config, context, searched, per_question, summary, shared, batch.batch_id)
+    record = outcomes.retrieval_record(
+        config, context, searched, per_question, summary, shared, batch.batch_id, work_spans
+    )
     logged = tracking.log_batch_record(config.home, batch, record)
     return outcomes.retrieval_report(config, context, searched, summary, logged)
 

@@ -53,11 +53,17 @@ def add_golden_file(config: PipelineConfig) -> GoldenFileOutcome:
 
 @task(name="log-stage-run", cache_policy=NO_CACHE, **TRACKING_RETRIES)
 def log_stage_run(
-    config: PipelineConfig, batch: Batch, stage: str, metrics: dict[str, float], params: dict[str, str]
+    config: PipelineConfig,
+    batch: Batch,
+    stage: str,
+    metrics: dict[str, float],
+    params: dict[str, str],
+    work_span: tracking.WorkSpan | None = None,
 ) -> str:
-    """A stage without configurations of its own (ingest, index) as one child run of the batch."""
+    """A stage without configurations of its own (ingest, index) as one child run of the batch,
+    over the time the stage took (work_span)."""
     return tracking.log_configuration_run(
-        tracking.client(config.home), batch, stage, config.collection, params, metrics, {}
+        tracking.client(config.home), batch, stage, config.collection, params, metrics, {}, work_span=work_span
     )
 
 

@@ -59,12 +59,15 @@ def stage_batch(
     batch: tracking.Batch | None,
     source: str,
     labels: list[str] = (),
+    work_spans: dict[str, tracking.WorkSpan] | None = None,
 ) -> tracking.Batch:
-    """The batch a stage logs into: a new one of its own (finished by the stage, `batch.owned`),
-    or the pipeline's, whose parent then gets the stage's params under the stage's name. The
-    stage's flow run is named and tagged after it (name_flow_run)."""
+    """The batch a stage logs into: a new one of its own (finished by the stage, `batch.owned`;
+    started when the first of its configurations' work did), or the pipeline's, whose parent then
+    gets the stage's params under the stage's name. The stage's flow run is named and tagged
+    after it (name_flow_run)."""
     if batch is None:
-        batch = tracking.open_batch(home, collections, kind, params, run_origin(source))
+        started = min((span.started_ms for span in (work_spans or {}).values()), default=None)
+        batch = tracking.open_batch(home, collections, kind, params, run_origin(source), started_ms=started)
     else:
         tracking.log_stage_params(tracking.client(home), batch, kind, params)
     name_flow_run(kind, collections, batch.batch_id, labels)

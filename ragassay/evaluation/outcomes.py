@@ -51,7 +51,7 @@ from ragassay.metrics.significance import compare_all_pairs
 from ragassay.run_warnings import RunWarning, warnings_table
 from ragassay.store.schemas import JUDGE_CALIBRATION, PAIRWISE
 from ragassay.systems.settings import SystemConfiguration
-from ragassay.tracking import BatchRecord, ConfigurationRecord, LoggedBatch, flatten_params
+from ragassay.tracking import BatchRecord, ConfigurationRecord, LoggedBatch, WorkSpan, flatten_params
 
 
 class RetrievalEvalReport(LoggedBatch):
@@ -171,9 +171,11 @@ def retrieval_record(
     summary: RetrievalSummary,
     shared: dict[str, str],
     batch_id: str,
+    work_spans: dict[str, WorkSpan] | None = None,
 ) -> BatchRecord:
-    """What a retrieval evaluation logs: per configuration its settings, means, cost and tables;
-    on the parent the headline means, the comparisons, warnings and intervals, and two pictures."""
+    """What a retrieval evaluation logs: per configuration its settings, means, cost, tables,
+    description and the span of its work; on the parent the headline means, the comparisons,
+    warnings and intervals, and two pictures."""
     headline = headline_retrieval_metrics(config.ks)
     configurations = [
         ConfigurationRecord(
@@ -196,6 +198,7 @@ def retrieval_record(
                 summary.intervals.filter(pl.col("configuration") == c.label).to_dicts(),
                 headline,
             ),
+            work_span=(work_spans or {}).get(c.label),
         )
         for c in config.configurations
     ]
@@ -378,9 +381,10 @@ def answer_record(
     summary: AnswerBatchSummary,
     shared: dict[str, str],
     batch_id: str,
+    work_spans: dict[str, WorkSpan] | None = None,
 ) -> BatchRecord:
-    """What an answer evaluation logs: per configuration its settings, answer model, metrics and
-    tables; on the parent the headline metrics, the pairwise tallies and their cost as
+    """What an answer evaluation logs: per configuration its settings, answer model, metrics,
+    tables, description and the span of its work; on the parent the headline metrics, the pairwise tallies and their cost as
     `pairwise/A/B/...` metrics, the pairwise, warnings and interval tables, and the picture."""
     configurations = [
         ConfigurationRecord(
@@ -414,6 +418,7 @@ def answer_record(
             if config.traces
             else [],
             description=_answer_description(c, batch_id, judge_model_id, summary),
+            work_span=(work_spans or {}).get(c.label),
         )
         for c in config.configurations
     ]

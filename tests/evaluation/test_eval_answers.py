@@ -86,6 +86,19 @@ def test_every_metric_reports_how_many_questions_it_scored(evaluated):
         assert metrics["answer_model_calls"] >= 1 and metrics["answer_seconds"] > 0
 
 
+def test_each_configuration_run_lasts_as_long_as_its_work(evaluated, sample_home):
+    """Child runs are logged after the work; their start and end are the work's, so MLflow's
+    Duration column is true (it said 57 ms for a 10-minute stage)."""
+    _, report = evaluated
+    parent = tracking.client(sample_home).get_run(report.parent_run_id).info
+    for label, run_id in report.run_ids.items():
+        info = tracking.client(sample_home).get_run(run_id).info
+        # One worker answers and judges one part after another: the run spans at least its answers.
+        assert info.end_time - info.start_time >= 1000 * report.metrics[label]["answer_seconds"], label
+        # The batch's parent, opened after the work too, starts when the work did.
+        assert parent.start_time == info.start_time and info.end_time <= parent.end_time, label
+
+
 def test_numbers_agree_with_the_logged_answers_and_judgments(evaluated, sample_home):
     _, report = evaluated
     for label, run_id in report.run_ids.items():

@@ -242,7 +242,10 @@ def test_the_batch_parent_shows_metrics_pictures_and_previewable_tables(evaluate
     )
     for row in report.intervals:
         assert row["ci_low"] <= row["mean"] <= row["ci_high"] and row["scored"] == 30
-    # Each child run has its own description: what it is, its means with their intervals.
+    # Each child run lasts as long as its searching (it is logged after it), and has its own
+    # description: what it is, its means with their intervals.
+    batch_run = mlflow_client.get_run(report.parent_run_id).info
+    assert batch_run.start_time == fulltext.info.start_time < fulltext.info.end_time <= batch_run.end_time
     description = fulltext.data.tags[tracking.DESCRIPTION_TAG]
     [recall] = [r for r in report.intervals if r["configuration"] == "fulltext" and r["metric"] == "recall@5"]
     assert description.startswith(f"**retrieval/fulltext: configuration fulltext of retrieval batch {report.batch_id}")
