@@ -10,14 +10,14 @@ from pydantic import BaseModel
 from ragassay.config import PipelineConfig
 from ragassay.errors import RagassayError
 from ragassay.evaluation.outcomes import AnswerEvalReport, RetrievalEvalReport
-from ragassay.evaluation.reports import ahead_lines, interval_lines, judge_error_lines
+from ragassay.evaluation.reports import answer_sections, retrieval_sections, subsections
 from ragassay.golden.generation import GENERATION_PROMPT_VERSION, GenerationReport
 from ragassay.golden.quality_gate import DISCARD_REASONS
 from ragassay.golden.store import GoldenChange, load_golden
 from ragassay.index.build import IndexReport
 from ragassay.ingest.files import IngestReport
 from ragassay.llm.settings import model_id_of
-from ragassay.metrics.names import REPORTED_ANSWER_METRICS, headline_retrieval_metrics
+from ragassay.metrics.names import headline_retrieval_metrics
 from ragassay.run_warnings import RunWarning
 from ragassay.store.schemas import GENERATION_CANDIDATES
 from ragassay.store.tables import read_table_or_empty
@@ -240,9 +240,10 @@ def retrieval_headline(report: RetrievalEvalReport) -> list[str]:
 
 def pipeline_markdown(report: PipelineReport) -> str:
     """The pipeline run's summary, for the Prefect UI and the MLflow batch's description: where
-    the batch is (both ways), each evaluation stage's headline metrics with their 95% intervals
-    and who is ahead on each, stage times, what came from cache, the golden set, gates and
-    warnings; the stages' own artifacts hold their full tables."""
+    the batch is (both ways), each evaluation stage's sections as its own report has them
+    (headline metrics with their 95% intervals, who is ahead, paired differences, the answers'
+    judge error and pairwise tallies), stage times, what came from cache, the golden set, gates
+    and warnings."""
     if report.mlflow_url:
         mlflow = f"MLflow batch [{report.batch_id}]({report.mlflow_url})"
     else:
@@ -256,19 +257,19 @@ def pipeline_markdown(report: PipelineReport) -> str:
         else ""
     )
     lines = [f"# Pipeline run on `{report.collection}`", "", mlflow + (f"; {prefect}" if prefect else "") + "."]
-    for title, stage, metrics in (
-        ("Retrieval", report.retrieval, retrieval_headline(report.retrieval) if report.retrieval else []),
-        ("Answers", report.answers, REPORTED_ANSWER_METRICS),
-    ):
-        if stage is None:
-            continue
-        lines += ["", f"## {title}", "", *interval_lines(stage.intervals, metrics)]
-        lines += ["", "Each cell: mean [95% CI], the questions scored."]
-        if title == "Answers":
-            lines += ["", *judge_error_lines(stage.judge_calibration)]
-        ahead = ahead_lines(stage.intervals, stage.comparisons, metrics)
-        if ahead:
-            lines += ["", "Who is ahead:", "", *ahead]
+    # Each stage's sections are its own report's (the stage's Prefect artifact), one level down.
+    if report.retrieval is not None:
+        sections = retrieval_sections(report.retrieval, retrieval_headline(report.retrieval))
+        lines += ["", "## Retrieval", "", *subsections(sections)]
+    if report.answers is not None:
+        lines += [
+            "",
+            "## Answers",
+            "",
+            f"Judge: `{report.answers.judge_model}`.",
+            "",
+            *subsections(answer_sections(report.answers)),
+        ]
     lines += [
         "",
         "## Stages",

@@ -121,6 +121,14 @@ def test_pipeline_runs_every_stage_then_reruns_from_cache(home, tmp_path):
     )
     assert "] (" not in report, "MLflow's Markdown would read `[a, b] (n)` as a link"
     assert "- recall@5: " in report and "- false_refusal_rate: hybrid only" in report
+    # One report: each stage's sections as the stage's own report has them (paired differences,
+    # the judge's error, pairwise tallies where asked), one heading level down.
+    from ragassay.evaluation.reports import answer_sections, retrieval_sections, subsections
+    from ragassay.pipeline_stages import retrieval_headline
+
+    assert "\n".join(subsections(answer_sections(first.answers))) in report
+    assert "\n".join(subsections(retrieval_sections(first.retrieval, retrieval_headline(first.retrieval)))) in report
+    assert "### Paired differences" in report and "### Who is ahead" in report
 
     # Unchanged: nothing is extracted into new documents, embedded, generated, answered or judged again.
     second = pipeline_flow(config)

@@ -233,18 +233,29 @@ def _gate_lines(assertions: list[dict]) -> list[str]:
 
 def retrieval_markdown(report: RetrievalEvalReport, headline: list[str]) -> str:
     """Means of the headline metrics, paired differences with their significance, gates, warnings."""
-    means, comparisons, assertions, warnings = report.means, report.comparisons, report.assertions, report.warnings
     lines = [
         f"# Retrieval evaluation, {report.questions} golden questions",
         "",
         _link(report.mlflow_url, report.batch_id, report.ui_command),
         "",
+        *retrieval_sections(report, headline),
     ]
-    rows, marked = means_rows(means, headline)
-    lines += ["| configuration | n | " + " | ".join(headline) + " |", "|---|---:|" + "---:|" * len(headline)]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    if marked:
-        lines += ["", FEWER_QUESTIONS_NOTE]
+    lines += _gate_lines(report.assertions)
+    lines += _warning_lines(report.warnings)
+    return "\n".join(lines) + "\n"
+
+
+RETRIEVAL_CELLS = (
+    "Each cell: mean [95% CI], the questions scored (a system's failed calls are in no mean: where the counts "
+    "differ, the paired differences compare the questions both scored)."
+)
+
+
+def retrieval_sections(report: RetrievalEvalReport, headline: list[str]) -> list[str]:
+    """What a retrieval report says of its numbers (means, who is ahead, paired differences), the
+    same in its own report and in a pipeline's."""
+    comparisons = report.comparisons
+    lines = [*interval_lines(report.intervals, headline), "", RETRIEVAL_CELLS]
     ahead = ahead_lines(report.intervals, comparisons, headline)
     if ahead:
         lines += ["", "## Who is ahead", "", *ahead]
@@ -256,9 +267,7 @@ def retrieval_markdown(report: RetrievalEvalReport, headline: list[str]) -> str:
             "",
             *comparison_lines,
         ]
-    lines += _gate_lines(assertions)
-    lines += _warning_lines(warnings)
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def _warning_lines(warnings: list[RunWarning]) -> list[str]:
@@ -267,12 +276,22 @@ def _warning_lines(warnings: list[RunWarning]) -> list[str]:
 
 def answers_markdown(report: AnswerEvalReport) -> str:
     """Answer metrics with their counts, refusal both ways, pairwise tallies, gates, warnings."""
-    pairwise, assertions = report.pairwise, report.assertions
     lines = [
         f"# Answer evaluation, {report.questions} answerable + {report.unanswerable} unanswerable questions",
         "",
         f"Judge: `{report.judge_model}`. " + _link(report.mlflow_url, report.batch_id, report.ui_command),
         "",
+        *answer_sections(report),
+    ]
+    lines += _gate_lines(report.assertions)
+    lines += _warning_lines(report.warnings)
+    return "\n".join(lines) + "\n"
+
+
+def answer_sections(report: AnswerEvalReport) -> list[str]:
+    """What an answer report says of its numbers (intervals, the judge's error, who is ahead,
+    paired differences, pairwise tallies), the same in its own report and in a pipeline's."""
+    lines = [
         *interval_lines(report.intervals, REPORTED_ANSWER_METRICS),
         "",
         "Each cell: mean [95% CI], the questions it scored, and for a judged metric its judge-corrected estimate with "
@@ -296,17 +315,20 @@ def answers_markdown(report: AnswerEvalReport) -> str:
             "",
             *comparison_lines,
         ]
-    if pairwise:
+    if report.pairwise:
         lines += ["", "## Pairwise (the judge's preference, asked in both orders)", ""]
         lines += [
             f"- {p['configuration_a']} vs {p['configuration_b']} on {p['questions']} questions: "
             f"{p['configuration_a']} won {p['wins_a']}, {p['configuration_b']} won {p['wins_b']}, {p['ties']} ties; "
             f"inconsistent {p['inconsistent']}, unreadable {p['unreadable']}"
-            for p in pairwise
+            for p in report.pairwise
         ]
-    lines += _gate_lines(assertions)
-    lines += _warning_lines(report.warnings)
-    return "\n".join(lines) + "\n"
+    return lines
+
+
+def subsections(lines: list[str]) -> list[str]:
+    """A report's sections one heading level down, to sit under a pipeline's stage heading."""
+    return [f"#{line}" if line.startswith("#") else line for line in lines]
 
 
 def generation_markdown(
