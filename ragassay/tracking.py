@@ -263,6 +263,7 @@ def log_configuration_run(
     artifacts: dict[str, pl.DataFrame],
     description: str = "",
     work_span: WorkSpan | None = None,
+    previews: dict[str, pl.DataFrame] | None = None,
 ) -> str:
     """A child run named `kind/label` (what differs between a batch's runs leads; the batch is in
     its tag and in its parent's name): params, metrics (MLflow-safe names) and table artifacts of
@@ -286,7 +287,7 @@ def log_configuration_run(
     )
     run_id = run.info.run_id
     log_values(mlflow_client, run_id, params, metrics)
-    log_tables(mlflow_client, run_id, artifacts)
+    log_tables(mlflow_client, run_id, artifacts, previews)
     finish(mlflow_client, run_id, end_time=work_span.ended_ms if work_span else None)
     return run_id
 
@@ -319,7 +320,8 @@ def log_batch_summary(
 class ConfigurationRecord:
     """What one configuration's child run holds: its params, metrics and tables, the traces linked
     to it (evaluation/answer_traces.QuestionTrace: one per question of an answer run), its
-    description, and when its work began and ended."""
+    description, when its work began and ended, and the previews MLflow's UI shows of its tables
+    (log_tables)."""
 
     label: str
     params: dict[str, str]
@@ -328,6 +330,7 @@ class ConfigurationRecord:
     traces: list = field(default_factory=list)
     description: str = ""
     work_span: WorkSpan | None = None
+    previews: dict[str, pl.DataFrame] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -363,7 +366,16 @@ def log_batch_record(home: Path, batch: Batch, record: BatchRecord) -> LoggedBat
     mlflow_client = client(home)
     run_ids = {
         c.label: log_configuration_run(
-            mlflow_client, batch, record.kind, c.label, c.params, c.metrics, c.tables, c.description, c.work_span
+            mlflow_client,
+            batch,
+            record.kind,
+            c.label,
+            c.params,
+            c.metrics,
+            c.tables,
+            c.description,
+            c.work_span,
+            c.previews,
         )
         for c in record.configurations
     }
@@ -536,10 +548,14 @@ def log_values(mlflow_client, run_id: str, params: dict[str, str], metrics: dict
         mlflow_client.log_batch(run_id, params=params[start : start + 100], metrics=metrics[start : start + 100])
 
 
-def log_tables(mlflow_client, run_id: str, tables: dict[str, pl.DataFrame]) -> None:
+def log_tables(
+    mlflow_client, run_id: str, tables: dict[str, pl.DataFrame], previews: dict[str, pl.DataFrame] | None = None
+) -> None:
     """Each table as Parquet under `machine/` (for programs: `download_table`; MLflow's UI cannot
     preview Parquet), and the small ones as JSON beside it at the top, which MLflow's UI shows as
-    a table. A name may hold a folder (`retrieval/comparisons`)."""
+    a table: the table itself, or its preview where one is given (the same rows, columns in the
+    order a person reads them). A name may hold a folder (`retrieval/comparisons`)."""
+    previews = previews or {}
     with tempfile.TemporaryDirectory() as folder:
         for name, table in tables.items():
             folder_name, _, file_name = name.rpartition("/")
@@ -547,7 +563,8 @@ def log_tables(mlflow_client, run_id: str, tables: dict[str, pl.DataFrame]) -> N
             table.write_parquet(path)
             mlflow_client.log_artifact(run_id, str(path), artifact_path="/".join(filter(None, (MACHINE, folder_name))))
             if table.height <= PREVIEW_ROWS:
-                mlflow_client.log_table(run_id, data=_json_columns(table), artifact_file=f"{name}.json")
+                shown = previews.get(name, table)
+                mlflow_client.log_table(run_id, data=_json_columns(shown), artifact_file=f"{name}.json")
 
 
 def _json_columns(table: pl.DataFrame) -> dict[str, list]:

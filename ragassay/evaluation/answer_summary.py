@@ -366,6 +366,23 @@ def calibration_warnings(calibration: JudgeCalibration | None, judge_model: str)
     return [RunWarning(metric=metric, reason=note) for note in calibration.warnings()]
 
 
+# The judgments table as MLflow's UI previews it: what a person reads first (the question, the
+# statement, the verdict and its probability, the passage it was judged against), then where it is from.
+JUDGMENTS_PREVIEW_FIRST = ("question", "statement", "verdict", "p_supported", "context", "metric")
+
+
+def judgments_preview(judgments: pl.DataFrame, answers: pl.DataFrame) -> pl.DataFrame:
+    """One configuration's judgments for a person to read in MLflow: each row with its question's
+    text, the columns in JUDGMENTS_PREVIEW_FIRST order and the rest after, P to 3 places (the
+    Parquet table beside it keeps every digit)."""
+    questions = answers.select("query_collection", "query_id", "question").unique(
+        ["query_collection", "query_id"], keep="first", maintain_order=True
+    )
+    joined = judgments.join(questions, on=["query_collection", "query_id"], how="left", maintain_order="left")
+    rest = [name for name in judgments.columns if name not in JUDGMENTS_PREVIEW_FIRST]
+    return joined.with_columns(pl.col("p_supported").round(3)).select(*JUDGMENTS_PREVIEW_FIRST, *rest)
+
+
 def clipped_corrections(intervals: list[dict], calibration: JudgeCalibration | None) -> list[tuple[dict, str]]:
     """The interval rows (with a corrected estimate) whose judged mean the calibration's error
     rates cannot produce, each with its side: under them a judged mean lies between 1 - Sp (no

@@ -26,6 +26,7 @@ from ragassay.evaluation.answer_summary import (
     corrected_intervals,
     corrected_metrics,
     correction_fit_warnings,
+    judgments_preview,
     question_set_warnings,
 )
 from ragassay.evaluation.answer_traces import TraceSettings, answer_traces
@@ -403,6 +404,9 @@ def answer_record(
             },
             metrics=summary.summaries[c.label].metrics,
             tables={"answers": summary.summaries[c.label].answers, "judgments": summary.summaries[c.label].judgments},
+            previews={
+                "judgments": judgments_preview(summary.summaries[c.label].judgments, summary.summaries[c.label].answers)
+            },
             traces=answer_traces(
                 summary.summaries[c.label].answered,
                 summary.summaries[c.label].judgements,

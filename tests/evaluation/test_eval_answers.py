@@ -99,6 +99,22 @@ def test_each_configuration_run_lasts_as_long_as_its_work(evaluated, sample_home
         assert parent.start_time == info.start_time and info.end_time <= parent.end_time, label
 
 
+def test_the_judgments_preview_reads_question_statement_verdict_first(evaluated, sample_home):
+    """MLflow's UI previews judgments.json: its columns start with what a person reads (the
+    question's text, the statement, the verdict, P, the passage), the same rows as the Parquet table."""
+    _, report = evaluated
+    run_id = report.run_ids["hybrid"]
+    answers, judgments = _child_tables(sample_home, run_id)
+    saved = tracking.client(sample_home).download_artifacts(run_id, "judgments.json")
+    preview = json.loads(Path(saved).read_text(encoding="utf-8"))
+    assert preview["columns"][:6] == ["question", "statement", "verdict", "p_supported", "context", "metric"]
+    assert sorted(preview["columns"]) == sorted(["question", *judgments.columns])
+    assert len(preview["data"]) == judgments.height > 0
+    questions = dict(zip(answers["query_id"], answers["question"], strict=True))
+    for row, query_id in zip(preview["data"], judgments["query_id"], strict=True):
+        assert row[0] == questions[query_id]
+
+
 def test_numbers_agree_with_the_logged_answers_and_judgments(evaluated, sample_home):
     _, report = evaluated
     for label, run_id in report.run_ids.items():
