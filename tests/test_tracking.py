@@ -85,11 +85,13 @@ def test_an_answered_question_is_a_trace_of_its_run_with_passages_verdicts_and_a
     assert (
         spans["answer"].attributes["prompt_tokens"] == 120 and spans["answer"].attributes["model_id"] == "smollm2:abc"
     )
-    cited = spans["citation_precision: statement 1"]
+    # The trace is named by its configuration, question and batch; a verdict's span by its statement.
+    assert spans["hybrid · sample/g1 · batch b1"].span_type == "CHAIN"
+    cited = spans["citation_precision 1: Hive 1 was inspected on Monday."]
     assert cited.inputs["passage"] == "Hive 1 was inspected on Monday." and cited.attributes["p_supported"] == 0.97
-    assert "[2] Smoke calms the bees." in spans["faithfulness: statement 1"].inputs["passage"], (
-        "judged against the whole context"
-    )
+    faithful = spans["faithfulness 1: Hive 1 was inspected on Monday."]
+    assert "[2] Smoke calms the bees." in faithful.inputs["passage"], "judged against the whole context"
+    assert faithful.outputs == {"verdict": "unsupported", "p": 0.4, "threshold": 0.85, "error": None}
     assessments = {a.name: a for a in trace.info.assessments}
     assert assessments["faithfulness"].value == 0.0
     assert assessments["faithfulness"].rationale == "not supported: Hive 1 was inspected on Monday."

@@ -122,7 +122,8 @@ def _trace(item: AnsweredQuestion, judgement: AnswerJudgement | None, settings: 
         ),
     )
     root = SpanRecord(
-        settings.label,
+        # The trace's name on MLflow's Traces page: which configuration, question and batch.
+        f"{settings.label} · {item.key} · batch {settings.batch_id}",
         CHAIN,
         inputs={"question": item.question.question, "query_id": item.key},
         outputs={"answer": answer.text if item.error is None else None, "outcome": _outcome(item)},
@@ -161,17 +162,33 @@ def _verdict_span(
     else:
         passage = context
     index = verdict["statement_index"]
+    threshold = CORRECT_THRESHOLD if correctness else settings.support_threshold
+    # Named by the statement itself (cut to a span list's width), its number first to keep two
+    # equal statements apart; the threshold beside the verdict it decided.
     return SpanRecord(
-        f"{metric}: {'whole answer' if index < 0 else f'statement {index + 1}'}",
+        f"{metric}: whole answer" if index < 0 else f"{metric} {index + 1}: {_cut(verdict['statement'])}",
         EVALUATOR,
         inputs={"statement": verdict["statement"], "passage": passage, "source_number": number},
-        outputs={"verdict": verdict["verdict"], "p": verdict["p_supported"], "error": verdict["error"]},
+        outputs={
+            "verdict": verdict["verdict"],
+            "p": verdict["p_supported"],
+            "threshold": threshold,
+            "error": verdict["error"],
+        },
         attributes={
             "metric": metric,
             "p_correct" if correctness else "p_supported": verdict["p_supported"],
-            "threshold": CORRECT_THRESHOLD if correctness else settings.support_threshold,
+            "threshold": threshold,
         },
     )
+
+
+SPAN_NAME_CHARACTERS = 60
+
+
+def _cut(statement: str) -> str:
+    text = " ".join(statement.split())
+    return text if len(text) <= SPAN_NAME_CHARACTERS else text[: SPAN_NAME_CHARACTERS - 1].rstrip() + "…"
 
 
 def _feedback(
