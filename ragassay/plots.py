@@ -76,9 +76,12 @@ def interval_figure(intervals: pl.DataFrame, metrics: list[str], title: str, com
     rows = shown.to_dicts()
     labels = list(dict.fromkeys(shown["configuration"].to_list()))
     metrics = [m for m in metrics if m in set(shown["metric"].to_list())]
-    columns = min(4, max(1, len(metrics)))
+    # A panel as wide as its configurations' labels need (each point's value is written on its
+    # right), and as many panels a line as fit in about 16 inches.
+    panel_width = max(2.4, 0.85 * (len(labels) + 1))
+    columns = max(1, min(4, int(16 // panel_width), len(metrics)))
     lines = -(-max(1, len(metrics)) // columns)
-    figure = Figure(figsize=(max(6.0, 2.4 * columns + 1.6), 2.9 * lines + 0.9))
+    figure = Figure(figsize=(max(6.0, panel_width * columns + 1.6), 2.9 * lines + 0.9))
     panels = figure.subplots(lines, columns, squeeze=False).ravel()
     for panel, metric in zip(panels, metrics):
         metric_rows = {r["configuration"]: r for r in rows if r["metric"] == metric}
@@ -90,14 +93,6 @@ def interval_figure(intervals: pl.DataFrame, metrics: list[str], title: str, com
             low = row["mean"] - row["ci_low"] if row["ci_low"] is not None else 0.0
             high = row["ci_high"] - row["mean"] if row["ci_high"] is not None else 0.0
             panel.errorbar(index, row["mean"], yerr=[[low], [high]], capsize=4, markersize=7, **_style(index))
-            panel.annotate(
-                f"{'*' if label in behind else ''}{row['mean']:.3f}\nn={row['scored']}{_corrected_label(row)}",
-                (index, row["mean"]),
-                xytext=(7, 0),
-                textcoords="offset points",
-                va="center",
-                fontsize=8,
-            )
             _corrected_point(panel, index, row)
         panel.set_ylim(
             *_fitted_limits(
@@ -107,17 +102,31 @@ def interval_figure(intervals: pl.DataFrame, metrics: list[str], title: str, com
         )
         bottom, top = panel.get_ylim()
         for index, label in enumerate(labels):
+            if (row := metric_rows.get(label)) is None:
+                continue
+            # Near the panel's floor or ceiling the label grows away from it, not past the axes.
+            height = (row["mean"] - bottom) / (top - bottom)
+            panel.annotate(
+                f"{'*' if label in behind else ''}{row['mean']:.3f}\nn={row['scored']}{_corrected_label(row)}",
+                (index, row["mean"]),
+                xytext=(6, 0),
+                textcoords="offset points",
+                va="bottom" if height < 0.25 else "top" if height > 0.75 else "center",
+                fontsize=8,
+            )
+        for index, label in enumerate(labels):
             if label not in metric_rows:
                 panel.text(
                     index, (bottom + top) / 2, "not\nscored", ha="center", va="center", fontsize=8, color="#666666"
                 )
         corrected_shown = any(r.get("corrected_low") is not None for r in metric_rows.values())
-        panel.set_xlim(-0.5 - (2 * CORRECTED_OFFSET if corrected_shown else 0), len(labels) - 0.2)
+        # Room on the right of the last point for its label.
+        panel.set_xlim(-0.5 - (2 * CORRECTED_OFFSET if corrected_shown else 0), len(labels) - 0.05)
         panel.set_xticks(range(len(labels)), labels, fontsize=8, rotation=20 if len(labels) > 3 else 0)
-        best = ranked_by_mean(rows, metric)
-        lead = f"\nbest: {best[0]['configuration']}" if len(best) > 1 and best[0]["mean"] != best[1]["mean"] else ""
         panel.set_title(
-            f"{metric}{' (lower is better)' if metric in LOWER_IS_BETTER else ''}{lead}", fontsize=9, loc="left"
+            f"{metric}{' (lower is better)' if metric in LOWER_IS_BETTER else ''}{_lead(rows, list(comparisons), metric)}",
+            fontsize=9,
+            loc="left",
         )
         panel.grid(axis="y", alpha=0.3)
         panel.tick_params(axis="y", labelsize=8)
@@ -141,6 +150,24 @@ def interval_figure(intervals: pl.DataFrame, metrics: list[str], title: str, com
     )
     figure.tight_layout(rect=(0, 0.03, 1, 1))
     return figure
+
+
+def _lead(rows: list[dict], comparisons: list[dict], metric: str) -> str:
+    """A panel title's second line naming the best configuration, where it is ahead: its paired
+    difference from the runner-up (over the questions both scored) is in its favour, marked "not
+    significant" when p >= ALPHA; with no paired comparison, its mean is higher. Nothing over a
+    tie, a zero paired difference, or one that favours the runner-up (means over different questions)."""
+    ranked = ranked_by_mean(rows, metric)
+    if len(ranked) < 2 or ranked[0]["mean"] == ranked[1]["mean"]:
+        return ""
+    best = ranked[0]["configuration"]
+    pair = comparison_of(comparisons, metric, best, ranked[1]["configuration"])
+    if pair is None or not pair["questions"]:
+        return f"\nbest: {best}"
+    favours = pair["difference"] < 0 if metric in LOWER_IS_BETTER else pair["difference"] > 0
+    if not favours:
+        return ""
+    return f"\nbest: {best}" + ("" if pair["p_value"] < ALPHA else " (not significant)")
 
 
 # How far left of its configuration's point the judge-corrected point of a metric stands (the

@@ -98,3 +98,43 @@ def test_a_judged_metric_shows_its_corrected_estimate_beside_its_mean(tmp_path):
     assert "judge-corrected" in " ".join(text.get_text() for text in figure.texts)
     figure.savefig(tmp_path / "answers.png")
     assert (tmp_path / "answers.png").stat().st_size > 10_000
+
+
+def test_no_best_is_named_over_a_zero_or_contrary_paired_difference_and_labels_stay_in_the_panel(tmp_path):
+    # Issue 38's picture: hybrid's 0.200 over 5 questions against fulltext's 0.000 over 3, and no
+    # difference on the 3 both scored; recall's means favour hybrid, its paired difference fulltext.
+    intervals = _intervals(
+        [
+            ("fulltext", "faithfulness", 0.0, 0.0, 0.2),
+            ("hybrid", "faithfulness", 0.2, 0.0, 0.4),
+            ("fulltext", "recall@5", 0.5, 0.3, 0.7),
+            ("hybrid", "recall@5", 0.6, 0.4, 0.8),
+            ("fulltext", "mrr", 0.7, 0.5, 0.9),
+            ("hybrid", "mrr", 1.0, 0.9, 1.0),
+        ]
+    )
+    comparisons = [
+        {"configuration_a": "fulltext", "configuration_b": "hybrid", "metric": "faithfulness", "questions": 3,
+         "mean_difference": 0.0, "ci_low": 0.0, "ci_high": 0.0, "p_value": 1.0},
+        {"configuration_a": "fulltext", "configuration_b": "hybrid", "metric": "recall@5", "questions": 3,
+         "mean_difference": -0.1, "ci_low": -0.3, "ci_high": 0.1, "p_value": 0.4},
+        {"configuration_a": "fulltext", "configuration_b": "hybrid", "metric": "mrr", "questions": 30,
+         "mean_difference": 0.3, "ci_low": -0.05, "ci_high": 0.5, "p_value": 0.08},
+    ]  # fmt: skip
+    figure = plots.interval_figure(intervals, ["faithfulness", "recall@5", "mrr"], "batch", comparisons)
+    faithfulness, recall, mrr = figure.axes[:3]
+    assert faithfulness.get_title(loc="left") == "faithfulness", "no best over a zero paired difference"
+    assert recall.get_title(loc="left") == "recall@5", "nor where the paired difference favours the other"
+    assert mrr.get_title(loc="left") == "mrr\nbest: hybrid (not significant)"
+    figure.savefig(tmp_path / "lead.png")
+    # Each label inside its panel: a value at the floor grows up from it, one at the ceiling down.
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    renderer = FigureCanvasAgg(figure).get_renderer()
+    figure.draw(renderer)
+    for panel in (faithfulness, mrr):
+        box = panel.get_window_extent(renderer)
+        for text in panel.texts:
+            extent = text.get_window_extent(renderer)
+            assert box.y0 - 1 <= extent.y0 and extent.y1 <= box.y1 + 1, text.get_text()
+            assert extent.x1 <= box.x1 + 1, text.get_text()
