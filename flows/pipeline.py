@@ -19,7 +19,8 @@ from flows.ingest import ingest_flow
 from ragassay.config import PipelineConfig
 from ragassay.errors import RagassayError
 from ragassay.pipeline_stages import PipelineReport, StageReports
-from ragassay.tracking import Batch, WorkSpan, now_ms
+from ragassay.tracking import Batch
+from ragassay.work_span import WorkSpan, now_ms
 from tasks.pipeline import (
     add_golden_file,
     check_stage_inputs,

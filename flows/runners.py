@@ -6,7 +6,7 @@ import threading
 
 from ragassay.config import TaskRunnerConfig
 from ragassay.llm.threads import usable_cores
-from ragassay.tracking import WorkSpan, now_ms
+from ragassay.work_span import WorkSpan, now_ms
 
 
 def task_runner(config: TaskRunnerConfig):

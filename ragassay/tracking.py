@@ -33,6 +33,7 @@ from ragassay import plots
 from ragassay.errors import RagassayError
 from ragassay.metrics.names import mlflow_key
 from ragassay.redaction import redact
+from ragassay.work_span import WorkSpan
 
 TAG_BATCH = "ragassay.batch_id"
 TAG_KIND = "ragassay.kind"
@@ -233,24 +234,6 @@ def open_batch(
 def log_stage_params(mlflow_client, batch: Batch, kind: str, params: dict[str, str]) -> None:
     """A stage's shared settings on the batch's parent run (prefixed by the stage in a pipeline)."""
     log_values(mlflow_client, batch.parent_run_id, {batch.prefixed(kind, k): v for k, v in params.items()}, {})
-
-
-@dataclass(frozen=True)
-class WorkSpan:
-    """When a configuration's (or a stage's) work began and ended, in ms since the epoch: its
-    child run is logged after the work, so the run's start and end are set to these, and MLflow's
-    Duration column says how long the work took."""
-
-    started_ms: int
-    ended_ms: int
-
-    @classmethod
-    def since(cls, started_ms: int) -> WorkSpan:
-        return cls(started_ms, now_ms())
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def log_configuration_run(

@@ -25,6 +25,7 @@ from ragassay.llm.settings import ChatModelConfig, model_id_of
 from ragassay.metrics.judge_error import JudgeCalibration
 from ragassay.systems.settings import SystemConfiguration
 from ragassay.tracking import Batch
+from ragassay.work_span import WorkSpan
 from tasks.publish import flow_run_line, publish, stage_batch
 from tasks.resources import MODEL_SERVER_RETRIES, TRACKING_RETRIES, worker_judge, worker_resources
 
@@ -158,7 +159,7 @@ def log_answer_batch(
     preferences: list[PairComparison],
     judge_calibration: JudgeCalibration | None = None,
     batch: Batch | None = None,
-    work_spans: dict[str, tracking.WorkSpan] | None = None,
+    work_spans: dict[str, WorkSpan] | None = None,
 ) -> AnswerEvalReport:
     """One child run per configuration under the batch's parent run (a new batch unless a
     pipeline passes its batch), each over the time its work took (work_spans), the summary on the

@@ -25,6 +25,7 @@ from ragassay.metrics.averaging import on_common_questions
 from ragassay.metrics.names import MetricName, headline_retrieval_metrics
 from ragassay.systems.settings import SystemConfiguration
 from ragassay.tracking import Batch
+from ragassay.work_span import WorkSpan
 from tasks.publish import flow_run_line, publish, stage_batch
 from tasks.resources import MODEL_SERVER_RETRIES, TRACKING_RETRIES, worker_resources
 
@@ -106,7 +107,7 @@ def log_retrieval_batch(
     per_question: dict[str, pl.DataFrame],
     summary: RetrievalSummary,
     batch: Batch | None = None,
-    work_spans: dict[str, tracking.WorkSpan] | None = None,
+    work_spans: dict[str, WorkSpan] | None = None,
 ) -> RetrievalEvalReport:
     """One child run per configuration under the batch's parent run (a new batch of its own
     unless a pipeline passes its batch), each over the time its work took (work_spans), the summary

@@ -16,6 +16,7 @@ from ragassay.golden import store
 from ragassay.golden.generation import GenerationReport
 from ragassay.pipeline_stages import GoldenFileOutcome, GoldenStageReport, PipelineReport, StageReports
 from ragassay.tracking import Batch
+from ragassay.work_span import WorkSpan
 from tasks.publish import flow_run_url, name_flow_run, publish, run_origin
 from tasks.resources import TRACKING_RETRIES
 
@@ -58,7 +59,7 @@ def log_stage_run(
     stage: str,
     metrics: dict[str, float],
     params: dict[str, str],
-    work_span: tracking.WorkSpan | None = None,
+    work_span: WorkSpan | None = None,
 ) -> str:
     """A stage without configurations of its own (ingest, index) as one child run of the batch,
     over the time the stage took (work_span)."""

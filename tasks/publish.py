@@ -11,6 +11,7 @@ from prefect.runtime import flow_run
 from prefect.settings import PREFECT_UI_URL
 
 from ragassay import tracking
+from ragassay.work_span import WorkSpan
 
 
 def flow_run_url(flow_run_id: str | None) -> str | None:
@@ -59,7 +60,7 @@ def stage_batch(
     batch: tracking.Batch | None,
     source: str,
     labels: list[str] = (),
-    work_spans: dict[str, tracking.WorkSpan] | None = None,
+    work_spans: dict[str, WorkSpan] | None = None,
 ) -> tracking.Batch:
     """The batch a stage logs into: a new one of its own (finished by the stage, `batch.owned`;
     started when the first of its configurations' work did), or the pipeline's, whose parent then

@@ -10,7 +10,9 @@ look-ups call the library directly.
 - eval: `ragassay eval retrieval|answers`.
 - runs: `ragassay runs list|show|compare`.
 - cases: `ragassay cases run`.
-- judge: `ragassay judge calibrate` (support verdicts against labels, or pairwise position bias).
+- judge: `ragassay judge calibrate` (support verdicts against labels, or pairwise position bias) and
+  `ragassay judge label` (people's labels of the judge's verdicts, in a terminal or a file).
+- label_screen: one statement to label as a screen that fits the terminal (header kept, context paged).
 - models: `ragassay models fetch|verify|list` (named chat models, assembled and verified).
 - render: the tables and lines evaluation commands print.
 - console_log: Prefect's console handler, less the tracebacks of errors the command reports itself.

@@ -82,7 +82,7 @@ def cases_run(
         out.print(table)
         grounded = report.grounded
         if grounded is not None:
-            from ragassay.evaluation.reports import corrected_text
+            from ragassay.evaluation.interval_text import corrected_text
 
             corrected = (
                 corrected_text(grounded).replace("corrected", "judge-corrected", 1) or "no judge-corrected estimate"

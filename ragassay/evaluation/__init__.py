@@ -9,6 +9,8 @@
   verdicts, scores as assessments).
 - outcomes: what an evaluation logs (tracking.BatchRecord) and reports (RetrievalEvalReport,
   AnswerEvalReport), computed before MLflow is called.
+- interval_text: means with their intervals (and judge-corrected estimates) as Markdown lines, what
+  the corrected numbers rest on, and a configuration's child run description.
 - reports: an evaluation's outcome as Markdown (the Prefect UI's artifacts and the MLflow batch's
   description): intervals, who is ahead, paired differences.
 - estimate: model calls, tokens and seconds of an answer evaluation, before it runs.

@@ -30,8 +30,8 @@ from ragassay.evaluation.answer_summary import (
     question_set_warnings,
 )
 from ragassay.evaluation.answer_traces import TraceSettings, answer_traces
+from ragassay.evaluation.interval_text import configuration_markdown, judge_error_lines
 from ragassay.evaluation.questions import EvalQuestion, GoldenContext
-from ragassay.evaluation.reports import configuration_markdown, judge_error_lines
 from ragassay.evaluation.retrieval_scoring import SearchedConfiguration
 from ragassay.evaluation.system_runs import records_table
 from ragassay.gates.assertions import check_assertions, parse_answer_assertion, parse_assertion
@@ -52,7 +52,8 @@ from ragassay.metrics.significance import compare_all_pairs
 from ragassay.run_warnings import RunWarning, warnings_table
 from ragassay.store.schemas import JUDGE_CALIBRATION, PAIRWISE
 from ragassay.systems.settings import SystemConfiguration
-from ragassay.tracking import BatchRecord, ConfigurationRecord, LoggedBatch, WorkSpan, flatten_params
+from ragassay.tracking import BatchRecord, ConfigurationRecord, LoggedBatch, flatten_params
+from ragassay.work_span import WorkSpan
 
 
 class RetrievalEvalReport(LoggedBatch):

@@ -147,7 +147,8 @@ def test_answer_metrics_are_compared_pairwise_over_the_questions_both_scored_and
 
 
 def test_the_report_says_who_is_ahead_and_whether_that_is_significant():
-    from ragassay.evaluation.reports import ahead_lines, interval_lines
+    from ragassay.evaluation.interval_text import interval_lines
+    from ragassay.evaluation.reports import ahead_lines
 
     def row(label, metric, mean):
         return {"configuration": label, "metric": metric, "scored": 3, "mean": mean, "ci_low": 0.1, "ci_high": 0.9}
@@ -232,7 +233,12 @@ def test_judged_metrics_carry_their_corrected_estimate_in_intervals_differences_
         corrected_metrics,
         correction_fit_warnings,
     )
-    from ragassay.evaluation.reports import RAW_AND_CORRECTED, configuration_markdown, interval_lines, judge_error_lines
+    from ragassay.evaluation.interval_text import (
+        RAW_AND_CORRECTED,
+        configuration_markdown,
+        interval_lines,
+        judge_error_lines,
+    )
     from ragassay.metrics.judge_error import JudgeCalibration, corrected_difference, corrected_mean, simple_strata
 
     answers = {

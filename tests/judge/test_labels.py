@@ -398,7 +398,7 @@ def test_calibrate_on_the_collections_labels_and_the_next_evaluation_is_correcte
     assert description.startswith(f"**answers/faithful: configuration faithful of answer batch {second.batch_id}")
     assert (
         f"| faithfulness | {row['mean']:.3f} [{row['ci_low']:.3f}, {row['ci_high']:.3f}], {row['scored']} scored; "
-        f"corrected " in description
+        "corrected" in description
     )
     assert "Corrected: what people would have said" in description and "Corrected with this collection's labels" in (
         description

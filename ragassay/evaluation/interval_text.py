@@ -1,0 +1,92 @@
+"""Means with their 95% intervals as Markdown text, a judged metric's judge-corrected estimate
+beside its raw one, what the corrected numbers rest on, and a configuration's child run
+description built from them. Pure: numbers in, text out; nothing here knows a report type, so
+both evaluation/outcomes (descriptions) and evaluation/reports (reports) use it."""
+
+from __future__ import annotations
+
+
+def interval_lines(intervals: list[dict], metrics: list[str] | tuple[str, ...]) -> list[str]:
+    """A Markdown table of configurations × metrics, each cell `mean [ci_low, ci_high], N scored`,
+    rounded to 3 places (the logged values stay exact)."""
+    labels = list(dict.fromkeys(row["configuration"] for row in intervals))
+    shown = [m for m in metrics if any(row["metric"] == m and row["mean"] is not None for row in intervals)]
+    if not labels or not shown:
+        return []
+    cells = {(row["configuration"], row["metric"]): row for row in intervals}
+
+    def cell(label: str, metric: str) -> str:
+        row = cells.get((label, metric))
+        if row is None or row["mean"] is None:
+            return "-"
+        # Never "] (": MLflow's Markdown reads `[0.781, 1.000] (32)` as a link and shows neither bracket.
+        text = f"{row['mean']:.3f} [{row['ci_low']:.3f}, {row['ci_high']:.3f}], {row['scored']} scored"
+        return text + corrected_text(row, "; ")
+
+    lines = ["| metric | " + " | ".join(labels) + " |", "|---|" + "---:|" * len(labels)]
+    lines += [f"| {metric} | " + " | ".join(cell(label, metric) for label in labels) + " |" for metric in shown]
+    return lines
+
+
+# What a child run's description says its two numbers are.
+RAW_AND_CORRECTED = (
+    "Raw: the judge's own mean over the questions scored, with its 95% interval over questions. Corrected: what "
+    "people would have said, the judge's error (its sensitivity and specificity on labelled statements) taken "
+    "out; its interval covers the sampling of the labels as well."
+)
+
+
+def configuration_markdown(
+    title: str, intervals: list[dict], metrics: list[str] | tuple[str, ...], judge_error: str = "", clipped: str = ""
+) -> str:
+    """A configuration's child run description: what it is (title), its means with their 95%
+    intervals (a judged metric's raw and judge-corrected side by side), and where a corrected value
+    is shown, what corrected means, what it rests on (judge_error) and why one sits at 0 or 1
+    (clipped). intervals: that configuration's interval rows."""
+    lines = [f"**{title}**", "", *interval_lines(intervals, metrics)]
+    if any(row.get("corrected_low") is not None for row in intervals):
+        lines += ["", RAW_AND_CORRECTED]
+        lines += ["", judge_error] if judge_error else []
+        lines += ["", clipped] if clipped else []
+    return "\n".join(lines) + "\n"
+
+
+def corrected_text(row: dict, lead: str = "", signed: bool = False) -> str:
+    """A row's judge-corrected estimate and interval as text (`corrected 0.741 [0.520, 0.930]`), or
+    why there is none; empty for a row without one (a metric that is not judged)."""
+    if row.get("corrected_low") is None:
+        return ""
+    number = "{:+.3f}" if signed else "{:.3f}"
+    interval = f"[{number.format(row['corrected_low'])}, {number.format(row['corrected_high'])}]"
+    if row.get("corrected") is None:
+        return f"{lead}corrected: none, {interval}"
+    return f"{lead}corrected {number.format(row['corrected'])} {interval}"
+
+
+def judge_error_lines(calibration: dict | None) -> list[str]:
+    """What the judged metrics' corrected numbers rest on, and what their intervals cover."""
+    if calibration is None:
+        return [
+            "No labels for this judge and no bundled prior: faithfulness, context recall and citation precision are "
+            "the judge's own numbers, and their intervals leave its error out. Label some of its verdicts with "
+            "`ragassay judge label --batch BATCH_ID`."
+        ]
+    source = "a general prior" if calibration["source"] == "prior" else "this collection's labels"
+    return [
+        f"Corrected with {source}: {calibration['description']}. Judge `{calibration['judge_model']}` "
+        f"({calibration['prompt_version']}, supported when P >= {calibration['support_threshold']}): "
+        f"sensitivity {_rate(calibration, 'sensitivity')}, specificity {_rate(calibration, 'specificity')}; "
+        f"{calibration['summary']}.",
+        "",
+        "A corrected interval covers the sampling of questions and of the labels, under the assumption that the "
+        "judge errs at rates that depend only on whether a statement is supported; it does not cover judge errors "
+        "that differ between configurations or documents (nor, with a prior, how far the prior transfers to these "
+        "documents). In a paired difference the judge's offset cancels: the corrected difference has the raw one's "
+        "sign and p, rescaled to what people would have said.",
+    ]
+
+
+def _rate(calibration: dict, name: str) -> str:
+    value = calibration[name]
+    shown = "undefined" if value is None else f"{value:.2f}"
+    return f"{shown} [{calibration[f'{name}_low']:.2f}, {calibration[f'{name}_high']:.2f}]"
