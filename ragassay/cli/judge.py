@@ -353,9 +353,21 @@ def _cut_statement(text: str, most: int = 60) -> str:
     return flat if len(flat) <= most else flat[: most - 1] + "…"
 
 
+def _shown_key(screen) -> tuple[str, int | None, str | None]:
+    """Show one screen and read one key: a paging key comes back with the page it moves to and
+    its note (the loop shows the same item again), any other key with no page and no note."""
+    import click
+
+    _show(screen)
+    key = click.getchar().lower()
+    if key in PAGE_KEYS:
+        page, note = _paged(screen, key)
+        return key, page, note
+    return key, None, None
+
+
 def _label_in_terminal(session) -> dict:
     """The labelling loop: one statement a screen (cli/label_screen), one key each."""
-    import click
 
     from ragassay.cli.label_screen import item_screen
 
@@ -367,11 +379,9 @@ def _label_in_terminal(session) -> dict:
     while session.current is not None:
         item = session.current
         screen = item_screen(item, session.done + 1, session.total, tuple(out.size), page, note)
-        _show(screen)
-        note = None
-        key = click.getchar().lower()
-        if key in PAGE_KEYS:
-            page, note = _paged(screen, key)
+        key, paged, note = _shown_key(screen)
+        if paged is not None:
+            page = paged
             continue
         page = 0
         if key in LABEL_KEYS:
@@ -433,11 +443,9 @@ def _review_in_terminal(review) -> dict:
         screen = item_screen(
             item, index + 1, len(entries), tuple(out.size), page, note, REVIEW_KEYS_LINE, current_label=label
         )
-        _show(screen)
-        note = None
-        key = click.getchar().lower()
-        if key in PAGE_KEYS:
-            page, note = _paged(screen, key)
+        key, paged, note = _shown_key(screen)
+        if paged is not None:
+            page = paged
             continue
         page = 0
         if key in LABEL_KEYS:
