@@ -7,6 +7,7 @@ from prefect import flow
 from prefect.runtime import flow_run
 
 from flows.finished import finished
+from flows.run_names import run_name
 from flows.runners import WorkClock, task_runner
 from ragassay.config import AnswerEvalConfig
 from ragassay.evaluation.answer_judging import configuration_pairs
@@ -31,7 +32,7 @@ from tasks.eval_answers import (
 from tasks.resources import locate_models
 
 
-@flow(name="eval-answers", validate_parameters=True)
+@flow(name="eval-answers", flow_run_name=run_name, validate_parameters=True)
 def eval_answers_flow(config: AnswerEvalConfig, batch: Batch | None = None) -> AnswerEvalReport:
     """Answer every question under each configuration, judge, compare, log one batch (or into the
     pipeline's batch), and show the outcome on the flow run."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from prefect import flow
 
 from flows.finished import finished
+from flows.run_names import run_name
 from flows.runners import WorkClock, task_runner
 from ragassay.config import RetrievalEvalConfig
 from ragassay.evaluation.outcomes import RetrievalEvalReport
@@ -24,7 +25,7 @@ from tasks.eval_retrieval import (
 from tasks.resources import locate_models
 
 
-@flow(name="eval-retrieval", validate_parameters=True)
+@flow(name="eval-retrieval", flow_run_name=run_name, validate_parameters=True)
 def eval_retrieval_flow(config: RetrievalEvalConfig, batch: Batch | None = None) -> RetrievalEvalReport:
     """Search every golden question under each configuration, score, compare, log one batch (or
     into the pipeline's batch), and show the outcome on the flow run."""

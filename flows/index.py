@@ -5,6 +5,7 @@ from __future__ import annotations
 from prefect import flow
 
 from flows.finished import finished
+from flows.run_names import run_name
 from flows.runners import task_runner
 from ragassay.config import IndexConfig
 from ragassay.index.build import IndexReport
@@ -19,7 +20,7 @@ from tasks.index import (
 )
 
 
-@flow(name="index", validate_parameters=True)
+@flow(name="index", flow_run_name=run_name, validate_parameters=True)
 def index_flow(config: IndexConfig) -> IndexReport:
     """Index one collection: embed chunks the cache lacks, build BM25 over chunks and over whole
     documents, and swap the new index in."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from prefect import flow
 
 from flows.finished import finished
+from flows.run_names import run_name
 from flows.runners import task_runner
 from ragassay.config import IngestConfig
 from ragassay.ingest.files import IngestReport
@@ -23,7 +24,7 @@ from tasks.ingest import (
 )
 
 
-@flow(name="ingest", validate_parameters=True)
+@flow(name="ingest", flow_run_name=run_name, validate_parameters=True)
 def ingest_flow(config: IngestConfig) -> IngestReport:
     """Ingest files or folders (or one BEIR dataset) into a collection, creating it if needed.
     Batches of documents are staged on disk as they are extracted, then merged in one pass."""

@@ -16,6 +16,7 @@ from flows.finished import finished
 from flows.generate_golden import generate_golden_flow
 from flows.index import index_flow
 from flows.ingest import ingest_flow
+from flows.run_names import TAG_PIPELINE, run_name, tagged
 from ragassay.config import PipelineConfig
 from ragassay.errors import RagassayError
 from ragassay.pipeline_stages import PipelineReport, StageReports
@@ -81,7 +82,7 @@ STAGES = {
 }
 
 
-@flow(name="pipeline", validate_parameters=True)
+@flow(name="pipeline", flow_run_name=run_name, validate_parameters=True)
 def pipeline_flow(config: PipelineConfig) -> PipelineReport:
     """Run every enabled stage of one collection as subflows, logged as one MLflow batch."""
     started = time.time()
@@ -93,7 +94,8 @@ def pipeline_flow(config: PipelineConfig) -> PipelineReport:
             stage_started = time.perf_counter()
             try:
                 check_stage_inputs(config, stage)
-                reports[stage] = STAGES[stage](config, batch)
+                with tagged(config, TAG_PIPELINE, f"batch:{batch.batch_id}"):
+                    reports[stage] = STAGES[stage](config, batch)
             except Exception as error:
                 mark_pipeline_failed(config, batch, stage, f"{type(error).__name__}: {error}")
                 raise StageFailed(f"pipeline stage {stage} failed: {error}") from error

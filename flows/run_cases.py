@@ -6,6 +6,7 @@ from prefect import flow
 from prefect.runtime import flow_run
 
 from flows.finished import finished
+from flows.run_names import run_name
 from ragassay.gates.case_runs import CaseReport
 from ragassay.gates.suite import CaseSuite
 from tasks.eval_answers import load_judge, load_judge_calibration
@@ -13,7 +14,7 @@ from tasks.resources import locate_models
 from tasks.run_cases import log_cases_run, run_suite
 
 
-@flow(name="run-cases", validate_parameters=True)
+@flow(name="run-cases", flow_run_name=run_name, validate_parameters=True)
 def run_cases_flow(suite: CaseSuite) -> CaseReport:
     """Answer and check each case; a case passes only when all its checks pass."""
     locate_models(suite.chat_models())

@@ -98,7 +98,13 @@ def test_pipeline_runs_every_stage_then_reruns_from_cache(home, tmp_path):
     # The report, on the Prefect flow run and as the MLflow batch's description: every evaluation
     # stage's headline table with intervals, and who is ahead; the flow run named after the batch.
     from prefect import get_client
-    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId, ArtifactFilterKey
+    from prefect.client.schemas.filters import (
+        ArtifactFilter,
+        ArtifactFilterFlowRunId,
+        ArtifactFilterKey,
+        FlowRunFilter,
+        FlowRunFilterTags,
+    )
 
     flow_run_id = parent.data.tags[tracking.TAG_PREFECT_FLOW_RUN]
     with get_client(sync_client=True) as client:
@@ -109,7 +115,22 @@ def test_pipeline_runs_every_stage_then_reruns_from_cache(home, tmp_path):
                 flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id]),
             )
         )
+        stages = client.read_flow_runs(
+            flow_run_filter=FlowRunFilter(tags=FlowRunFilterTags(all_=["pipeline", f"batch:{first.batch_id}"]))
+        )
     assert flow_run.name == f"pipeline-sample-{first.batch_id}"
+    # Its stages' subflows are named after what they did (the evaluations after their batch too)
+    # and carry the pipeline's tags, so Prefect's runs list finds them by batch.
+    assert sorted(run.name for run in stages) == sorted(
+        [
+            "ingest-sample",
+            "index-sample",
+            f"generation-sample-{first.batch_id}",
+            f"retrieval-sample-{first.batch_id}",
+            f"answers-sample-{first.batch_id}",
+        ]
+    )
+    assert all({"ragassay", "collection:sample"} <= set(run.tags) for run in stages)
     assert {f"batch:{first.batch_id}", "configuration:fulltext", "configuration:hybrid"} <= set(flow_run.tags)
     report = artifact.data
     assert report == parent.data.tags[tracking.DESCRIPTION_TAG]

@@ -64,12 +64,14 @@ def run_flow(flow_object, *args: Any) -> Any:
     written and MLflow holds the batch, so the command prints its results and exits with the code
     the work earned (flows/finished.py)."""
     from flows.finished import take
+    from flows.run_names import tagged
 
     take(flow_object.name)
     for argument in args:
         check_parameter_size(argument)
     try:
-        return flow_object(*args)
+        with tagged(args[0] if args else None):
+            return flow_object(*args)
     except Exception as error:
         report = take(flow_object.name)
         if report is None:

@@ -32,6 +32,13 @@ from ragassay.cli.render import (
 )
 from ragassay.errors import RagassayError
 
+# The Prefect UI asks its API at PREFECT_UI_API_URL (default: port 4200 of the page's host): a
+# server on another port or host shows an empty UI unless it is told, so the hint says both.
+PREFECT_SERVER_HINT = (
+    "PREFECT_UI_API_URL=http://HOST:PORT/api prefect server start --host HOST --port PORT, "
+    "then export PREFECT_API_URL=http://HOST:PORT/api before ragassay run"
+)
+
 
 def run(
     config_file: Path = typer.Option(..., "--config", help="The pipeline's YAML file (see data/sample/pipeline.yaml)."),
@@ -117,8 +124,8 @@ def render_pipeline(report) -> None:
         "Prefect: "
         + (
             report.prefect_flow_run_url
-            or f"flow run {report.prefect_flow_run_id} (start `prefect server start` "
-            "and set PREFECT_API_URL to keep runs and see them in the Prefect UI)"
+            or f"flow run {report.prefect_flow_run_id} (to keep runs and see them in the Prefect UI: "
+            f"{PREFECT_SERVER_HINT})"
         ),
         highlight=False,
     )
