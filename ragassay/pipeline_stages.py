@@ -10,7 +10,7 @@ from pydantic import BaseModel
 from ragassay.config import PipelineConfig
 from ragassay.errors import RagassayError
 from ragassay.evaluation.outcomes import AnswerEvalReport, RetrievalEvalReport
-from ragassay.evaluation.reports import answer_sections, retrieval_sections, subsections
+from ragassay.evaluation.reports import answer_sections, retrieval_sections, runs_view_lines, subsections
 from ragassay.golden.generation import GENERATION_PROMPT_VERSION, GenerationReport
 from ragassay.golden.quality_gate import DISCARD_REASONS
 from ragassay.golden.store import GoldenChange, load_golden
@@ -144,6 +144,7 @@ class PipelineReport(StageReports):
     seconds: float
     mlflow_url: str | None
     mlflow_ui_command: str
+    runs_view_url: str | None = None
     prefect_flow_run_id: str | None
     prefect_flow_run_url: str | None
 
@@ -188,6 +189,8 @@ def pipeline_report(
         seconds=round(seconds, 3),
         mlflow_url=logged.mlflow_url,
         mlflow_ui_command=logged.ui_command,
+        # The evaluation stages saved the batch's view of the runs list (the last one to log has it whole).
+        runs_view_url=next((r.runs_view_url for r in (reports.answers, reports.retrieval) if r is not None), None),
         prefect_flow_run_id=prefect_flow_run_id,
         prefect_flow_run_url=prefect_flow_run_url,
     )
@@ -257,6 +260,7 @@ def pipeline_markdown(report: PipelineReport) -> str:
         else ""
     )
     lines = [f"# Pipeline run on `{report.collection}`", "", mlflow + (f"; {prefect}" if prefect else "") + "."]
+    lines += runs_view_lines(report.runs_view_url, report.mlflow_url)
     # Each stage's sections are its own report's (the stage's Prefect artifact), one level down.
     if report.retrieval is not None:
         sections = retrieval_sections(report.retrieval, retrieval_headline(report.retrieval))

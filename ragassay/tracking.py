@@ -299,6 +299,60 @@ def log_batch_summary(
         mlflow_client.log_figure(batch.parent_run_id, figure, f"plots/{name}.png")
 
 
+# MLflow's runs list opens showing no metric (its default columns are Source, Models and Dataset).
+# A saved view (MLflow's "shared view state": an experiment tag its UI reads when the page's URL
+# carries `viewStateShareKey=KEY`) opens it on one batch with its headline metrics as the first
+# columns. One view per batch, keyed by the batch id.
+VIEW_TAG_PREFIX = "mlflow.sharedViewState."
+
+
+def runs_view_columns(metrics: dict[str, dict[str, float]]) -> list[str]:
+    """The runs list's columns for a batch's headline metrics (configuration -> metric -> value):
+    each metric once, in the order the stage gives them, its corrected value right after it and
+    interval bounds left to the tables (MLflow's column key: metrics.`name`)."""
+    names = [
+        n for n in dict.fromkeys(n for values in metrics.values() for n in values) if not n.endswith(("_low", "_high"))
+    ]
+    order = {name: position for position, name in enumerate(n for n in names if not n.endswith("_corrected"))}
+    names.sort(key=lambda n: (order.get(n.removesuffix("_corrected"), len(order)), n.endswith("_corrected")))
+    return [f"metrics.`{mlflow_key(name)}`" for name in names]
+
+
+def save_runs_view(mlflow_client, batch: Batch, kind: str, columns: list[str]) -> None:
+    """Save (or extend, when a pipeline's second stage logs into the batch) the batch's view of
+    the runs list (runs_view_url opens it): its configurations' runs grouped by stage, the
+    evaluation stages' groups open, newest first, these columns first. Grouped, because MLflow
+    folds child runs under their parent and a shared view cannot unfold them; a group's header
+    row shows MLflow's average of its runs, marked "(average)"."""
+    key = VIEW_TAG_PREFIX + batch.batch_id
+    stored = mlflow_client.get_experiment(batch.experiment_id).tags.get(key)
+    earlier = json.loads(stored) if stored else {}
+    selected = list(dict.fromkeys([*earlier.get("selectedColumns", []), *columns]))
+    state = {
+        "searchFilter": f"tags.`{TAG_BATCH}` = '{batch.batch_id}' and tags.`{TAG_ROLE}` = 'configuration'",
+        "orderByKey": "attributes.start_time",
+        "orderByAsc": False,
+        "selectedColumns": selected,
+        "columnOrder": selected,
+        "groupBy": {"aggregateFunction": "average", "groupByKeys": [{"mode": "tag", "groupByData": TAG_KIND}]},
+        # MLflow names a group `tag.KEY.VALUE`; only the groups named here start open.
+        "groupsExpanded": {**earlier.get("groupsExpanded", {}), f"tag.{TAG_KIND}.{kind}": True},
+    }
+    mlflow_client.set_experiment_tag(batch.experiment_id, key, json.dumps(state))
+
+
+# Where `mlflow ui` (ui_command) serves when not told otherwise.
+MLFLOW_UI_DEFAULT = "http://127.0.0.1:5000"
+
+
+def runs_view_url(home: Path, batch: Batch) -> str:
+    """The batch's view of the runs list (save_runs_view) in MLflow's UI: on the tracking server,
+    or where ui_command's `mlflow ui` serves it for a local store."""
+    uri = tracking_uri(home)
+    ui = uri if uri.startswith(("http://", "https://")) else MLFLOW_UI_DEFAULT
+    return f"{ui.rstrip('/')}/#/experiments/{batch.experiment_id}/runs?viewStateShareKey={batch.batch_id}"
+
+
 @dataclass(frozen=True)
 class ConfigurationRecord:
     """What one configuration's child run holds: its params, metrics and tables, the traces linked
@@ -341,6 +395,9 @@ class LoggedBatch(BaseModel):
     tracking_uri: str
     ui_command: str
     mlflow_url: str | None = None
+    # The runs list on this batch with its headline metrics as columns (save_runs_view); None
+    # where no view was saved (a stage that logged no configurations' metrics).
+    runs_view_url: str | None = None
 
 
 def log_batch_record(home: Path, batch: Batch, record: BatchRecord) -> LoggedBatch:
@@ -368,9 +425,10 @@ def log_batch_record(home: Path, batch: Batch, record: BatchRecord) -> LoggedBat
     if record.parent_metrics:
         log_values(mlflow_client, batch.parent_run_id, {}, record.parent_metrics)
     log_batch_summary(mlflow_client, batch, record.kind, record.headline, record.tables, record.figures)
+    save_runs_view(mlflow_client, batch, record.kind, runs_view_columns(record.headline))
     if batch.owned:
         finish(mlflow_client, batch.parent_run_id)
-    return locate_batch(home, batch, run_ids)
+    return locate_batch(home, batch, run_ids).model_copy(update={"runs_view_url": runs_view_url(home, batch)})
 
 
 def locate_batch(home: Path, batch: Batch, run_ids: dict[str, str] | None = None) -> LoggedBatch:

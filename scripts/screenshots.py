@@ -124,6 +124,12 @@ def pipeline_file(folder: Path) -> Path:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("screenshots"))
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        help="a folder for the workspace and the Prefect server's database, kept afterwards; when it "
+        "holds a run already (pipeline-report.json), that run is shown again instead of a new one",
+    )
     arguments = parser.parse_args()
     try:
         from playwright.sync_api import sync_playwright
@@ -133,7 +139,9 @@ def main() -> None:
         raise SystemExit("needs Debian's chromium (apt-get install chromium)")
     out = arguments.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
-    folder = Path(tempfile.mkdtemp(prefix="ragassay-screens-"))
+    folder = arguments.keep.resolve() if arguments.keep else Path(tempfile.mkdtemp(prefix="ragassay-screens-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    kept_report = folder / "pipeline-report.json"
     home = folder / "workspace"
     prefect_port, mlflow_port = free_port(), free_port()
     api = f"http://127.0.0.1:{prefect_port}/api"
@@ -157,17 +165,21 @@ def main() -> None:
             )
         )
         wait_for(f"{api}/health")
-        run = subprocess.run(
-            [str(BIN / "ragassay"), "run", "--config", str(pipeline_file(folder)), "--json"],
-            env=env,
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            timeout=1800,
-        )
-        if run.returncode not in (0, 1):
-            raise SystemExit(f"ragassay run exited {run.returncode}:\n{run.stderr[-3000:]}")
-        report = json.loads(run.stdout)
+        if kept_report.exists():
+            report = json.loads(kept_report.read_text())
+        else:
+            run = subprocess.run(
+                [str(BIN / "ragassay"), "run", "--config", str(pipeline_file(folder)), "--json"],
+                env=env,
+                cwd=REPO,
+                capture_output=True,
+                text=True,
+                timeout=1800,
+            )
+            if run.returncode not in (0, 1):
+                raise SystemExit(f"ragassay run exited {run.returncode}:\n{run.stderr[-3000:]}")
+            report = json.loads(run.stdout)
+            kept_report.write_text(json.dumps(report, indent=2))
         (out / "pipeline-report.json").write_text(json.dumps(report, indent=2))
 
         sys.path.insert(0, str(REPO))
@@ -235,7 +247,8 @@ def main() -> None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(server.pid, 15)
             server.wait(timeout=30)
-        shutil.rmtree(folder, ignore_errors=True)
+        if not arguments.keep:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 if __name__ == "__main__":

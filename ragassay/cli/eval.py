@@ -40,6 +40,7 @@ from ragassay.cli.render import (
     render_estimate,
     render_judge_calibration,
     render_means,
+    render_mlflow_location,
     render_pairwise,
     render_systems,
     render_warnings,
@@ -137,7 +138,7 @@ def eval_retrieval(
         for warning in report.warnings:
             out.print(f"[yellow]warning[/yellow] {warning.text()}", highlight=False)
         render_assertions(report.assertions)
-        out.print(f"MLflow experiment {report.experiment!r}; open it with:\n  {report.ui_command}", highlight=False)
+        render_mlflow_location(report)
 
     emit(as_json, report.model_dump(), render)
     exit_on_failed_assertions(report.assertions)
@@ -248,10 +249,7 @@ def eval_answers(
         render_pairwise(report.pairwise)
         render_warnings(report.warnings)
         render_assertions(report.assertions)
-        out.print(
-            f"{report.seconds:.0f}s. MLflow experiment {report.experiment!r}; open it with:\n  {report.ui_command}",
-            highlight=False,
-        )
+        render_mlflow_location(report, f"{report.seconds:.0f}s. ")
 
     emit(as_json, report.model_dump(), render)
     exit_on_failed_assertions(report.assertions)

@@ -199,6 +199,14 @@ def render_warnings(warnings: list[RunWarning]) -> None:
         out.print(f"[yellow]warning[/yellow] {w.text()}", highlight=False)
 
 
+def render_mlflow_location(report, prefix: str = "") -> None:
+    """Where an evaluation's batch is in MLflow, and its view of the runs list (the headline
+    metrics as columns) when one was saved."""
+    out.print(f"{prefix}MLflow experiment {report.experiment!r}; open it with:\n  {report.ui_command}", highlight=False)
+    if report.runs_view_url:
+        out.print(f"its configurations side by side in the runs list: {report.runs_view_url}", highlight=False)
+
+
 def render_estimate(estimate: dict) -> None:
     out.print(
         f"{estimate['questions']} answerable and {estimate['unanswerable']} unanswerable questions "

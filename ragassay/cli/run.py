@@ -120,6 +120,8 @@ def render_pipeline(report) -> None:
         f"MLflow batch {report.batch_id}: " + (report.mlflow_url or f"open it with: {report.mlflow_ui_command}"),
         highlight=False,
     )
+    if report.runs_view_url:
+        out.print(f"its configurations side by side in MLflow's runs list: {report.runs_view_url}", highlight=False)
     out.print(
         "Prefect: "
         + (

@@ -54,6 +54,17 @@ def _link(mlflow_url: str | None, batch_id: str, ui_command: str) -> str:
     return f"MLflow batch `{batch_id}` (open it with `{ui_command}`)"
 
 
+def runs_view_lines(runs_view_url: str | None, mlflow_url: str | None) -> list[str]:
+    """Where MLflow's runs list shows this batch with its headline metrics as columns (its default
+    columns hold none): a link on a tracking server, the address `mlflow ui` serves it at for a
+    local store."""
+    if not runs_view_url:
+        return []
+    if mlflow_url:
+        return ["", f"Its configurations side by side: [the batch's runs list]({runs_view_url})."]
+    return ["", f"Its configurations side by side, once `mlflow ui` runs: <{runs_view_url}>."]
+
+
 def _comparison_lines(comparisons: list[dict], metrics: list[str]) -> list[str]:
     shown = [c for c in comparisons if c["metric"] in metrics]
     if not shown:
@@ -152,6 +163,7 @@ def retrieval_markdown(report: RetrievalEvalReport, headline: list[str]) -> str:
         f"# Retrieval evaluation, {report.questions} golden questions",
         "",
         _link(report.mlflow_url, report.batch_id, report.ui_command),
+        *runs_view_lines(report.runs_view_url, report.mlflow_url),
         "",
         *retrieval_sections(report, headline),
     ]
@@ -195,6 +207,7 @@ def answers_markdown(report: AnswerEvalReport) -> str:
         f"# Answer evaluation, {report.questions} answerable + {report.unanswerable} unanswerable questions",
         "",
         f"Judge: `{report.judge_model}`. " + _link(report.mlflow_url, report.batch_id, report.ui_command),
+        *runs_view_lines(report.runs_view_url, report.mlflow_url),
         "",
         *answer_sections(report),
     ]

@@ -99,6 +99,33 @@ def test_each_configuration_run_lasts_as_long_as_its_work(evaluated, sample_home
         assert parent.start_time == info.start_time and info.end_time <= parent.end_time, label
 
 
+def test_the_runs_view_opens_the_batch_with_its_headline_metrics_first(evaluated, sample_home):
+    """MLflow's runs list opens with no metric column; the batch's saved view (an experiment tag
+    its UI reads for `viewStateShareKey`) selects the batch's runs and shows the headline metrics
+    the child runs hold, faithfulness first with its corrected value beside it."""
+    _, report = evaluated
+    mlflow_client = tracking.client(sample_home)
+    parent = mlflow_client.get_run(report.parent_run_id)
+    experiment = mlflow_client.get_experiment(parent.info.experiment_id)
+    view = json.loads(experiment.tags[tracking.VIEW_TAG_PREFIX + report.batch_id])
+    assert report.runs_view_url.endswith(
+        f"/#/experiments/{experiment.experiment_id}/runs?viewStateShareKey={report.batch_id}"
+    )
+    columns = [c.removeprefix("metrics.`").removesuffix("`") for c in view["selectedColumns"]]
+    assert columns[0] == "faithfulness" and view["columnOrder"] == view["selectedColumns"]
+    if "faithfulness_corrected" in columns:
+        assert columns[1] == "faithfulness_corrected"
+    assert not any(c.endswith(("_low", "_high")) for c in columns)
+    held = set().union(*(mlflow_client.get_run(run_id).data.metrics for run_id in report.run_ids.values()))
+    assert set(columns) <= held, "a column no child run has"
+    # The view's filter is MLflow search syntax that finds exactly the batch's configurations'
+    # runs, grouped by stage with the answers' group open.
+    found = mlflow_client.search_runs([experiment.experiment_id], view["searchFilter"])
+    assert {r.info.run_id for r in found} == set(report.run_ids.values())
+    assert view["groupBy"]["groupByKeys"] == [{"mode": "tag", "groupByData": tracking.TAG_KIND}]
+    assert view["groupsExpanded"] == {f"tag.{tracking.TAG_KIND}.answers": True}
+
+
 def test_the_judgments_preview_reads_question_statement_verdict_first(evaluated, sample_home):
     """MLflow's UI previews judgments.json: its columns start with what a person reads (the
     question's text, the statement, the verdict, P, the passage), the same rows as the Parquet table."""
