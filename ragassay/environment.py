@@ -56,6 +56,12 @@ class Environment(BaseSettings):
         None, ge=1, description="Threads of an in-process model (default: the cores free when it loads)."
     )
     debug: bool = Field(False, description="Tracebacks for expected errors too (set by --debug).")
+    mlflow_ui_url: str = Field(
+        "http://127.0.0.1:5000",
+        pattern=r"^https?://",
+        description="Where MLflow's UI serves the workspace's own store, for the links reports give (a tracking "
+        "server's links use its address).",
+    )
 
 
 def environment() -> Environment:

@@ -30,6 +30,7 @@ import polars as pl
 from pydantic import BaseModel
 
 from ragassay import plots
+from ragassay.environment import environment
 from ragassay.errors import RagassayError
 from ragassay.metrics.names import mlflow_key
 from ragassay.redaction import redact
@@ -341,16 +342,23 @@ def save_runs_view(mlflow_client, batch: Batch, kind: str, columns: list[str]) -
     mlflow_client.set_experiment_tag(batch.experiment_id, key, json.dumps(state))
 
 
-# Where `mlflow ui` (ui_command) serves when not told otherwise.
-MLFLOW_UI_DEFAULT = "http://127.0.0.1:5000"
+def ui_address(home: Path) -> str:
+    """MLflow's UI for this store: the tracking server, or for a local store where the user's
+    `mlflow ui` serves it ($RAGASSAY_MLFLOW_UI_URL; by default where ui_command's does)."""
+    uri = tracking_uri(home)
+    return (uri if uri.startswith(("http://", "https://")) else environment().mlflow_ui_url).rstrip("/")
 
 
 def runs_view_url(home: Path, batch: Batch) -> str:
-    """The batch's view of the runs list (save_runs_view) in MLflow's UI: on the tracking server,
-    or where ui_command's `mlflow ui` serves it for a local store."""
-    uri = tracking_uri(home)
-    ui = uri if uri.startswith(("http://", "https://")) else MLFLOW_UI_DEFAULT
-    return f"{ui.rstrip('/')}/#/experiments/{batch.experiment_id}/runs?viewStateShareKey={batch.batch_id}"
+    """The batch's view of the runs list (save_runs_view) in MLflow's UI."""
+    return f"{ui_address(home)}/#/experiments/{batch.experiment_id}/runs?viewStateShareKey={batch.batch_id}"
+
+
+def traces_below_url(home: Path, experiment_id: str, run_id: str, assessment: str, below: float = 1) -> str:
+    """A run's Traces tab showing only the questions whose `assessment` score is below `below`
+    (MLflow's UI reads its filters from the page's `filter` parameter, COLUMN::OPERATOR::VALUE::NAME)."""
+    condition = urllib.parse.quote(f"ASSESSMENT::<::{below:g}::{assessment}", safe="")
+    return f"{ui_address(home)}/#/experiments/{experiment_id}/runs/{run_id}/traces?filter={condition}"
 
 
 @dataclass(frozen=True)
@@ -390,6 +398,7 @@ class LoggedBatch(BaseModel):
 
     batch_id: str
     experiment: str
+    experiment_id: str = ""
     parent_run_id: str
     run_ids: dict[str, str]
     tracking_uri: str
@@ -436,6 +445,7 @@ def locate_batch(home: Path, batch: Batch, run_ids: dict[str, str] | None = None
     return LoggedBatch(
         batch_id=batch.batch_id,
         experiment=experiment_name(list(batch.collections)),
+        experiment_id=batch.experiment_id,
         parent_run_id=batch.parent_run_id,
         run_ids=run_ids or {},
         tracking_uri=tracking_uri(home),
@@ -473,10 +483,10 @@ def _tracing_into(uri: str):
 
 def log_traces(home: Path, experiment_id: str, run_id: str, traces: list) -> list[str]:
     """Each QuestionTrace (evaluation/answer_traces.py) as an MLflow trace in the experiment,
-    linked to the run (its Traces tab lists them), then its assessments: the judge's feedback and
-    the golden set's expectations. Returns the trace ids."""
+    linked to the run (its Traces tab lists them), then its scores as feedback assessments.
+    Returns the trace ids."""
     _quiet_mlflow()
-    from mlflow.entities import AssessmentError, AssessmentSource, Expectation, Feedback
+    from mlflow.entities import AssessmentError, AssessmentSource, Feedback
     from mlflow.tracing.client import TracingClient
 
     uri = tracking_uri(home)
@@ -511,13 +521,6 @@ def log_traces(home: Path, experiment_id: str, run_id: str, traces: list) -> lis
                     error=AssessmentError(error_code="NOT_SCORED", error_message=feedback.error)
                     if feedback.error
                     else None,
-                ),
-            )
-        for name, value in trace.expectations.items():
-            tracing.log_assessment(
-                trace_id,
-                Expectation(
-                    name=name, value=value, source=AssessmentSource(source_type="CODE", source_id="golden set")
                 ),
             )
     return trace_ids

@@ -4,8 +4,11 @@ an hour), starts MLflow's UI on the run's store, takes headless Chromium screens
 both servers.
 
 Screenshots (PNG, in --out): the MLflow batch's parent run (its description: the report), the
-Traces view of one question of an answer run (its retrieved passages, verdicts and
-assessments), the run's Traces tab, the Prefect flow run's page and its pipeline report artifact.
+batch's view of the runs list, the Traces view of one question of an answer run (its retrieved
+passages, verdicts and assessments), the run's Traces tab, the Prefect flow run's page, its
+pipeline report artifact and the runs list; then the three clicks README "What it shows" walks
+through (click-0 … click-3: the batch, its answers whose faithfulness is below 1, a question,
+the statement judged unsupported beside its passage), each a real click on the screen before.
 
     .venv/bin/python scripts/screenshots.py --out /tmp/screens
 Needs Debian's `chromium` (`apt-get install chromium`) and Playwright's Python package (`pip
@@ -89,6 +92,7 @@ def screenshot(browser, url: str, path: Path, width: int = 1900, height: int = 1
         with contextlib.suppress(PlaywrightError):
             target.click(timeout=5000, force=True)
             page.wait_for_timeout(2500)
+    close_assistant(page)
     page.screenshot(path=str(path))
     page.close()
     print(f"{path.name}: {url}")
@@ -121,6 +125,57 @@ def pipeline_file(folder: Path) -> Path:
     return path
 
 
+def ports(folder: Path) -> dict[str, int]:
+    """The servers' ports: new ones, or a kept folder's own (its reports' links name them)."""
+    saved = folder / "ports.json"
+    if saved.exists():
+        return json.loads(saved.read_text())
+    chosen = {"prefect": free_port(), "mlflow": free_port()}
+    saved.write_text(json.dumps(chosen))
+    return chosen
+
+
+def close_assistant(page) -> None:
+    """MLflow's assistant panel opens beside every page on a first visit; a user closes it."""
+    from playwright.sync_api import Error as PlaywrightError
+
+    panel = page.get_by_text("MLflow Assistant", exact=True)
+    if panel.count():
+        with contextlib.suppress(PlaywrightError):
+            page.get_by_role("button", name="Close").last.click(timeout=3000)
+            page.wait_for_timeout(800)
+
+
+def three_clicks(browser, batch_url: str, label: str, trace_id: str, verdict_span: str, out: Path) -> None:
+    """What README "What it shows" walks through: the batch's page, then its link to the answers
+    whose faithfulness is below 1, a question, and the statement judged unsupported beside its
+    passage. Each step is a real click on what the step before showed."""
+    page = browser.new_page(viewport={"width": 1900, "height": 1150})
+    page.goto(batch_url, wait_until="load", timeout=120_000)
+    page.wait_for_timeout(7000)
+    for text in DISMISS:
+        for button in page.get_by_role("button", name=text, exact=True).all():
+            with contextlib.suppress(Exception):
+                button.click(timeout=2000, force=True)
+    close_assistant(page)
+    link = page.get_by_role("link", name=label, exact=True).first
+    link.scroll_into_view_if_needed()
+    page.screenshot(path=str(out / "click-0-batch.png"))
+    link.click()
+    page.wait_for_timeout(7000)
+    close_assistant(page)
+    page.screenshot(path=str(out / "click-1-unfaithful.png"))
+    print(f"click-1-unfaithful.png: {page.url}")
+    page.get_by_text(trace_id[:10]).first.click()
+    page.wait_for_timeout(4000)
+    page.screenshot(path=str(out / "click-2-question.png"))
+    page.get_by_text(verdict_span, exact=True).first.click()
+    page.wait_for_timeout(2500)
+    page.screenshot(path=str(out / "click-3-statement.png"))
+    print(f"click-3-statement.png: {verdict_span}")
+    page.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("screenshots"))
@@ -143,21 +198,24 @@ def main() -> None:
     folder.mkdir(parents=True, exist_ok=True)
     kept_report = folder / "pipeline-report.json"
     home = folder / "workspace"
-    prefect_port, mlflow_port = free_port(), free_port()
-    api = f"http://127.0.0.1:{prefect_port}/api"
+    port = ports(folder)
+    api = f"http://127.0.0.1:{port['prefect']}/api"
+    ui = f"http://127.0.0.1:{port['mlflow']}"
     env = {
         **os.environ,
         "PREFECT_HOME": str(folder / "prefect"),
         "PREFECT_API_URL": api,
-        "PREFECT_UI_URL": f"http://127.0.0.1:{prefect_port}",
+        "PREFECT_UI_URL": f"http://127.0.0.1:{port['prefect']}",
         "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
         "RAGASSAY_HOME": str(home),
+        # The reports' links point at the MLflow UI this script starts.
+        "RAGASSAY_MLFLOW_UI_URL": ui,
     }
     servers = []
     try:
         servers.append(
             subprocess.Popen(
-                [str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(prefect_port)],
+                [str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port["prefect"])],
                 env=env,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
@@ -188,17 +246,22 @@ def main() -> None:
         mlflow_client = tracking.client(home)
         parent = mlflow_client.get_run(report["parent_run_id"])
         experiment_id = parent.info.experiment_id
-        answer_run = report["answers"]["run_ids"]["hybrid"]
+        label = "hybrid"
+        answer_run = report["answers"]["run_ids"][label]
         traces = tracking.find_traces(home, answer_run)
-        # A question whose faithfulness is below 1, if any: what a user opens to find out why.
-        chosen = next(
-            (
-                t
-                for t in traces
-                if any(a.name == "faithfulness" and a.value is not None and a.value < 1 for a in t.info.assessments)
-            ),
-            traces[0],
-        )
+        # A question whose faithfulness is below 1 (what a user opens to find out why) and its
+        # first statement judged unsupported.
+        below = [
+            t
+            for t in traces
+            if any(a.name == "faithfulness" and a.value is not None and a.value < 1 for a in t.info.assessments)
+        ]
+        chosen = (below or traces)[0]
+        unsupported = [
+            span.name
+            for span in chosen.data.spans
+            if span.name.startswith("faithfulness ") and (span.outputs or {}).get("verdict") == "unsupported"
+        ]
         servers.append(
             subprocess.Popen(
                 [
@@ -211,7 +274,7 @@ def main() -> None:
                     "--host",
                     "127.0.0.1",
                     "--port",
-                    str(mlflow_port),
+                    str(port["mlflow"]),
                 ],
                 env={**env, "MLFLOW_DISABLE_TELEMETRY": "true"},
                 stdout=subprocess.DEVNULL,
@@ -219,15 +282,15 @@ def main() -> None:
                 start_new_session=True,
             )
         )
-        ui = f"http://127.0.0.1:{mlflow_port}"
         wait_for(f"{ui}/health")
         artifacts = httpx.post(
             f"{api}/artifacts/filter", json={"artifacts": {"key": {"any_": ["pipeline-sample-report"]}}}, timeout=30
         ).json()
-        prefect_ui = f"http://127.0.0.1:{prefect_port}"
+        prefect_ui = f"http://127.0.0.1:{port['prefect']}"
         runs = f"{ui}/#/experiments/{experiment_id}/runs"
         pages = {
             "mlflow-batch.png": f"{runs}/{parent.info.run_id}",
+            "mlflow-runs-view.png": report["runs_view_url"],
             "mlflow-trace.png": f"{ui}/#/experiments/{experiment_id}/traces?selectedEvaluationId={chosen.info.trace_id}",
             "mlflow-run-traces.png": f"{runs}/{answer_run}/traces",
             "mlflow-runs.png": runs,
@@ -239,8 +302,10 @@ def main() -> None:
             browser = playwright.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_FLAGS)
             for name, url in pages.items():
                 screenshot(browser, url, out / name)
-            # The question's first faithfulness verdict opened: the statement beside its passage.
-            screenshot(browser, pages["mlflow-trace.png"], out / "mlflow-trace-verdict.png", click="faithfulness: ")
+            if below and unsupported:
+                three_clicks(browser, pages["mlflow-batch.png"], label, chosen.info.trace_id, unsupported[0], out)
+            else:
+                print(f"no answer of {label} has a statement judged unsupported: the three clicks are not shown")
             browser.close()
     finally:
         for server in servers:

@@ -98,7 +98,10 @@ def test_pipeline_runs_every_stage_then_reruns_from_cache(home, tmp_path):
         tracking.client(home).get_experiment(parent.info.experiment_id).tags[tracking.VIEW_TAG_PREFIX + first.batch_id]
     )
     assert set(view["groupsExpanded"]) >= {f"tag.{tracking.TAG_KIND}.{kind}" for kind in ("retrieval", "answers")}
-    assert view["selectedColumns"][0].startswith("metrics.`recall_at_") and "metrics.`faithfulness`" in view["selectedColumns"]
+    assert (
+        view["selectedColumns"][0].startswith("metrics.`recall_at_")
+        and "metrics.`faithfulness`" in view["selectedColumns"]
+    )
     assert first.runs_view_url and f"<{first.runs_view_url}>" in parent.data.tags[tracking.DESCRIPTION_TAG]
     comparisons = tracking.download_table(home, parent.info.run_id, "retrieval/comparisons")
     assert comparisons is not None and set(comparisons["metric"]) >= {"recall@5", "mrr"}

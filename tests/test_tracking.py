@@ -42,6 +42,7 @@ def test_an_answered_question_is_a_trace_of_its_run_with_passages_verdicts_and_a
     from ragassay.evaluation.questions import EvalQuestion
     from ragassay.llm.structured import Usage
     from ragassay.metrics.answers import AnswerJudgement, Scored, answer_correctness, faithfulness
+    from ragassay.metrics.names import ANSWER_METRICS
 
     home = tmp_path / "workspace"
     sources = [
@@ -100,6 +101,9 @@ def test_an_answered_question_is_a_trace_of_its_run_with_passages_verdicts_and_a
     # Left out by design: no value and why, no error (an error is the judge's unreadable output).
     assert assessments["context_recall"].value is None and assessments["context_recall"].error is None
     assert assessments["context_recall"].rationale == "not scored: no reference answer"
-    assert assessments["expected_documents"].value == ["sample/hives.md"]
-    assert assessments["expected_response"].value == "On Monday."
+    # The golden set's side beside what it is compared with, not as expectations (which would push
+    # faithfulness out of the run's Traces table): only scores are assessments.
+    assert retrieved.attributes["expected_documents"] == ["sample/hives.md"]
+    assert spans["answer"].attributes["reference_answer"] == "On Monday."
+    assert set(assessments) == {*ANSWER_METRICS, "refusal"}
     assert trace.info.tags["ragassay.query_id"] == "sample/g1"

@@ -1,8 +1,12 @@
 """Each answered question of an answer evaluation as the trace MLflow's Traces view shows: what was
 retrieved (every passage, as MLflow's RETRIEVER span convention expects), the answer with its
 tokens and model, and every judge verdict beside the passage it was judged against, with the
-question's scores as assessments (feedback from the judge, expectations from the golden set).
-Pure: answers and verdicts in, trace records out; tracking.log_traces writes them."""
+question's scores as assessments (feedback from the judge and the refusal count). The golden set's
+expected documents sit on the retrieve span and its reference answer on the answer span, beside
+what they are compared with, rather than as MLflow expectations: a run's Traces table shows ten
+columns until a user picks others, and two expectation columns would leave room for only three
+scores, faithfulness not among them. Pure: answers and verdicts in, trace records out;
+tracking.log_traces writes them."""
 
 from __future__ import annotations
 
@@ -47,12 +51,11 @@ class FeedbackRecord:
 
 @dataclass(frozen=True)
 class QuestionTrace:
-    """One question under one configuration: the root span and its assessments."""
+    """One question under one configuration: the root span, its tags and its scores."""
 
     root: SpanRecord
     tags: dict[str, str]
     feedback: tuple[FeedbackRecord, ...]
-    expectations: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -79,6 +82,7 @@ def answer_traces(
 def _trace(item: AnsweredQuestion, judgement: AnswerJudgement | None, settings: TraceSettings) -> QuestionTrace:
     answer = item.answer
     sources = {source.number: source for source in answer.sources}
+    reference = item.question.reference_answer if item.answerable else None
     retrieve = SpanRecord(
         "retrieve",
         RETRIEVER,
@@ -98,6 +102,9 @@ def _trace(item: AnsweredQuestion, judgement: AnswerJudgement | None, settings: 
             }
             for source in answer.sources
         ],
+        attributes={"expected_documents": sorted(f"{c}/{d}" for (c, d) in item.question.judgements)}
+        if item.answerable
+        else {},
     )
     generate = SpanRecord(
         "answer",
@@ -109,6 +116,7 @@ def _trace(item: AnsweredQuestion, judgement: AnswerJudgement | None, settings: 
             "prompt_tokens": item.usage.prompt_tokens,
             "completion_tokens": item.usage.completion_tokens,
             "reason": answer.reason,
+            **({"reference_answer": reference} if reference else {}),
         },
     )
     verdicts = judgement.verdicts if judgement else []
@@ -136,12 +144,7 @@ def _trace(item: AnsweredQuestion, judgement: AnswerJudgement | None, settings: 
         "ragassay.query_id": item.key,
         "ragassay.outcome": _outcome(item),
     }
-    expectations: dict[str, Any] = {}
-    if item.answerable:
-        expectations["expected_documents"] = sorted(f"{c}/{d}" for (c, d) in item.question.judgements)
-        if item.question.reference_answer:
-            expectations["expected_response"] = item.question.reference_answer
-    return QuestionTrace(root, tags, _feedback(item, judgement, verdicts, settings), expectations)
+    return QuestionTrace(root, tags, _feedback(item, judgement, verdicts, settings))
 
 
 def _outcome(item: AnsweredQuestion) -> str:

@@ -52,7 +52,7 @@ from ragassay.metrics.significance import compare_all_pairs
 from ragassay.run_warnings import RunWarning, warnings_table
 from ragassay.store.schemas import JUDGE_CALIBRATION, PAIRWISE
 from ragassay.systems.settings import SystemConfiguration
-from ragassay.tracking import BatchRecord, ConfigurationRecord, LoggedBatch, flatten_params
+from ragassay.tracking import BatchRecord, ConfigurationRecord, LoggedBatch, flatten_params, traces_below_url
 from ragassay.work_span import WorkSpan
 
 
@@ -91,6 +91,9 @@ class AnswerEvalReport(LoggedBatch):
     # The labels the judged metrics were corrected with (answer_summary.calibration_summary);
     # None when there were none for this judge.
     judge_calibration: dict | None = None
+    # Each configuration's Traces tab in MLflow, showing only the questions whose faithfulness is
+    # below 1 (none when traces were switched off).
+    unfaithful_traces_urls: dict[str, str] = Field(default_factory=dict)
 
 
 def published_intervals(intervals: list[dict], metrics: list[str] | None = None) -> list[dict]:
@@ -514,4 +517,10 @@ def answer_report(
         seconds=round(seconds, 3),
         judge_calibration=calibration_summary(summary.calibration),
         answered_by={c.label: answered_by(c) for c in config.configurations},
+        unfaithful_traces_urls={
+            label: traces_below_url(config.home, logged.experiment_id, run_id, "faithfulness")
+            for label, run_id in logged.run_ids.items()
+        }
+        if config.traces
+        else {},
     )

@@ -224,6 +224,7 @@ def answer_sections(report: AnswerEvalReport) -> list[str]:
         "",
         "Each cell: mean [95% CI], the questions it scored, and for a judged metric its judge-corrected estimate with "
         "a 95% interval that includes the judge's error; `-`: no question could be scored.",
+        *_unfaithful_lines(report.unfaithful_traces_urls),
         "",
         "## The judge's error",
         "",
@@ -252,6 +253,15 @@ def answer_sections(report: AnswerEvalReport) -> list[str]:
             for p in report.pairwise
         ]
     return lines
+
+
+def _unfaithful_lines(urls: dict[str, str]) -> list[str]:
+    """One link per configuration to its questions whose faithfulness is below 1 (MLflow's Traces
+    tab, filtered): open one, and each statement judged unsupported sits beside its passage."""
+    if not urls:
+        return []
+    links = ", ".join(f"[{label}]({url})" for label, url in urls.items())
+    return ["", f"Answers with a statement judged unsupported (faithfulness below 1), by configuration: {links}."]
 
 
 def subsections(lines: list[str]) -> list[str]:

@@ -124,6 +124,15 @@ def test_the_runs_view_opens_the_batch_with_its_headline_metrics_first(evaluated
     assert {r.info.run_id for r in found} == set(report.run_ids.values())
     assert view["groupBy"]["groupByKeys"] == [{"mode": "tag", "groupByData": tracking.TAG_KIND}]
     assert view["groupsExpanded"] == {f"tag.{tracking.TAG_KIND}.answers": True}
+    # One step from the report to the questions behind a low faithfulness: each configuration's
+    # Traces tab with MLflow's assessment filter in its address.
+    assert set(report.unfaithful_traces_urls) == set(report.run_ids)
+    for label, url in report.unfaithful_traces_urls.items():
+        assert url.endswith(
+            f"/#/experiments/{experiment.experiment_id}/runs/{report.run_ids[label]}/traces"
+            "?filter=ASSESSMENT%3A%3A%3C%3A%3A1%3A%3Afaithfulness"
+        )
+        assert f"[{label}]({url})" in parent.data.tags[tracking.DESCRIPTION_TAG]
 
 
 def test_the_judgments_preview_reads_question_statement_verdict_first(evaluated, sample_home):
@@ -485,7 +494,8 @@ def test_each_question_is_an_mlflow_trace_with_its_passages_verdicts_and_scores(
             if row["answerable"]:
                 for metric in ANSWER_METRICS:
                     assert assessments[metric].value == row[metric], (label, metric)
-                assert assessments["expected_response"].value
+                assert spans["answer"].attributes["reference_answer"]
+                assert spans["retrieve"].attributes["expected_documents"]
             expected = {True: {"refused": "false refusal", "answered": "answered"}}.get(
                 row["answerable"], {"refused": "correct refusal", "answered": "missed refusal"}
             )[row["outcome"]]
