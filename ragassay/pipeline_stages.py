@@ -10,7 +10,13 @@ from pydantic import BaseModel
 from ragassay.config import PipelineConfig
 from ragassay.errors import RagassayError
 from ragassay.evaluation.outcomes import AnswerEvalReport, RetrievalEvalReport
-from ragassay.evaluation.reports import answer_sections, retrieval_sections, runs_view_lines, subsections
+from ragassay.evaluation.reports import (
+    answer_sections,
+    retrieval_sections,
+    runs_view_lines,
+    subsections,
+    unfaithful_lines,
+)
 from ragassay.golden.generation import GENERATION_PROMPT_VERSION, GenerationReport
 from ragassay.golden.quality_gate import DISCARD_REASONS
 from ragassay.golden.store import GoldenChange, load_golden
@@ -261,6 +267,7 @@ def pipeline_markdown(report: PipelineReport) -> str:
     )
     lines = [f"# Pipeline run on `{report.collection}`", "", mlflow + (f"; {prefect}" if prefect else "") + "."]
     lines += runs_view_lines(report.runs_view_url, report.mlflow_url)
+    lines += unfaithful_lines(report.answers.unfaithful_traces_urls if report.answers else {})
     # Each stage's sections are its own report's (the stage's Prefect artifact), one level down.
     if report.retrieval is not None:
         sections = retrieval_sections(report.retrieval, retrieval_headline(report.retrieval))

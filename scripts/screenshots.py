@@ -139,8 +139,7 @@ def close_assistant(page) -> None:
     """MLflow's assistant panel opens beside every page on a first visit; a user closes it."""
     from playwright.sync_api import Error as PlaywrightError
 
-    panel = page.get_by_text("MLflow Assistant", exact=True)
-    if panel.count():
+    if page.get_by_text("MLflow Assistant").count():
         with contextlib.suppress(PlaywrightError):
             page.get_by_role("button", name="Close").last.click(timeout=3000)
             page.wait_for_timeout(800)
@@ -161,7 +160,12 @@ def three_clicks(browser, batch_url: str, label: str, trace_id: str, verdict_spa
     link = page.get_by_role("link", name=label, exact=True).first
     link.scroll_into_view_if_needed()
     page.screenshot(path=str(out / "click-0-batch.png"))
-    link.click()
+    # MLflow opens a description's links in a new tab.
+    with page.context.expect_page(timeout=15_000) as opened:
+        link.click()
+    page = opened.value
+    page.set_viewport_size({"width": 1900, "height": 1150})
+    page.wait_for_load_state("load")
     page.wait_for_timeout(7000)
     close_assistant(page)
     page.screenshot(path=str(out / "click-1-unfaithful.png"))

@@ -208,6 +208,7 @@ def answers_markdown(report: AnswerEvalReport) -> str:
         "",
         f"Judge: `{report.judge_model}`. " + _link(report.mlflow_url, report.batch_id, report.ui_command),
         *runs_view_lines(report.runs_view_url, report.mlflow_url),
+        *unfaithful_lines(report.unfaithful_traces_urls),
         "",
         *answer_sections(report),
     ]
@@ -224,7 +225,6 @@ def answer_sections(report: AnswerEvalReport) -> list[str]:
         "",
         "Each cell: mean [95% CI], the questions it scored, and for a judged metric its judge-corrected estimate with "
         "a 95% interval that includes the judge's error; `-`: no question could be scored.",
-        *_unfaithful_lines(report.unfaithful_traces_urls),
         "",
         "## The judge's error",
         "",
@@ -255,9 +255,10 @@ def answer_sections(report: AnswerEvalReport) -> list[str]:
     return lines
 
 
-def _unfaithful_lines(urls: dict[str, str]) -> list[str]:
+def unfaithful_lines(urls: dict[str, str]) -> list[str]:
     """One link per configuration to its questions whose faithfulness is below 1 (MLflow's Traces
-    tab, filtered): open one, and each statement judged unsupported sits beside its passage."""
+    tab, filtered): open one, and each statement judged unsupported sits beside its passage. Near
+    a report's top, so the first screen of MLflow's description shows it."""
     if not urls:
         return []
     links = ", ".join(f"[{label}]({url})" for label, url in urls.items())
