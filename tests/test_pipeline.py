@@ -102,7 +102,7 @@ def test_pipeline_runs_every_stage_then_reruns_from_cache(home, tmp_path):
         view["selectedColumns"][0].startswith("metrics.`recall_at_")
         and "metrics.`faithfulness`" in view["selectedColumns"]
     )
-    assert first.runs_view_url and f"<{first.runs_view_url}>" in parent.data.tags[tracking.DESCRIPTION_TAG]
+    assert first.runs_view_url and f"]({first.runs_view_url})" in parent.data.tags[tracking.DESCRIPTION_TAG]
     comparisons = tracking.download_table(home, parent.info.run_id, "retrieval/comparisons")
     assert comparisons is not None and set(comparisons["metric"]) >= {"recall@5", "mrr"}
 

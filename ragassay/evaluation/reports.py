@@ -60,9 +60,8 @@ def runs_view_lines(runs_view_url: str | None, mlflow_url: str | None) -> list[s
     local store."""
     if not runs_view_url:
         return []
-    if mlflow_url:
-        return ["", f"Its configurations side by side: [the batch's runs list]({runs_view_url})."]
-    return ["", f"Its configurations side by side, once `mlflow ui` runs: <{runs_view_url}>."]
+    where = "" if mlflow_url else " (once `mlflow ui` serves the store)"
+    return ["", f"Its configurations side by side: [the batch's runs list]({runs_view_url}){where}."]
 
 
 def _comparison_lines(comparisons: list[dict], metrics: list[str]) -> list[str]:
