@@ -6,7 +6,9 @@ missing folders made, and a path that cannot be written named as the one at faul
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 from ragassay.environment import environment
 from ragassay.errors import ConfigError
@@ -43,6 +45,25 @@ def read_user_text(path: Path, what: str, configuration: bool = False) -> str:
     if not text.strip():
         raise ConfigError(f"{what} {path} is empty")
     return text
+
+
+def read_jsonl(path: Path, what: str) -> list[tuple[str, Any]]:
+    """Each non-blank line of a JSON Lines file a person wrote, as (`file:line`, its value), read
+    through read_user_text's checks. A line that is not JSON (or nests too deeply to read) comes
+    back as a ValueError saying why, in its place: each caller decides whether a bad line refuses
+    the whole file or only itself."""
+    rows: list[tuple[str, Any]] = []
+    for number, line in enumerate(read_user_text(path, what).splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"{path}:{number}"
+        try:
+            rows.append((where, json.loads(line)))
+        except json.JSONDecodeError as error:
+            rows.append((where, ValueError(f"invalid JSON: {error.msg}")))
+        except RecursionError:
+            rows.append((where, ValueError("JSON nested too deeply")))
+    return rows
 
 
 def write_user_text(path: Path, text: str, what: str) -> None:

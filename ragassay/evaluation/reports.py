@@ -267,19 +267,3 @@ def unfaithful_lines(urls: dict[str, str]) -> list[str]:
 def subsections(lines: list[str]) -> list[str]:
     """A report's sections one heading level down, to sit under a pipeline's stage heading."""
     return [f"#{line}" if line.startswith("#") else line for line in lines]
-
-
-def generation_markdown(
-    collection: str, seed: int, accepted: int, attempted: int, discarded: dict[str, int], golden_size: int
-) -> str:
-    """What golden-set generation kept and threw away, by reason."""
-    lines = [
-        f"# Golden-set generation, collection `{collection}`, seed {seed}",
-        "",
-        f"{accepted} questions accepted of {attempted} candidates; the golden set holds {golden_size} entries.",
-        "",
-        "| discarded because | candidates |",
-        "|---|---:|",
-    ]
-    lines += [f"| {reason} | {count} |" for reason, count in discarded.items() if count] or ["| (none) | 0 |"]
-    return "\n".join(lines) + "\n"

@@ -26,19 +26,6 @@ from ragassay.systems.doc_ids import DocIdMapper
 from ragassay.systems.records import Retrieved, SystemRecord, check_document_ids, write_records
 from ragassay.systems.settings import SystemConfiguration
 
-# Error kinds counted per configuration (errors/<kind>); others count under their own name.
-ERROR_KINDS = (
-    "timeout",
-    "http_status",
-    "connection",
-    "malformed",
-    "mapping",
-    "exception",
-    "missing",
-    "recorded",
-    "skipped",
-)
-
 
 def run_system(
     home: Path,

@@ -22,7 +22,7 @@ from typing import Literal
 import polars as pl
 
 from ragassay.store.schemas import GOLDEN
-from ragassay.user_files import read_user_text
+from ragassay.user_files import read_jsonl, read_user_text
 
 Origin = Literal["manual", "imported", "generated"]
 
@@ -132,25 +132,20 @@ def read_candidate_file(path: Path) -> tuple[list[GoldenCandidate], list[GoldenP
     suffix = path.suffix.lower()
     if suffix not in (".csv", ".jsonl", ".json"):
         raise ValueError(f"{path}: golden set files must be .jsonl or .csv")
-    text = read_user_text(path, "question file")
     problems: list[GoldenProblem] = []
     if suffix == ".csv":
         try:
-            records = list(_csv_rows(text))
+            records = list(_csv_rows(read_user_text(path, "question file")))
         except csv.Error as error:
             raise ValueError(f"{path}: unreadable CSV: {error}") from None
     else:
         records = []
-        for number, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                records.append((number, json.loads(line)))
-            except json.JSONDecodeError as error:
-                problems.append(GoldenProblem(f"{path}:{number}", "malformed_row", f"invalid JSON: {error.msg}"))
-            except RecursionError:
-                # A row nested thousands of levels deep: refused alone, the other rows go on.
-                problems.append(GoldenProblem(f"{path}:{number}", "malformed_row", "JSON nested too deeply"))
+        # A row that cannot be read is refused alone; the other rows go on.
+        for where, value in read_jsonl(path, "question file"):
+            if isinstance(value, ValueError):
+                problems.append(GoldenProblem(where, "malformed_row", str(value)))
+            else:
+                records.append((int(where.rsplit(":", 1)[1]), value))
     candidates, more = _candidates(path, records)
     # In file order, so a user reads them from the top of the file.
     return candidates, sorted(problems + more, key=lambda problem: int(problem.source.rsplit(":", 1)[1]))

@@ -43,7 +43,7 @@ from ragassay.progress import ProgressReporter
 from ragassay.store.schemas import JUDGE_LABELS
 from ragassay.store.tables import write_json
 from ragassay.store.workspace import collection_paths
-from ragassay.user_files import read_user_text
+from ragassay.user_files import read_jsonl, read_user_text
 
 
 @dataclass(frozen=True)
@@ -65,14 +65,9 @@ def read_labelled_statements(path: Path) -> list[LabelledStatement]:
     calibration over a silently shortened label set would report a figure for other data.
     """
     rows, problems = [], []
-    for number, line in enumerate(read_user_text(path, "labels file").splitlines(), start=1):
-        if not line.strip():
-            continue
-        where = f"{path}:{number}"
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as error:
-            problems.append(f"{where}: invalid JSON: {error.msg}")
+    for where, record in read_jsonl(path, "labels file"):
+        if isinstance(record, ValueError):
+            problems.append(f"{where}: {record}")
             continue
         if not isinstance(record, dict):
             problems.append(f"{where}: each row must be an object with context, statement and label")
@@ -626,12 +621,16 @@ def preference_pairs(golden_path: Path) -> list[dict]:
     for each question, its reference answer against (a) the next question's reference answer (fluent
     but off the question) and (b) a refusal. A judge without position bias names the reference
     answer better whichever place it is shown in."""
-    entries = []
-    for line in golden_path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            record = json.loads(line)
-            if record.get("reference_answer"):
-                entries.append(record)
+    entries, problems = [], []
+    for where, record in read_jsonl(golden_path, "golden file"):
+        if isinstance(record, ValueError) or not isinstance(record, dict):
+            problems.append(f"{where}: {record if isinstance(record, ValueError) else 'each row must be an object'}")
+        elif not isinstance(record.get("question"), str) or not isinstance(record.get("reference_answer") or "", str):
+            problems.append(f"{where}: 'question' and 'reference_answer' must be strings")
+        elif record.get("reference_answer"):
+            entries.append(record)
+    if problems:
+        raise ConfigError(f"golden file {golden_path} has bad rows: " + "; ".join(problems[:10]))
     if len(entries) < 2:
         raise ConfigError(
             f"{golden_path} needs at least two rows with a question and a reference_answer to build answer pairs"

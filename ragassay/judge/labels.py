@@ -37,7 +37,7 @@ from ragassay.metrics.judge_error import LabelStratum
 from ragassay.store.schemas import JUDGE_LABELS
 from ragassay.store.tables import read_table_or_empty, write_table
 from ragassay.store.workspace import CollectionPaths, collection_paths
-from ragassay.user_files import read_user_text, write_user_text
+from ragassay.user_files import read_jsonl, read_user_text, write_user_text
 
 # The metrics whose verdicts are support verdicts (one prompt), the ones a label can check.
 SUPPORT_METRICS = ("faithfulness", "context_recall", "citation_precision")
@@ -399,21 +399,14 @@ def read_label_file(path: Path) -> list[ImportedLabel]:
     are not labelled yet and are passed over. The whole file is refused (ConfigError naming each
     bad file:line and field) when any row is bad: a partly read file would store other labels
     than the person gave."""
-    text = read_user_text(path, "labels file")
     if path.suffix.lower() == ".csv":
-        reader = csv.DictReader(io.StringIO(text))
+        reader = csv.DictReader(io.StringIO(read_user_text(path, "labels file")))
         missing = [c for c in ("item_id", "sample_id", "statement", "label") if c not in (reader.fieldnames or [])]
         if missing:
             raise ConfigError(f"{path}:1: the header lacks column(s) {', '.join(missing)}")
         records = [(f"{path}:{reader.line_num}", row) for row in reader]
     else:
-        records = []
-        for number, line in enumerate(text.splitlines(), start=1):
-            if line.strip():
-                try:
-                    records.append((f"{path}:{number}", json.loads(line)))
-                except json.JSONDecodeError as error:
-                    records.append((f"{path}:{number}", ValueError(f"invalid JSON: {error.msg}")))
+        records = read_jsonl(path, "labels file")
     problems, rows = [], []
     for where, record in records:
         if isinstance(record, ValueError):

@@ -68,12 +68,6 @@ QRELS = TableSpec(
     pl.Schema({"query_id": pl.String, "doc_id": pl.String, "relevance": pl.Int32}),
 )
 
-REJECTIONS = TableSpec(
-    "rejections",
-    1,
-    pl.Schema({"path": pl.String, "reason": pl.String, "detail": pl.String}),
-)
-
 
 def embeddings_spec(dimension: int) -> TableSpec:
     """Embedding cache rows: one vector per distinct chunk text for one model."""

@@ -17,7 +17,7 @@ from pathlib import Path
 import polars as pl
 
 from ragassay.errors import ConfigError, listed_problems
-from ragassay.user_files import read_user_text, write_user_text
+from ragassay.user_files import read_jsonl, write_user_text
 
 
 @dataclass(frozen=True)
@@ -171,18 +171,13 @@ def read_records(path: Path, names: dict[str, str]) -> list[SystemRecord]:
     else:
         numbered = []
         problems = []
-        for number, line in enumerate(read_user_text(path, "records file").splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as error:
-                problems.append(f"{path}:{number}: not JSON ({error.msg})")
-                continue
-            if not isinstance(row, dict):
-                problems.append(f"{path}:{number}: a record must be a JSON object")
-                continue
-            numbered.append((f"{path}:{number}", row))
+        for where, row in read_jsonl(path, "records file"):
+            if isinstance(row, ValueError):
+                problems.append(f"{where}: not JSON ({row})")
+            elif not isinstance(row, dict):
+                problems.append(f"{where}: a record must be a JSON object")
+            else:
+                numbered.append((where, row))
         if problems:
             raise ConfigError(f"records file {path} has malformed lines: " + listed_problems(problems))
     records, problems = [], []

@@ -180,6 +180,21 @@ def test_pairwise_calibration_measures_how_often_verdicts_flip(workspace):
     }
 
 
+def test_a_malformed_pairs_file_is_refused_naming_its_lines(workspace, tmp_path):
+    """The pairs file goes through the checks every file a person writes goes through (it was read
+    with a bare json.loads: a malformed line was a crash, exit 3)."""
+    pairs = tmp_path / "golden.jsonl"
+    pairs.write_text(
+        '{"question": "q1", "reference_answer": "a1"}\n{"question": "q2", \n["a list"]\n', encoding="utf-8"
+    )
+    result = runner.invoke(app, ["judge", "calibrate", "--pairwise", str(pairs), "--judge-model", "smollm2"])
+    assert result.exit_code == 2, result.output
+    output = " ".join(result.output.split())
+    assert f"{pairs}:2: invalid JSON" in output and f"{pairs}:3: each row must be an object" in output
+    missing = runner.invoke(app, ["judge", "calibrate", "--pairwise", str(tmp_path / "none.jsonl")])
+    assert missing.exit_code == 2 and "does not exist" in missing.output
+
+
 def test_calibration_needs_labels_or_pairs(workspace):
     result = runner.invoke(app, ["judge", "calibrate"])
     assert result.exit_code == 2 and "--labels" in result.output and "--pairwise" in result.output
