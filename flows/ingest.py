@@ -13,7 +13,7 @@ from ragassay.work_parts import in_parts
 from tasks.ingest import (
     combine_extractions,
     discover_files,
-    extract_file_batch,
+    extract_file_part,
     open_staging,
     read_beir_queries,
     report_ingest,
@@ -27,7 +27,7 @@ from tasks.ingest import (
 @flow(name="ingest", flow_run_name=run_name, validate_parameters=True)
 def ingest_flow(config: IngestConfig) -> IngestReport:
     """Ingest files or folders (or one BEIR dataset) into a collection, creating it if needed.
-    Batches of documents are staged on disk as they are extracted, then merged in one pass."""
+    Parts of the documents are staged on disk as they are extracted, then merged in one pass."""
     stored, staging = stored_digests(config), open_staging(config)
     if config.format == "beir":
         queries, qrels = read_beir_queries(config.paths[0])
@@ -36,11 +36,11 @@ def ingest_flow(config: IngestConfig) -> IngestReport:
         store_beir_queries(config, queries, qrels)
         return finished(report_ingest(config, outcomes, parts, rejections, queries, qrels))
     found = discover_files(config.paths)
-    # Batches of files are extracted where config.task_runner says (threads here, or Dask workers).
+    # Parts of the files are extracted where config.task_runner says (threads here, or Dask workers).
     with task_runner(config.task_runner) as runner:
         futures = [
-            runner.submit(extract_file_batch, {"config": config, "found": batch, "stored": stored, "staging": staging})
-            for batch in in_parts(found, config.files_per_task)
+            runner.submit(extract_file_part, {"config": config, "found": part, "stored": stored, "staging": staging})
+            for part in in_parts(found, config.files_per_task)
         ]
         extracted = [future.result() for future in futures]
     parts, rejections = combine_extractions(extracted)

@@ -1,5 +1,5 @@
 """Prefect tasks of indexing: read the collection, embed chunks (through the cache), build BM25,
-publish the index."""
+swap the index in."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def read_index_inputs(config: IndexConfig) -> IndexInputs:
 
 @task(name="release-index-inputs", cache_policy=NO_CACHE)
 def release_index_inputs(inputs: IndexInputs) -> None:
-    """Remove the build's snapshot of the tables, whether the build was published or failed."""
+    """Remove the build's snapshot of the tables, whether the build was swapped in or failed."""
     build.release_index_inputs(inputs.snapshot)
 
 

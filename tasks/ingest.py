@@ -33,15 +33,15 @@ def stored_digests(config: IngestConfig) -> dict[str, str]:
 
 @task(name="open-staging", cache_policy=NO_CACHE)
 def open_staging(config: IngestConfig) -> IngestStaging:
-    """Where this ingest's batches wait until they are merged, and its documents' ingested_at."""
+    """Where this ingest's staged parts wait until they are merged, and its documents' ingested_at."""
     return IngestStaging.new(collection_paths(config.home, config.collection, must_exist=False), datetime.now(UTC))
 
 
-@task(name="extract-file-batch", cache_policy=NO_CACHE)
-def extract_file_batch(
+@task(name="extract-file-part", cache_policy=NO_CACHE)
+def extract_file_part(
     config: IngestConfig, found: list[tuple[Path, Path]], stored: dict[str, str], staging: IngestStaging
 ) -> tuple[StagedPart, list[Rejection]]:
-    """Extract one batch of files (in an extraction worker process of its own), except files whose
+    """Extract one part of the files (in an extraction worker process of its own), except files whose
     digest the collection already holds, and stage their rows; a file that fails becomes a
     rejection and the others go on."""
     incoming, rejections = files.extract_documents(found, config.doc_id, stored)
@@ -55,17 +55,17 @@ def stage_beir_corpus(
     """Stage a BEIR corpus.jsonl's documents, files_per_task documents to a part, read as staged."""
     folder, chunker = config.paths[0], _chunker(config)
     return [
-        (documents.stage_part(staging, batch, chunker), [])
-        for batch in beir.corpus_batches(folder, config.files_per_task, stored)
+        (documents.stage_part(staging, part, chunker), [])
+        for part in beir.corpus_parts(folder, config.files_per_task, stored)
     ]
 
 
 @task(name="combine-extractions", cache_policy=NO_CACHE)
 def combine_extractions(
-    batches: list[tuple[StagedPart, list[Rejection]]],
+    extracted: list[tuple[StagedPart, list[Rejection]]],
 ) -> tuple[list[StagedPart], list[Rejection]]:
-    """The batches' parts and rejections in order, a document id seen twice rejected."""
-    return files.combine_extractions(batches)
+    """The extracted parts and their rejections in order, a document id seen twice rejected."""
+    return files.combine_extractions(extracted)
 
 
 @task(name="store-documents", cache_policy=NO_CACHE)

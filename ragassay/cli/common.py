@@ -136,7 +136,7 @@ def exit_on_failed_assertions(assertions: list[dict]) -> NoReturn:
     failed = [r for r in assertions if not r["passed"]]
     if failed:
         err.print(
-            "quality gate failed: " + "; ".join(f"{r['assertion']} ({measured(r)})" for r in failed), highlight=False
+            "assertion failed: " + "; ".join(f"{r['assertion']} ({measured(r)})" for r in failed), highlight=False
         )
         raise typer.Exit(EXIT_PARTIAL)
     raise typer.Exit(EXIT_OK)
@@ -160,7 +160,7 @@ def fail(error: Exception) -> NoReturn:
 MODEL_OPTION = typer.Option(
     None,
     "--model",
-    help="Chat model: smollm2 (bundled: fast, weak), qwen2.5-1.5b (assembled at set-up) or a .gguf file. Default: the config's.",
+    help="Chat model: smollm2 (bundled: fast, weak), qwen2.5-1.5b (Qwen2.5-Coder-1.5B-Instruct, assembled at set-up) or a .gguf file. Default: the config's.",
 )
 MODEL_BACKEND_OPTION = typer.Option(
     None, help="smollm2, qwen2.5-1.5b, gguf (--model-path) or openai (--model-url, --model-name)."
@@ -176,7 +176,7 @@ MODEL_API_KEY_ENV_OPTION = typer.Option(
 JUDGE_MODEL_OPTION = typer.Option(
     None,
     "--judge-model",
-    help="Judge model: qwen2.5-1.5b (the default), smollm2 (fast smoke tests: its verdicts do not agree with people) or a .gguf file.",
+    help="Judge model: qwen2.5-1.5b (Qwen2.5-Coder-1.5B-Instruct, the default), smollm2 (fast smoke tests: its verdicts do not agree with people) or a .gguf file.",
 )
 JUDGE_BACKEND_OPTION = typer.Option(
     None,

@@ -67,7 +67,7 @@ def eval_retrieval(
     max_questions: int | None = typer.Option(None, help="Evaluate a seeded sample of at most this many questions."),
     seed: int | None = typer.Option(None, help="Seed of the question sample and the significance tests (default 0)."),
     assertion: list[str] = typer.Option(
-        [], "--assert", help="Quality gate such as 'hybrid:recall@5>=0.8'; repeatable."
+        [], "--assert", help="Assertion on a configuration's mean, such as 'hybrid:recall@5>=0.8'; repeatable."
     ),
     save_records: Path | None = field_option(RetrievalSettings, "save_records", "--save-records"),
     max_rank: int | None = typer.Option(
@@ -171,7 +171,7 @@ def eval_answers(
     assertion: list[str] = typer.Option(
         [],
         "--assert",
-        help="Quality gate such as 'hybrid:faithfulness>=0.7' or 'hybrid:false_refusal_rate<=0.2'; repeatable.",
+        help="Assertion on a configuration's mean, such as 'hybrid:faithfulness>=0.7' or 'hybrid:false_refusal_rate<=0.2'; repeatable.",
     ),
     judge_model: str | None = JUDGE_MODEL_OPTION,
     judge_backend: str | None = JUDGE_BACKEND_OPTION,

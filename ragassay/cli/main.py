@@ -84,7 +84,7 @@ def ingest(
 ) -> None:
     """Ingest documents (txt md csv json html docx pdf, or a BEIR dataset) into a collection.
 
-    Batches of files are extracted as tasks on the task runner (threads by default)."""
+    Parts of the files are extracted as tasks on the task runner (threads by default)."""
     from ragassay.config import IngestConfig, parse_config
 
     try:

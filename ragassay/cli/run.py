@@ -43,7 +43,9 @@ PREFECT_SERVER_HINT = (
 def run(
     config_file: Path = typer.Option(..., "--config", help="The pipeline's YAML file (see data/sample/pipeline.yaml)."),
     assertion: list[str] = typer.Option(
-        [], "--assert", help="Quality gate such as 'hybrid:recall@5>=0.8' or 'hybrid:faithfulness>=0.7'; repeatable."
+        [],
+        "--assert",
+        help="Assertion on a configuration's mean, such as 'hybrid:recall@5>=0.8' or 'hybrid:faithfulness>=0.7'; repeatable.",
     ),
     no_cache: bool = typer.Option(
         False, "--no-cache", help="Ask the models again instead of re-using remembered answers and verdicts."

@@ -1,4 +1,5 @@
-"""Quality gates that fail a CI run.
+"""Gates that fail a CI run (assertions, the regression gate, evaluation cases; not the golden
+set's quality gate).
 
 - assertions: `--assert LABEL:METRIC>=BOUND` parsed and checked against run means.
 - regression: `ragassay gate`: a candidate batch's paired drops against a baseline's, per bound.

@@ -1,4 +1,4 @@
-"""Quality gates on an evaluation: `--assert LABEL:METRIC OP NUMBER` parsed and checked against
+"""Assertions on an evaluation: `--assert LABEL:METRIC OP NUMBER` parsed and checked against
 each configuration's means (a failed one makes the command exit 1). Retrieval assertions name a
 retrieval metric (`hybrid:recall@5>=0.8`), answer assertions an answer metric
 (`hybrid:faithfulness>=0.7`, `hybrid:false_refusal_rate<=0.2`), including the judge-corrected
@@ -32,7 +32,7 @@ _ASSERTION = re.compile(
 
 @dataclass(frozen=True)
 class Assertion:
-    """A quality gate such as `hybrid:recall@5>=0.8`."""
+    """An assertion such as `hybrid:recall@5>=0.8`."""
 
     label: str
     metric: MetricName | str

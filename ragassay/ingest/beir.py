@@ -30,7 +30,7 @@ def beir_files(folder: Path) -> tuple[Path, Path, Path]:
     return corpus_path, queries_path, qrels_path
 
 
-def corpus_batches(
+def corpus_parts(
     folder: Path, size: int | None, stored: dict[str, str] | None = None
 ) -> Iterator[list[IncomingDocument]]:
     """corpus.jsonl's documents (title and text joined), size at a time (all at once for None), read

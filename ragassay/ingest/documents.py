@@ -1,5 +1,5 @@
 """Turning extracted documents into document and chunk rows, merging them into a collection, and
-removing them. Each batch of documents is staged as rows on disk (stage_part); store_staged then
+removing them. Each part of the documents is staged as rows on disk (stage_part); store_staged then
 copies the stored tables and the parts a row group at a time into new tables, so memory holds one
 batch, not the collection. Tables keep documents in the order they were stored (new and replaced
 ones after the rest), chunks grouped by document in the same order; nothing depends on the order
@@ -72,7 +72,7 @@ STAGED_DOCUMENTS = pl.Schema(
 
 @dataclass(frozen=True)
 class StagedPart:
-    """A batch of incoming documents whose rows wait in two Parquet files until store_staged
+    """A part of the incoming documents whose rows wait in two Parquet files until store_staged
     merges them in. Only the documents listed are taken from the files (combine_extractions drops
     an id an earlier batch has)."""
 
@@ -155,7 +155,7 @@ ROW_BATCH = 1024
 def stage_part(staging: IngestStaging, incoming: list[IncomingDocument], chunker: Chunker) -> StagedPart:
     """Write the rows of a batch's extracted documents into the staging folder, in the batch's
     order (chunks by document, then ordinal). Documents not extracted are listed but have no rows."""
-    # Rows are gathered as dicts a batch of documents at a time and then kept as columns: a dict
+    # Rows are gathered as dicts a part of the documents at a time and then kept as columns: a dict
     # per chunk costs several times its text.
     document_frames, chunk_frames = [DOCUMENTS.empty()], [CHUNKS.empty()]
     extracted = [document for document in incoming if document.extracted is not None]

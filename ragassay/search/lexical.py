@@ -52,7 +52,7 @@ TOKENIZE_BATCH = 16384
 
 def tokenize_to_ids(batches: Iterable[Sequence[str]]) -> tuple[list[array], dict[str, int]]:
     """Each text's tokens (as `tokenize`) as an int32 array of ids into one vocabulary (token: id),
-    tokenized a batch of texts at a time (batches are taken as they come, so they may be read from
+    tokenized a part of the texts at a time (parts are taken as they come, so they may be read from
     disk as they are tokenized): bm25s indexes these as it indexes token lists, and a list of Python
     token lists for a large corpus costs several times its texts. The arrays are the standard
     library's (4 bytes a token): bm25s counts tokens in Python loops, which iterate them as fast as

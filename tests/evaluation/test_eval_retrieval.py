@@ -127,7 +127,7 @@ def test_a_failed_gate_exits_1_and_names_the_bound(sample_home, monkeypatch):
         ],
     )
     assert result.exit_code == 1
-    assert "quality gate failed: fulltext:recall@1>=1.01" in result.stderr
+    assert "assertion failed: fulltext:recall@1>=1.01" in result.stderr
     assert "fulltext:mrr>=0" not in result.stderr
     assert "batch" in result.stdout
 
