@@ -64,7 +64,7 @@ def eval_retrieval(
         [], "--mode", help=f"Add a configuration of this search type ({', '.join(SEARCH_TYPES)}); repeatable."
     ),
     ks: str | None = typer.Option(None, "--ks", help="Cut-offs, comma-separated (default 1,3,5,10)."),
-    max_questions: int | None = typer.Option(None, help="Evaluate a seeded sample of at most this many questions."),
+    max_questions: int | None = typer.Option(None, help=RetrievalSettings.model_fields["max_questions"].description),
     seed: int | None = typer.Option(None, help="Seed of the question sample and the significance tests (default 0)."),
     assertion: list[str] = typer.Option(
         [], "--assert", help="Assertion on a configuration's mean, such as 'hybrid:recall@5>=0.8'; repeatable."
@@ -159,9 +159,7 @@ def eval_answers(
     unanswerable: Path | None = typer.Option(
         None, help="JSONL/CSV of questions the corpus cannot answer (id, question)."
     ),
-    max_questions: int | None = typer.Option(
-        None, help="Answer a seeded sample of at most this many golden questions."
-    ),
+    max_questions: int | None = typer.Option(None, help=AnswerEvalSettings.model_fields["max_questions"].description),
     seed: int | None = typer.Option(None, help="Seed of the question sample (default 0)."),
     no_pairwise: bool = typer.Option(False, "--no-pairwise", help="Skip the pairwise comparison of configurations."),
     no_traces: bool = typer.Option(

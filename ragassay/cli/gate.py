@@ -7,6 +7,7 @@ from rich.table import Table
 
 from ragassay.cli.common import EXIT_OK, EXIT_PARTIAL, JSON_OPTION, emit, err, fail, out
 from ragassay.errors import ConfigError, RagassayError
+from ragassay.metrics.significance import ALPHA
 
 
 def gate(
@@ -22,7 +23,7 @@ def gate(
         help="[LABEL:]METRIC=NUMBER, e.g. recall@5=0.02, hybrid:faithfulness=0.05, or faithfulness.corrected=0.05 "
         "(the judge-corrected drop), prod:coverage=0.02 (the share of questions a system answered); repeatable.",
     ),
-    alpha: float = typer.Option(0.05, help="A drop counts only when its randomization p-value is below this."),
+    alpha: float = typer.Option(ALPHA, help="A drop counts only when its randomization p-value is below this."),
     seed: int = typer.Option(0, help="Seed of the paired tests."),
     as_json: bool = JSON_OPTION,
 ) -> None:

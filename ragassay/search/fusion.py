@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 
+# The constant of reciprocal-rank fusion (Cormack et al. found 60 good across collections).
+RRF_K = 60
 
-def reciprocal_rank_fusion(rankings: Sequence[Sequence[Hashable]], k: int = 60) -> list[tuple[Hashable, float]]:
+
+def reciprocal_rank_fusion(rankings: Sequence[Sequence[Hashable]], k: int = RRF_K) -> list[tuple[Hashable, float]]:
     """Fuse ranked lists with reciprocal-rank fusion (Cormack et al., 2009).
 
     score(d) = sum over lists L containing d of 1 / (k + rank_L(d)), rank starting at 1.

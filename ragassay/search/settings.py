@@ -15,6 +15,7 @@ from pydantic import Field, field_validator
 
 from ragassay.config_model import ConfigModel
 from ragassay.llm.settings import ChatModelConfig
+from ragassay.search.fusion import RRF_K
 
 SearchType = Literal["fulltext", "semantic", "hybrid"]
 SEARCH_TYPES: tuple[str, ...] = ("fulltext", "semantic", "hybrid")
@@ -26,7 +27,7 @@ class FusionSettings(ConfigModel):
     """How hybrid search fuses the lexical and dense lists: reciprocal-rank fusion and its k."""
 
     method: Literal["rrf"] = "rrf"
-    k: int = Field(60, ge=1, description="Reciprocal-rank fusion constant.")
+    k: int = Field(RRF_K, ge=1, description="Reciprocal-rank fusion constant.")
 
 
 class SearchSettings(ConfigModel):
