@@ -8,6 +8,7 @@ import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import TypedDict
 
 import numpy as np
 from pydantic import BaseModel
@@ -321,6 +322,59 @@ class JudgedAnswer:
     reused: int
 
 
+class VerdictRow(TypedDict):
+    """One verdict of an answer's judgement, as the judgments table, the traces and the labelling
+    sample read it (store/schemas JUDGMENTS holds the same columns)."""
+
+    metric: str
+    statement_index: int  # -1: the whole answer (answer correctness, a citation of the prose)
+    statement: str
+    source_number: int | None
+    verdict: str  # supported, unsupported, correct, incorrect or unreadable
+    p_supported: float | None  # P(correct) for answer correctness
+    error: str | None
+    context: str
+    cited_sources: list[int]
+
+
+class _Verdicts:
+    """The verdicts of one answer's judgement and the judge calls they cost, recorded as they are
+    read (an aligned judge, when given, reads each support verdict's P with its statement and
+    context)."""
+
+    def __init__(self, judge: Judge, question: str, aligned: AlignedJudge | None) -> None:
+        self.judge, self.question, self.aligned = judge, question, aligned
+        self.rows: list[VerdictRow] = []
+        self.asked: list[Structured] = []
+
+    def support(
+        self, metric: str, index: int, statement: str, source: int | None, context: str, cited: list[int], result=None
+    ) -> Verdict:
+        """Record one support verdict: `result` when it was asked already (over several
+        passages), else asked here against `context` alone."""
+        result = result if result is not None else self.judge.support(context, statement, self.question)
+        self.asked.append(result)
+        verdict = verdict_of(result)
+        if self.aligned is not None and verdict is not None:
+            verdict = self.aligned.supported(statement, context, result.value.p_supported)
+        word = "unreadable" if verdict is None else ("supported" if verdict else "unsupported")
+        p = result.value.p_supported if result.value else None
+        self.rows.append(
+            VerdictRow(
+                metric=metric,
+                statement_index=index,
+                statement=statement,
+                source_number=source,
+                verdict=word,
+                p_supported=p,
+                error=result.error,
+                context=context,
+                cited_sources=cited,
+            )
+        )
+        return verdict
+
+
 def judge_answer(
     judge: Judge,
     answer: GroundedAnswer,
@@ -329,7 +383,7 @@ def judge_answer(
     aligned: AlignedJudge | None = None,
 ) -> JudgedAnswer:
     """Faithfulness, context recall, answer relevancy, citation precision and answer correctness
-    of one answer.
+    of one answer, each from its own function below.
 
     embed: the question collection's embedding model (normalized vectors), for answer relevancy.
     Answer correctness asks the grading pairwise comparison asks (judge.correctness of the
@@ -338,116 +392,119 @@ def judge_answer(
     it reads each support verdict's P(supported) with its statement and context into the
     verdict; P(supported) is recorded as the judge gave it.
     """
-    verdicts: list[dict] = []
-    asked: list[Structured] = []
-
-    def judged(
-        metric: str, index: int, statement: str, source: int | None, context: str, cited: list[int], result=None
-    ) -> Verdict:
-        """Record one verdict (asked here against one passage unless given)."""
-        result = result if result is not None else judge.support(context, statement, answer.question)
-        asked.append(result)
-        verdict = verdict_of(result)
-        if aligned is not None and verdict is not None:
-            verdict = aligned.supported(statement, context, result.value.p_supported)
-        verdicts.append(
-            {
-                "metric": metric,
-                "statement_index": index,
-                "statement": statement,
-                "source_number": source,
-                "verdict": "unreadable" if verdict is None else ("supported" if verdict else "unsupported"),
-                "p_supported": result.value.p_supported if result.value else None,
-                "error": result.error,
-                "context": context,
-                "cited_sources": cited,
-            }
-        )
-        return verdict
-
+    verdicts = _Verdicts(judge, answer.question, aligned)
     context = context_text(answer.sources)
-    passages = context.splitlines()
     reference_statements = split_statements(reference_answer)
     answer_statements = [] if answer.outcome == "refused" or not answer.contexts_returned else answer.statements
-    # Every statement judged against the sources passage by passage, in one pass (shared prefixes).
-    by_passage = iter(
+    # Every statement judged against the sources passage by passage, in one pass (prompts that
+    # share a passage share their prefix): the reference's statements, then the answer's.
+    asked_references = reference_statements if answer.sources else []
+    over_passages = (
         judge.support_by_passage(
-            passages,
-            ([] if not answer.sources else reference_statements) + [s.text for s in answer_statements],
-            answer.question,
+            context.splitlines(), asked_references + [s.text for s in answer_statements], answer.question
         )
         if answer.contexts_returned
         else []
     )
-    if not answer.contexts_returned:
-        # A system under test that returns no context text: nothing to hold its answer or the
-        # reference against, so those metrics are not applicable (never 0); relevancy still is.
-        without = Scored(None, NO_CONTEXTS)
-        recall = without
-    elif reference_statements and not answer.sources:
-        # Nothing was retrieved, so no reference statement can be in the context: 0, no judge call.
-        recall = context_recall([False] * len(reference_statements))
-    else:
-        recall = context_recall(
-            [
-                judged("context_recall", i, s, None, context, [], next(by_passage))
-                for i, s in enumerate(reference_statements)
-            ]
-        )
+    reference_results, answer_results = over_passages[: len(asked_references)], over_passages[len(asked_references) :]
+    recall = _context_recall(verdicts, answer, context, reference_statements, reference_results)
     if answer.outcome == "refused":
         not_scored = Scored(None, REFUSED)
-        return JudgedAnswer(
-            AnswerJudgement(not_scored, recall, not_scored, not_scored, not_scored, None, verdicts),
-            *judging_cost(asked),
-        )
+        judgement = AnswerJudgement(not_scored, recall, not_scored, not_scored, not_scored, None, verdicts.rows)
+        return JudgedAnswer(judgement, *judging_cost(verdicts.asked))
+    faithful = _faithfulness(verdicts, answer, context, answer_results)
+    cited = _citation_precision(verdicts, answer)
+    relevancy, implied_question = _answer_relevancy(verdicts, answer, embed)
+    correct = _answer_correctness(verdicts, answer, reference_answer)
+    judgement = AnswerJudgement(faithful, recall, relevancy, cited, correct, implied_question, verdicts.rows)
+    return JudgedAnswer(judgement, *judging_cost(verdicts.asked))
+
+
+def _context_recall(
+    verdicts: _Verdicts, answer: GroundedAnswer, context: str, statements: list[str], results: list[Structured]
+) -> Scored:
+    """Context recall: each reference statement's verdict over the retrieved passages (`results`,
+    asked with the answer's statements)."""
     if not answer.contexts_returned:
-        faithful = cited = without
-    else:
-        faithful = faithfulness(
-            [
-                judged("faithfulness", i, s.text, None, context, [c.number for c in s.citations], next(by_passage))
-                for i, s in enumerate(answer.statements)
-            ]
-        )
-        cited = citation_precision(
-            [
-                judged("citation_precision", i, statement.text, citation.number, citation.quote, [citation.number])
-                for i, statement in enumerate(answer.statements)
-                for citation in statement.citations
-            ]
-            + [
-                judged("citation_precision", -1, answer.prose, citation.number, citation.quote, [citation.number])
-                for citation in answer.answer_citations
-            ]
-        )
-    implied = judge.implied_question(" ".join(s.text for s in answer.statements))
-    asked.append(implied)
-    if implied.value is None:
-        relevancy = answer_relevancy(None, None)
-    else:
-        similarity = float(embed(answer.question) @ embed(implied.value.question))
-        relevancy = answer_relevancy(similarity, implied.value.noncommittal)
-    if reference_answer and reference_answer.strip():
-        grade = judge.correctness(answer.question, reference_answer, answer.prose)
-        asked.append(grade)
-        p_correct = grade.value.p_correct if grade.value else None
-        correct = answer_correctness(p_correct, CORRECT_THRESHOLD)
-        verdicts.append(
-            {
-                "metric": "answer_correctness",
-                "statement_index": -1,
-                "statement": answer.prose,
-                "source_number": None,
-                "verdict": "unreadable" if correct.value is None else ("correct" if correct.value else "incorrect"),
-                "p_supported": p_correct,
-                "error": grade.error,
-                "context": reference_answer,
-                "cited_sources": [],
-            }
-        )
-    else:
-        correct = Scored(None, "no reference answer")
-    judgement = AnswerJudgement(
-        faithful, recall, relevancy, cited, correct, implied.value.question if implied.value else None, verdicts
+        # A system under test that returns no context text: nothing to hold the reference
+        # against, so the metric is not applicable (never 0).
+        return Scored(None, NO_CONTEXTS)
+    if statements and not answer.sources:
+        # Nothing was retrieved, so no reference statement can be in the context: 0, no judge call.
+        return context_recall([False] * len(statements))
+    return context_recall(
+        [
+            verdicts.support("context_recall", i, statement, None, context, [], result)
+            for i, (statement, result) in enumerate(zip(statements, results, strict=True))
+        ]
     )
-    return JudgedAnswer(judgement, *judging_cost(asked))
+
+
+def _faithfulness(verdicts: _Verdicts, answer: GroundedAnswer, context: str, results: list[Structured]) -> Scored:
+    """Faithfulness: each answer statement's verdict over the retrieved passages (`results`)."""
+    if not answer.contexts_returned:
+        return Scored(None, NO_CONTEXTS)
+    return faithfulness(
+        [
+            verdicts.support("faithfulness", i, s.text, None, context, [c.number for c in s.citations], result)
+            for i, (s, result) in enumerate(zip(answer.statements, results, strict=True))
+        ]
+    )
+
+
+def _citation_precision(verdicts: _Verdicts, answer: GroundedAnswer) -> Scored:
+    """Citation precision: each citation's verdict against the passage it cites alone (a
+    statement's citations, then the prose's own)."""
+    if not answer.contexts_returned:
+        return Scored(None, NO_CONTEXTS)
+    return citation_precision(
+        [
+            verdicts.support(
+                "citation_precision", i, statement.text, citation.number, citation.quote, [citation.number]
+            )
+            for i, statement in enumerate(answer.statements)
+            for citation in statement.citations
+        ]
+        + [
+            verdicts.support("citation_precision", -1, answer.prose, citation.number, citation.quote, [citation.number])
+            for citation in answer.answer_citations
+        ]
+    )
+
+
+def _answer_relevancy(
+    verdicts: _Verdicts, answer: GroundedAnswer, embed: Callable[[str], np.ndarray]
+) -> tuple[Scored, str | None]:
+    """Answer relevancy from the question the judge reads the answer as answering, and that
+    question (None when its output was unreadable)."""
+    implied = verdicts.judge.implied_question(" ".join(s.text for s in answer.statements))
+    verdicts.asked.append(implied)
+    if implied.value is None:
+        return answer_relevancy(None, None), None
+    similarity = float(embed(answer.question) @ embed(implied.value.question))
+    return answer_relevancy(similarity, implied.value.noncommittal), implied.value.question
+
+
+def _answer_correctness(verdicts: _Verdicts, answer: GroundedAnswer, reference_answer: str | None) -> Scored:
+    """Answer correctness: the judge's P(correct) of the answer's prose against the reference."""
+    if not reference_answer or not reference_answer.strip():
+        return Scored(None, "no reference answer")
+    grade = verdicts.judge.correctness(answer.question, reference_answer, answer.prose)
+    verdicts.asked.append(grade)
+    p_correct = grade.value.p_correct if grade.value else None
+    correct = answer_correctness(p_correct, CORRECT_THRESHOLD)
+    word = "unreadable" if correct.value is None else ("correct" if correct.value else "incorrect")
+    verdicts.rows.append(
+        VerdictRow(
+            metric="answer_correctness",
+            statement_index=-1,
+            statement=answer.prose,
+            source_number=None,
+            verdict=word,
+            p_supported=p_correct,
+            error=grade.error,
+            context=reference_answer,
+            cited_sources=[],
+        )
+    )
+    return correct
