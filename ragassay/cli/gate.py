@@ -6,7 +6,7 @@ import typer
 from rich.table import Table
 
 from ragassay.cli.common import EXIT_OK, EXIT_PARTIAL, JSON_OPTION, emit, err, fail, out
-from ragassay.errors import ConfigError, RagassayError
+from ragassay.errors import RagassayError
 from ragassay.metrics.significance import ALPHA
 
 
@@ -30,59 +30,14 @@ def gate(
     """Compare a candidate batch with a baseline batch question by question (paired bootstrap and
     randomization tests). Exit 1 naming each metric that dropped by more than its bound with
     p < alpha; exit 2 when the batches cannot be compared (unknown batch, metric or configuration)."""
-    from ragassay import tracking
     from ragassay.config import workspace_home
-    from ragassay.gates.regression import (
-        CORRECTED,
-        COVERAGE,
-        bounds_of_kind,
-        calibration_strata,
-        compare_batches,
-        coverage_drops,
-        parse_drop_bound,
-        per_question_scores,
-    )
+    from ragassay.gates.batch_gate import gate_batches
 
-    home = workspace_home()
     try:
-        bounds = [parse_drop_bound(text) for text in max_drop]
-        collections = tracking.batch_collections(home, baseline)
-        if collections is None:
-            raise ConfigError(f"no batch {baseline!r}; `ragassay runs list` shows the batches")
-        candidate = candidate or tracking.latest_batch(home, collections, excluding=baseline)
-        if candidate is None or tracking.batch_collections(home, candidate) is None:
-            raise ConfigError(
-                f"no candidate batch {candidate!r}"
-                if candidate
-                else f"no other batch over {collections} to compare with {baseline}"
-            )
-        before, after = tracking.batch_tables(home, baseline), tracking.batch_tables(home, candidate)
-        results, warnings = [], []
-        for kind in ("retrieval", "answers"):
-            kind_bounds = bounds_of_kind(bounds, kind)
-            both = kind in before and kind in after
-            if both:
-                scores = [
-                    {label: per_question_scores(kind, table) for label, table in tables[kind].items()}
-                    for tables in (before, after)
-                ]
-                warnings += [f"{kind}: {line}" for line in coverage_drops(*scores)]
-            if not kind_bounds or (not both and all(b.metric == COVERAGE for b in kind_bounds)):
-                continue
-            if not both:
-                raise ConfigError(
-                    f"--max-drop {next(b for b in kind_bounds if b.metric != COVERAGE).metric}: both batches need {kind} results "
-                    f"(baseline has {', '.join(before) or 'none'}, candidate {', '.join(after) or 'none'})"
-                )
-            calibration = None
-            if any(b.metric.endswith(CORRECTED) for b in kind_bounds):
-                table = tracking.batch_parent_table(home, candidate, "judge_calibration")
-                calibration = calibration_strata(table) if table is not None else None
-            results += compare_batches(*scores, kind_bounds, alpha, seed, calibration).to_dicts()
-        if bounds and not results:
-            raise ConfigError("no bound could be compared: neither batch kind holds what --max-drop names")
+        outcome = gate_batches(workspace_home(), baseline, candidate, max_drop, alpha, seed)
     except RagassayError as error:
         fail(error)
+    candidate, results, warnings = outcome.candidate, outcome.results, outcome.warnings
 
     def render() -> None:
         table = Table(
@@ -124,7 +79,7 @@ def gate(
         {"baseline": baseline, "candidate": candidate, "alpha": alpha, "results": results, "warnings": warnings},
         render,
     )
-    failed = [r for r in results if r["failed"]]
+    failed = outcome.failed
     if failed:
         err.print(
             "regression gate failed: "
