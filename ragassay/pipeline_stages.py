@@ -17,6 +17,7 @@ from ragassay.evaluation.reports import (
     subsections,
     unfaithful_lines,
 )
+from ragassay.gates.assertions import AssertionResult
 from ragassay.golden.generation import GENERATION_PROMPT_VERSION, GenerationReport
 from ragassay.golden.quality_gate import DISCARD_REASONS
 from ragassay.golden.store import GoldenChange, load_golden
@@ -146,7 +147,7 @@ class PipelineReport(StageReports):
     stage_seconds: dict[str, float]
     cache: dict[str, str]
     warnings: list[RunWarning]
-    assertions: list[dict]
+    assertions: list[AssertionResult]
     seconds: float
     mlflow_url: str | None
     mlflow_ui_command: str
@@ -212,7 +213,7 @@ def pipeline_metrics(report: PipelineReport) -> dict[str, float]:
     if report.golden:
         metrics["golden/size"] = report.golden.totals.golden_size
         metrics["golden/accepted_total"] = report.golden.totals.accepted
-    metrics["gates/failed"] = sum(1 for a in report.assertions if not a["passed"])
+    metrics["gates/failed"] = sum(1 for a in report.assertions if not a.passed)
     return metrics
 
 
@@ -302,7 +303,7 @@ def pipeline_markdown(report: PipelineReport) -> str:
         ]
     if report.assertions:
         lines += ["", "## Gates", ""] + [
-            f"- `{a['assertion']}`: {'passed' if a['passed'] else '**FAILED**'}" for a in report.assertions
+            f"- `{a.assertion}`: {'passed' if a.passed else '**FAILED**'}" for a in report.assertions
         ]
     lines += ["", f"## Warnings ({len(report.warnings)})", ""] + (
         [f"- {w.text()}" for w in report.warnings] or ["none"]

@@ -69,7 +69,7 @@ def test_pipeline_runs_every_stage_then_reruns_from_cache(home, tmp_path):
         documents == len([p for p in corpus.rglob("*") if p.is_file()]) and first.index.embedded == first.index.chunks
     )
     assert first.golden.file.added == 30 and first.golden.totals.candidates >= 1
-    assert first.retrieval.means["hybrid"]["recall@5"] >= 0.8 and all(a["passed"] for a in first.assertions)
+    assert first.retrieval.means["hybrid"]["recall@5"] >= 0.8 and all(a.passed for a in first.assertions)
     asked = first.answers.metrics["hybrid"]
     assert asked["answer_model_calls"] >= 1 and asked["answer_model_cached_calls"] == 0
 

@@ -129,15 +129,13 @@ def emit(as_json: bool, payload: Any, render) -> None:
         render()
 
 
-def exit_on_failed_assertions(assertions: list[dict]) -> NoReturn:
+def exit_on_failed_assertions(assertions: list) -> NoReturn:
     """Exit 1 naming each failed --assert bound, else 0."""
     from ragassay.gates.assertions import measured
 
-    failed = [r for r in assertions if not r["passed"]]
+    failed = [r for r in assertions if not r.passed]
     if failed:
-        err.print(
-            "assertion failed: " + "; ".join(f"{r['assertion']} ({measured(r)})" for r in failed), highlight=False
-        )
+        err.print("assertion failed: " + "; ".join(f"{r.assertion} ({measured(r)})" for r in failed), highlight=False)
         raise typer.Exit(EXIT_PARTIAL)
     raise typer.Exit(EXIT_OK)
 

@@ -7,7 +7,7 @@ from rich.table import Table
 
 from ragassay.cli.common import out
 from ragassay.evaluation.reports import FEWER_QUESTIONS_NOTE, means_rows
-from ragassay.gates.assertions import measured
+from ragassay.gates.assertions import AssertionResult, measured
 from ragassay.metrics.names import (
     JUDGED_METRICS,
     REPORTED_ANSWER_METRICS,  # noqa: F401 (commands import it from here)
@@ -278,7 +278,7 @@ COST_ROWS = {
 }
 
 
-def render_assertions(assertions: list[dict]) -> None:
+def render_assertions(assertions: list[AssertionResult]) -> None:
     for result in assertions:
-        status = "[green]passed[/green]" if result["passed"] else "[red]FAILED[/red]"
-        out.print(f"assert {result['assertion']}: {status} ({measured(result)})", highlight=False)
+        status = "[green]passed[/green]" if result.passed else "[red]FAILED[/red]"
+        out.print(f"assert {result.assertion}: {status} ({measured(result)})", highlight=False)

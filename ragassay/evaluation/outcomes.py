@@ -34,7 +34,7 @@ from ragassay.evaluation.interval_text import configuration_markdown, judge_erro
 from ragassay.evaluation.questions import EvalQuestion, GoldenContext
 from ragassay.evaluation.retrieval_scoring import SearchedConfiguration
 from ragassay.evaluation.system_runs import records_table
-from ragassay.gates.assertions import check_assertions, parse_answer_assertion, parse_assertion
+from ragassay.gates.assertions import AssertionResult, check_assertions, parse_answer_assertion, parse_assertion
 from ragassay.judge.judge import support_threshold_for
 from ragassay.judge.prompts import PROMPT_VERSIONS
 from ragassay.llm.registry import model_verification
@@ -64,7 +64,7 @@ class RetrievalEvalReport(LoggedBatch):
     metrics: list[str]
     means: dict[str, dict[str, float | None]]
     comparisons: list[dict]
-    assertions: list[dict]
+    assertions: list[AssertionResult]
     warnings: list[RunWarning]
     intervals: list[dict]
     seconds_searching: dict[str, float]
@@ -81,7 +81,7 @@ class AnswerEvalReport(LoggedBatch):
     comparisons: list[dict]
     pairwise: list[dict]
     warnings: list[RunWarning]
-    assertions: list[dict]
+    assertions: list[AssertionResult]
     judge_model: str
     prompt_versions: dict[str, str]
     intervals: list[dict]
@@ -114,7 +114,7 @@ class RetrievalSummary:
     means: dict[str, dict[str, float | None]]
     intervals: pl.DataFrame
     comparisons: pl.DataFrame
-    assertions: list[dict]
+    assertions: list[AssertionResult]
 
 
 def summarize_retrieval(
@@ -136,16 +136,16 @@ def summarize_retrieval(
     return RetrievalSummary(means, intervals, comparisons, assertions + answered_nothing(coverage or {}))
 
 
-def answered_nothing(coverage: dict[str, float]) -> list[dict]:
+def answered_nothing(coverage: dict[str, float]) -> list[AssertionResult]:
     """A failed check for each system under test that answered no question: a configuration with
     nothing measured fails its evaluation (exit 1), as a failed assertion does."""
     return [
-        {
-            "assertion": f"{label}:coverage>0",
-            "value": share,
-            "passed": False,
-            "reason": f"{label} answered none of the questions, so nothing of it was measured",
-        }
+        AssertionResult(
+            assertion=f"{label}:coverage>0",
+            value=share,
+            passed=False,
+            reason=f"{label} answered none of the questions, so nothing of it was measured",
+        )
         for label, share in coverage.items()
         if share == 0
     ]
@@ -314,7 +314,7 @@ class AnswerBatchSummary:
     pairwise: list[dict]
     intervals: pl.DataFrame
     warnings: list[RunWarning]
-    assertions: list[dict]
+    assertions: list[AssertionResult]
     calibration: JudgeCalibration | None = None
 
 

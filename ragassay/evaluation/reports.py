@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ragassay.evaluation.interval_text import corrected_text, interval_lines, judge_error_lines
-from ragassay.gates.assertions import measured
+from ragassay.gates.assertions import AssertionResult, measured
 from ragassay.metrics.names import LOWER_IS_BETTER, QUESTIONS_SCORED, REPORTED_ANSWER_METRICS
 from ragassay.metrics.significance import ALPHA, comparison_of, ranked_by_mean
 from ragassay.run_warnings import RunWarning
@@ -148,11 +148,11 @@ def _ahead_on_common_questions(metric: str, best: dict, second: dict, row: dict)
     )
 
 
-def _gate_lines(assertions: list[dict]) -> list[str]:
+def _gate_lines(assertions: list[AssertionResult]) -> list[str]:
     if not assertions:
         return []
     return ["", "## Gates", ""] + [
-        f"- `{a['assertion']}`: {'passed' if a['passed'] else '**FAILED**'} ({measured(a)})" for a in assertions
+        f"- `{a.assertion}`: {'passed' if a.passed else '**FAILED**'} ({measured(a)})" for a in assertions
     ]
 
 

@@ -15,6 +15,8 @@ import operator
 import re
 from dataclasses import dataclass
 
+from pydantic import BaseModel, ConfigDict
+
 from ragassay.metrics.names import CORRECTED_METRICS, REPORTED_ANSWER_METRICS, MetricName, metric_key, parse_metric
 
 # What either evaluation can bound besides its own metrics: the share of questions a system under
@@ -74,19 +76,31 @@ def coverage_label(text: str) -> str | None:
     return match["label"] if match is not None and match["metric"] == COVERAGE else None
 
 
-def check_assertions(assertions: list[Assertion], means: dict[str, dict[str, float]]) -> list[dict]:
+class AssertionResult(BaseModel):
+    """An assertion checked: its text, the value measured (None when nothing was scored), whether
+    it holds, and why it failed where the check says (a system that answered nothing)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    assertion: str
+    value: float | None
+    passed: bool
+    reason: str | None = None
+
+
+def check_assertions(assertions: list[Assertion], means: dict[str, dict[str, float]]) -> list[AssertionResult]:
     """Each assertion with the measured value and whether it holds."""
     results = []
     for assertion in assertions:
         value = means[assertion.label].get(metric_key(str(assertion.metric)))
         # A metric nothing could score (no unanswerable questions, say) fails its gate: it is unknown.
         passed = value is not None and bool(_OPERATORS[assertion.op](value, assertion.bound))
-        results.append({"assertion": str(assertion), "value": value, "passed": passed})
+        results.append(AssertionResult(assertion=str(assertion), value=value, passed=passed))
     return results
 
 
-def measured(result: dict) -> str:
+def measured(result: AssertionResult) -> str:
     """An assertion result's measured value as text ('nothing scored' when unknown), with its
     reason where the check says one (a system that answered nothing)."""
-    value = "nothing scored" if result["value"] is None else f"measured {result['value']:.4f}"
-    return f"{value}: {result['reason']}" if result.get("reason") else value
+    value = "nothing scored" if result.value is None else f"measured {result.value:.4f}"
+    return f"{value}: {result.reason}" if result.reason else value

@@ -52,8 +52,13 @@ def test_report_has_means_for_every_configuration_and_metric(evaluated):
         assert set(means) == {str(m) for m in config.metrics()} | {"questions_scored"}
         assert means["questions_scored"] == 30
         assert all(0.0 <= value <= 1.0 for name, value in means.items() if name != "questions_scored")
-    assert report.assertions == [
-        {"assertion": "hybrid:recall@5>=0.8", "value": report.means["hybrid"]["recall@5"], "passed": True}
+    assert [a.model_dump() for a in report.assertions] == [
+        {
+            "assertion": "hybrid:recall@5>=0.8",
+            "value": report.means["hybrid"]["recall@5"],
+            "passed": True,
+            "reason": None,
+        }
     ]
     pairs = {(c["configuration_a"], c["configuration_b"]) for c in report.comparisons}
     assert pairs == {("fulltext", "semantic"), ("fulltext", "hybrid"), ("semantic", "hybrid")}

@@ -55,7 +55,7 @@ def test_the_summary_holds_hand_computed_means_and_checks_the_bounds():
     _, _, _, summary = _evaluated()
     assert summary.means["good"]["recall@1"] == 1.0 and summary.means["poor"]["recall@1"] == 0.0
     assert summary.means["poor"]["recall@3"] == 1 / 3 and summary.means["poor"]["mrr"] == 0.5 / 3
-    assert [a["passed"] for a in summary.assertions] == [True, False]
+    assert [a.passed for a in summary.assertions] == [True, False]
     assert set(summary.comparisons["metric"]) >= {"recall@1", "mrr"}
 
 

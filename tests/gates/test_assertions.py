@@ -65,7 +65,7 @@ def test_a_judged_metrics_corrected_estimate_can_be_bounded_and_goes_to_answers(
     )
     means = {"hybrid": {"faithfulness": 0.8, "faithfulness_corrected_low": 0.55}}
     results = check_assertions([parse_answer_assertion(text) for text in config.assertions], means)
-    assert [(r["assertion"], r["value"], r["passed"]) for r in results] == [
+    assert [(r.assertion, r.value, r.passed) for r in results] == [
         ("hybrid:faithfulness.corrected_low>=0.6", 0.55, False),
         ("hybrid:faithfulness>=0.7", 0.8, True),  # the plain name is the raw mean
     ]

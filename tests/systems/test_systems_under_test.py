@@ -143,8 +143,8 @@ def test_faults_of_a_real_server_are_counted_named_and_kept_as_rows(served):
     assert "response.documents $.sources[*].doc_id matched nothing" in warnings
     assert "kb://" in warnings and "no document of the collection" in warnings
     [assertion] = report.assertions
-    assert assertion["assertion"] == "prod:coverage>=0.98" and not assertion["passed"]
-    assert assertion["value"] == pytest.approx((asked - 3) / asked)
+    assert assertion.assertion == "prod:coverage>=0.98" and not assertion.passed
+    assert assertion.value == pytest.approx((asked - 3) / asked)
     records = tracking.download_table(home, report.run_ids["prod"], "records")
     assert records.height == asked and set(records.filter(~pl.col("answered"))["error_kind"]) == {
         "timeout",
@@ -393,7 +393,7 @@ def test_a_systems_own_answers_are_judged_and_what_it_cannot_have_is_not_applica
     assert (metrics["asked"], metrics["answered"], metrics["coverage"], metrics["errors/exception"]) == (4, 3, 0.75, 1)
     assert metrics["faithfulness_scored"] <= 1 and metrics["answer_relevancy_scored"] == 2
     assert metrics["refusal_recall"] == 1.0 and metrics["false_refusal_rate"] == 0.0
-    assert [(a["assertion"], a["value"], a["passed"]) for a in report.assertions] == [
+    assert [(a.assertion, a.value, a.passed) for a in report.assertions] == [
         ("team-rag:coverage>=0.98", 0.75, False),
         ("team-rag:coverage>=0.75", 0.75, True),
     ]
