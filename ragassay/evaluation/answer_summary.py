@@ -16,7 +16,7 @@ from ragassay.answer.grounding import GroundedAnswer
 from ragassay.evaluation.questions import EvalQuestion
 from ragassay.llm.structured import Usage
 from ragassay.metrics.answers import NO_CONTEXTS, UNREADABLE, AnswerJudgement, false_refusal_rate, refusal_recall
-from ragassay.metrics.averaging import INTERVAL_SCHEMA, answer_scores, interval_table, mean_scored
+from ragassay.metrics.averaging import INTERVAL_SCHEMA, interval_table, mean_scored
 from ragassay.metrics.judge_error import JudgeCalibration, corrected_difference, corrected_mean, separability_text
 from ragassay.metrics.names import ANSWER_METRICS, JUDGED_METRICS, REPORTED_ANSWER_METRICS
 from ragassay.metrics.significance import COMPARISON_SCHEMA, compare_all_pairs, paired_scores
@@ -230,26 +230,28 @@ def _first_keys(keys: list[str]) -> str:
     return ", ".join(keys[:5]) + (" …" if len(keys) > 5 else "")
 
 
-def answer_intervals(answers: dict[str, pl.DataFrame], seed: int = 0) -> pl.DataFrame:
+# The functions below take each configuration's answers as per-question scores (`per_question`:
+# metrics/averaging.answer_scores of its answers table, refusal both ways beside the judged
+# metrics), computed once per batch by evaluation/outcomes.summarize_answer_batch.
+
+
+def answer_intervals(per_question: dict[str, pl.DataFrame], seed: int = 0) -> pl.DataFrame:
     """Each answer metric's mean, scored count and 95% interval per configuration, refusal both
-    ways included (answer_scores)."""
-    per_question = {label: answer_scores(table) for label, table in answers.items()}
+    ways included."""
     return interval_table(per_question, list(REPORTED_ANSWER_METRICS), seed)
 
 
-def answer_differences(answers: dict[str, pl.DataFrame], seed: int = 0) -> pl.DataFrame:
+def answer_differences(per_question: dict[str, pl.DataFrame], seed: int = 0) -> pl.DataFrame:
     """Every pair of configurations, every answer metric: the paired difference over the questions
     both scored, its bootstrap 95% interval and randomization p (metrics/significance.py), as
     retrieval evaluation compares its metrics."""
-    per_question = {label: answer_scores(table) for label, table in answers.items()}
     return compare_all_pairs(per_question, REPORTED_ANSWER_METRICS, seed)
 
 
-def question_set_warnings(answers: dict[str, pl.DataFrame]) -> list[RunWarning]:
+def question_set_warnings(per_question: dict[str, pl.DataFrame]) -> list[RunWarning]:
     """A warning for each pair of configurations and metric scored on different questions: their
     means are not over the same questions, and only the questions both scored are compared."""
     key = pl.col("query_collection") + "/" + pl.col("query_id")
-    per_question = {label: answer_scores(table) for label, table in answers.items()}
     scored = {
         label: {
             name: set(table.filter(pl.col(name).is_not_null()).select(key).to_series())
@@ -286,12 +288,12 @@ ANSWER_COMPARISON_SCHEMA = pl.Schema({**COMPARISON_SCHEMA, **CORRECTED_COLUMNS})
 
 
 def corrected_intervals(
-    intervals: pl.DataFrame, answers: dict[str, pl.DataFrame], calibration: JudgeCalibration | None, seed: int = 0
+    intervals: pl.DataFrame, per_question: dict[str, pl.DataFrame], calibration: JudgeCalibration | None, seed: int = 0
 ) -> pl.DataFrame:
     """The answer intervals with each judged metric's judge-corrected estimate and its 95%
     interval over questions and labels (metrics/judge_error.corrected_mean)."""
     rows = []
-    for label, table in answers.items():
+    for label, table in per_question.items():
         for metric in JUDGED_METRICS if calibration is not None else ():
             corrected = corrected_mean(table[metric].to_list(), calibration.strata, seed)
             if corrected is not None:
@@ -310,13 +312,15 @@ def corrected_intervals(
 
 
 def corrected_comparisons(
-    comparisons: pl.DataFrame, answers: dict[str, pl.DataFrame], calibration: JudgeCalibration | None, seed: int = 0
+    comparisons: pl.DataFrame,
+    per_question: dict[str, pl.DataFrame],
+    calibration: JudgeCalibration | None,
+    seed: int = 0,
 ) -> pl.DataFrame:
     """The paired differences with each judged metric's judge-corrected difference and interval
     (metrics/judge_error.corrected_difference): the judge's offset cancels in a difference, its
     randomization p is the raw one, and only the scale changes."""
     rows = []
-    per_question = {label: answer_scores(table) for label, table in answers.items()}
     for label_a, label_b, metric, a, b in paired_scores(per_question, JUDGED_METRICS) if calibration else ():
         corrected = corrected_difference(a, b, calibration.strata, seed)
         if corrected is not None:

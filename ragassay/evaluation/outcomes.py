@@ -39,7 +39,7 @@ from ragassay.judge.judge import support_threshold_for
 from ragassay.judge.prompts import PROMPT_VERSIONS
 from ragassay.llm.registry import model_verification
 from ragassay.llm.settings import model_id_of
-from ragassay.metrics.averaging import interval_table, mean_scores, scored_questions
+from ragassay.metrics.averaging import answer_scores, interval_table, mean_scores, scored_questions
 from ragassay.metrics.judge_error import JudgeCalibration
 from ragassay.metrics.names import (
     CORRECTED_METRICS,
@@ -328,19 +328,21 @@ def summarize_answer_batch(
     """Intervals and paired differences of every answer metric, with the judged metrics'
     judge-corrected estimates beside them (added to each configuration's run metrics as
     METRIC_corrected, _low, _high), warnings, and the bounds checked."""
-    answers = {label: s.answers for label, s in summaries.items()}
-    intervals = corrected_intervals(answer_intervals(answers, config.seed), answers, calibration, config.seed)
+    per_question = {label: answer_scores(s.answers) for label, s in summaries.items()}
+    intervals = corrected_intervals(answer_intervals(per_question, config.seed), per_question, calibration, config.seed)
     for label, values in corrected_metrics(intervals).items():
         summaries[label].metrics.update(values)
     metrics = {label: s.metrics for label, s in summaries.items()}
     return AnswerBatchSummary(
         summaries=summaries,
-        comparisons=corrected_comparisons(answer_differences(answers, config.seed), answers, calibration, config.seed),
+        comparisons=corrected_comparisons(
+            answer_differences(per_question, config.seed), per_question, calibration, config.seed
+        ),
         preferences=preferences,
         pairwise=[preference.tally() for preference in preferences],
         intervals=intervals,
         warnings=batch_warnings([s.warnings for s in summaries.values()], questions.context)
-        + question_set_warnings(answers)
+        + question_set_warnings(per_question)
         + calibration_warnings(calibration, model_id_of(config.judge))
         + correction_fit_warnings(intervals, calibration),
         assertions=check_assertions([parse_answer_assertion(a) for a in config.assertions], metrics)

@@ -10,6 +10,7 @@ from ragassay.config import RetrievalEvalConfig
 from ragassay.evaluation import outcomes
 from ragassay.evaluation.questions import EvalQuestion, GoldenContext
 from ragassay.evaluation.retrieval_scoring import SearchedConfiguration, per_question_frame, score_rankings
+from ragassay.metrics.averaging import answer_scores
 from ragassay.run_warnings import RunWarning
 from ragassay.tracking import LoggedBatch
 
@@ -126,6 +127,7 @@ def test_answer_metrics_are_compared_pairwise_over_the_questions_both_scored_and
             "b", [("q1", True, "answered", 1.0), ("q2", True, "answered", 1.0), ("q3", True, "answered", 0.0)]
         ),
     }
+    answers = {label: answer_scores(table) for label, table in answers.items()}  # per question, refusal beside
     differences = answer_differences(answers, seed=3)
     faithful = differences.filter(pl.col("metric") == "faithfulness").row(0, named=True)
     expected = compare_paired([0.5, 1.0], [1.0, 1.0], seed=3)
@@ -251,6 +253,7 @@ def test_judged_metrics_carry_their_corrected_estimate_in_intervals_differences_
     }
     strata = simple_strata([True] * 40 + [False] * 30, [True] * 36 + [False] * 4 + [True] * 6 + [False] * 24)
     calibration = JudgeCalibration("labels", "70 statements people labelled", tuple(strata), "judge", "p/4", 0.85)
+    answers = {label: answer_scores(table) for label, table in answers.items()}  # per question, refusal beside
     intervals = corrected_intervals(answer_intervals(answers), answers, calibration)
     row = intervals.filter((pl.col("configuration") == "a") & (pl.col("metric") == "faithfulness")).row(0, named=True)
     expected = corrected_mean([0.5, 1.0, 0.0], strata)
