@@ -77,6 +77,7 @@ def judge_calibrate(
     from ragassay import tracking
     from ragassay.config import parse_config, workspace_home
     from ragassay.judge.calibration import calibrate_collection, calibrate_judge, calibrate_pairwise
+    from ragassay.judge.calibration_log import log_calibration_report
     from ragassay.judge.judge import Judge
     from ragassay.llm.cache import CompletionCache
     from ragassay.llm.registry import ChatModels
@@ -116,7 +117,9 @@ def judge_calibrate(
         else:
             report = calibrate_pairwise(models, config, pairwise, max_items, seed)
         models.close()
-        report["mlflow_run_id"] = _log(tracking, home, report, "pairwise" if pairwise is not None else "support")
+        report["mlflow_run_id"] = log_calibration_report(
+            home, report, "pairwise" if pairwise is not None else "support"
+        )
         report["experiment"] = (
             tracking.experiment_name([collection]) if "collection" in report else tracking.CALIBRATION_EXPERIMENT
         )
@@ -174,6 +177,7 @@ def judge_label(
 
     from ragassay.config import workspace_home
     from ragassay.judge import labels as labelling
+    from ragassay.judge.labelled_batches import import_labels, import_outside_labels, judged_runs
 
     try:
         home = workspace_home()
@@ -185,9 +189,9 @@ def judge_label(
                     "--target-width"
                 )
             summary = (
-                _import_outside_labels(home, import_file, collection, person, replace)
+                import_outside_labels(home, import_file, collection, person, replace, _now())
                 if collection is not None
-                else _import_labels(home, import_file, person, replace)
+                else import_labels(home, import_file, person, replace, _now())
             )
             emit(as_json, summary, lambda: _render_import(summary))
             raise typer.Exit(EXIT_OK)
@@ -195,7 +199,7 @@ def judge_label(
             raise ConfigError("--collection goes with --import FILE (labels in the calibration shape)")
         if batch is None:
             raise ConfigError("give --batch BATCH_ID (an answer evaluation's batch), or --import FILE")
-        runs = _judged_runs(home, batch)
+        runs = judged_runs(home, batch)
         items = labelling.draw_sample(batch, runs, count, seed)
         if review and export is not None:
             raise ConfigError("--review goes through your labels in the terminal; give it without --export")
@@ -250,73 +254,10 @@ def _now():
     return datetime.now(UTC)
 
 
-def _judged_runs(home: Path, batch: str) -> list:
-    """The batch's answer configuration runs as judge/labels.JudgedConfiguration."""
-    from ragassay import tracking
-    from ragassay.judge.labels import JudgedConfiguration
-
-    runs = tracking.answer_configuration_runs(home, batch)
-    if not runs:
-        raise ConfigError(f"no answer evaluation batch {batch!r} in {home} (`ragassay runs list` shows the batches)")
-    judged = []
-    for run in runs:
-        params = run["params"]
-        if run["answers"] is None or run["judgments"] is None:
-            raise ConfigError(f"batch {batch}, configuration {run['label']}: its answers or judgments table is missing")
-        judged.append(
-            JudgedConfiguration(
-                label=run["label"],
-                answers=run["answers"],
-                judgments=run["judgments"],
-                judge_model=params.get("judge_model_id", ""),
-                prompt_version=params.get("prompt_version.support", ""),
-                support_threshold=float(params.get("judge_support_threshold", "nan")),
-            )
-        )
-    return judged
-
-
 def _stored_labels(home: Path, collections: list[str]):
     from ragassay.judge.calibration import collection_labels
 
     return collection_labels(home, collections)
-
-
-def _import_labels(home: Path, path: Path, who: str, replace: bool) -> dict:
-    """Each filled-in row matched to its item (the samples drawn again from their batches), then
-    stored per collection; nothing is stored when any row is bad."""
-    from ragassay.judge import labels as labelling
-
-    imported = labelling.read_label_file(path)
-    samples = {}
-    for sample_id in sorted({entry.sample_id for entry in imported}):
-        batch, seed, count = labelling.parse_sample_id(sample_id)
-        samples[sample_id] = labelling.draw_sample(batch, _judged_runs(home, batch), count, seed)
-    rows = labelling.matched_labels(imported, samples, who, _now())
-    by_collection: dict[str, list[dict]] = {}
-    for row in rows:
-        by_collection.setdefault(row["query_collection"], []).append(row)
-    # Every collection's conflicts are checked before any is written: a refused file stores nothing.
-    for collection, collection_rows in by_collection.items():
-        labelling.check_labels(home, collection, collection_rows, replace)
-    counts = {"added": 0, "replaced": 0, "unchanged": 0}
-    for collection, collection_rows in by_collection.items():
-        for key, value in labelling.store_labels(home, collection, collection_rows, replace).items():
-            counts[key] += value
-    return {"path": str(path), "collections": sorted(by_collection), **counts}
-
-
-def _import_outside_labels(home: Path, path: Path, collection: str, who: str, replace: bool) -> dict:
-    """Labelled statements in the calibration shape stored as the collection's labels (judge/
-    calibration.outside_label_rows); nothing stored when any row is bad or contradicts another."""
-    from ragassay.judge import labels as labelling
-    from ragassay.judge.calibration import outside_label_rows, read_labelled_statements
-    from ragassay.store.workspace import collection_paths
-
-    collection_paths(home, collection)
-    rows = outside_label_rows(read_labelled_statements(path), collection, who, _now())
-    counts = labelling.store_labels(home, collection, rows, replace)
-    return {"path": str(path), "collections": [collection], **counts}
 
 
 def _render_import(summary: dict) -> None:
@@ -470,9 +411,10 @@ def _review_in_terminal(review) -> dict:
 def _budget_request(home: Path, collection: str, batch: str | None, target_width: float):
     """The batch's per-question faithfulness of each configuration, read before the judge loads."""
     from ragassay.judge.calibration import BudgetRequest, latest_labelled_batch
+    from ragassay.judge.labelled_batches import judged_runs
 
     batch = batch or latest_labelled_batch(home, collection)
-    faithfulness = {run.label: run.answers["faithfulness"].to_list() for run in _judged_runs(home, batch)}
+    faithfulness = {run.label: run.answers["faithfulness"].to_list() for run in judged_runs(home, batch)}
     return BudgetRequest(batch, faithfulness, target_width)
 
 
@@ -521,78 +463,6 @@ def _render_budget(budget: dict) -> None:
 
 def _figure(value, digits: int = 3) -> str:
     return "undefined" if value is None else f"{value:.{digits}f}"
-
-
-def _log(tracking, home: Path, report: dict, kind: str) -> str:
-    import polars as pl
-
-    scalar = {
-        key: value for key, value in report.items() if isinstance(value, (int, float)) and not isinstance(value, bool)
-    }
-    weighted = report.get("weighted", {})
-    scalar |= {
-        f"weighted_{key}": value
-        for key, value in weighted.items()
-        if isinstance(value, (int, float)) and not isinstance(value, bool)
-    }
-    params = {
-        key: str(report[key])
-        for key in (
-            "judge_model",
-            "prompt_version",
-            "labels_file",
-            "golden_file",
-            "support_threshold",
-            "max_items",
-            "seed",
-            "collection",
-        )
-        if key in report
-    }
-    metrics = {
-        **{key: value for key, value in scalar.items() if key not in ("max_items", "seed", "support_threshold")},
-        **report["usage"],
-    }
-    if "as_used" in report:
-        used = report["as_used"]
-        params |= {"as_used_collection": used["collection"], "as_used_aligned": str(used["aligned"])}
-        metrics |= {
-            f"as_used_{key}": value
-            for key, value in used.items()
-            if isinstance(value, (int, float)) and not isinstance(value, bool)
-        }
-    if "budget" in report:
-        budget = report["budget"]
-        params |= {"budget_batch": budget["batch_id"], "budget_target_width": str(budget["target_width"])}
-        if budget["more_labels"] is not None:
-            metrics["budget_more_labels"] = budget["more_labels"]
-    aligned = report.get("aligned_judge")
-    if aligned is not None:
-        # The fit is logged with the digest of the labels it was made from (a later fit on other
-        # labels is another run), its figures as metrics beside the plain judge's.
-        params |= {
-            "aligned_judge_used": str(aligned["used"]),
-            "aligned_judge_labels_digest": aligned["labels_digest"],
-            "aligned_judge_reason": aligned["reason"],
-            "aligned_judge_features": ",".join(aligned["features"]),
-        }
-        metrics |= {f"alignment_{key}": value for key, value in (aligned["comparison"] or {}).items()}
-        metrics |= {
-            f"aligned_weighted_{key}": value
-            for key, value in aligned.get("weighted", {}).items()
-            if isinstance(value, (int, float)) and not isinstance(value, bool)
-        }
-    rows = pl.DataFrame(report["rows"], infer_schema_length=None)
-    return tracking.log_calibration(
-        home,
-        f"judge-calibration-{kind}",
-        params,
-        metrics,
-        rows,
-        report.get("confusion"),
-        report.get("collection"),
-        report.get("batches", []),
-    )
 
 
 def _render_support(report: dict) -> None:

@@ -8,6 +8,9 @@
   the labels an evaluation's judged metrics are corrected with.
 - labels: people's labels of the judge's verdicts: seeded, stratified samples of a batch, the
   collection's label table, export and import.
+- labelled_batches: a batch's judged runs read back from MLflow, and label files matched to
+  their items and stored per collection (what `judge label` does).
+- calibration_log: what a calibration run logs to MLflow (params, metrics, rows).
 - alignment: the aligned judge: the judge's P(supported) and cheap signals beside it read into a
   collection's verdict by a model fitted on its labels, cross-fitted, used only when ahead (pure).
 - priors: the bundled calibration of the default judge on other documents (MEMERAG-EXT counts).

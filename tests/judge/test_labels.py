@@ -120,9 +120,9 @@ def labelled_batch(tmp_path_factory):
 
 
 def _runs(home: Path, batch_id: str) -> list[labelling.JudgedConfiguration]:
-    from ragassay.cli.judge import _judged_runs
+    from ragassay.judge.labelled_batches import judged_runs
 
-    return _judged_runs(home, batch_id)
+    return judged_runs(home, batch_id)
 
 
 def _stored(home: Path) -> pl.DataFrame:
@@ -381,12 +381,8 @@ def test_calibrate_on_the_collections_labels_and_the_next_evaluation_is_correcte
     assert 0.0 <= faithful["faithfulness_corrected_low"] <= faithful["faithfulness_corrected_high"] <= 1.0
     [row] = [r for r in second.intervals if r["configuration"] == "faithful" and r["metric"] == "faithfulness"]
     assert row["corrected_low"] == faithful["faithfulness_corrected_low"]
-    assert second.assertions == [
-        {
-            "assertion": "faithful:faithfulness.corrected_low>=0",
-            "value": faithful["faithfulness_corrected_low"],
-            "passed": True,
-        }
+    assert [(a.assertion, a.value, a.passed) for a in second.assertions] == [
+        ("faithful:faithfulness.corrected_low>=0", faithful["faithfulness_corrected_low"], True)
     ]
     logged = tracking.download_table(home, second.parent_run_id, "judge_calibration")
     assert logged["population"].sum() > 0 and set(logged["source"]) == {"labels"}
