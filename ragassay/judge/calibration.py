@@ -623,14 +623,16 @@ def preference_pairs(golden_path: Path) -> list[dict]:
     answer better whichever place it is shown in."""
     entries, problems = [], []
     for where, record in read_jsonl(golden_path, "golden file"):
-        if isinstance(record, ValueError) or not isinstance(record, dict):
-            problems.append(f"{where}: {record if isinstance(record, ValueError) else 'each row must be an object'}")
+        if isinstance(record, ValueError):
+            problems.append(f"{where}: {record}")
+        elif not isinstance(record, dict):
+            problems.append(f"{where}: each row must be an object")
         elif not isinstance(record.get("question"), str) or not isinstance(record.get("reference_answer") or "", str):
             problems.append(f"{where}: 'question' and 'reference_answer' must be strings")
         elif record.get("reference_answer"):
             entries.append(record)
     if problems:
-        raise ConfigError(f"golden file {golden_path} has bad rows: " + "; ".join(problems[:10]))
+        raise ConfigError(f"golden file {golden_path} has {len(problems)} bad rows: " + listed_problems(problems))
     if len(entries) < 2:
         raise ConfigError(
             f"{golden_path} needs at least two rows with a question and a reference_answer to build answer pairs"
