@@ -1,5 +1,5 @@
 """Pictures of a batch, for MLflow's artifact view: each function takes numbers already computed
-and returns a matplotlib Figure (no pyplot state, no display; tracking.py saves them).
+and returns a matplotlib Figure (no pyplot state, no display; tracking/ saves them).
 
 - metrics per configuration with their 95% intervals, one panel per metric with its own fitted
   axis, significance marked (retrieval and answers);

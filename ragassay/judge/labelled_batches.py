@@ -24,17 +24,16 @@ def judged_runs(home: Path, batch: str) -> list[JudgedConfiguration]:
         raise ConfigError(f"no answer evaluation batch {batch!r} in {home} (`ragassay runs list` shows the batches)")
     judged = []
     for run in runs:
-        params = run["params"]
-        if run["answers"] is None or run["judgments"] is None:
-            raise ConfigError(f"batch {batch}, configuration {run['label']}: its answers or judgments table is missing")
+        if run.answers is None or run.judgments is None:
+            raise ConfigError(f"batch {batch}, configuration {run.label}: its answers or judgments table is missing")
         judged.append(
             JudgedConfiguration(
-                label=run["label"],
-                answers=run["answers"],
-                judgments=run["judgments"],
-                judge_model=params.get("judge_model_id", ""),
-                prompt_version=params.get("prompt_version.support", ""),
-                support_threshold=float(params.get("judge_support_threshold", "nan")),
+                label=run.label,
+                answers=run.answers,
+                judgments=run.judgments,
+                judge_model=run.judge_model,
+                prompt_version=run.prompt_version,
+                support_threshold=run.support_threshold,
             )
         )
     return judged

@@ -1,0 +1,136 @@
+"""MLflow at the edge, the only part of ragassay that imports it: one experiment per collection
+set, one parent run per batch, one child run per configuration. Each job is its own module:
+
+- `client`: which tracking store, MLflow's client, the experiments;
+- `tags`: the tags ragassay's runs carry;
+- `records`: what one evaluation logs and where it went, as types;
+- `origin`: settings as params, where a run came from;
+- `write`: batches, configuration runs, their tables and descriptions, calibration runs;
+- `traces`: answer traces and their assessments;
+- `views`: the links a user opens (the runs list's view of a batch, a run's filtered Traces tab);
+- `lifecycle`: runs registered until finished, so an interrupt ends them KILLED;
+- `read`: runs, tables and answer configurations read back.
+
+Callers use the names below (`tracking.download_table`); each module's own names stay its own.
+"""
+
+from ragassay.tracking.client import (
+    client,
+    ensure_experiment,
+    ensure_named_experiment,
+    experiment_name,
+    tracking_uri,
+    ui_command,
+)
+from ragassay.tracking.lifecycle import end_unfinished_runs, finish, mark_failed
+from ragassay.tracking.origin import flatten_params, git_commit, origin_tags
+from ragassay.tracking.read import (
+    PER_QUESTION_TABLES,
+    AnswerConfigurationRun,
+    answer_configuration_runs,
+    batch_collections,
+    batch_parent_table,
+    batch_tables,
+    download_table,
+    find_runs,
+    latest_batch,
+)
+from ragassay.tracking.records import Batch, BatchRecord, ConfigurationRecord, LoggedBatch, new_batch_id
+from ragassay.tracking.tags import (
+    DESCRIPTION_TAG,
+    MACHINE,
+    MLFLOW_PARENT,
+    TAG_BATCH,
+    TAG_COLLECTIONS,
+    TAG_INTERRUPTED,
+    TAG_KIND,
+    TAG_LABEL,
+    TAG_PREFECT_FLOW_RUN,
+    TAG_PREFECT_FLOW_RUN_URL,
+    TAG_ROLE,
+)
+from ragassay.tracking.traces import find_traces, log_traces
+from ragassay.tracking.views import (
+    VIEW_TAG_PREFIX,
+    run_url,
+    runs_view_columns,
+    runs_view_url,
+    save_runs_view,
+    traces_below_url,
+    ui_address,
+)
+from ragassay.tracking.write import (
+    CALIBRATION_EXPERIMENT,
+    PREVIEW_ROWS,
+    describe_run,
+    locate_batch,
+    log_batch_record,
+    log_batch_summary,
+    log_calibration,
+    log_configuration_run,
+    log_stage_params,
+    log_tables,
+    log_values,
+    open_batch,
+)
+
+__all__ = [
+    "CALIBRATION_EXPERIMENT",
+    "DESCRIPTION_TAG",
+    "MACHINE",
+    "MLFLOW_PARENT",
+    "PER_QUESTION_TABLES",
+    "PREVIEW_ROWS",
+    "TAG_BATCH",
+    "TAG_COLLECTIONS",
+    "TAG_INTERRUPTED",
+    "TAG_KIND",
+    "TAG_LABEL",
+    "TAG_PREFECT_FLOW_RUN",
+    "TAG_PREFECT_FLOW_RUN_URL",
+    "TAG_ROLE",
+    "VIEW_TAG_PREFIX",
+    "AnswerConfigurationRun",
+    "Batch",
+    "BatchRecord",
+    "ConfigurationRecord",
+    "LoggedBatch",
+    "answer_configuration_runs",
+    "batch_collections",
+    "batch_parent_table",
+    "batch_tables",
+    "client",
+    "describe_run",
+    "download_table",
+    "end_unfinished_runs",
+    "ensure_experiment",
+    "ensure_named_experiment",
+    "experiment_name",
+    "find_runs",
+    "find_traces",
+    "finish",
+    "flatten_params",
+    "git_commit",
+    "latest_batch",
+    "locate_batch",
+    "log_batch_record",
+    "log_batch_summary",
+    "log_calibration",
+    "log_configuration_run",
+    "log_stage_params",
+    "log_tables",
+    "log_traces",
+    "log_values",
+    "mark_failed",
+    "new_batch_id",
+    "open_batch",
+    "origin_tags",
+    "run_url",
+    "runs_view_columns",
+    "runs_view_url",
+    "save_runs_view",
+    "traces_below_url",
+    "tracking_uri",
+    "ui_address",
+    "ui_command",
+]
