@@ -55,7 +55,7 @@ def main() -> None:
         answers = {label: tracking.download_table(home, run_id, "answers") for label, run_id in report.run_ids.items()}
     questions = report.questions + report.unanswerable
     in_model = sum(m["answer_model_seconds"] + m["judge_seconds"] for m in report.metrics.values())
-    in_model += sum(p["judge_seconds"] for p in report.pairwise)
+    in_model += sum(p.judge_seconds for p in report.pairwise)
     print(
         f"answer evaluation (SmolLM2 answers and judge): {report.questions} golden + {report.unanswerable} unanswerable questions, "
         f"2 configurations, {report.seconds:.1f}s in all"
@@ -70,7 +70,7 @@ def main() -> None:
         )
     for p in report.pairwise:
         print(
-            f"  pairwise {p['configuration_a']} vs {p['configuration_b']}: {p['judge_calls']} judge calls, {p['judge_seconds']:.1f}s"
+            f"  pairwise {p.configuration_a} vs {p.configuration_b}: {p.judge_calls} judge calls, {p.judge_seconds:.1f}s"
         )
     print(f"time outside the model: {1 - in_model / report.seconds:.1%}")
     for label, m in report.metrics.items():
@@ -83,12 +83,12 @@ def main() -> None:
         )
     for p in report.pairwise:
         print(
-            f"  pairwise: {p['wins_a']} / {p['ties']} / {p['wins_b']} wins-ties-losses, {p['inconsistent']} inconsistent "
-            f"(share {p['inconsistent_share']:.2f}), {p['unreadable']} unreadable"
+            f"  pairwise: {p.wins_a} / {p.ties} / {p.wins_b} wins-ties-losses, {p.inconsistent} inconsistent "
+            f"(share {p.inconsistent_share:.2f}), {p.unreadable} unreadable"
         )
     print(f"{len(report.warnings)} warnings")
     actual = sum(m["answer_model_calls"] + m["judge_calls"] for m in report.metrics.values()) + sum(
-        p["judge_calls"] for p in report.pairwise
+        p.judge_calls for p in report.pairwise
     )
     print(
         f"--estimate said {estimate['total_calls']} model calls and {estimate['total_seconds']}s ({estimate['judge_rate_basis']}); "

@@ -52,8 +52,8 @@ def model_calls(report: dict) -> tuple[int, int]:
         cached += metrics["answer_model_cached_calls"] + metrics["judge_cached_calls"]
     generation = report["golden"]["generation"]
     if generation:
-        asked += generation["usage"]["model_calls"] + generation["judge_usage"]["judge_calls"]
-        cached += generation["usage"]["model_cached_calls"] + generation["judge_usage"]["judge_cached_calls"]
+        asked += generation["usage"]["calls"] + generation["judge_usage"]["calls"]
+        cached += generation["usage"]["cached_calls"] + generation["judge_usage"]["cached_calls"]
     return int(asked), int(cached)
 
 

@@ -232,8 +232,8 @@ def cache_lines(reports: StageReports) -> dict[str, str]:
     if generation is not None:
         usage, judge = generation.usage, generation.judge_usage
         lines["golden"] = (
-            f"{generation.attempted} new candidates; model calls {usage['model_calls']:.0f} asked, "
-            f"{usage['model_cached_calls'] + judge['judge_cached_calls']:.0f} from cache"
+            f"{generation.attempted} new candidates; model calls {usage.calls} asked, "
+            f"{usage.cached_calls + judge.cached_calls} from cache"
         )
     if reports.answers is not None:
         metrics = reports.answers.metrics.values()

@@ -9,16 +9,19 @@ and returns a matplotlib Figure (no pyplot state, no display; tracking/ saves th
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import matplotlib
 
 matplotlib.use("Agg")  # no display: figures only go to files
 
 import numpy as np
-import polars as pl
 from matplotlib.figure import Figure
 
+from ragassay.metrics.averaging import IntervalRow
+from ragassay.metrics.corrected_rows import AnswerIntervalRow, has_correction
 from ragassay.metrics.names import LOWER_IS_BETTER
-from ragassay.metrics.significance import ALPHA, comparison_of, ranked_by_mean
+from ragassay.metrics.significance import ALPHA, ComparisonRow, comparison_of, ranked_by_mean
 
 # Colour-blind-safe (Okabe-Ito), one per configuration in order, each with its own marker and
 # line style, so that configurations stay apart where their lines or points overlap (and in grey).
@@ -50,32 +53,34 @@ def _fitted_limits(lows: list[float], highs: list[float]) -> tuple[float, float]
     return low - (room if low == 0 else 0), high + (room if high == 1 else 0)
 
 
-def behind_the_best(intervals: list[dict], comparisons: list[dict], metric: str) -> set[str]:
+def behind_the_best(intervals: Sequence[IntervalRow], comparisons: Sequence[ComparisonRow], metric: str) -> set[str]:
     """The configurations whose paired difference from the best one on this metric is significant
     (randomization p < ALPHA)."""
     ranked = ranked_by_mean(intervals, metric)
     if len(ranked) < 2:
         return set()
-    best = ranked[0]["configuration"]
+    best = ranked[0].configuration
     return {
-        row["configuration"]
+        row.configuration
         for row in ranked[1:]
-        if (pair := comparison_of(comparisons, metric, best, row["configuration"])) is not None
-        and pair["questions"]
-        and pair["p_value"] < ALPHA
+        if (pair := comparison_of(comparisons, metric, best, row.configuration)) is not None
+        and pair.questions
+        and pair.p_value < ALPHA
     }
 
 
-def interval_figure(intervals: pl.DataFrame, metrics: list[str], title: str, comparisons: list[dict] = ()) -> Figure:
+def interval_figure(
+    intervals: Sequence[IntervalRow], metrics: list[str], title: str, comparisons: Sequence[ComparisonRow] = ()
+) -> Figure:
     """One panel per metric, its y axis fitted to the intervals in it: each configuration's mean as
     a point with its 95% interval as a whisker, labelled with its value and the questions scored.
     The best configuration is named in the panel's title; a configuration significantly behind it
     (comparisons: rows of metrics/significance.compare_all_pairs, p < ALPHA) is marked `*`.
-    `intervals` has the columns of metrics/averaging.py's interval_table."""
-    shown = intervals.filter(pl.col("metric").is_in(metrics) & pl.col("mean").is_not_null())
-    rows = shown.to_dicts()
-    labels = list(dict.fromkeys(shown["configuration"].to_list()))
-    metrics = [m for m in metrics if m in set(shown["metric"].to_list())]
+    `intervals`: rows of metrics/averaging.py's interval_table (answer rows carry their
+    judge-corrected estimates too)."""
+    rows = [row for row in intervals if row.metric in metrics and row.mean is not None]
+    labels = list(dict.fromkeys(row.configuration for row in rows))
+    metrics = [m for m in metrics if m in {row.metric for row in rows}]
     # A panel as wide as its configurations' labels need (each point's value is written on its
     # right), and as many panels a line as fit in about 16 inches.
     panel_width = max(2.4, 0.85 * (len(labels) + 1))
@@ -84,15 +89,15 @@ def interval_figure(intervals: pl.DataFrame, metrics: list[str], title: str, com
     figure = Figure(figsize=(max(6.0, panel_width * columns + 1.6), 2.9 * lines + 0.9))
     panels = figure.subplots(lines, columns, squeeze=False).ravel()
     for panel, metric in zip(panels, metrics):
-        metric_rows = {r["configuration"]: r for r in rows if r["metric"] == metric}
-        behind = behind_the_best(rows, list(comparisons), metric)
+        metric_rows = {r.configuration: r for r in rows if r.metric == metric}
+        behind = behind_the_best(rows, comparisons, metric)
         for index, label in enumerate(labels):
             row = metric_rows.get(label)
             if row is None:
                 continue
-            low = row["mean"] - row["ci_low"] if row["ci_low"] is not None else 0.0
-            high = row["ci_high"] - row["mean"] if row["ci_high"] is not None else 0.0
-            panel.errorbar(index, row["mean"], yerr=[[low], [high]], capsize=4, markersize=7, **_style(index))
+            low = row.mean - row.ci_low if row.ci_low is not None else 0.0
+            high = row.ci_high - row.mean if row.ci_high is not None else 0.0
+            panel.errorbar(index, row.mean, yerr=[[low], [high]], capsize=4, markersize=7, **_style(index))
             _corrected_point(panel, index, row)
         panel.set_ylim(
             *_fitted_limits(
@@ -105,10 +110,10 @@ def interval_figure(intervals: pl.DataFrame, metrics: list[str], title: str, com
             if (row := metric_rows.get(label)) is None:
                 continue
             # Near the panel's floor or ceiling the label grows away from it, not past the axes.
-            height = (row["mean"] - bottom) / (top - bottom)
+            height = (row.mean - bottom) / (top - bottom)
             panel.annotate(
-                f"{'*' if label in behind else ''}{row['mean']:.3f}\nn={row['scored']}{_corrected_label(row)}",
-                (index, row["mean"]),
+                f"{'*' if label in behind else ''}{row.mean:.3f}\nn={row.scored}{_corrected_label(row)}",
+                (index, row.mean),
                 xytext=(6, 0),
                 textcoords="offset points",
                 va="bottom" if height < 0.25 else "top" if height > 0.75 else "center",
@@ -119,12 +124,12 @@ def interval_figure(intervals: pl.DataFrame, metrics: list[str], title: str, com
                 panel.text(
                     index, (bottom + top) / 2, "not\nscored", ha="center", va="center", fontsize=8, color="#666666"
                 )
-        corrected_shown = any(r.get("corrected_low") is not None for r in metric_rows.values())
+        corrected_shown = any(_corrected(r) is not None for r in metric_rows.values())
         # Room on the right of the last point for its label.
         panel.set_xlim(-0.5 - (2 * CORRECTED_OFFSET if corrected_shown else 0), len(labels) - 0.05)
         panel.set_xticks(range(len(labels)), labels, fontsize=8, rotation=20 if len(labels) > 3 else 0)
         panel.set_title(
-            f"{metric}{' (lower is better)' if metric in LOWER_IS_BETTER else ''}{_lead(rows, list(comparisons), metric)}",
+            f"{metric}{' (lower is better)' if metric in LOWER_IS_BETTER else ''}{_lead(rows, comparisons, metric)}",
             fontsize=9,
             loc="left",
         )
@@ -133,7 +138,7 @@ def interval_figure(intervals: pl.DataFrame, metrics: list[str], title: str, com
     for panel in panels[len(metrics) :]:
         panel.set_visible(False)
     figure.suptitle(title, fontsize=10)
-    corrected = any(r.get("corrected_low") is not None for r in rows)
+    corrected = any(_corrected(r) is not None for r in rows)
     figure.text(
         0.01,
         0.005,
@@ -152,22 +157,22 @@ def interval_figure(intervals: pl.DataFrame, metrics: list[str], title: str, com
     return figure
 
 
-def _lead(rows: list[dict], comparisons: list[dict], metric: str) -> str:
+def _lead(rows: Sequence[IntervalRow], comparisons: Sequence[ComparisonRow], metric: str) -> str:
     """A panel title's second line naming the best configuration, where it is ahead: its paired
     difference from the runner-up (over the questions both scored) is in its favour, marked "not
     significant" when p >= ALPHA; with no paired comparison, its mean is higher. Nothing over a
     tie, a zero paired difference, or one that favours the runner-up (means over different questions)."""
     ranked = ranked_by_mean(rows, metric)
-    if len(ranked) < 2 or ranked[0]["mean"] == ranked[1]["mean"]:
+    if len(ranked) < 2 or ranked[0].mean == ranked[1].mean:
         return ""
-    best = ranked[0]["configuration"]
-    pair = comparison_of(comparisons, metric, best, ranked[1]["configuration"])
-    if pair is None or not pair["questions"]:
+    best = ranked[0].configuration
+    pair = comparison_of(comparisons, metric, best, ranked[1].configuration)
+    if pair is None or not pair.questions:
         return f"\nbest: {best}"
-    favours = pair["difference"] < 0 if metric in LOWER_IS_BETTER else pair["difference"] > 0
+    favours = pair.difference < 0 if metric in LOWER_IS_BETTER else pair.difference > 0
     if not favours:
         return ""
-    return f"\nbest: {best}" + ("" if pair["p_value"] < ALPHA else " (not significant)")
+    return f"\nbest: {best}" + ("" if pair.p_value < ALPHA else " (not significant)")
 
 
 # How far left of its configuration's point the judge-corrected point of a metric stands (the
@@ -175,28 +180,34 @@ def _lead(rows: list[dict], comparisons: list[dict], metric: str) -> str:
 CORRECTED_OFFSET = 0.32
 
 
-def _bounds(row: dict, side: str) -> list[float]:
+def _corrected(row: IntervalRow) -> AnswerIntervalRow | None:
+    """The row when it carries a judge-corrected interval (a judged answer metric with labels)."""
+    return row if has_correction(row) else None
+
+
+def _bounds(row: IntervalRow, side: str) -> list[float]:
     """The lower (or upper) ends a panel must show for one row: its interval's and, when it has
     one, its judge-corrected interval's."""
-    ends = [row[f"ci_{side}"] if row[f"ci_{side}"] is not None else row["mean"]]
-    if row.get(f"corrected_{side}") is not None:
-        ends.append(row[f"corrected_{side}"])
+    raw = row.ci_low if side == "low" else row.ci_high
+    ends = [raw if raw is not None else row.mean]
+    if (corrected := _corrected(row)) is not None:
+        ends.append(corrected.corrected_low if side == "low" else corrected.corrected_high)
     return ends
 
 
-def _corrected_point(panel, index: int, row: dict) -> None:
+def _corrected_point(panel, index: int, row: IntervalRow) -> None:
     """A judged metric's judge-corrected estimate beside its raw point: hollow, with a dashed
     whisker for its interval (the interval alone when there is no estimate)."""
-    if row.get("corrected_low") is None:
+    if (row := _corrected(row)) is None:
         return
     style = _style(index)
     x = index - CORRECTED_OFFSET
-    estimate = row["corrected"]
-    middle = estimate if estimate is not None else (row["corrected_low"] + row["corrected_high"]) / 2
+    estimate = row.corrected
+    middle = estimate if estimate is not None else (row.corrected_low + row.corrected_high) / 2
     bars = panel.errorbar(
         x,
         middle,
-        yerr=[[middle - row["corrected_low"]], [row["corrected_high"] - middle]],
+        yerr=[[middle - row.corrected_low], [row.corrected_high - middle]],
         capsize=3,
         markersize=6 if estimate is not None else 0,
         markerfacecolor="white",
@@ -207,39 +218,34 @@ def _corrected_point(panel, index: int, row: dict) -> None:
     bars[-1][0].set_linestyle("--")
 
 
-def _corrected_label(row: dict) -> str:
+def _corrected_label(row: IntervalRow) -> str:
     """The judge-corrected estimate under the raw point's own label (a label beside the hollow
     point would run into the previous configuration's)."""
-    if row.get("corrected_low") is None:
+    if (row := _corrected(row)) is None:
         return ""
-    return f"\ncorr. {row['corrected']:.3f}" if row["corrected"] is not None else "\ncorr. none"
+    return f"\ncorr. {row.corrected:.3f}" if row.corrected is not None else "\ncorr. none"
 
 
-def recall_curve_figure(intervals: pl.DataFrame, ks: list[int], title: str) -> Figure:
+def recall_curve_figure(intervals: Sequence[IntervalRow], ks: list[int], title: str) -> Figure:
     """recall@k against k, one line per configuration with its own colour, marker and dashes, each
     point's 95% interval as a whisker, the configurations set a little apart along k so that equal
     values do not hide one another; the y axis fitted to the intervals."""
     figure = Figure(figsize=(6.4, 4.2))
     axes = figure.subplots()
-    labels = list(dict.fromkeys(intervals["configuration"].to_list()))
+    labels = list(dict.fromkeys(row.configuration for row in intervals))
     # Offsets in k's own units, a fraction of the smallest gap between cut-offs.
     gap = min((b - a for a, b in zip(sorted(ks), sorted(ks)[1:])), default=1)
     offsets = np.linspace(-0.12, 0.12, len(labels)) * gap if len(labels) > 1 else [0.0]
     lows, highs = [], []
     for index, label in enumerate(labels):
-        rows = {
-            r["metric"]: r
-            for r in intervals.filter((pl.col("configuration") == label) & pl.col("mean").is_not_null()).iter_rows(
-                named=True
-            )
-        }
+        rows = {r.metric: r for r in intervals if r.configuration == label and r.mean is not None}
         points = [(k, rows[f"recall@{k}"]) for k in ks if f"recall@{k}" in rows]
         if not points:
             continue
         x = [k + offsets[index] for k, _ in points]
-        means = [row["mean"] for _, row in points]
-        low = [row["mean"] - (row["ci_low"] if row["ci_low"] is not None else row["mean"]) for _, row in points]
-        high = [(row["ci_high"] if row["ci_high"] is not None else row["mean"]) - row["mean"] for _, row in points]
+        means = [row.mean for _, row in points]
+        low = [row.mean - (row.ci_low if row.ci_low is not None else row.mean) for _, row in points]
+        high = [(row.ci_high if row.ci_high is not None else row.mean) - row.mean for _, row in points]
         lows += [m - d for m, d in zip(means, low)]
         highs += [m + d for m, d in zip(means, high)]
         axes.errorbar(

@@ -146,11 +146,9 @@ def test_pipeline_runs_every_stage_then_reruns_from_cache(home, tmp_path):
     report = artifact.data
     assert report == parent.data.tags[tracking.DESCRIPTION_TAG]
     assert "## Retrieval" in report and "## Answers" in report and first.batch_id in report
-    recall = next(r for r in first.retrieval.intervals if (r["configuration"], r["metric"]) == ("hybrid", "recall@5"))
+    recall = next(r for r in first.retrieval.intervals if (r.configuration, r.metric) == ("hybrid", "recall@5"))
     assert "| recall@5 | " in report
-    assert (
-        f"{recall['mean']:.3f} [{recall['ci_low']:.3f}, {recall['ci_high']:.3f}], {recall['scored']} scored" in report
-    )
+    assert f"{recall.mean:.3f} [{recall.ci_low:.3f}, {recall.ci_high:.3f}], {recall.scored} scored" in report
     assert "] (" not in report, "MLflow's Markdown would read `[a, b] (n)` as a link"
     assert "- recall@5: " in report and "- false_refusal_rate: hybrid only" in report
     # One report: each stage's sections as the stage's own report has them (paired differences,

@@ -6,17 +6,19 @@ from __future__ import annotations
 import polars as pl
 
 from ragassay import plots
-from ragassay.metrics.averaging import INTERVAL_SCHEMA
+from ragassay.metrics.averaging import IntervalRow
+from ragassay.metrics.significance import ComparisonRow
 
 
-def _intervals(rows: list[tuple[str, str, float, float, float]]) -> pl.DataFrame:
-    return pl.DataFrame(
-        [
-            {"configuration": c, "metric": m, "scored": 30, "mean": mean, "ci_low": low, "ci_high": high}
-            for c, m, mean, low, high in rows
-        ],
-        schema=INTERVAL_SCHEMA,
-    )
+def _intervals(rows: list[tuple[str, str, float, float, float]]) -> list[IntervalRow]:
+    return [
+        IntervalRow(configuration=c, metric=m, scored=30, mean=mean, ci_low=low, ci_high=high)
+        for c, m, mean, low, high in rows
+    ]
+
+
+def _comparisons(rows: list[dict]) -> list[ComparisonRow]:
+    return [ComparisonRow.model_validate(row) for row in rows]
 
 
 def test_metric_panels_fit_their_data_and_mark_who_is_significantly_behind(tmp_path):
@@ -31,7 +33,7 @@ def test_metric_panels_fit_their_data_and_mark_who_is_significantly_behind(tmp_p
         {"configuration_a": "fulltext", "configuration_b": "hybrid", "metric": "mrr", "questions": 30,
          "mean_difference": 0.07, "ci_low": 0.03, "ci_high": 0.1, "p_value": 0.001},
     ]  # fmt: skip
-    figure = plots.interval_figure(intervals, ["mrr", "faithfulness"], "batch", comparisons)
+    figure = plots.interval_figure(intervals, ["mrr", "faithfulness"], "batch", _comparisons(comparisons))
     mrr, faithfulness = figure.axes[:2]
     low, high = mrr.get_ylim()
     assert 0.8 < low < 0.86 and 0.99 < high <= 1.03, "near 1, the axis starts near the data, not at 0"
@@ -59,7 +61,7 @@ def test_recall_curves_keep_overlapping_configurations_apart_with_their_interval
 
 
 def test_a_judged_metric_shows_its_corrected_estimate_beside_its_mean(tmp_path):
-    from ragassay.evaluation.answer_summary import ANSWER_INTERVAL_SCHEMA
+    from ragassay.metrics.corrected_rows import ANSWER_INTERVAL_SCHEMA, answer_interval_rows
 
     rows = [
         ("hybrid", "faithfulness", 0.80, 0.70, 0.88, 0.74, 0.52, 0.93),
@@ -88,7 +90,7 @@ def test_a_judged_metric_shows_its_corrected_estimate_beside_its_mean(tmp_path):
         ],
         schema=ANSWER_INTERVAL_SCHEMA,
     )
-    figure = plots.interval_figure(intervals, ["faithfulness", "false_refusal_rate"], "answers")
+    figure = plots.interval_figure(answer_interval_rows(intervals), ["faithfulness", "false_refusal_rate"], "answers")
     faithfulness, refusals = figure.axes[:2]
     labels = " ".join(text.get_text() for text in faithfulness.texts)
     assert "\ncorr. 0.740" in labels and "\ncorr. none" in labels, "under the raw point's value"
@@ -121,7 +123,7 @@ def test_no_best_is_named_over_a_zero_or_contrary_paired_difference_and_labels_s
         {"configuration_a": "fulltext", "configuration_b": "hybrid", "metric": "mrr", "questions": 30,
          "mean_difference": 0.3, "ci_low": -0.05, "ci_high": 0.5, "p_value": 0.08},
     ]  # fmt: skip
-    figure = plots.interval_figure(intervals, ["faithfulness", "recall@5", "mrr"], "batch", comparisons)
+    figure = plots.interval_figure(intervals, ["faithfulness", "recall@5", "mrr"], "batch", _comparisons(comparisons))
     faithfulness, recall, mrr = figure.axes[:3]
     assert faithfulness.get_title(loc="left") == "faithfulness", "no best over a zero paired difference"
     assert recall.get_title(loc="left") == "recall@5", "nor where the paired difference favours the other"

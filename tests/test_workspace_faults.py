@@ -271,20 +271,11 @@ async def times_out_itself(question: str) -> dict:
 
 def test_a_recall_curve_with_nothing_scored_says_so_without_a_legend_warning(recwarn):
     """Issue 37 case 10: matplotlib warned 'No artists with labels found to put in legend'."""
-    import polars as pl
 
     from ragassay import plots
+    from ragassay.metrics.averaging import IntervalRow
 
-    empty = pl.DataFrame(
-        {"configuration": ["dead"], "metric": ["recall@5"], "mean": [None], "ci_low": [None], "ci_high": [None]},
-        schema={
-            "configuration": pl.String,
-            "metric": pl.String,
-            "mean": pl.Float64,
-            "ci_low": pl.Float64,
-            "ci_high": pl.Float64,
-        },
-    )
+    empty = [IntervalRow(configuration="dead", metric="recall@5", scored=0, mean=None, ci_low=None, ci_high=None)]
     figure = plots.recall_curve_figure(empty, [1, 5], "recall@k")
     [axes] = figure.axes
     assert axes.get_legend() is None and [t.get_text() for t in axes.texts] == ["no configuration scored a question"]

@@ -88,10 +88,10 @@ def cases_run(
                 corrected_text(grounded).replace("corrected", "judge-corrected", 1) or "no judge-corrected estimate"
             )
             out.print(
-                f"grounded claims over {grounded['cases']} cases: {grounded['supported']:.3f} judged supported; {corrected}",
+                f"grounded claims over {grounded.cases} cases: {grounded.supported:.3f} judged supported; {corrected}",
                 highlight=False,
             )
-            for note in grounded["notes"]:
+            for note in grounded.notes:
                 out.print(f"[yellow]note[/yellow] {note}", highlight=False)
         out.print(f"MLflow run {report.run_id} ({report.tracking_uri})", style="dim", highlight=False)
 

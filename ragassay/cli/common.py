@@ -129,6 +129,11 @@ def emit(as_json: bool, payload: Any, render) -> None:
         render()
 
 
+def dumped(rows, **options) -> list[dict]:
+    """Typed rows (pydantic models) as JSON-ready dicts for --json output."""
+    return [row.model_dump(mode="json", **options) for row in rows]
+
+
 def exit_on_failed_assertions(assertions: list) -> NoReturn:
     """Exit 1 naming each failed --assert bound, else 0."""
     from ragassay.gates.assertions import measured

@@ -3,17 +3,21 @@ tallies, warnings and estimates (rendering only; the numbers come from the flows
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich.table import Table
 
 from ragassay.cli.common import out
+from ragassay.evaluation.answer_judging import PairwiseTally
 from ragassay.evaluation.reports import FEWER_QUESTIONS_NOTE, means_rows
 from ragassay.gates.assertions import AssertionResult, measured
+from ragassay.metrics.corrected_rows import has_correction
 from ragassay.metrics.names import (
     JUDGED_METRICS,
     REPORTED_ANSWER_METRICS,  # noqa: F401 (commands import it from here)
 )
 from ragassay.metrics.names import headline_retrieval_metrics as headline_metrics  # noqa: F401 (commands import it from here)
-from ragassay.metrics.significance import ALPHA
+from ragassay.metrics.significance import ALPHA, ComparisonRow
 from ragassay.run_warnings import RunWarning
 
 
@@ -65,14 +69,16 @@ def render_systems(costs: dict[str, dict[str, float]]) -> None:
     out.print(table)
 
 
-def render_comparisons(comparisons: list[dict], metrics: list[str] | tuple[str, ...], title: str = "") -> None:
+def render_comparisons(
+    comparisons: Sequence[ComparisonRow], metrics: list[str] | tuple[str, ...], title: str = ""
+) -> None:
     """The paired differences of the given metrics; a pair that scored no question in common for a
     metric has nothing to compare and is not shown."""
-    shown = [c for c in comparisons if c["metric"] in metrics and c["questions"]]
+    shown = [c for c in comparisons if c.metric in metrics and c.questions]
     if not shown:
         return
     table = Table(title=f"{title}paired differences (b - a): mean, bootstrap 95% CI, randomization p")
-    corrected = any(c.get("corrected_low") is not None for c in shown)
+    corrected = any(has_correction(c) for c in shown)
     # Metric names and intervals are never cut or wrapped: on a narrow terminal the labels wrap.
     for column in ("a", "b", "metric", "n", "b - a", "95% CI", "p"):
         table.add_column(
@@ -83,21 +89,19 @@ def render_comparisons(comparisons: list[dict], metrics: list[str] | tuple[str, 
         )
     for c in shown:
         table.add_row(
-            c["configuration_a"],
-            c["configuration_b"],
-            c["metric"],
-            str(c["questions"]),
-            f"{c['mean_difference']:+.3f}",
-            f"[{c['ci_low']:+.3f}, {c['ci_high']:+.3f}]",
-            f"{c['p_value']:.3f}" + ("*" if c["p_value"] < ALPHA else ""),
+            c.configuration_a,
+            c.configuration_b,
+            c.metric,
+            str(c.questions),
+            f"{c.mean_difference:+.3f}",
+            f"[{c.ci_low:+.3f}, {c.ci_high:+.3f}]",
+            f"{c.p_value:.3f}" + ("*" if c.p_value < ALPHA else ""),
         )
         # The corrected difference on a row of its own, as in the metric table: a column more
         # would squeeze the configurations' names out of an 80-column terminal.
-        if c.get("corrected_low") is not None:
-            estimate = "none" if c["corrected"] is None else f"{c['corrected']:+.3f}"
-            table.add_row(
-                "", "", "  corrected", "", estimate, f"[{c['corrected_low']:+.3f}, {c['corrected_high']:+.3f}]", ""
-            )
+        if has_correction(c):
+            estimate = "none" if c.corrected is None else f"{c.corrected:+.3f}"
+            table.add_row("", "", "  corrected", "", estimate, f"[{c.corrected_low:+.3f}, {c.corrected_high:+.3f}]", "")
     table.caption = f"n: questions both scored; * significant: p < {ALPHA}" + (
         "; corrected: in people's terms (the judge's offset cancels in a difference; same sign and p)"
         if corrected
@@ -182,13 +186,13 @@ def render_answer_costs(metrics: dict[str, dict[str, float]]) -> None:
     out.print(table)
 
 
-def render_pairwise(pairwise: list[dict]) -> None:
+def render_pairwise(pairwise: Sequence[PairwiseTally]) -> None:
     """One line per pair: the judge's preference, asked in both orders."""
     for p in pairwise:
-        a, b = p["configuration_a"], p["configuration_b"]
+        a, b = p.configuration_a, p.configuration_b
         out.print(
-            f"pairwise {a} vs {b} on {p['questions']} questions: {a} wins {p['wins_a']}, ties {p['ties']}, {b} wins {p['wins_b']}, "
-            f"inconsistent {p['inconsistent']} (share {p['inconsistent_share']:.2f}), unreadable {p['unreadable']}",
+            f"pairwise {a} vs {b} on {p.questions} questions: {a} wins {p.wins_a}, ties {p.ties}, {b} wins {p.wins_b}, "
+            f"inconsistent {p.inconsistent} (share {p.inconsistent_share:.2f}), unreadable {p.unreadable}",
             highlight=False,
         )
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from ragassay.cli.common import JSON_OPTION, emit, fail, out
+from ragassay.cli.common import JSON_OPTION, dumped, emit, fail, out
 from ragassay.cli.render import (
     render_answer_costs,
     render_answer_metrics,
@@ -17,7 +17,9 @@ from ragassay.cli.render import (
 )
 from ragassay.config import workspace_home
 from ragassay.errors import RagassayError
+from ragassay.metrics.corrected_rows import answer_comparison_rows
 from ragassay.metrics.names import QUESTIONS_SCORED, REPORTED_ANSWER_METRICS, display_name, parse_metric_or_none
+from ragassay.metrics.significance import comparison_rows
 
 runs_app = typer.Typer(help="Find, show and compare evaluation runs stored in MLflow.", no_args_is_help=True)
 
@@ -122,7 +124,7 @@ def runs_compare(
     comparisons_table = (
         tracking.download_table(home, parent_id, prefix.format(kind="retrieval") + "comparisons") if parent_id else None
     )
-    comparisons = comparisons_table.to_dicts() if comparisons_table is not None else []
+    comparisons = comparison_rows(comparisons_table) if comparisons_table is not None else []
     # The retrieval metrics any configuration logged (a system's costs are `runs show`'s).
     metric_names = list(
         dict.fromkeys(m for values in means.values() for m in values if parse_metric_or_none(m) is not None)
@@ -139,7 +141,7 @@ def runs_compare(
     if "answers" in by_kind:
         emit(
             as_json,
-            {"batch_id": batch_id, "means": means, "comparisons": comparisons, "answers": by_kind["answers"]},
+            {"batch_id": batch_id, "means": means, "comparisons": dumped(comparisons), "answers": by_kind["answers"]},
             lambda: (
                 render(),
                 render_answer_metrics(f"batch {batch_id}: answers", by_kind["answers"]),
@@ -147,7 +149,7 @@ def runs_compare(
             ),
         )
         return
-    emit(as_json, {"batch_id": batch_id, "means": means, "comparisons": comparisons}, render)
+    emit(as_json, {"batch_id": batch_id, "means": means, "comparisons": dumped(comparisons)}, render)
 
 
 def _compare_answer_batch(
@@ -161,17 +163,20 @@ def _compare_answer_batch(
     """An answer batch: metrics with their scored counts, costs, paired differences, and the
     pairwise tallies."""
     from ragassay import tracking
+    from ragassay.evaluation.answer_judging import PairwiseTally
     from ragassay.metrics.answers import tally_pairs
 
     pairwise_table = tracking.download_table(home, parent_run_id, prefix + "pairwise") if parent_run_id else None
     pairwise = []
     if pairwise_table is not None:
         for (a, b), rows in pairwise_table.group_by(["configuration_a", "configuration_b"], maintain_order=True):
-            pairwise.append({"configuration_a": a, "configuration_b": b, **tally_pairs(rows["outcome"].to_list())})
+            pairwise.append(
+                PairwiseTally(configuration_a=a, configuration_b=b, **tally_pairs(rows["outcome"].to_list()))
+            )
 
     # Batches logged before answer metrics were compared have no comparisons table: none shown.
     comparisons_table = tracking.download_table(home, parent_run_id, prefix + "comparisons") if parent_run_id else None
-    comparisons = comparisons_table.to_dicts() if comparisons_table is not None else []
+    comparisons = answer_comparison_rows(comparisons_table) if comparisons_table is not None else []
 
     def render() -> None:
         render_answer_metrics(f"batch {batch_id}", metrics)
@@ -181,7 +186,13 @@ def _compare_answer_batch(
 
     emit(
         as_json,
-        {"batch_id": batch_id, "kind": "answers", "metrics": metrics, "comparisons": comparisons, "pairwise": pairwise},
+        {
+            "batch_id": batch_id,
+            "kind": "answers",
+            "metrics": metrics,
+            "comparisons": dumped(comparisons),
+            "pairwise": dumped(pairwise, exclude_none=True),
+        },
         render,
     )
 

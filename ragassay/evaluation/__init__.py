@@ -4,7 +4,9 @@
 - retrieval_scoring: questions searched per configuration and scored per question.
 - answer_judging: questions answered per configuration, judged, and configurations compared pairwise.
 - answer_summary: one configuration's answers and verdicts as tables, run metrics and warnings; the
-  answer metrics' paired differences between configurations.
+  answer metrics' intervals and paired differences between configurations.
+- judge_correction: the judge's error in an answer batch's numbers: judge-corrected estimates in
+  its intervals, differences and run metrics, and the warnings of what they rest on.
 - answer_traces: each question of an answer evaluation as an MLflow trace (passages, answer,
   verdicts, scores as assessments).
 - outcomes: what an evaluation logs (tracking.BatchRecord) and reports (RetrievalEvalReport,

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
+from pydantic import BaseModel, ConfigDict
 
 from ragassay.answer.answering import answer_question
 from ragassay.answer.settings import AnswerConfiguration
@@ -112,6 +113,31 @@ def configuration_pairs(labels: list[str]) -> list[tuple[str, str]]:
     return list(itertools.combinations(labels, 2))
 
 
+class PairwiseTally(BaseModel):
+    """One pair's row of the pairwise summary: the judge's preferences asked in both orders
+    (metrics/answers.tally_pairs) and what asking cost (Usage.as_metrics with prefix `judge`;
+    None where not known: a batch read back from MLflow, whose pairwise table keeps the verdicts,
+    not their cost)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    configuration_a: str
+    configuration_b: str
+    wins_a: int
+    ties: int
+    wins_b: int
+    inconsistent: int
+    unreadable: int
+    questions: int
+    inconsistent_share: float
+    judge_calls: int | None = None
+    judge_prompt_tokens: int | None = None
+    judge_completion_tokens: int | None = None
+    judge_seconds: float | None = None
+    judge_unparseable: int | None = None
+    judge_cached_calls: int | None = None
+
+
 @dataclass(frozen=True)
 class PairComparison:
     """One pair of configurations compared question by question, and what the judge cost."""
@@ -121,14 +147,14 @@ class PairComparison:
     table: pl.DataFrame
     usage: Usage
 
-    def tally(self) -> dict:
+    def tally(self) -> PairwiseTally:
         """Wins, ties, inconsistent verdicts and the judge's cost, as one row of the pairwise summary."""
-        return {
-            "configuration_a": self.label_a,
-            "configuration_b": self.label_b,
+        return PairwiseTally(
+            configuration_a=self.label_a,
+            configuration_b=self.label_b,
             **tally_pairs(self.table["outcome"].to_list()),
             **self.usage.as_metrics("judge"),
-        }
+        )
 
 
 def compare_answers(

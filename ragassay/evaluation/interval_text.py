@@ -5,22 +5,29 @@ both evaluation/outcomes (descriptions) and evaluation/reports (reports) use it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 
-def interval_lines(intervals: list[dict], metrics: list[str] | tuple[str, ...]) -> list[str]:
+from pydantic import BaseModel
+
+from ragassay.metrics.averaging import IntervalRow
+from ragassay.metrics.corrected_rows import has_correction
+
+
+def interval_lines(intervals: Sequence[IntervalRow], metrics: list[str] | tuple[str, ...]) -> list[str]:
     """A Markdown table of configurations × metrics, each cell `mean [ci_low, ci_high], N scored`,
     rounded to 3 places (the logged values stay exact)."""
-    labels = list(dict.fromkeys(row["configuration"] for row in intervals))
-    shown = [m for m in metrics if any(row["metric"] == m and row["mean"] is not None for row in intervals)]
+    labels = list(dict.fromkeys(row.configuration for row in intervals))
+    shown = [m for m in metrics if any(row.metric == m and row.mean is not None for row in intervals)]
     if not labels or not shown:
         return []
-    cells = {(row["configuration"], row["metric"]): row for row in intervals}
+    cells = {(row.configuration, row.metric): row for row in intervals}
 
     def cell(label: str, metric: str) -> str:
         row = cells.get((label, metric))
-        if row is None or row["mean"] is None:
+        if row is None or row.mean is None:
             return "-"
         # Never "] (": MLflow's Markdown reads `[0.781, 1.000] (32)` as a link and shows neither bracket.
-        text = f"{row['mean']:.3f} [{row['ci_low']:.3f}, {row['ci_high']:.3f}], {row['scored']} scored"
+        text = f"{row.mean:.3f} [{row.ci_low:.3f}, {row.ci_high:.3f}], {row.scored} scored"
         return text + corrected_text(row, "; ")
 
     lines = ["| metric | " + " | ".join(labels) + " |", "|---|" + "---:|" * len(labels)]
@@ -37,30 +44,34 @@ RAW_AND_CORRECTED = (
 
 
 def configuration_markdown(
-    title: str, intervals: list[dict], metrics: list[str] | tuple[str, ...], judge_error: str = "", clipped: str = ""
+    title: str,
+    intervals: Sequence[IntervalRow],
+    metrics: list[str] | tuple[str, ...],
+    judge_error: str = "",
+    clipped: str = "",
 ) -> str:
     """A configuration's child run description: what it is (title), its means with their 95%
     intervals (a judged metric's raw and judge-corrected side by side), and where a corrected value
     is shown, what corrected means, what it rests on (judge_error) and why one sits at 0 or 1
     (clipped). intervals: that configuration's interval rows."""
     lines = [f"**{title}**", "", *interval_lines(intervals, metrics)]
-    if any(row.get("corrected_low") is not None for row in intervals):
+    if any(has_correction(row) for row in intervals):
         lines += ["", RAW_AND_CORRECTED]
         lines += ["", judge_error] if judge_error else []
         lines += ["", clipped] if clipped else []
     return "\n".join(lines) + "\n"
 
 
-def corrected_text(row: dict, lead: str = "", signed: bool = False) -> str:
+def corrected_text(row: BaseModel, lead: str = "", signed: bool = False) -> str:
     """A row's judge-corrected estimate and interval as text (`corrected 0.741 [0.520, 0.930]`), or
     why there is none; empty for a row without one (a metric that is not judged)."""
-    if row.get("corrected_low") is None:
+    if not has_correction(row):
         return ""
     number = "{:+.3f}" if signed else "{:.3f}"
-    interval = f"[{number.format(row['corrected_low'])}, {number.format(row['corrected_high'])}]"
-    if row.get("corrected") is None:
+    interval = f"[{number.format(row.corrected_low)}, {number.format(row.corrected_high)}]"
+    if row.corrected is None:
         return f"{lead}corrected: none, {interval}"
-    return f"{lead}corrected {number.format(row['corrected'])} {interval}"
+    return f"{lead}corrected {number.format(row.corrected)} {interval}"
 
 
 def judge_error_lines(calibration: dict | None) -> list[str]:

@@ -13,11 +13,17 @@ from pydantic import Field
 from ragassay import plots
 from ragassay.answer.grounding import ANSWER_PROMPT_VERSION
 from ragassay.config import AnswerEvalConfig, AnyAnswerConfiguration, RetrievalEvalConfig
-from ragassay.evaluation.answer_judging import PairComparison, batch_warnings
+from ragassay.evaluation.answer_judging import PairComparison, PairwiseTally, batch_warnings
 from ragassay.evaluation.answer_summary import (
     ConfigurationSummary,
     answer_differences,
     answer_intervals,
+    judgments_preview,
+    question_set_warnings,
+)
+from ragassay.evaluation.answer_traces import TraceSettings, answer_traces
+from ragassay.evaluation.interval_text import configuration_markdown, judge_error_lines
+from ragassay.evaluation.judge_correction import (
     calibration_summary,
     calibration_warnings,
     clip_reason,
@@ -26,11 +32,7 @@ from ragassay.evaluation.answer_summary import (
     corrected_intervals,
     corrected_metrics,
     correction_fit_warnings,
-    judgments_preview,
-    question_set_warnings,
 )
-from ragassay.evaluation.answer_traces import TraceSettings, answer_traces
-from ragassay.evaluation.interval_text import configuration_markdown, judge_error_lines
 from ragassay.evaluation.questions import EvalQuestion, GoldenContext
 from ragassay.evaluation.retrieval_scoring import SearchedConfiguration
 from ragassay.evaluation.system_runs import records_table
@@ -39,7 +41,20 @@ from ragassay.judge.judge import support_threshold_for
 from ragassay.judge.prompts import PROMPT_VERSIONS
 from ragassay.llm.registry import model_verification
 from ragassay.llm.settings import model_id_of
-from ragassay.metrics.averaging import answer_scores, interval_table, mean_scores, scored_questions
+from ragassay.metrics.averaging import (
+    IntervalRow,
+    answer_scores,
+    interval_rows,
+    interval_table,
+    mean_scores,
+    scored_questions,
+)
+from ragassay.metrics.corrected_rows import (
+    AnswerComparisonRow,
+    AnswerIntervalRow,
+    answer_comparison_rows,
+    answer_interval_rows,
+)
 from ragassay.metrics.judge_error import JudgeCalibration
 from ragassay.metrics.names import (
     CORRECTED_METRICS,
@@ -48,7 +63,7 @@ from ragassay.metrics.names import (
     headline_retrieval_metrics,
     metric_key,
 )
-from ragassay.metrics.significance import compare_all_pairs
+from ragassay.metrics.significance import ComparisonRow, compare_all_pairs, comparison_rows
 from ragassay.run_warnings import RunWarning, warnings_table
 from ragassay.store.schemas import JUDGE_CALIBRATION, PAIRWISE
 from ragassay.systems.settings import SystemConfiguration
@@ -63,10 +78,10 @@ class RetrievalEvalReport(LoggedBatch):
     questions: int
     metrics: list[str]
     means: dict[str, dict[str, float | None]]
-    comparisons: list[dict]
+    comparisons: list[ComparisonRow]
     assertions: list[AssertionResult]
     warnings: list[RunWarning]
-    intervals: list[dict]
+    intervals: list[IntervalRow]
     seconds_searching: dict[str, float]
     model_costs: dict[str, dict[str, float]]
 
@@ -78,13 +93,13 @@ class AnswerEvalReport(LoggedBatch):
     questions: int
     unanswerable: int
     metrics: dict[str, dict[str, float]]
-    comparisons: list[dict]
-    pairwise: list[dict]
+    comparisons: list[AnswerComparisonRow]
+    pairwise: list[PairwiseTally]
     warnings: list[RunWarning]
     assertions: list[AssertionResult]
     judge_model: str
     prompt_versions: dict[str, str]
-    intervals: list[dict]
+    intervals: list[AnswerIntervalRow]
     seconds: float
     # Who wrote each configuration's answers: its answer model's id, or the system under test.
     answered_by: dict[str, str] = Field(default_factory=dict)
@@ -96,13 +111,13 @@ class AnswerEvalReport(LoggedBatch):
     unfaithful_traces_urls: dict[str, str] = Field(default_factory=dict)
 
 
-def published_intervals(intervals: list[dict], metrics: list[str] | None = None) -> list[dict]:
+def published_intervals(intervals: list[IntervalRow], metrics: list[str] | None = None) -> list[dict]:
     """Interval rows as the Prefect UI's table shows them: rounded to 4 places, scored ones only
     (of `metrics`, when given)."""
     return [
-        {key: round(value, 4) if isinstance(value, float) else value for key, value in row.items()}
+        {key: round(value, 4) if isinstance(value, float) else value for key, value in row.model_dump().items()}
         for row in intervals
-        if row["mean"] is not None and (metrics is None or row["metric"] in metrics)
+        if row.mean is not None and (metrics is None or row.metric in metrics)
     ]
 
 
@@ -200,7 +215,7 @@ def retrieval_record(
             description=configuration_markdown(
                 f"retrieval/{c.label}: configuration {c.label} of retrieval batch {batch_id}, "
                 f"{len(context.questions)} questions",
-                summary.intervals.filter(pl.col("configuration") == c.label).to_dicts(),
+                interval_rows(summary.intervals.filter(pl.col("configuration") == c.label)),
                 headline,
             ),
             work_span=(work_spans or {}).get(c.label),
@@ -221,10 +236,10 @@ def retrieval_record(
         },
         figures={
             "retrieval_metrics": plots.interval_figure(
-                summary.intervals, headline, title, summary.comparisons.to_dicts()
+                interval_rows(summary.intervals), headline, title, comparison_rows(summary.comparisons)
             ),
             "retrieval_recall_at_k": plots.recall_curve_figure(
-                summary.intervals, list(config.ks), f"recall@k, batch {batch_id}"
+                interval_rows(summary.intervals), list(config.ks), f"recall@k, batch {batch_id}"
             ),
         },
     )
@@ -247,10 +262,10 @@ def retrieval_report(
         questions=len(context.questions),
         metrics=[str(m) for m in config.metrics()],
         means=summary.means,
-        comparisons=summary.comparisons.to_dicts(),
+        comparisons=comparison_rows(summary.comparisons),
         assertions=summary.assertions,
         warnings=retrieval_warnings(context, searched),
-        intervals=summary.intervals.to_dicts(),
+        intervals=interval_rows(summary.intervals),
         seconds_searching={label: result.seconds for label, result in searched.items()},
         model_costs={label: result.costs for label, result in searched.items()},
     )
@@ -311,7 +326,7 @@ class AnswerBatchSummary:
     summaries: dict[str, ConfigurationSummary]
     comparisons: pl.DataFrame
     preferences: list[PairComparison]
-    pairwise: list[dict]
+    pairwise: list[PairwiseTally]
     intervals: pl.DataFrame
     warnings: list[RunWarning]
     assertions: list[AssertionResult]
@@ -433,10 +448,9 @@ def answer_record(
         for c in config.configurations
     ]
     tallies = {
-        f"pairwise/{t['configuration_a']}/{t['configuration_b']}/{key}": value
+        f"pairwise/{t.configuration_a}/{t.configuration_b}/{key}": value
         for t in summary.pairwise
-        for key, value in t.items()
-        if key not in ("configuration_a", "configuration_b")
+        for key, value in t.model_dump(exclude={"configuration_a", "configuration_b"}).items()
     }
     calibration_metrics, calibration_table = calibration_record(summary.calibration)
     title = (
@@ -464,7 +478,10 @@ def answer_record(
         },
         figures={
             "answer_metrics": plots.interval_figure(
-                summary.intervals, list(REPORTED_ANSWER_METRICS), title, summary.comparisons.to_dicts()
+                answer_interval_rows(summary.intervals),
+                list(REPORTED_ANSWER_METRICS),
+                title,
+                answer_comparison_rows(summary.comparisons),
             )
         },
     )
@@ -474,7 +491,7 @@ def _answer_description(
     configuration: AnyAnswerConfiguration, batch_id: str, judge_model_id: str, summary: AnswerBatchSummary
 ) -> str:
     """An answer configuration's child run description (reports.configuration_markdown)."""
-    rows = summary.intervals.filter(pl.col("configuration") == configuration.label).to_dicts()
+    rows = answer_interval_rows(summary.intervals.filter(pl.col("configuration") == configuration.label))
     clipped = clipped_corrections(rows, summary.calibration)
     return configuration_markdown(
         f"answers/{configuration.label}: configuration {configuration.label} of answer batch {batch_id}, "
@@ -483,7 +500,7 @@ def _answer_description(
         REPORTED_ANSWER_METRICS,
         judge_error_lines(calibration_summary(summary.calibration))[0],
         f"{clip_reason(summary.calibration)}: "
-        + "; ".join(f"{row['metric']} {row['mean']:.3f} ({side})" for row, side in clipped)
+        + "; ".join(f"{row.metric} {row.mean:.3f} ({side})" for row, side in clipped)
         if clipped
         else "",
     )
@@ -509,13 +526,13 @@ def answer_report(
         questions=len(questions.golden),
         unanswerable=len(questions.unanswerable),
         metrics={label: s.metrics for label, s in summary.summaries.items()},
-        comparisons=summary.comparisons.to_dicts(),
+        comparisons=answer_comparison_rows(summary.comparisons),
         pairwise=summary.pairwise,
         warnings=summary.warnings,
         assertions=summary.assertions,
         judge_model=judge_model_id,
         prompt_versions={"answer": ANSWER_PROMPT_VERSION, **PROMPT_VERSIONS},
-        intervals=summary.intervals.to_dicts(),
+        intervals=answer_interval_rows(summary.intervals),
         seconds=round(seconds, 3),
         judge_calibration=calibration_summary(summary.calibration),
         answered_by={c.label: answered_by(c) for c in config.configurations},

@@ -4,12 +4,16 @@ to the MLflow run. Pure: numbers in, text out."""
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ragassay.evaluation.interval_text import corrected_text, interval_lines, judge_error_lines
 from ragassay.gates.assertions import AssertionResult, measured
+from ragassay.metrics.averaging import IntervalRow
+from ragassay.metrics.corrected_rows import has_correction
 from ragassay.metrics.names import LOWER_IS_BETTER, QUESTIONS_SCORED, REPORTED_ANSWER_METRICS
-from ragassay.metrics.significance import ALPHA, comparison_of, ranked_by_mean
+from ragassay.metrics.significance import ALPHA, ComparisonRow, DirectedComparison, comparison_of, ranked_by_mean
 from ragassay.run_warnings import RunWarning
 
 if TYPE_CHECKING:  # (outcomes imports matplotlib; the CLI's tables need only this module's text)
@@ -64,33 +68,34 @@ def runs_view_lines(runs_view_url: str | None, mlflow_url: str | None) -> list[s
     return ["", f"Its configurations side by side: [the batch's runs list]({runs_view_url}){where}."]
 
 
-def _comparison_lines(comparisons: list[dict], metrics: list[str]) -> list[str]:
-    shown = [c for c in comparisons if c["metric"] in metrics]
+def _comparison_lines(comparisons: Sequence[ComparisonRow], metrics: list[str]) -> list[str]:
+    shown = [c for c in comparisons if c.metric in metrics]
     if not shown:
         return []
-    corrected = any(c.get("corrected_low") is not None for c in shown)
+    corrected = any(has_correction(c) for c in shown)
     lines = [
         "| a | b | metric | b - a | 95% CI | p | |" + (" judge-corrected b - a |" if corrected else ""),
         "|---|---|---|---:|---|---:|---|" + ("---|" if corrected else ""),
     ]
     for c in shown:
-        verdict = "significant" if c["p_value"] < ALPHA else "not significant"
+        verdict = "significant" if c.p_value < ALPHA else "not significant"
         lines.append(
-            f"| {c['configuration_a']} | {c['configuration_b']} | {c['metric']} | {c['mean_difference']:+.4f} "
-            f"| [{c['ci_low']:+.4f}, {c['ci_high']:+.4f}] | {c['p_value']:.4f} | {verdict} |"
+            f"| {c.configuration_a} | {c.configuration_b} | {c.metric} | {c.mean_difference:+.4f} "
+            f"| [{c.ci_low:+.4f}, {c.ci_high:+.4f}] | {c.p_value:.4f} | {verdict} |"
             + (f" {corrected_text(c, signed=True).removeprefix('corrected ') or '-'} |" if corrected else "")
         )
     return lines
 
 
-def ahead_lines(intervals: list[dict], comparisons: list[dict], metrics: list[str] | tuple[str, ...]) -> list[str]:
+def ahead_lines(
+    intervals: Sequence[IntervalRow], comparisons: Sequence[ComparisonRow], metrics: list[str] | tuple[str, ...]
+) -> list[str]:
     """One line per metric saying which configuration is ahead and whether that is significant:
     the best mean (the lowest for a metric where lower is better) against the runner-up's, with their paired
     difference over the questions both scored (best - runner-up, bootstrap 95% CI, randomization
     p; significant when p < ALPHA). Where the two scored different questions, their means are not
     comparable, so the line says who is ahead on the questions both scored (the paired difference's
-    sign), and that the means are over different questions. intervals: rows of (configuration,
-    metric, scored, mean, ci_low, ci_high); comparisons: rows of metrics/significance.compare_all_pairs."""
+    sign), and that the means are over different questions."""
     lines = []
     for metric in metrics:
         ranked = ranked_by_mean(intervals, metric)
@@ -98,52 +103,52 @@ def ahead_lines(intervals: list[dict], comparisons: list[dict], metrics: list[st
             continue
         best = ranked[0]
         if len(ranked) == 1:
-            lines.append(f"- {metric}: {best['configuration']} only ({best['mean']:.3f})")
+            lines.append(f"- {metric}: {best.configuration} only ({best.mean:.3f})")
             continue
         second = ranked[1]
-        row = comparison_of(comparisons, metric, best["configuration"], second["configuration"])
-        if row is not None and row["questions"] and {best["scored"], second["scored"]} != {row["questions"]}:
+        row = comparison_of(comparisons, metric, best.configuration, second.configuration)
+        if row is not None and row.questions and {best.scored, second.scored} != {row.questions}:
             lines.append(_ahead_on_common_questions(metric, best, second, row))
             continue
-        if best["mean"] == second["mean"]:
-            tied = [row["configuration"] for row in ranked if row["mean"] == best["mean"]]
-            lines.append(f"- {metric}: {', '.join(tied[:-1])} and {tied[-1]} tie at {best['mean']:.3f}")
+        if best.mean == second.mean:
+            tied = [r.configuration for r in ranked if r.mean == best.mean]
+            lines.append(f"- {metric}: {', '.join(tied[:-1])} and {tied[-1]} tie at {best.mean:.3f}")
             continue
-        lead = f"- {metric}: **{best['configuration']}** is ahead ({best['mean']:.3f} against {second['configuration']}'s {second['mean']:.3f}"
-        if row is None or not row["questions"]:
+        lead = f"- {metric}: **{best.configuration}** is ahead ({best.mean:.3f} against {second.configuration}'s {second.mean:.3f}"
+        if row is None or not row.questions:
             lines.append(lead + "; no question scored by both, so no paired test)")
             continue
-        lines.append(lead + f"; paired difference {_difference(row)} over {row['questions']} questions, {_p(row)})")
+        lines.append(lead + f"; paired difference {_difference(row)} over {row.questions} questions, {_p(row)})")
     return lines
 
 
-def _difference(row: dict) -> str:
-    return f"{row['difference']:+.3f} [{row['ci_low']:+.3f}, {row['ci_high']:+.3f}]"
+def _difference(row: DirectedComparison) -> str:
+    return f"{row.difference:+.3f} [{row.ci_low:+.3f}, {row.ci_high:+.3f}]"
 
 
-def _p(row: dict) -> str:
-    return f"p = {row['p_value']:.3f}: {'significant' if row['p_value'] < ALPHA else 'not significant'}"
+def _p(row: DirectedComparison) -> str:
+    return f"p = {row.p_value:.3f}: {'significant' if row.p_value < ALPHA else 'not significant'}"
 
 
-def _ahead_on_common_questions(metric: str, best: dict, second: dict, row: dict) -> str:
+def _ahead_on_common_questions(metric: str, best: IntervalRow, second: IntervalRow, row: DirectedComparison) -> str:
     """The ahead line of two configurations that scored different questions: who leads on the
     questions both scored (by the paired difference, best - second in `row`), the means beside."""
     means = (
-        f"their means, {best['configuration']}'s {best['mean']:.3f} over {best['scored']} questions and "
-        f"{second['configuration']}'s {second['mean']:.3f} over {second['scored']}, are over different questions"
+        f"their means, {best.configuration}'s {best.mean:.3f} over {best.scored} questions and "
+        f"{second.configuration}'s {second.mean:.3f} over {second.scored}, are over different questions"
     )
-    both = f"on the {row['questions']} questions both scored"
-    if row["difference"] == 0:
+    both = f"on the {row.questions} questions both scored"
+    if row.difference == 0:
         return (
-            f"- {metric}: {best['configuration']} and {second['configuration']} tie {both} (paired difference "
+            f"- {metric}: {best.configuration} and {second.configuration} tie {both} (paired difference "
             f"{_difference(row)}, {_p(row)}); {means}"
         )
-    best_leads = (row["difference"] < 0) if metric in LOWER_IS_BETTER else (row["difference"] > 0)
+    best_leads = (row.difference < 0) if metric in LOWER_IS_BETTER else (row.difference > 0)
     leader, other = (best, second) if best_leads else (second, best)
     if not best_leads:  # the difference said as leader - other
-        row = {**row, "difference": -row["difference"], "ci_low": -row["ci_high"], "ci_high": -row["ci_low"]}
+        row = dataclasses.replace(row, difference=-row.difference, ci_low=-row.ci_high, ci_high=-row.ci_low)
     return (
-        f"- {metric}: {both}, **{leader['configuration']}** is ahead of {other['configuration']} (paired "
+        f"- {metric}: {both}, **{leader.configuration}** is ahead of {other.configuration} (paired "
         f"difference {_difference(row)}, {_p(row)}); {means}"
     )
 
@@ -232,9 +237,7 @@ def answer_sections(report: AnswerEvalReport) -> list[str]:
     ahead = ahead_lines(report.intervals, report.comparisons, REPORTED_ANSWER_METRICS)
     if ahead:
         lines += ["", "## Who is ahead", "", *ahead]
-    comparison_lines = _comparison_lines(
-        [c for c in report.comparisons if c["questions"]], list(REPORTED_ANSWER_METRICS)
-    )
+    comparison_lines = _comparison_lines([c for c in report.comparisons if c.questions], list(REPORTED_ANSWER_METRICS))
     if comparison_lines:
         lines += [
             "",
@@ -246,9 +249,9 @@ def answer_sections(report: AnswerEvalReport) -> list[str]:
     if report.pairwise:
         lines += ["", "## Pairwise (the judge's preference, asked in both orders)", ""]
         lines += [
-            f"- {p['configuration_a']} vs {p['configuration_b']} on {p['questions']} questions: "
-            f"{p['configuration_a']} won {p['wins_a']}, {p['configuration_b']} won {p['wins_b']}, {p['ties']} ties; "
-            f"inconsistent {p['inconsistent']}, unreadable {p['unreadable']}"
+            f"- {p.configuration_a} vs {p.configuration_b} on {p.questions} questions: "
+            f"{p.configuration_a} won {p.wins_a}, {p.configuration_b} won {p.wins_b}, {p.ties} ties; "
+            f"inconsistent {p.inconsistent}, unreadable {p.unreadable}"
             for p in report.pairwise
         ]
     return lines

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from typing import ClassVar
 
 import polars as pl
 from pydantic import BaseModel
@@ -22,6 +23,7 @@ from ragassay.gates.suite import CaseSuite, EvalCase
 from ragassay.judge.judge import Judge, context_text, judging_cost, verdict_of
 from ragassay.judge.prompts import PROMPT_VERSIONS
 from ragassay.llm.structured import Usage
+from ragassay.metrics.corrected_rows import CorrectedEstimate
 from ragassay.metrics.judge_error import JudgeCalibration, corrected_mean
 from ragassay.progress import ProgressReporter
 from ragassay.resources import Resources
@@ -86,7 +88,7 @@ class SuiteResult:
     results: pl.DataFrame
     metrics: dict[str, float]
     # The grounded claims' supported share over the suite, raw and judge-corrected (grounded_share).
-    grounded: dict | None = None
+    grounded: GroundedShare | None = None
 
     @property
     def passed(self) -> int:
@@ -122,13 +124,26 @@ def run_suite(
     if grounded is not None:
         metrics |= {
             f"grounded_{key}": value
-            for key, value in grounded.items()
-            if key in ("cases", "supported", "corrected", "corrected_low", "corrected_high") and value is not None
+            for key, value in grounded.model_dump(include=GroundedShare.METRICS).items()
+            if value is not None
         }
     return SuiteResult(rows, results, metrics, grounded)
 
 
-def grounded_share(rows: list[dict], calibration: JudgeCalibration | None) -> dict | None:
+class GroundedShare(CorrectedEstimate):
+    """The share of grounded claims judged supported over a suite's cases, its judge-corrected
+    estimate, what the correction rests on, and notes of its limits."""
+
+    # The fields logged as run metrics (`grounded_<field>`).
+    METRICS: ClassVar[set[str]] = {"cases", "supported", "corrected", "corrected_low", "corrected_high"}
+
+    cases: int
+    supported: float
+    calibration: str | None
+    notes: list[str]
+
+
+def grounded_share(rows: list[dict], calibration: JudgeCalibration | None) -> GroundedShare | None:
     """Over the cases whose `grounded` check judged claims: the mean share of claims judged
     supported, and its judge-corrected estimate with a 95% interval over the cases and the labels
     (metrics/judge_error.corrected_mean); a case's own check stays the judge's verdict. None when
@@ -137,15 +152,15 @@ def grounded_share(rows: list[dict], calibration: JudgeCalibration | None) -> di
     if not shares:
         return None
     corrected = corrected_mean(shares, calibration.strata) if calibration is not None else None
-    return {
-        "cases": len(shares),
-        "supported": sum(shares) / len(shares),
-        "corrected": corrected.estimate if corrected else None,
-        "corrected_low": corrected.low if corrected else None,
-        "corrected_high": corrected.high if corrected else None,
-        "calibration": f"{calibration.source}: {calibration.description}" if calibration else None,
-        "notes": calibration.warnings() if calibration else ["no labels for this judge: the share is the judge's own"],
-    }
+    return GroundedShare(
+        cases=len(shares),
+        supported=sum(shares) / len(shares),
+        corrected=corrected.estimate if corrected else None,
+        corrected_low=corrected.low if corrected else None,
+        corrected_high=corrected.high if corrected else None,
+        calibration=f"{calibration.source}: {calibration.description}" if calibration else None,
+        notes=calibration.warnings() if calibration else ["no labels for this judge: the share is the judge's own"],
+    )
 
 
 def suite_digest(suite: CaseSuite) -> str:
@@ -165,7 +180,7 @@ class CaseReport(BaseModel):
     judge_errors: int
     judge_model: str
     tracking_uri: str
-    grounded: dict | None = None
+    grounded: GroundedShare | None = None
 
 
 def suite_params(suite: CaseSuite, judge_model_id: str) -> dict:

@@ -99,8 +99,9 @@ class GenerationReport(BaseModel):
     skipped_pages: int
     pages_available: int
     acceptance_rate: float
-    usage: dict[str, float]
-    judge_usage: dict[str, float]
+    # What the question model and the judge's gate cost (calls, tokens, seconds, cached calls).
+    usage: Usage
+    judge_usage: Usage
     seconds: float
     seconds_in_model: float
     run_id: str | None = None
@@ -216,8 +217,8 @@ def generate_questions(
         skipped_pages=len(done_pages),
         pages_available=pages.height,
         acceptance_rate=len(accepted) / candidates.height if candidates.height else 0.0,
-        usage=usage.as_metrics(),
-        judge_usage=judge_usage.as_metrics("judge"),
+        usage=usage,
+        judge_usage=judge_usage,
         seconds=round(seconds, 3),
         seconds_in_model=round(usage.seconds + judge_usage.seconds, 3),
     )
@@ -271,8 +272,8 @@ def generation_record(config: GenerateConfig, report: GenerationReport, candidat
             "attempted": report.attempted,
             "accepted": len(report.accepted),
             **{f"discarded_{reason}": count for reason, count in report.discarded.items()},
-            **report.usage,
-            **report.judge_usage,
+            **report.usage.as_metrics(),
+            **report.judge_usage.as_metrics("judge"),
         },
         tables={"candidates": candidates, "discarded": candidates.filter(~pl.col("accepted"))},
     )

@@ -10,4 +10,6 @@
 - significance: paired bootstrap confidence interval and randomization p-value.
 - judge_error: the judge's sensitivity and specificity from labels, and judged means and paired
   differences corrected for them, with intervals that include the judge's error.
+- corrected_rows: an answer batch's interval and comparison rows, the judge-corrected estimate
+  beside the raw one (CorrectedEstimate).
 """

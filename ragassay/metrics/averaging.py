@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import polars as pl
+from pydantic import BaseModel, ConfigDict
 
 from ragassay.metrics.answers import Scored
 from ragassay.metrics.names import MetricName
@@ -73,6 +74,25 @@ INTERVAL_SCHEMA = pl.Schema(
         "ci_high": pl.Float64,
     }
 )
+
+
+class IntervalRow(BaseModel):
+    """One row of an interval table (INTERVAL_SCHEMA, the same names): a configuration's mean of
+    one metric over the questions it scored, with its 95% interval (None where none was scored)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    configuration: str
+    metric: str
+    scored: int
+    mean: float | None
+    ci_low: float | None
+    ci_high: float | None
+
+
+def interval_rows(table: pl.DataFrame) -> list[IntervalRow]:
+    """An interval table's rows, typed."""
+    return [IntervalRow.model_validate(row) for row in table.to_dicts()]
 
 
 def mean_interval(

@@ -14,7 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
+from pydantic import BaseModel, ConfigDict
 
+from ragassay.metrics.averaging import IntervalRow
 from ragassay.metrics.names import LOWER_IS_BETTER
 from ragassay.progress import ProgressReporter
 
@@ -86,6 +88,41 @@ COMPARISON_SCHEMA = pl.Schema(
 KEYS = ["query_collection", "query_id"]
 
 
+class ComparisonRow(BaseModel):
+    """One row of compare_all_pairs (COMPARISON_SCHEMA, the same names): b - a for one metric over
+    the questions both configurations scored, its bootstrap 95% interval and randomization p."""
+
+    model_config = ConfigDict(frozen=True)
+
+    configuration_a: str
+    configuration_b: str
+    metric: str
+    questions: int
+    mean_difference: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+
+
+def comparison_rows(table: pl.DataFrame) -> list[ComparisonRow]:
+    """A comparison table's rows, typed."""
+    return [ComparisonRow.model_validate(row) for row in table.to_dicts()]
+
+
+@dataclass(frozen=True)
+class DirectedComparison:
+    """A comparison row turned to say first - second (comparison_of)."""
+
+    first: str
+    second: str
+    metric: str
+    questions: int
+    difference: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+
+
 def compare_all_pairs(per_question: dict[str, pl.DataFrame], metrics: Sequence[str], seed: int) -> pl.DataFrame:
     """Every pair (a, b) of configurations, in label order: compare_paired of b against a per
     metric, over the questions both scored (a null is a question left out of that metric).
@@ -128,20 +165,23 @@ def paired_scores(
             yield label_a, label_b, name, both[name].to_numpy(), both[f"{name}__b"].to_numpy()
 
 
-def ranked_by_mean(intervals: list[dict], metric: str) -> list[dict]:
-    """The interval rows (configuration, metric, scored, mean, ci_low, ci_high) of one metric that
-    have a mean, best first: highest mean, or lowest for a metric in LOWER_IS_BETTER. Ties keep
-    the rows' order."""
-    scored = [row for row in intervals if row["metric"] == metric and row["mean"] is not None]
-    return sorted(scored, key=lambda row: row["mean"], reverse=metric not in LOWER_IS_BETTER)
+def ranked_by_mean(intervals: Sequence[IntervalRow], metric: str) -> list[IntervalRow]:
+    """The interval rows of one metric that have a mean, best first: highest mean, or lowest for a
+    metric in LOWER_IS_BETTER. Ties keep the rows' order."""
+    scored = [row for row in intervals if row.metric == metric and row.mean is not None]
+    return sorted(scored, key=lambda row: row.mean, reverse=metric not in LOWER_IS_BETTER)
 
 
-def comparison_of(comparisons: list[dict], metric: str, first: str, second: str) -> dict | None:
-    """The compare_all_pairs row of two configurations (in either order) for one metric, with
-    `difference`, `ci_low`, `ci_high` turned to say first - second; None without one."""
+def comparison_of(
+    comparisons: Sequence[ComparisonRow], metric: str, first: str, second: str
+) -> DirectedComparison | None:
+    """The compare_all_pairs row of two configurations (in either order) for one metric, turned to
+    say first - second; None without one."""
     for row in comparisons:
-        if row["metric"] == metric and {row["configuration_a"], row["configuration_b"]} == {first, second}:
-            sign = 1 if row["configuration_a"] == second else -1  # the row holds b - a
-            low, high = sorted((sign * row["ci_low"], sign * row["ci_high"]))
-            return {**row, "difference": sign * row["mean_difference"], "ci_low": low, "ci_high": high}
+        if row.metric == metric and {row.configuration_a, row.configuration_b} == {first, second}:
+            sign = 1 if row.configuration_a == second else -1  # the row holds b - a
+            low, high = sorted((sign * row.ci_low, sign * row.ci_high))
+            return DirectedComparison(
+                first, second, metric, row.questions, sign * row.mean_difference, low, high, row.p_value
+            )
     return None

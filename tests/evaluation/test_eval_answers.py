@@ -244,7 +244,7 @@ def test_pairwise_comparison_asks_both_orders_and_tallies_every_question(evaluat
                 "tie",
                 None,
             )
-    [tally] = report.pairwise
+    [tally] = [t.model_dump() for t in report.pairwise]
     expected = {
         "configuration_a": "fulltext",
         "configuration_b": "hybrid",
@@ -284,8 +284,10 @@ def test_runs_list_shows_retrieval_and_answer_runs_together(evaluated, sample_ho
     compared = runner.invoke(app, ["runs", "compare", evaluated[1].batch_id, "--json"])
     assert compared.exit_code == 0
     [from_runs], [from_report] = json.loads(compared.stdout)["pairwise"], evaluated[1].pairwise
-    assert from_runs == {key: from_report[key] for key in from_runs}
-    assert json.loads(compared.stdout)["comparisons"] == evaluated[1].comparisons, "the paired differences too"
+    assert from_runs == {key: getattr(from_report, key) for key in from_runs}
+    assert json.loads(compared.stdout)["comparisons"] == [c.model_dump() for c in evaluated[1].comparisons], (
+        "the paired differences too"
+    )
 
 
 def test_unreadable_judgements_are_excluded_and_warned_never_scored(evaluated, sample_home):
@@ -440,21 +442,21 @@ def test_answer_metrics_are_compared_pairwise_and_the_batch_says_who_is_ahead(ev
     scores = {label: answer_scores(_child_tables(sample_home, run_id)[0]) for label, run_id in report.run_ids.items()}
     assert len(report.comparisons) == len(REPORTED_ANSWER_METRICS), "one pair, every metric"
     for row in report.comparisons:
-        metric = row["metric"]
+        metric = row.metric
         both = (
-            scores[row["configuration_a"]]
-            .join(scores[row["configuration_b"]], on=["query_collection", "query_id"], suffix="__b")
+            scores[row.configuration_a]
+            .join(scores[row.configuration_b], on=["query_collection", "query_id"], suffix="__b")
             .select(metric, f"{metric}__b")
             .drop_nulls()
         )
         expected = compare_paired(both[metric].to_numpy(), both[f"{metric}__b"].to_numpy(), seed=config.seed)
-        assert (row["questions"], row["mean_difference"], row["p_value"]) == (
+        assert (row.questions, row.mean_difference, row.p_value) == (
             expected.questions,
             expected.mean_difference,
             expected.p_value,
         ), metric
     logged = tracking.download_table(sample_home, report.parent_run_id, "comparisons")
-    assert logged.to_dicts() == report.comparisons
+    assert logged.to_dicts() == [c.model_dump() for c in report.comparisons]
 
     # The batch's description in MLflow is the report: who is ahead, with the paired tests.
     mlflow_client = tracking.client(sample_home)

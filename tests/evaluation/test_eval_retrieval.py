@@ -60,7 +60,7 @@ def test_report_has_means_for_every_configuration_and_metric(evaluated):
             "reason": None,
         }
     ]
-    pairs = {(c["configuration_a"], c["configuration_b"]) for c in report.comparisons}
+    pairs = {(c.configuration_a, c.configuration_b) for c in report.comparisons}
     assert pairs == {("fulltext", "semantic"), ("fulltext", "hybrid"), ("semantic", "hybrid")}
 
 
@@ -246,17 +246,15 @@ def test_the_batch_parent_shows_metrics_pictures_and_previewable_tables(evaluate
         for key in fulltext.data.params
     )
     for row in report.intervals:
-        assert row["ci_low"] <= row["mean"] <= row["ci_high"] and row["scored"] == 30
+        assert row.ci_low <= row.mean <= row.ci_high and row.scored == 30
     # Each child run lasts as long as its searching (it is logged after it), and has its own
     # description: what it is, its means with their intervals.
     batch_run = mlflow_client.get_run(report.parent_run_id).info
     assert batch_run.start_time == fulltext.info.start_time < fulltext.info.end_time <= batch_run.end_time
     description = fulltext.data.tags[tracking.DESCRIPTION_TAG]
-    [recall] = [r for r in report.intervals if r["configuration"] == "fulltext" and r["metric"] == "recall@5"]
+    [recall] = [r for r in report.intervals if r.configuration == "fulltext" and r.metric == "recall@5"]
     assert description.startswith(f"**retrieval/fulltext: configuration fulltext of retrieval batch {report.batch_id}")
-    assert f"| recall@5 | {recall['mean']:.3f} [{recall['ci_low']:.3f}, {recall['ci_high']:.3f}], 30 scored |" in (
-        description
-    )
+    assert f"| recall@5 | {recall.mean:.3f} [{recall.ci_low:.3f}, {recall.ci_high:.3f}], 30 scored |" in (description)
 
 
 def test_the_regression_gate_fails_a_significant_drop_and_passes_noise(evaluated, sample_home, monkeypatch):

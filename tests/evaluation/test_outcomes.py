@@ -10,7 +10,8 @@ from ragassay.config import RetrievalEvalConfig
 from ragassay.evaluation import outcomes
 from ragassay.evaluation.questions import EvalQuestion, GoldenContext
 from ragassay.evaluation.retrieval_scoring import SearchedConfiguration, per_question_frame, score_rankings
-from ragassay.metrics.averaging import answer_scores
+from ragassay.metrics.averaging import IntervalRow, answer_scores
+from ragassay.metrics.significance import ComparisonRow
 from ragassay.run_warnings import RunWarning
 from ragassay.tracking import LoggedBatch
 
@@ -153,7 +154,7 @@ def test_the_report_says_who_is_ahead_and_whether_that_is_significant():
     from ragassay.evaluation.reports import ahead_lines
 
     def row(label, metric, mean):
-        return {"configuration": label, "metric": metric, "scored": 3, "mean": mean, "ci_low": 0.1, "ci_high": 0.9}
+        return IntervalRow(configuration=label, metric=metric, scored=3, mean=mean, ci_low=0.1, ci_high=0.9)
 
     intervals = [
         row("a", "faithfulness", 0.5),
@@ -170,7 +171,7 @@ def test_the_report_says_who_is_ahead_and_whether_that_is_significant():
          "mean_difference": 0.2, "ci_low": -0.1, "ci_high": 0.4, "p_value": 0.4},
     ]  # fmt: skip
     faithfulness, relevancy, refusals = ahead_lines(
-        intervals, comparisons, ["faithfulness", "answer_relevancy", "false_refusal_rate"]
+        intervals, [ComparisonRow(**c) for c in comparisons], ["faithfulness", "answer_relevancy", "false_refusal_rate"]
     )
     assert faithfulness == (
         "- faithfulness: **b** is ahead (0.800 against a's 0.500; paired difference +0.300 [+0.100, +0.500] over "
@@ -192,7 +193,7 @@ def test_who_is_ahead_of_configurations_that_scored_different_questions_is_said_
     from ragassay.evaluation.reports import ahead_lines
 
     def row(label, metric, mean, scored):
-        return {"configuration": label, "metric": metric, "scored": scored, "mean": mean, "ci_low": 0.0, "ci_high": 1.0}
+        return IntervalRow(configuration=label, metric=metric, scored=scored, mean=mean, ci_low=0.0, ci_high=1.0)
 
     # The screen issue 38 found: hybrid's 0.200 over 5 questions, fulltext's 0.000 over 3, and no
     # difference on the 3 both scored. Before: "hybrid is ahead (0.200 against fulltext's 0.000;
@@ -210,7 +211,9 @@ def test_who_is_ahead_of_configurations_that_scored_different_questions_is_said_
         {"configuration_a": "fulltext", "configuration_b": "hybrid", "metric": "answer_relevancy", "questions": 3,
          "mean_difference": -0.1, "ci_low": -0.3, "ci_high": 0.05, "p_value": 0.2},
     ]  # fmt: skip
-    faithfulness, relevancy = ahead_lines(intervals, comparisons, ["faithfulness", "answer_relevancy"])
+    faithfulness, relevancy = ahead_lines(
+        intervals, [ComparisonRow(**c) for c in comparisons], ["faithfulness", "answer_relevancy"]
+    )
     assert faithfulness == (
         "- faithfulness: hybrid and fulltext tie on the 3 questions both scored (paired difference +0.000 "
         "[+0.000, +0.000], p = 1.000: not significant); their means, hybrid's 0.200 over 5 questions and "
@@ -224,9 +227,14 @@ def test_who_is_ahead_of_configurations_that_scored_different_questions_is_said_
 
 
 def test_judged_metrics_carry_their_corrected_estimate_in_intervals_differences_metrics_and_reports():
-    from ragassay.evaluation.answer_summary import (
-        answer_differences,
-        answer_intervals,
+    from ragassay.evaluation.answer_summary import answer_differences, answer_intervals
+    from ragassay.evaluation.interval_text import (
+        RAW_AND_CORRECTED,
+        configuration_markdown,
+        interval_lines,
+        judge_error_lines,
+    )
+    from ragassay.evaluation.judge_correction import (
         calibration_summary,
         calibration_warnings,
         clipped_corrections,
@@ -235,12 +243,7 @@ def test_judged_metrics_carry_their_corrected_estimate_in_intervals_differences_
         corrected_metrics,
         correction_fit_warnings,
     )
-    from ragassay.evaluation.interval_text import (
-        RAW_AND_CORRECTED,
-        configuration_markdown,
-        interval_lines,
-        judge_error_lines,
-    )
+    from ragassay.metrics.corrected_rows import answer_interval_rows
     from ragassay.metrics.judge_error import JudgeCalibration, corrected_difference, corrected_mean, simple_strata
 
     answers = {
@@ -270,7 +273,7 @@ def test_judged_metrics_carry_their_corrected_estimate_in_intervals_differences_
     faithful = differences.filter(pl.col("metric") == "faithfulness").row(0, named=True)
     paired = corrected_difference([0.5, 1.0, 0.0], [1.0, 1.0, 1.0], strata)
     assert faithful["corrected"] == paired.estimate and faithful["mean_difference"] == paired.raw
-    assert "corrected " in interval_lines(intervals.to_dicts(), ["faithfulness"])[2]
+    assert "corrected " in interval_lines(answer_interval_rows(intervals), ["faithfulness"])[2]
     # b's judge said "supported" for every statement of its three answers, more often than its
     # sensitivity (0.9) allows: the estimate is clipped to 1, its interval is not a point there,
     # and a warning names the mean that the error rates cannot produce.
@@ -280,9 +283,9 @@ def test_judged_metrics_carry_their_corrected_estimate_in_intervals_differences_
     assert perfect["corrected"] == 1.0 and perfect["corrected_low"] < 0.8 and perfect["corrected_high"] == 1.0
     [fit] = correction_fit_warnings(intervals, calibration)
     assert "b faithfulness 1.000 (above Se)" in fit.reason and "a faithfulness" not in fit.reason
-    b_rows = intervals.filter(pl.col("configuration") == "b").to_dicts()
+    b_rows = answer_interval_rows(intervals.filter(pl.col("configuration") == "b"))
     [(clipped, side)] = clipped_corrections(b_rows, calibration)
-    assert clipped["metric"] == "faithfulness" and side == "above Se"
+    assert clipped.metric == "faithfulness" and side == "above Se"
     description = configuration_markdown("answers/b", b_rows, ["faithfulness"], "rests on labels", "clipped: why")
     assert description.split("\n")[:2] == ["**answers/b**", ""] and "| faithfulness | 1.000 [" in description
     assert description.rstrip().endswith("\n\nrests on labels\n\nclipped: why") and RAW_AND_CORRECTED in description

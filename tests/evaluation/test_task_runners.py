@@ -128,8 +128,8 @@ def test_an_answer_evaluation_on_a_dask_local_cluster_matches_the_thread_runner(
     threads, dask = reports["threads"], reports["dask"]
     assert dask.judge_model == threads.judge_model and dask.questions == threads.questions == 1
     # The same wins and ties; the judge's cost differs (a judge remembers its judgements per process).
-    assert [{k: v for k, v in t.items() if not k.startswith("judge_")} for t in dask.pairwise] == [
-        {k: v for k, v in t.items() if not k.startswith("judge_")} for t in threads.pairwise
+    assert [{k: v for k, v in t.model_dump().items() if not k.startswith("judge_")} for t in dask.pairwise] == [
+        {k: v for k, v in t.model_dump().items() if not k.startswith("judge_")} for t in threads.pairwise
     ]
     for label in threads.run_ids:
         for metric in [

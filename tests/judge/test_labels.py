@@ -379,8 +379,8 @@ def test_calibrate_on_the_collections_labels_and_the_next_evaluation_is_correcte
     )
     faithful = second.metrics["faithful"]
     assert 0.0 <= faithful["faithfulness_corrected_low"] <= faithful["faithfulness_corrected_high"] <= 1.0
-    [row] = [r for r in second.intervals if r["configuration"] == "faithful" and r["metric"] == "faithfulness"]
-    assert row["corrected_low"] == faithful["faithfulness_corrected_low"]
+    [row] = [r for r in second.intervals if r.configuration == "faithful" and r.metric == "faithfulness"]
+    assert row.corrected_low == faithful["faithfulness_corrected_low"]
     assert [(a.assertion, a.value, a.passed) for a in second.assertions] == [
         ("faithful:faithfulness.corrected_low>=0", faithful["faithfulness_corrected_low"], True)
     ]

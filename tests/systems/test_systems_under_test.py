@@ -96,7 +96,7 @@ def test_a_python_system_an_http_system_and_their_records_score_as_the_search_th
     )
     replayed = _evaluate(home, [{"label": "last-week", "system": {"kind": "records", "path": str(saved)}}])
     assert _per_question(home, replayed, "last-week").drop("configuration").equals(built_in.drop("configuration"))
-    comparisons = pl.DataFrame(report.comparisons).filter(pl.col("configuration_b") == "http")
+    comparisons = pl.DataFrame([c.model_dump() for c in report.comparisons]).filter(pl.col("configuration_b") == "http")
     assert (comparisons["mean_difference"] == 0).all() and (comparisons["p_value"] == 1).all()
 
 
