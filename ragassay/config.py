@@ -258,7 +258,7 @@ class RetrievalSettings(Frozen):
         default_factory=lambda: tuple(RetrievalConfiguration(label=m, search_type=m) for m in SEARCH_TYPES),
         min_length=1,
     )
-    ks: tuple[int, ...] = DEFAULT_KS
+    ks: tuple[int, ...] = Field(DEFAULT_KS, description="Cut-offs k of recall@k, precision@k, nDCG@k and hit rate@k.")
     max_rank: int = Field(
         100,
         ge=1,

@@ -28,7 +28,11 @@ QUALITY_GATE_FILES = re.compile(
 )
 # A slice of work is a part (work_parts.py): "a batch of files", "batches of documents", a task
 # named "...-file-batch" is the other meaning.
-WORK_BATCH = re.compile(r"\bbatch(es)? of (the )?(files|documents|texts|chunks|questions|rows)\b|-file-batch", re.I)
+WORK_BATCH = re.compile(
+    r"\bbatch(es)? of (the )?(files|documents|texts|chunks|questions|rows)\b|-file-batch"
+    r"|\b(extraction|embedding|ingest) batch(es)?\b",
+    re.I,
+)
 # Building an index ends in a swap, not a publication.
 INDEX_FILES = re.compile(r"^(ragassay/index/.*|flows/index\.py|tasks/index\.py)$")
 
@@ -57,7 +61,12 @@ def test_an_index_is_swapped_in_not_published():
 
 @pytest.mark.parametrize(
     "sentence",
-    ["Extract one batch of files", "batches of documents are staged", 'task(name="extract-file-batch")'],
+    [
+        "Extract one batch of files",
+        "batches of documents are staged",
+        'task(name="extract-file-batch")',
+        "configurations, embedding groups, extraction batches",
+    ],
 )
 def test_the_work_batch_pattern_catches_the_other_meaning(sentence):
     """The rule above would have caught what it replaced."""

@@ -33,6 +33,19 @@ def field_option(model: type[BaseModel], name: str, *declarations: str, required
     return typer.Option(... if required else field.get_default(), *declarations, help=field.description, **options)
 
 
+def override_option(model: type[BaseModel], name: str, *declarations: str, lead: str = "", **options) -> Any:
+    """A typer option that sets the model field only when given (default None, so a value from a
+    --configs file stands), its help the field's description (after `lead`, where the option's
+    reach needs saying) and its declared default."""
+    field = model.model_fields[name]
+    if field.description is None:
+        raise TypeError(f"{model.__name__}.{name} has no description to show as --help")
+    default = field.get_default(call_default_factory=True)
+    shown = ",".join(map(str, default)) if isinstance(default, tuple) else default
+    said = "" if default is None else f" Default {shown}."
+    return typer.Option(None, *declarations, help=f"{lead}{field.description}{said}", **options)
+
+
 JSON_OPTION = typer.Option(False, "--json", help="Print a machine-readable JSON result on stdout.")
 COLLECTION_OPTION = typer.Option(..., "--collection", "-c", help="Collection name.")
 
@@ -200,7 +213,7 @@ JUDGE_API_KEY_ENV_OPTION = typer.Option(
 TASK_RUNNER_OPTION = typer.Option(
     None,
     "--task-runner",
-    help="Where the fanned-out tasks run (configurations, embedding groups, extraction batches): threads (default) or dask.",
+    help="Where the fanned-out tasks run (configurations, embedding groups, extraction parts): threads (default) or dask.",
 )
 DASK_ADDRESS_OPTION = typer.Option(
     None, "--dask-address", help="A running Dask scheduler (tcp://host:8786); implies --task-runner dask."

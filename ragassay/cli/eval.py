@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from ragassay.answer.settings import AnswerSettings
 from ragassay.cli.common import (
     DASK_ADDRESS_OPTION,
     EXIT_OK,
@@ -25,6 +26,7 @@ from ragassay.cli.common import (
     judge_override,
     load_config_file,
     out,
+    override_option,
     prefect_defaults,
     run_flow,
     with_task_runner,
@@ -63,16 +65,14 @@ def eval_retrieval(
     mode: list[str] = typer.Option(
         [], "--mode", help=f"Add a configuration of this search type ({', '.join(SEARCH_TYPES)}); repeatable."
     ),
-    ks: str | None = typer.Option(None, "--ks", help="Cut-offs, comma-separated (default 1,3,5,10)."),
-    max_questions: int | None = typer.Option(None, help=RetrievalSettings.model_fields["max_questions"].description),
-    seed: int | None = typer.Option(None, help="Seed of the question sample and the significance tests (default 0)."),
+    ks: str | None = override_option(RetrievalSettings, "ks", "--ks", metavar="K,K,..."),
+    max_questions: int | None = override_option(RetrievalSettings, "max_questions"),
+    seed: int | None = override_option(RetrievalSettings, "seed"),
     assertion: list[str] = typer.Option(
         [], "--assert", help="Assertion on a configuration's mean, such as 'hybrid:recall@5>=0.8'; repeatable."
     ),
     save_records: Path | None = field_option(RetrievalSettings, "save_records", "--save-records"),
-    max_rank: int | None = typer.Option(
-        None, "--max-rank", help=RetrievalSettings.model_fields["max_rank"].description + " Default 100."
-    ),
+    max_rank: int | None = override_option(RetrievalSettings, "max_rank"),
     common_questions: bool = typer.Option(
         False,
         "--common-questions",
@@ -96,7 +96,6 @@ def eval_retrieval(
             settings["collections"] = collection
         if mode:
             settings["configurations"] = [{"label": m, "search_type": m} for m in mode]
-        settings.setdefault("configurations", [{"label": m, "search_type": m} for m in SEARCH_TYPES])
         if ks:
             try:
                 settings["ks"] = [int(k) for k in ks.split(",")]
@@ -155,12 +154,14 @@ def eval_answers(
     mode: list[str] = typer.Option(
         [], "--mode", help=f"Add a configuration of this search type ({', '.join(SEARCH_TYPES)}); repeatable."
     ),
-    groundedness: str = typer.Option("strict", help="Groundedness of the --mode configurations: strict or off."),
+    groundedness: str | None = override_option(
+        AnswerSettings, "groundedness", lead="Groundedness of the --mode configurations (or the default one): "
+    ),
     unanswerable: Path | None = typer.Option(
         None, help="JSONL/CSV of questions the corpus cannot answer (id, question)."
     ),
-    max_questions: int | None = typer.Option(None, help=AnswerEvalSettings.model_fields["max_questions"].description),
-    seed: int | None = typer.Option(None, help="Seed of the question sample (default 0)."),
+    max_questions: int | None = override_option(AnswerEvalSettings, "max_questions"),
+    seed: int | None = override_option(AnswerEvalSettings, "seed"),
     no_pairwise: bool = typer.Option(False, "--no-pairwise", help="Skip the pairwise comparison of configurations."),
     no_traces: bool = typer.Option(
         False, "--no-traces", help="Log no MLflow trace per question (the tables and metrics are logged as ever)."
@@ -194,11 +195,13 @@ def eval_answers(
         settings = load_config_file(configs) if configs else {}
         if collection:
             settings["collections"] = collection
-        if mode:
-            settings["configurations"] = [{"label": m, "search_type": m, "groundedness": groundedness} for m in mode]
-        settings.setdefault(
-            "configurations", [{"label": "hybrid", "search_type": "hybrid", "groundedness": groundedness}]
-        )
+        built = [{"label": m, "search_type": m} for m in mode]
+        if not built and groundedness is not None and "configurations" not in settings:
+            # --groundedness alone applies to the default configuration (AnswerEvalSettings'), as declared.
+            declared = AnswerEvalSettings.model_fields["configurations"].get_default(call_default_factory=True)
+            built = [c.model_dump(include={"label", "search_type"}) for c in declared]
+        if built:
+            settings["configurations"] = [c | ({"groundedness": groundedness} if groundedness else {}) for c in built]
         for key, value in (
             ("unanswerable", unanswerable),
             ("max_questions", max_questions),

@@ -47,7 +47,7 @@ from ragassay.cli.runs import runs_app
 from ragassay.config import ChunkingConfig, IndexSettings, IngestConfig, workspace_home
 from ragassay.errors import ConfigError, RagassayError
 from ragassay.llm.settings import ChatModelConfig
-from ragassay.search.settings import SEARCH_TYPES, FusionSettings, SearchSettings
+from ragassay.search.settings import SEARCH_RESULTS, SEARCH_TYPES, FusionSettings, SearchSettings
 
 app = typer.Typer(
     help="Measure how well a retrieval-augmented generation setup works on your own documents.",
@@ -171,7 +171,7 @@ def search(
     query: str = typer.Argument(..., help="The query text."),
     collection: list[str] = typer.Option(..., "--collection", "-c", help="Collection to search; repeat for several."),
     mode: str = field_option(SearchSettings, "search_type", "--mode"),
-    k: int = typer.Option(10, "--k", help="Documents to return."),
+    k: int = typer.Option(SEARCH_RESULTS, "--k", help="Documents to return."),
     depth: int = field_option(SearchSettings, "depth"),
     rrf_k: int = field_option(FusionSettings, "k", "--rrf-k"),
     content_type: list[str] = typer.Option(

@@ -16,7 +16,7 @@ from ragassay.llm.structured import Usage
 from ragassay.search.collections import OpenCollections
 from ragassay.search.ranking import SearchableCollection, SearchHit, rank_documents, search
 from ragassay.search.rerank import RerankStats, rerank_hits
-from ragassay.search.settings import SearchSettings
+from ragassay.search.settings import SEARCH_RESULTS, SearchSettings
 
 
 class SearchResources(Protocol):
@@ -56,7 +56,7 @@ def run_search(
     collections: list[str],
     query: str,
     settings: SearchSettings,
-    k: int = 10,
+    k: int = SEARCH_RESULTS,
 ) -> SearchResult:
     """Search the named collections (each at most once) with one set of search settings and
     return the best k documents; with rerank "llm", the reranker's calls and fallbacks come back

@@ -19,6 +19,8 @@ from ragassay.search.fusion import RRF_K
 
 SearchType = Literal["fulltext", "semantic", "hybrid"]
 SEARCH_TYPES: tuple[str, ...] = ("fulltext", "semantic", "hybrid")
+# How many documents a search returns when not told (`ragassay search --k`, search/run.run_search).
+SEARCH_RESULTS = 10
 # What BM25 scores: whole documents (default) or chunks (max-passage); see search/ranking.py.
 LexicalUnit = Literal["document", "chunk"]
 
