@@ -27,7 +27,8 @@ def main() -> None:
     from flows.index import index_flow
     from flows.ingest import ingest_flow
     from ragassay import tracking
-    from ragassay.config import AnswerEvalConfig, IndexConfig, IngestConfig, parse_config
+    from ragassay.config import AnswerEvalConfig, IndexConfig, IngestConfig
+    from ragassay.config_errors import parse_config
     from ragassay.evaluation.estimate import estimate_answer_eval
     from ragassay.golden.store import add_from_file
     from ragassay.llm.settings import ChatModelConfig

@@ -44,7 +44,8 @@ def run_dataset(home: Path, dataset: str, chunk_size: int, chunk_overlap: int) -
     from flows.index import index_flow
     from flows.ingest import ingest_flow
     from ragassay import tracking
-    from ragassay.config import IndexConfig, IngestConfig, RetrievalEvalConfig, parse_config
+    from ragassay.config import IndexConfig, IngestConfig, RetrievalEvalConfig
+    from ragassay.config_errors import parse_config
     from ragassay.golden.store import import_beir
 
     collection = f"{dataset}-{chunk_size}"

@@ -57,7 +57,8 @@ def runners(home: Path, collection: str) -> None:
     thread runner and with a Dask LocalCluster of two worker processes: seconds, and whether every
     mean is the same."""
     from flows.eval_retrieval import eval_retrieval_flow
-    from ragassay.config import RetrievalEvalConfig, parse_config
+    from ragassay.config import RetrievalEvalConfig
+    from ragassay.config_errors import parse_config
 
     settings = dict(
         collections=[collection],

@@ -266,7 +266,8 @@ def stage_eval(home: Path, collection: str, workdir: Path, size: int, resources)
     from distributed import Client, LocalCluster
 
     from flows.eval_retrieval import eval_retrieval_flow
-    from ragassay.config import RetrievalEvalConfig, parse_config
+    from ragassay.config import RetrievalEvalConfig
+    from ragassay.config_errors import parse_config
 
     settings = dict(
         collections=[collection],

@@ -12,10 +12,13 @@ from ragassay.errors import RagassayError
 from ragassay.evaluation.outcomes import AnswerEvalReport, RetrievalEvalReport
 from ragassay.evaluation.reports import (
     answer_sections,
+    assertion_lines,
+    batch_link,
     retrieval_sections,
     runs_view_lines,
     subsections,
     unfaithful_lines,
+    warning_lines,
 )
 from ragassay.gates.assertions import AssertionResult
 from ragassay.golden.generation import GENERATION_PROMPT_VERSION, GenerationReport
@@ -254,11 +257,7 @@ def pipeline_markdown(report: PipelineReport) -> str:
     (headline metrics with their 95% intervals, who is ahead, paired differences, the answers'
     judge error and pairwise tallies), stage times, what came from cache, the golden set, gates
     and warnings."""
-    if report.mlflow_url:
-        mlflow = f"MLflow batch [{report.batch_id}]({report.mlflow_url})"
-    else:
-        # The local store: the ids, and at the end the command that opens it.
-        mlflow = f"MLflow batch `{report.batch_id}`, parent run `{report.parent_run_id}`"
+    mlflow = batch_link(report.mlflow_url, report.batch_id, report.mlflow_ui_command)
     prefect = (
         f"Prefect flow run [{report.prefect_flow_run_id}]({report.prefect_flow_run_url})"
         if report.prefect_flow_run_url
@@ -301,13 +300,6 @@ def pipeline_markdown(report: PipelineReport) -> str:
             f"{totals.candidates} candidates"
             + "".join(f", {count} {reason}" for reason, count in totals.discarded.items()),
         ]
-    if report.assertions:
-        lines += ["", "## Gates", ""] + [
-            f"- `{a.assertion}`: {'passed' if a.passed else '**FAILED**'}" for a in report.assertions
-        ]
-    lines += ["", f"## Warnings ({len(report.warnings)})", ""] + (
-        [f"- {w.text()}" for w in report.warnings] or ["none"]
-    )
-    if not report.mlflow_url:
-        lines += ["", f"Open the MLflow batch with `{report.mlflow_ui_command}`."]
+    lines += assertion_lines(report.assertions)
+    lines += warning_lines(report.warnings)
     return "\n".join(lines) + "\n"

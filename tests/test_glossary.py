@@ -30,7 +30,7 @@ QUALITY_GATE_FILES = re.compile(
 # named "...-file-batch" is the other meaning.
 WORK_BATCH = re.compile(
     r"\bbatch(es)? of (the )?(files|documents|texts|chunks|questions|rows)\b|-file-batch"
-    r"|\b(extraction|embedding|ingest) batch(es)?\b",
+    r"|\b(extraction|embedding|ingest) batch(es)?\b|\ba batch at a time\b",
     re.I,
 )
 # Building an index ends in a swap, not a publication.
@@ -66,6 +66,7 @@ def test_an_index_is_swapped_in_not_published():
         "batches of documents are staged",
         'task(name="extract-file-batch")',
         "configurations, embedding groups, extraction batches",
+        "its texts are read a batch at a time",
     ],
 )
 def test_the_work_batch_pattern_catches_the_other_meaning(sentence):

@@ -56,7 +56,8 @@ def pipeline_settings(corpus) -> dict:
 def test_pipeline_runs_every_stage_then_reruns_from_cache(home, tmp_path):
     from flows.pipeline import pipeline_flow
     from ragassay import tracking
-    from ragassay.config import PipelineConfig, parse_config
+    from ragassay.config import PipelineConfig
+    from ragassay.config_errors import parse_config
 
     corpus = tmp_path / "corpus"
     shutil.copytree(SAMPLE / "corpus", corpus)
@@ -193,7 +194,8 @@ def test_pipeline_runs_every_stage_then_reruns_from_cache(home, tmp_path):
 def test_a_stage_without_its_inputs_names_the_stage_to_run(home):
     from flows.pipeline import StageFailed, pipeline_flow
     from ragassay import tracking
-    from ragassay.config import PipelineConfig, parse_config
+    from ragassay.config import PipelineConfig
+    from ragassay.config_errors import parse_config
 
     config = parse_config(PipelineConfig, collection="sample", ingest={"enabled": False}, golden={"generate": False})
     with pytest.raises(StageFailed, match=r"stage index failed: .*run the ingest stage"):
@@ -212,7 +214,8 @@ def test_the_pipeline_file_is_read_as_written_and_checked_before_any_work(home, 
         encoding="utf-8",
     )
     from ragassay.cli.common import load_config_file
-    from ragassay.config import PipelineConfig, parse_config
+    from ragassay.config import PipelineConfig
+    from ragassay.config_errors import parse_config
 
     config = parse_config(PipelineConfig, **load_config_file(written))
     assert config.answer_config().configurations[0].groundedness == "off"
@@ -249,7 +252,8 @@ def test_the_sample_pipeline_file_and_prefect_yaml_are_valid(home):
     import yaml
 
     from ragassay.cli.common import load_config_file
-    from ragassay.config import PipelineConfig, parse_config
+    from ragassay.config import PipelineConfig
+    from ragassay.config_errors import parse_config
 
     sample = parse_config(PipelineConfig, **load_config_file(SAMPLE / "pipeline.yaml"))
     assert sample.enabled_stages() == ["ingest", "index", "golden", "retrieval", "answers"]

@@ -225,7 +225,8 @@ def test_a_pipeline_file_that_is_not_a_mapping_says_what_a_pipeline_file_is(tmp_
 )
 def test_true_and_false_are_never_taken_as_numbers(tmp_path, settings):
     """Issue 37 case 10: `ks: [true]` and `k: true` were taken as 1."""
-    from ragassay.config import AnswerEvalConfig, RetrievalEvalConfig, parse_config
+    from ragassay.config import AnswerEvalConfig, RetrievalEvalConfig
+    from ragassay.config_errors import parse_config
     from ragassay.errors import ConfigError
 
     kind = AnswerEvalConfig if "k" in str(settings.get("configurations")) else RetrievalEvalConfig

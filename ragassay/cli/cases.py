@@ -49,7 +49,7 @@ def cases_run(
     one MLflow run.
     """
     from ragassay.cli.common import load_config_file
-    from ragassay.config import parse_config
+    from ragassay.config_errors import parse_config
     from ragassay.gates.suite import CaseSuite
 
     try:

@@ -88,7 +88,8 @@ def eval_retrieval(
     Without --configs or --mode, three configurations run: fulltext, semantic and hybrid.
     Exit code 1 when an --assert bound fails, or a system under test answered no question.
     """
-    from ragassay.config import RetrievalEvalConfig, parse_config
+    from ragassay.config import RetrievalEvalConfig
+    from ragassay.config_errors import parse_config
 
     try:
         settings = load_config_file(configs) if configs else {}
@@ -189,7 +190,8 @@ def eval_answers(
 
     Without --configs or --mode, one configuration runs: hybrid retrieval, strict groundedness.
     """
-    from ragassay.config import AnswerEvalConfig, parse_config
+    from ragassay.config import AnswerEvalConfig
+    from ragassay.config_errors import parse_config
 
     try:
         settings = load_config_file(configs) if configs else {}

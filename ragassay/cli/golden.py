@@ -132,7 +132,8 @@ def golden_generate(
     """Write golden questions from the collection's own pages, through a quality gate: rules, then
     the judge's verdict that the page supports the answer."""
     from ragassay.cli.common import prefect_defaults
-    from ragassay.config import GenerateConfig, parse_config
+    from ragassay.config import GenerateConfig
+    from ragassay.config_errors import parse_config
 
     try:
         judge = judge_override(judge_model, judge_backend, judge_path, judge_url, judge_name, judge_api_key_env)

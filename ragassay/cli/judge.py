@@ -75,7 +75,8 @@ def judge_calibrate(
     ragassay/judge-calibration experiment; with --collection, in the collection's experiment
     beside its batches, with the sensitivity and specificity the judge-corrected estimates use."""
     from ragassay import tracking
-    from ragassay.config import parse_config, workspace_home
+    from ragassay.config import workspace_home
+    from ragassay.config_errors import parse_config
     from ragassay.judge.calibration import calibrate_collection, calibrate_judge, calibrate_pairwise
     from ragassay.judge.calibration_log import log_calibration_report
     from ragassay.judge.judge import Judge

@@ -85,7 +85,8 @@ def ingest(
     """Ingest documents (txt md csv json html docx pdf, or a BEIR dataset) into a collection.
 
     Parts of the files are extracted as tasks on the task runner (threads by default)."""
-    from ragassay.config import IngestConfig, parse_config
+    from ragassay.config import IngestConfig
+    from ragassay.config_errors import parse_config
 
     try:
         settings = dict(
@@ -132,7 +133,8 @@ def index(
     """Build the lexical (BM25) and dense (embedding) index of a collection.
 
     Groups of chunk texts are embedded as tasks on the task runner (threads by default)."""
-    from ragassay.config import IndexConfig, parse_config
+    from ragassay.config import IndexConfig
+    from ragassay.config_errors import parse_config
 
     try:
         settings = with_task_runner(
@@ -183,7 +185,7 @@ def search(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Search one or more collections; results are documents with their best chunk."""
-    from ragassay.config import parse_config
+    from ragassay.config_errors import parse_config
     from ragassay.resources import Resources
     from ragassay.search.run import run_search
     from ragassay.search.settings import SearchSettings
@@ -255,7 +257,7 @@ def answer(
     """Answer a question from the documents, citing them, or decline when they do not support one."""
     from ragassay.answer.answering import answer_payload, answer_question
     from ragassay.answer.settings import AnswerSettings
-    from ragassay.config import parse_config
+    from ragassay.config_errors import parse_config
     from ragassay.resources import Resources
 
     try:

@@ -55,7 +55,8 @@ def run(
     """Run the pipeline: ingest → index → golden set → retrieval evaluation → answer evaluation,
     as one Prefect flow run and one MLflow batch. The file is checked before any work starts.
     Exit code 1 when an --assert bound fails."""
-    from ragassay.config import PipelineConfig, parse_config, route_assertions
+    from ragassay.config import PipelineConfig, route_assertions
+    from ragassay.config_errors import parse_config
 
     try:
         settings = route_assertions(load_config_file(config_file, pipeline=True), assertion)

@@ -52,7 +52,8 @@ def means_rows(means: dict[str, dict[str, float | None]], columns: list[str]) ->
     return rows, marked
 
 
-def _link(mlflow_url: str | None, batch_id: str, ui_command: str) -> str:
+def batch_link(mlflow_url: str | None, batch_id: str, ui_command: str) -> str:
+    """Where a batch is in MLflow: a link on a tracking server, the command that opens a local store."""
     if mlflow_url:
         return f"MLflow batch [`{batch_id}`]({mlflow_url})"
     return f"MLflow batch `{batch_id}` (open it with `{ui_command}`)"
@@ -153,10 +154,11 @@ def _ahead_on_common_questions(metric: str, best: IntervalRow, second: IntervalR
     )
 
 
-def _gate_lines(assertions: list[AssertionResult]) -> list[str]:
+def assertion_lines(assertions: list[AssertionResult]) -> list[str]:
+    """Each --assert bound, passed or failed, with the value it was checked against."""
     if not assertions:
         return []
-    return ["", "## Gates", ""] + [
+    return ["", "## Assertions", ""] + [
         f"- `{a.assertion}`: {'passed' if a.passed else '**FAILED**'} ({measured(a)})" for a in assertions
     ]
 
@@ -166,13 +168,13 @@ def retrieval_markdown(report: RetrievalEvalReport, headline: list[str]) -> str:
     lines = [
         f"# Retrieval evaluation, {report.questions} golden questions",
         "",
-        _link(report.mlflow_url, report.batch_id, report.ui_command),
+        batch_link(report.mlflow_url, report.batch_id, report.ui_command),
         *runs_view_lines(report.runs_view_url, report.mlflow_url),
         "",
         *retrieval_sections(report, headline),
     ]
-    lines += _gate_lines(report.assertions)
-    lines += _warning_lines(report.warnings)
+    lines += assertion_lines(report.assertions)
+    lines += warning_lines(report.warnings)
     return "\n".join(lines) + "\n"
 
 
@@ -201,7 +203,8 @@ def retrieval_sections(report: RetrievalEvalReport, headline: list[str]) -> list
     return lines
 
 
-def _warning_lines(warnings: list[RunWarning]) -> list[str]:
+def warning_lines(warnings: list[RunWarning]) -> list[str]:
+    """A report's warnings, counted ("none" when there are none)."""
     return ["", f"## Warnings ({len(warnings)})", ""] + ([f"- {w.text()}" for w in warnings] or ["none"])
 
 
@@ -210,14 +213,14 @@ def answers_markdown(report: AnswerEvalReport) -> str:
     lines = [
         f"# Answer evaluation, {report.questions} answerable + {report.unanswerable} unanswerable questions",
         "",
-        f"Judge: `{report.judge_model}`. " + _link(report.mlflow_url, report.batch_id, report.ui_command),
+        f"Judge: `{report.judge_model}`. " + batch_link(report.mlflow_url, report.batch_id, report.ui_command),
         *runs_view_lines(report.runs_view_url, report.mlflow_url),
         *unfaithful_lines(report.unfaithful_traces_urls),
         "",
         *answer_sections(report),
     ]
-    lines += _gate_lines(report.assertions)
-    lines += _warning_lines(report.warnings)
+    lines += assertion_lines(report.assertions)
+    lines += warning_lines(report.warnings)
     return "\n".join(lines) + "\n"
 
 

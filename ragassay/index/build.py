@@ -60,7 +60,7 @@ class IndexReport(BaseModel):
 @dataclass(frozen=True)
 class IndexInputs:
     """What an index is built from: the collection's documents and chunks without their texts (ids
-    and digests), a snapshot of its tables that the texts are read from a batch at a time when
+    and digests), a snapshot of its tables that the texts are read from a part at a time when
     they are tokenized or embedded, and the embedding model."""
 
     paths: CollectionPaths

@@ -44,7 +44,7 @@ def tokenize(texts: list[str]) -> list[list[str]]:
 
 
 # Texts tokenized at once when an index is built: their token lists are the build's largest
-# Python objects, so they are turned into int32 arrays a batch at a time. Measured on 16x SciFact
+# Python objects, so they are turned into int32 arrays a part at a time. Measured on 16x SciFact
 # (146,432 chunks): 2,048 a batch took 46 s, 16,384 took 42 s, all at once as token lists 41 s
 # with 400 MB more at its peak (BENCHMARKS.md).
 TOKENIZE_BATCH = 16384

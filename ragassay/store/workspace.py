@@ -197,7 +197,7 @@ def _load_without_text(path: Path, spec: TableSpec, with_text: bool) -> pl.DataF
 def link_tables(paths: CollectionPaths, into: Path) -> CollectionPaths:
     """The collection's documents and chunks tables as they are now, as hard links in the new
     folder into (copies where the filesystem makes none): a writer replaces a table by renaming a
-    new file over it, so the links keep this version readable, a batch at a time, for as long as a
+    new file over it, so the links keep this version readable, a part at a time, for as long as a
     long task needs it. Call under the write lock, so both are of one ingest."""
     snapshot = CollectionPaths(into)
     into.mkdir(parents=True)

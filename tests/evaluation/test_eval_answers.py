@@ -17,7 +17,8 @@ from flows.eval_retrieval import eval_retrieval_flow
 from ragassay import tracking
 from ragassay.answer.answering import answer_question
 from ragassay.cli.main import app
-from ragassay.config import AnswerEvalConfig, RetrievalEvalConfig, parse_config
+from ragassay.config import AnswerEvalConfig, RetrievalEvalConfig
+from ragassay.config_errors import parse_config
 from ragassay.evaluation.estimate import REFERENCE_RATES
 from ragassay.evaluation.questions import gather_golden_questions
 from ragassay.golden.store import add_from_file

@@ -12,7 +12,8 @@ from typer.testing import CliRunner
 from flows.eval_retrieval import eval_retrieval_flow
 from ragassay import tracking
 from ragassay.cli.main import app
-from ragassay.config import RetrievalEvalConfig, parse_config
+from ragassay.config import RetrievalEvalConfig
+from ragassay.config_errors import parse_config
 from ragassay.errors import ConfigError
 from ragassay.golden.store import add_from_file
 from ragassay.store.schemas import GOLDEN

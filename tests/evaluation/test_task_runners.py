@@ -19,8 +19,8 @@ from ragassay.config import (
     IngestConfig,
     RetrievalEvalConfig,
     TaskRunnerConfig,
-    parse_config,
 )
+from ragassay.config_errors import parse_config
 from ragassay.golden.store import add_from_file
 from ragassay.metrics.names import ANSWER_METRICS
 from tests.conftest import SAMPLE

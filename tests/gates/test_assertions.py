@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from ragassay.config import AnswerEvalConfig, PipelineConfig, parse_config, route_assertions
+from ragassay.config import AnswerEvalConfig, PipelineConfig, route_assertions
+from ragassay.config_errors import parse_config
 from ragassay.errors import ConfigError
 
 PROD = {"label": "prod", "system": {"kind": "records", "path": "prod.jsonl"}}

@@ -18,9 +18,9 @@ from ragassay.ingest.extraction import (
     MAX_TEXT_CHARS,
     ExtractionError,
     extract_text,
-    html_nesting_exceeds,
     read_and_extract,
 )
+from ragassay.ingest.readers.html import html_nesting_exceeds
 
 
 def write_pdf(path: Path, pages: list[str]) -> Path:

@@ -22,7 +22,8 @@ from typer.testing import CliRunner
 from flows.eval_answers import eval_answers_flow
 from ragassay import tracking
 from ragassay.cli.main import app
-from ragassay.config import AnswerEvalConfig, parse_config
+from ragassay.config import AnswerEvalConfig
+from ragassay.config_errors import parse_config
 from ragassay.golden.store import add_from_file
 from ragassay.judge import labels as labelling
 from ragassay.judge.alignment import AlignedJudge, labels_digest

@@ -19,7 +19,8 @@ from flows.eval_retrieval import eval_retrieval_flow
 from flows.index import index_flow
 from flows.ingest import ingest_flow
 from ragassay import tracking
-from ragassay.config import IndexConfig, IngestConfig, RetrievalEvalConfig, parse_config
+from ragassay.config import IndexConfig, IngestConfig, RetrievalEvalConfig
+from ragassay.config_errors import parse_config
 from ragassay.golden.store import add_from_file, import_beir
 from tests.conftest import REPO, SAMPLE
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ragassay.config import RetrievalEvalConfig, parse_config
+from ragassay.config import RetrievalEvalConfig
+from ragassay.config_errors import parse_config
 from ragassay.resources import Resources
 from ragassay.search.rerank import rerank_order
 from ragassay.search.run import run_search

@@ -98,7 +98,7 @@ def test_bad_inputs_get_typed_errors(two_collections, home):
     with pytest.raises(CollectionNotFound, match="collections: hives, kitchen"):
         search_hits(two_collections, ["garden"], "x")
     with pytest.raises(ConfigError, match="search_type"):
-        from ragassay.config import parse_config
+        from ragassay.config_errors import parse_config
 
         parse_config(SearchSettings, search_type="vector")
 

@@ -15,7 +15,8 @@ import pytrec_eval
 
 from flows.eval_retrieval import eval_retrieval_flow
 from ragassay import tracking
-from ragassay.config import RetrievalEvalConfig, parse_config
+from ragassay.config import RetrievalEvalConfig
+from ragassay.config_errors import parse_config
 from ragassay.errors import ConfigError
 from ragassay.golden.store import add_from_file, load_golden
 from ragassay.store.workspace import collection_paths, load_documents

@@ -1,0 +1,33 @@
+"""Why a file is rejected: the reasons the ingest report names, and the error every reader raises
+with one of them."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+# duplicate_id: two files of one ingest would get the same doc_id (e.g. the same relative path
+# under two roots); the first is kept.
+# too_slow: extraction ran past the per-file time bound (ingest/isolation.py).
+RejectReason = Literal[
+    "unsupported_type", "too_large", "unreadable", "empty", "duplicate_id", "outside_root", "unsafe_name", "too_slow"
+]
+
+REJECT_REASONS: tuple[RejectReason, ...] = (
+    "unsupported_type",
+    "too_large",
+    "unreadable",
+    "empty",
+    "duplicate_id",
+    "outside_root",
+    "unsafe_name",
+    "too_slow",
+)
+
+
+class ExtractionError(Exception):
+    """A file that cannot be turned into text, with the reason the ingest report shows."""
+
+    def __init__(self, reason: RejectReason, detail: str):
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+        self.detail = detail

@@ -1,0 +1,175 @@
+"""Labels written in a file: a sample exported for people to fill in (CSV or JSONL, the judge's
+verdict left out), and a filled-in file read back, each row checked and matched to its item."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from pathlib import Path
+
+import polars as pl
+
+from ragassay.errors import ConfigError, listed_problems
+from ragassay.judge.labels.sample import SampleItem, parse_sample_id
+from ragassay.judge.labels.store import label_row
+from ragassay.user_files import read_jsonl, read_user_text, write_user_text
+
+# The columns of an exported sample, in order: what a person needs, where it came from, and the
+# label to fill in. The judge's verdict is left out, as it is never shown while labelling.
+EXPORT_COLUMNS = (
+    "item_id",
+    "sample_id",
+    "query_collection",
+    "configuration",
+    "query_id",
+    "metric",
+    "question",
+    "answer",
+    "statement",
+    "cited_sources",
+    "context",
+    "label",
+    "who",
+)
+
+
+def export_sample(items: list[SampleItem], path: Path, labels: pl.DataFrame) -> int:
+    """Write a sample for labelling elsewhere: JSONL (one object per item) or CSV (by the file's
+    suffix, .csv; cited_sources as numbers joined by ';'), with each item's stored label when it
+    has one (else empty). Returns the rows written."""
+    known = {r["item_id"]: r for r in labels.sort("labelled_at").iter_rows(named=True)}
+    rows = []
+    for item in items:
+        stored = known.get(item.item_id)
+        values = asdict(item)
+        values["label"] = stored["label"] if stored else ""
+        values["who"] = stored["who"] if stored else ""
+        rows.append({column: values[column] for column in EXPORT_COLUMNS})
+    if path.suffix.lower() == ".csv":
+        buffer = io.StringIO()
+        writer = csv.DictWriter(buffer, fieldnames=EXPORT_COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({**row, "cited_sources": ";".join(str(n) for n in row["cited_sources"])})
+        text = buffer.getvalue()
+    else:
+        text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+    write_user_text(path, text, "the sample to label")
+    return len(rows)
+
+
+@dataclass(frozen=True)
+class ImportedLabel:
+    """A filled-in row of an exported sample: where it is, which item, the label, who gave it."""
+
+    where: str
+    item_id: str
+    sample_id: str
+    statement: str
+    label: str
+    who: str | None
+
+
+_LABEL_SPELLINGS = {"supported": "supported", "unsupported": "unsupported", "skip": "skipped", "skipped": "skipped"}
+
+
+def read_label_file(path: Path) -> list[ImportedLabel]:
+    """The filled-in rows of an exported sample (JSONL, or CSV by suffix). Rows with an empty label
+    are not labelled yet and are passed over. The whole file is refused (ConfigError naming each
+    bad file:line and field) when any row is bad: a partly read file would store other labels
+    than the person gave."""
+    if path.suffix.lower() == ".csv":
+        reader = csv.DictReader(io.StringIO(read_user_text(path, "labels file")))
+        missing = [c for c in ("item_id", "sample_id", "statement", "label") if c not in (reader.fieldnames or [])]
+        if missing:
+            raise ConfigError(f"{path}:1: the header lacks column(s) {', '.join(missing)}")
+        records = [(f"{path}:{reader.line_num}", row) for row in reader]
+    else:
+        records = read_jsonl(path, "labels file")
+    problems, rows = [], []
+    for where, record in records:
+        if isinstance(record, ValueError):
+            problems.append(f"{where}: {record}")
+            continue
+        if not isinstance(record, dict):
+            problems.append(f"{where}: each row must be an object of an exported sample")
+            continue
+        bad = [
+            name
+            for name in ("item_id", "sample_id", "statement")
+            if not isinstance(record.get(name), str) or not record[name]
+        ]
+        if bad:
+            problems.append(f"{where}: field {' and '.join(repr(b) for b in bad)} must be a non-empty string")
+            continue
+        raw_label = record.get("label")
+        if raw_label in (None, ""):
+            continue
+        label = _LABEL_SPELLINGS.get(str(raw_label).strip().lower()) if isinstance(raw_label, str) else None
+        if label is None:
+            problems.append(f"{where}: field 'label' must be supported, unsupported, skip or empty, not {raw_label!r}")
+            continue
+        who = record.get("who")
+        if who not in (None, "") and not isinstance(who, str):
+            problems.append(f"{where}: field 'who' must be a string")
+            continue
+        try:
+            parse_sample_id(record["sample_id"])
+        except ValueError:
+            problems.append(
+                f"{where}: field 'sample_id' {record['sample_id']!r} is not a sample of `ragassay judge label`"
+            )
+            continue
+        rows.append(
+            ImportedLabel(where, record["item_id"], record["sample_id"], record["statement"], label, who or None)
+        )
+    rows, repeated = _one_label_an_item(rows)
+    problems.extend(repeated)
+    if problems:
+        raise ConfigError(f"{path} has {len(problems)} bad rows, nothing imported: " + listed_problems(problems))
+    return rows
+
+
+def _one_label_an_item(rows: list[ImportedLabel]) -> tuple[list[ImportedLabel], list[str]]:
+    """The rows of one file with each item labelled once per person: a repeated identical row is
+    that one label (the first); two rows giving one item different labels by the same person are
+    both named (file:line), as the file does not say which the person meant."""
+    first: dict[tuple[str, str | None], ImportedLabel] = {}
+    kept, problems = [], []
+    for row in rows:
+        key = (row.item_id, row.who)
+        earlier = first.setdefault(key, row)
+        if earlier is row:
+            kept.append(row)
+        elif earlier.label != row.label:
+            problems.append(
+                f"{row.where}: item {row.item_id} is labelled {row.label} here and {earlier.label} at "
+                f"{earlier.where}{f' (both by {row.who})' if row.who else ''}: keep the one you mean"
+            )
+    return kept, problems
+
+
+def matched_labels(
+    imported: list[ImportedLabel], samples: dict[str, list[SampleItem]], who: str, when: datetime
+) -> list[dict]:
+    """Label rows for imported labels, each matched to its item in the sample it names (drawn again
+    from the batch). ConfigError naming file:line for an item not in its sample, or whose
+    statement was changed since it was exported."""
+    problems, rows = [], []
+    for entry in imported:
+        items = {item.item_id: item for item in samples[entry.sample_id]}
+        item = items.get(entry.item_id)
+        if item is None:
+            problems.append(f"{entry.where}: item {entry.item_id} is not in sample {entry.sample_id}")
+        elif item.statement != entry.statement:
+            problems.append(f"{entry.where}: field 'statement' differs from the statement the judge judged")
+        else:
+            rows.append(label_row(item, entry.label, entry.who or who, when))
+    if problems:
+        raise ConfigError(
+            f"{len(problems)} rows do not match their sample, nothing imported: " + listed_problems(problems)
+        )
+    return rows
