@@ -90,7 +90,7 @@ def main() -> None:
         for name in arguments.model or ["qwen2.5-1.5b"]:
             config = _config(name)
             models = ChatModels()
-            report = calibrate_judge(models, config, labels)
+            report = calibrate_judge(models, config, labels).model_dump()
             models.close()
             reports[name] = report
             print(f"\n{report['judge_model']} ({report['prompt_version']}, threshold {report['support_threshold']}):")

@@ -100,7 +100,7 @@ def main() -> None:
                 for row in rows
                 if question_of(row["id"]) in split[half]
             ]
-            reports[half] = calibrate_statements(judge, labelled)
+            reports[half] = calibrate_statements(judge, labelled).model_dump()
         models.close()
     if arguments.out:
         arguments.out.write_text(json.dumps(reports, indent=1))

@@ -98,7 +98,7 @@ def run_ragassay(items: list[dict], labels: dict[str, bool]) -> tuple[dict[str, 
         for item in items
     ]
     started = time.perf_counter()
-    report = calibrate_statements(judge, labelled)
+    report = calibrate_statements(judge, labelled).model_dump()
     seconds = time.perf_counter() - started
     models.close()
     return {row["source"]: row["p_supported"] for row in report["rows"]}, seconds

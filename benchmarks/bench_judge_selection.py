@@ -110,7 +110,7 @@ def after() -> None:
     judge = Judge(models.get(ChatModelConfig(backend="qwen2.5-1.5b")))
     judge.support(passages_of(labelled[0].context)[0], "warm-up")  # load the model outside the timing
     started = time.perf_counter()
-    report = calibrate_statements(judge, labelled)
+    report = calibrate_statements(judge, labelled).model_dump()
     seconds = time.perf_counter() - started
     models.close()
     scored = [
@@ -120,8 +120,8 @@ def after() -> None:
     usage = report["usage"]
     print(
         f"{SUPPORT_PROMPT_VERSION}, threshold {report['support_threshold']}: {len(labelled)} sentences in {seconds:.0f} s, "
-        f"{seconds / len(labelled):.1f} s per sentence, {usage['judge_calls']} calls "
-        f"({usage['judge_calls'] / len(labelled):.2f} per sentence), {usage['judge_prompt_tokens']} prompt tokens"
+        f"{seconds / len(labelled):.1f} s per sentence, {usage['calls']} calls "
+        f"({usage['calls'] / len(labelled):.2f} per sentence), {usage['prompt_tokens']} prompt tokens"
     )
     print(
         f"  AUC {auc(scored):.3f} ({auc_low:.3f}-{auc_high:.3f})  balanced accuracy {report['balanced_accuracy']:.3f} "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.table import Table
@@ -16,12 +17,21 @@ from ragassay.cli.common import (
     JUDGE_NAME_OPTION,
     JUDGE_PATH_OPTION,
     JUDGE_URL_OPTION,
+    dumped,
     emit,
     fail,
     judge_override,
     out,
 )
 from ragassay.errors import ConfigError, RagassayError
+
+if TYPE_CHECKING:  # the reports' module loads numpy: imported where a command runs, not at start
+    from ragassay.judge.calibration_reports import (
+        AlignmentSummary,
+        LabelBudgetReport,
+        PairwiseCalibration,
+        SupportCalibration,
+    )
 
 judge_app = typer.Typer(help="Measure how far to trust a judge model.", no_args_is_help=True)
 
@@ -79,6 +89,7 @@ def judge_calibrate(
     from ragassay.config_errors import parse_config
     from ragassay.judge.calibration import calibrate_collection, calibrate_judge, calibrate_pairwise
     from ragassay.judge.calibration_log import log_calibration_report
+    from ragassay.judge.calibration_reports import CollectionCalibration
     from ragassay.judge.judge import Judge
     from ragassay.llm.cache import CompletionCache
     from ragassay.llm.registry import ChatModels
@@ -118,16 +129,24 @@ def judge_calibrate(
         else:
             report = calibrate_pairwise(models, config, pairwise, max_items, seed)
         models.close()
-        report["mlflow_run_id"] = log_calibration_report(
-            home, report, "pairwise" if pairwise is not None else "support"
-        )
-        report["experiment"] = (
-            tracking.experiment_name([collection]) if "collection" in report else tracking.CALIBRATION_EXPERIMENT
+        report = report.model_copy(
+            update={
+                "mlflow_run_id": log_calibration_report(
+                    home, report, "pairwise" if pairwise is not None else "support"
+                ),
+                "experiment": tracking.experiment_name([collection])
+                if isinstance(report, CollectionCalibration)
+                else tracking.CALIBRATION_EXPERIMENT,
+            }
         )
     except RagassayError as error:
         fail(error)
 
-    emit(as_json, report, (lambda: _render_support(report)) if pairwise is None else (lambda: _render_pairwise(report)))
+    emit(
+        as_json,
+        report.model_dump(mode="json"),
+        (lambda: _render_support(report)) if pairwise is None else (lambda: _render_pairwise(report)),
+    )
     raise typer.Exit(EXIT_OK)
 
 
@@ -208,12 +227,17 @@ def judge_label(
             stored = _stored_labels(home, labelling.collections_of(items))
             written = labelling.export_sample(items, export, stored)
             summary = {"exported": written, "path": str(export), "sample_id": items[0].sample_id}
-            if target_width is not None:
-                summary["budgets"] = _stored_budgets(home, batch, runs, labelling.collections_of(items), target_width)
+            budgets = (
+                _stored_budgets(home, batch, runs, labelling.collections_of(items), target_width)
+                if target_width is not None
+                else []
+            )
+            if budgets:
+                summary["budgets"] = dumped(budgets)
 
             def render_export() -> None:
                 out.print(f"wrote {written} statements to label to {export}", highlight=False)
-                for budget in summary.get("budgets", []):
+                for budget in budgets:
                     _render_budget(budget)
 
             emit(as_json, summary, render_export)
@@ -227,15 +251,22 @@ def judge_label(
             summary = _review_in_terminal(labelling.LabelReview(home, items, person, _now))
         else:
             summary = _label_in_terminal(labelling.LabellingSession(home, items, person, _now))
-        if target_width is not None:
-            summary["budgets"] = _stored_budgets(home, batch, runs, labelling.collections_of(items), target_width)
+        budgets = (
+            _stored_budgets(home, batch, runs, labelling.collections_of(items), target_width)
+            if target_width is not None
+            else []
+        )
+        if budgets:
+            summary["budgets"] = dumped(budgets)
     except RagassayError as error:
         fail(error)
-    emit(as_json, summary, lambda: [_render_budget(budget) for budget in summary.get("budgets", [])])
+    emit(as_json, summary, lambda: [_render_budget(budget) for budget in budgets])
     raise typer.Exit(EXIT_OK)
 
 
-def _stored_budgets(home: Path, batch: str, runs: list, collections: list[str], target_width: float) -> list[dict]:
+def _stored_budgets(
+    home: Path, batch: str, runs: list, collections: list[str], target_width: float
+) -> list[LabelBudgetReport]:
     """The label budget of each of the sample's collections, from the verdicts its labels hold."""
     from ragassay.judge.calibration import BudgetRequest, stored_verdict_budget
 
@@ -419,38 +450,38 @@ def _budget_request(home: Path, collection: str, batch: str | None, target_width
     return BudgetRequest(batch, faithfulness, target_width)
 
 
-def _render_budget(budget: dict) -> None:
+def _render_budget(budget: LabelBudgetReport) -> None:
     """How many more labels each configuration's corrected faithfulness interval needs."""
     table = Table(
         title=(
-            f"labels to narrow batch {budget['batch_id']}'s corrected faithfulness interval to "
-            f"{budget['target_width']:g} ({budget['verdicts']} verdicts)"
+            f"labels to narrow batch {budget.batch_id}'s corrected faithfulness interval to "
+            f"{budget.target_width:g} ({budget.verdicts} verdicts)"
         )
     )
     for column in ("configuration", "width now", "width at most labels", "more labels"):
         table.add_column(column, justify="right")
-    for row in budget["configurations"]:
-        if row.get("no_interval"):
+    for row in budget.configurations:
+        if row.no_interval:
             table.add_row(
-                row["configuration"],
+                row.configuration,
                 "none",
                 "",
                 "no corrected interval: the labels do not yet show the judge separating the classes",
             )
             continue
-        more = row["more_labels"]
+        more = row.more_labels
         table.add_row(
-            row["configuration"],
-            f"{row['current_width']:.3f}",
-            f"{row['floor_width']:.3f}",
+            row.configuration,
+            f"{row.current_width:.3f}",
+            f"{row.floor_width:.3f}",
             "already" if more == 0 else (str(more) if more is not None else "none reach it: more questions needed"),
         )
     out.print(table)
-    if budget.get("left_out"):
+    if budget.left_out:
         out.print(
-            f"{budget['left_out']} labels of collection {budget['collection']} were judged by another judge and are "
-            f"left out here; `ragassay judge calibrate --collection {budget['collection']} --target-width "
-            f"{budget['target_width']:g}` asks this judge about them",
+            f"{budget.left_out} labels of collection {budget.collection} were judged by another judge and are "
+            f"left out here; `ragassay judge calibrate --collection {budget.collection} --target-width "
+            f"{budget.target_width:g}` asks this judge about them",
             style="yellow",
             highlight=False,
         )
@@ -466,21 +497,23 @@ def _figure(value, digits: int = 3) -> str:
     return "undefined" if value is None else f"{value:.{digits}f}"
 
 
-def _render_support(report: dict) -> None:
+def _render_support(report: SupportCalibration) -> None:
+    from ragassay.judge.calibration_reports import CollectionCalibration
+
     source = (
-        f"collection {report['collection']} (labelled by {', '.join(report['people'])}, sampled from "
-        f"{len(report['batches'])} batch{'es' if len(report['batches']) != 1 else ''})"
-        if "collection" in report
-        else report["labels_file"]
+        f"collection {report.collection} (labelled by {', '.join(report.people)}, sampled from "
+        f"{len(report.batches)} batch{'es' if len(report.batches) != 1 else ''})"
+        if isinstance(report, CollectionCalibration)
+        else report.labels_file
     )
     out.print(
-        f"judge {report['judge_model']} ({report['prompt_version']}, supported when P >= {report['support_threshold']}) "
-        f"on {report['labelled']} labelled statements from {source}",
+        f"judge {report.judge_model} ({report.prompt_version}, supported when P >= {report.support_threshold}) "
+        f"on {report.labelled} labelled statements from {source}",
         highlight=False,
     )
-    if report["too_long"]:
+    if report.too_long:
         out.print(
-            f"{report['too_long']} more did not fit the judge's context and were left out (never cut)",
+            f"{report.too_long} more did not fit the judge's context and were left out (never cut)",
             style="yellow",
             highlight=False,
         )
@@ -489,27 +522,27 @@ def _render_support(report: dict) -> None:
     # contradiction.
     population = (
         "on the labelled statements as drawn (about half of each judge verdict)"
-        if "collection" in report
+        if isinstance(report, CollectionCalibration)
         else "on these labelled statements"
     )
     out.print(
-        f"{population}: accuracy {_figure(report['accuracy'])}   balanced accuracy "
-        f"{_figure(report['balanced_accuracy'])}   Cohen's kappa {_figure(report['kappa'])} "
-        f"(95% CI {_figure(report['kappa_ci_low'])} to {_figure(report['kappa_ci_high'])})",
+        f"{population}: accuracy {_figure(report.accuracy)}   balanced accuracy "
+        f"{_figure(report.balanced_accuracy)}   Cohen's kappa {_figure(report.kappa)} "
+        f"(95% CI {_figure(report.kappa_ci_low)} to {_figure(report.kappa_ci_high)})",
         highlight=False,
     )
-    reused = report.get("reused_verdicts", 0)
+    reused = report.reused_verdicts
     cost = (
-        f"{_figure(report['seconds_per_verdict'], 1)} s per verdict asked"
-        if report["seconds_per_verdict"] is not None
+        f"{_figure(report.seconds_per_verdict, 1)} s per verdict asked"
+        if report.seconds_per_verdict is not None
         else "no verdict asked"
     )
     out.print(
-        f"unreadable {report['unreadable_rate']:.1%} ({report['labelled'] - report['readable']} of {report['labelled']})   "
+        f"unreadable {report.unreadable_rate:.1%} ({report.labelled - report.readable} of {report.labelled})   "
         f"{cost}" + (f" ({reused} verdicts of this judge stored with their labels, not asked again)" if reused else ""),
         highlight=False,
     )
-    confusion = report["confusion"]
+    confusion = report.confusion
     table = Table(title="confusion matrix (readable verdicts)")
     for column in ("label \\ judge", "supported", "unsupported", "recall"):
         table.add_column(column, justify="right")
@@ -517,80 +550,80 @@ def _render_support(report: dict) -> None:
         "supported",
         str(confusion["supported_judged_supported"]),
         str(confusion["supported_judged_unsupported"]),
-        _figure(report["recall_supported"]),
+        _figure(report.recall_supported),
     )
     table.add_row(
         "unsupported",
         str(confusion["unsupported_judged_supported"]),
         str(confusion["unsupported_judged_unsupported"]),
-        _figure(report["recall_unsupported"]),
+        _figure(report.recall_unsupported),
     )
-    table.add_row("precision", _figure(report["precision_supported"]), _figure(report["precision_unsupported"]), "")
+    table.add_row("precision", _figure(report.precision_supported), _figure(report.precision_unsupported), "")
     out.print(table)
     out.print(
         "kappa 1 is perfect agreement and 0 no better than chance; below about 0.6, read this judge's scores with caution.",
         style="dim",
     )
-    if "as_used" in report:
-        used = report["as_used"]
-        how = "its aligned judge" if used["aligned"] else "the plain judge"
+    if report.as_used is not None:
+        used = report.as_used
+        how = "its aligned judge" if used.aligned else "the plain judge"
         out.print(
-            f"on these labelled statements, as collection {used['collection']}'s evaluations use it ({how}; "
-            f"{used['why']}): accuracy "
-            f"{_figure(used['accuracy'])}   balanced accuracy {_figure(used['balanced_accuracy'])}   Cohen's kappa "
-            f"{_figure(used['kappa'])} (95% CI {_figure(used['kappa_ci_low'])} to {_figure(used['kappa_ci_high'])})",
+            f"on these labelled statements, as collection {used.collection}'s evaluations use it ({how}; "
+            f"{used.why}): accuracy "
+            f"{_figure(used.accuracy)}   balanced accuracy {_figure(used.balanced_accuracy)}   Cohen's kappa "
+            f"{_figure(used.kappa)} (95% CI {_figure(used.kappa_ci_low)} to {_figure(used.kappa_ci_high)})",
             highlight=False,
         )
-    if "weighted" in report:
-        weighted = report["weighted"]
+    if isinstance(report, CollectionCalibration):
+        weighted = report.weighted
         out.print(
             f"on the batches' statements the labels stand for (each stratum weighted by its size: what the "
             f"judge-corrected estimates use): sensitivity {_interval(weighted, 'sensitivity')}, specificity "
             f"{_interval(weighted, 'specificity')}, balanced accuracy {_interval(weighted, 'balanced_accuracy')}",
             highlight=False,
         )
-        out.print(weighted["summary"], style="green" if weighted["separable"] else "yellow", highlight=False)
-        _render_alignment(report["aligned_judge"])
-        if "budget" in report:
-            _render_budget(report["budget"])
-        if report["disagreements"]:
+        out.print(weighted.summary, style="green" if weighted.separable else "yellow", highlight=False)
+        _render_alignment(report.aligned_judge)
+        if report.budget is not None:
+            _render_budget(report.budget)
+        if report.disagreements:
             out.print(
-                f"{report['disagreements']} statements were labelled differently by different people: the latest "
+                f"{report.disagreements} statements were labelled differently by different people: the latest "
                 "label counts",
                 style="yellow",
                 highlight=False,
             )
-    out.print(f"MLflow run {report['mlflow_run_id']} (experiment {report['experiment']})", style="dim", highlight=False)
+    out.print(f"MLflow run {report.mlflow_run_id} (experiment {report.experiment})", style="dim", highlight=False)
 
 
-def _render_alignment(aligned: dict) -> None:
+def _render_alignment(aligned: AlignmentSummary) -> None:
     """The aligned judge against the plain threshold on the collection's labels, and whether
     evaluations of the collection use it."""
     from ragassay.judge.alignment import USE_RULE
 
-    comparison = aligned["comparison"]
+    comparison = aligned.comparison
     if comparison is not None:
         table = Table(
             title=(
-                f"aligned judge: cross-validated on the {comparison['labelled']} labelled statements as drawn, "
-                f"from {comparison['groups']} questions ({comparison['folds']} folds, questions held out whole)"
+                f"aligned judge: cross-validated on the {comparison.labelled} labelled statements as drawn, "
+                f"from {comparison.groups} questions ({comparison.folds} folds, questions held out whole)"
             )
         )
         for column in ("verdicts", "balanced accuracy [95% CI]", "AUC [95% CI]"):
             table.add_column(column, justify="right")
-        for name, label in (("plain", f"plain (P >= {aligned['support_threshold']})"), ("aligned", "aligned")):
+        for name, label in (("plain", f"plain (P >= {aligned.support_threshold})"), ("aligned", "aligned")):
             table.add_row(
                 label, _interval(comparison, f"{name}_balanced_accuracy"), _interval(comparison, f"{name}_auc")
             )
         out.print(table)
-    style = "green" if aligned["used"] else "yellow"
+    style = "green" if aligned.used else "yellow"
     out.print(
-        f"{'used' if aligned['used'] else 'not used'} by this collection's evaluations: {aligned['reason']}",
+        f"{'used' if aligned.used else 'not used'} by this collection's evaluations: {aligned.reason}",
         style=style,
         highlight=False,
     )
-    if aligned["used"] and "weighted" in aligned:
-        weighted = aligned["weighted"]
+    if aligned.used and aligned.weighted is not None:
+        weighted = aligned.weighted
         out.print(
             f"its cross-fitted verdicts, weighted as above: sensitivity {_interval(weighted, 'sensitivity')}, "
             f"specificity {_interval(weighted, 'specificity')}, balanced accuracy "
@@ -600,21 +633,23 @@ def _render_alignment(aligned: dict) -> None:
     out.print(f"rule: {USE_RULE}", style="dim", highlight=False)
 
 
-def _interval(values: dict, name: str) -> str:
-    return f"{_figure(values[name], 2)} [{values[f'{name}_low']:.2f}, {values[f'{name}_high']:.2f}]"
+def _interval(values, name: str) -> str:
+    """A figure and its interval (the fields NAME, NAME_low, NAME_high of a report's part)."""
+    value, low, high = (getattr(values, f"{name}{part}") for part in ("", "_low", "_high"))
+    return f"{_figure(value, 2)} [{low:.2f}, {high:.2f}]"
 
 
-def _render_pairwise(report: dict) -> None:
+def _render_pairwise(report: PairwiseCalibration) -> None:
     out.print(
-        f"judge {report['judge_model']} ({report['prompt_version']}) on {report['pairs']} answer pairs from {report['golden_file']}, each asked in both orders",
+        f"judge {report.judge_model} ({report.prompt_version}) on {report.pairs} answer pairs from {report.golden_file}, each asked in both orders",
         highlight=False,
     )
     out.print(
-        f"flip rate {_figure(report['flip_rate'])} (the verdict changed when the answers swapped places)   "
-        f"accuracy {_figure(report['accuracy'])} (named the better answer in both orders)   ties {report['ties']}   "
-        f"unreadable {report['unreadable_rate']:.1%}   {_figure(report['seconds_per_verdict'], 1)} s per verdict",
+        f"flip rate {_figure(report.flip_rate)} (the verdict changed when the answers swapped places)   "
+        f"accuracy {_figure(report.accuracy)} (named the better answer in both orders)   ties {report.ties}   "
+        f"unreadable {report.unreadable_rate:.1%}   {_figure(report.seconds_per_verdict, 1)} s per verdict",
         highlight=False,
     )
     out.print(
-        f"MLflow run {report['mlflow_run_id']} (experiment ragassay/judge-calibration)", style="dim", highlight=False
+        f"MLflow run {report.mlflow_run_id} (experiment ragassay/judge-calibration)", style="dim", highlight=False
     )

@@ -9,6 +9,7 @@ from rich.table import Table
 
 from ragassay.cli.common import out
 from ragassay.evaluation.answer_judging import PairwiseTally
+from ragassay.evaluation.judge_correction import CalibrationSummary
 from ragassay.evaluation.reports import FEWER_QUESTIONS_NOTE, means_rows
 from ragassay.gates.assertions import AssertionResult, measured
 from ragassay.metrics.corrected_rows import has_correction
@@ -157,7 +158,7 @@ def render_answer_models(answered_by: dict[str, str], judge_model: str) -> None:
         )
 
 
-def render_judge_calibration(calibration: dict | None) -> None:
+def render_judge_calibration(calibration: CalibrationSummary | None) -> None:
     """One line on the labels behind the corrected numbers (or that there are none)."""
     if calibration is None:
         out.print(
@@ -166,13 +167,13 @@ def render_judge_calibration(calibration: dict | None) -> None:
             highlight=False,
         )
         return
-    source = "a general prior" if calibration["source"] == "prior" else "this collection's labels"
+    source = "a general prior" if calibration.source == "prior" else "this collection's labels"
     out.print(
-        f"corrected with {source} ({calibration['description']}): {calibration['summary']}",
+        f"corrected with {source} ({calibration.description}): {calibration.summary}",
         style="dim",
         highlight=False,
     )
-    for aligned in calibration.get("aligned_judges", []):
+    for aligned in calibration.aligned_judges:
         out.print(f"support verdicts read by the {aligned}", style="dim", highlight=False)
 
 

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel
 
+from ragassay.evaluation.judge_correction import CalibrationSummary
 from ragassay.metrics.averaging import IntervalRow
 from ragassay.metrics.corrected_rows import has_correction
 
@@ -74,7 +75,7 @@ def corrected_text(row: BaseModel, lead: str = "", signed: bool = False) -> str:
     return f"{lead}corrected {number.format(row.corrected)} {interval}"
 
 
-def judge_error_lines(calibration: dict | None) -> list[str]:
+def judge_error_lines(calibration: CalibrationSummary | None) -> list[str]:
     """What the judged metrics' corrected numbers rest on, and what their intervals cover."""
     if calibration is None:
         return [
@@ -82,12 +83,12 @@ def judge_error_lines(calibration: dict | None) -> list[str]:
             "the judge's own numbers, and their intervals leave its error out. Label some of its verdicts with "
             "`ragassay judge label --batch BATCH_ID`."
         ]
-    source = "a general prior" if calibration["source"] == "prior" else "this collection's labels"
+    source = "a general prior" if calibration.source == "prior" else "this collection's labels"
     return [
-        f"Corrected with {source}: {calibration['description']}. Judge `{calibration['judge_model']}` "
-        f"({calibration['prompt_version']}, supported when P >= {calibration['support_threshold']}): "
+        f"Corrected with {source}: {calibration.description}. Judge `{calibration.judge_model}` "
+        f"({calibration.prompt_version}, supported when P >= {calibration.support_threshold}): "
         f"sensitivity {_rate(calibration, 'sensitivity')}, specificity {_rate(calibration, 'specificity')}; "
-        f"{calibration['summary']}.",
+        f"{calibration.summary}.",
         "",
         "A corrected interval covers the sampling of questions and of the labels, under the assumption that the "
         "judge errs at rates that depend only on whether a statement is supported; it does not cover judge errors "
@@ -97,7 +98,7 @@ def judge_error_lines(calibration: dict | None) -> list[str]:
     ]
 
 
-def _rate(calibration: dict, name: str) -> str:
-    value = calibration[name]
+def _rate(calibration: CalibrationSummary, name: str) -> str:
+    value, low, high = (getattr(calibration, f"{name}{part}") for part in ("", "_low", "_high"))
     shown = "undefined" if value is None else f"{value:.2f}"
-    return f"{shown} [{calibration[f'{name}_low']:.2f}, {calibration[f'{name}_high']:.2f}]"
+    return f"{shown} [{low:.2f}, {high:.2f}]"

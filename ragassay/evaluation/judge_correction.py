@@ -14,7 +14,7 @@ from ragassay.metrics.corrected_rows import (
     AnswerIntervalRow,
     answer_interval_rows,
 )
-from ragassay.metrics.judge_error import JudgeCalibration, corrected_difference, corrected_mean, separability_text
+from ragassay.metrics.judge_error import ErrorRates, JudgeCalibration, corrected_difference, corrected_mean
 from ragassay.metrics.names import JUDGED_METRICS
 from ragassay.metrics.significance import paired_scores
 from ragassay.run_warnings import RunWarning
@@ -146,24 +146,29 @@ def correction_fit_warnings(intervals: pl.DataFrame, calibration: JudgeCalibrati
     ]
 
 
-def calibration_summary(calibration: JudgeCalibration | None) -> dict | None:
-    """The labels behind the corrected numbers, for reports and --json: where they come from,
-    how many, and the judge's error rates with their intervals."""
+class CalibrationSummary(ErrorRates):
+    """The labels behind a batch's corrected numbers, for reports and --json: where they come from
+    (source: `labels` or `prior`, and in words), the judge they measured, the aligned judges its
+    verdicts were read by, and the judge's error rates with their intervals (ErrorRates)."""
+
+    source: str
+    description: str
+    judge_model: str
+    prompt_version: str
+    support_threshold: float
+    aligned_judges: list[str]
+
+
+def calibration_summary(calibration: JudgeCalibration | None) -> CalibrationSummary | None:
+    """The CalibrationSummary of a calibration (None without one)."""
     if calibration is None:
         return None
-    rates = calibration.rates
-    return {
-        "source": calibration.source,
-        "description": calibration.description,
-        "judge_model": calibration.judge_model,
-        "prompt_version": calibration.prompt_version,
-        "support_threshold": calibration.support_threshold,
-        "aligned_judges": list(calibration.aligned_judges),
-        "separable": rates.separable,
-        "summary": separability_text(rates),
-        **{
-            key: value
-            for key, value in rates.__dict__.items()
-            if key.startswith(("labelled", "sensitivity", "specificity", "balanced"))
-        },
-    }
+    return CalibrationSummary(
+        **calibration.rates.model_dump(exclude={"separable", "summary"}),
+        source=calibration.source,
+        description=calibration.description,
+        judge_model=calibration.judge_model,
+        prompt_version=calibration.prompt_version,
+        support_threshold=calibration.support_threshold,
+        aligned_judges=list(calibration.aligned_judges),
+    )

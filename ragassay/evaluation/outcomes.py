@@ -24,6 +24,7 @@ from ragassay.evaluation.answer_summary import (
 from ragassay.evaluation.answer_traces import TraceSettings, answer_traces
 from ragassay.evaluation.interval_text import configuration_markdown, judge_error_lines
 from ragassay.evaluation.judge_correction import (
+    CalibrationSummary,
     calibration_summary,
     calibration_warnings,
     clip_reason,
@@ -105,7 +106,7 @@ class AnswerEvalReport(LoggedBatch):
     answered_by: dict[str, str] = Field(default_factory=dict)
     # The labels the judged metrics were corrected with (answer_summary.calibration_summary);
     # None when there were none for this judge.
-    judge_calibration: dict | None = None
+    judge_calibration: CalibrationSummary | None = None
     # Each configuration's Traces tab in MLflow, showing only the questions whose faithfulness is
     # below 1 (none when traces were switched off).
     unfaithful_traces_urls: dict[str, str] = Field(default_factory=dict)
@@ -375,8 +376,8 @@ def calibration_record(calibration: JudgeCalibration | None) -> tuple[dict[str, 
     rates = calibration.rates
     metrics = {
         f"judge_{key}": value
-        for key, value in calibration_summary(calibration).items()
-        if key.startswith(("labelled", "sensitivity", "specificity", "balanced")) and value is not None
+        for key, value in rates.model_dump(exclude={"separable", "summary"}).items()
+        if value is not None
     }
     table = pl.DataFrame(
         [

@@ -6,10 +6,12 @@
 - evaluation_judges: a process's judge per model and workspace for the evaluation running now.
 - calibration: the judge's support verdicts against human labels (accuracy, Cohen's kappa), and
   the labels an evaluation's judged metrics are corrected with.
-- labels: people's labels of the judge's verdicts: seeded, stratified samples of a batch, the
-  collection's label table, export and import.
+- labels: people's labels of the judge's verdicts (a package: sample, store, files): seeded,
+  stratified samples of a batch, the collection's label table, export and import.
 - labelled_batches: a batch's judged runs read back from MLflow, and label files matched to
   their items and stored per collection (what `judge label` does).
+- calibration_reports: what a calibration reports, as types (SupportCalibration,
+  CollectionCalibration, PairwiseCalibration, the label budget, the aligned judge's summary).
 - calibration_log: what a calibration run logs to MLflow (params, metrics, rows).
 - alignment: the aligned judge: the judge's P(supported) and cheap signals beside it read into a
   collection's verdict by a model fitted on its labels, cross-fitted, used only when ahead (pure).

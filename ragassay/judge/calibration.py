@@ -8,13 +8,24 @@ import hashlib
 import json
 import random
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
 
 from ragassay.errors import CollectionDeleted, ConfigError, listed_problems
 from ragassay.judge.alignment import AlignedJudge, AlignedJudges, LabelledJudgement, align_judge, labels_digest
+from ragassay.judge.calibration_reports import (
+    AlignmentSummary,
+    AsUsedAgreement,
+    CalibrationRow,
+    CollectionCalibration,
+    ConfigurationBudget,
+    LabelBudgetReport,
+    PairRow,
+    PairwiseCalibration,
+    SupportCalibration,
+)
 from ragassay.judge.judge import Judge, judging_cost, support_threshold_for, verdict_of
 from ragassay.judge.labels import (
     VERDICTS,
@@ -37,7 +48,6 @@ from ragassay.metrics.judge_error import (
     LabelStratum,
     error_rates,
     labels_for_width,
-    separability_text,
 )
 from ragassay.progress import ProgressReporter
 from ragassay.store.schemas import JUDGE_LABELS
@@ -187,7 +197,7 @@ def calibrate_judge(
     seed: int = 0,
     home: Path | None = None,
     collection: str | None = None,
-) -> dict:
+) -> SupportCalibration:
     """The judge's support verdicts against the people's labels of a file (`calibrate_statements`).
     The labels are read (and a bad file refused) before the judge is loaded.
 
@@ -199,9 +209,8 @@ def calibrate_judge(
         refuse_overlap(labelled, home, collection)
     judge = Judge(chat_models.get(config))
     report = calibrate_statements(judge, labelled, seed)
-    if collection is not None:
-        report["as_used"] = judge_as_used(home, collection, judge, labelled, report, seed)
-    return {"labels_file": str(path), "max_items": max_items, **report}
+    as_used = judge_as_used(home, collection, judge, labelled, report, seed) if collection is not None else None
+    return report.model_copy(update={"labels_file": str(path), "max_items": max_items, "as_used": as_used})
 
 
 def refuse_overlap(labelled: list[LabelledStatement], home: Path, collection: str) -> None:
@@ -226,20 +235,20 @@ def refuse_overlap(labelled: list[LabelledStatement], home: Path, collection: st
 
 
 def judge_as_used(
-    home: Path, collection: str, judge: Judge, labelled: list[LabelledStatement], report: dict, seed: int
-) -> dict:
+    home: Path, collection: str, judge: Judge, labelled: list[LabelledStatement], report: SupportCalibration, seed: int
+) -> AsUsedAgreement:
     """Agreement of the judge as the collection's evaluations use it on these labels: through its
     aligned judge when one is in use for this judge (load_aligned_judges), else the plain verdicts."""
     aligned = load_aligned_judges(home, [collection], judge.model_id)
     fitted = aligned.by_collection.get(collection)
-    by_source = {row["source"]: row for row in report["rows"]}
+    by_source = {row.source: row for row in report.rows}
     readable = [
         (item, by_source[item.source])
         for item in labelled
-        if by_source[item.source]["verdict"] in VERDICTS and by_source[item.source]["p_supported"] is not None
+        if by_source[item.source].verdict in VERDICTS and by_source[item.source].p_supported is not None
     ]
     verdicts = [
-        fitted.supported(item.statement, item.context, row["p_supported"]) if fitted else row["verdict"] == "supported"
+        fitted.supported(item.statement, item.context, row.p_supported) if fitted else row.verdict == "supported"
         for item, row in readable
     ]
     stored = collection_paths(home, collection, must_exist=False).aligned_judge
@@ -255,17 +264,17 @@ def judge_as_used(
             )
         )
     )
-    return {
-        "collection": collection,
-        "aligned": fitted is not None,
-        "why": why,
-        **asdict(agreement([item.supported for item, _ in readable], verdicts, seed)),
-    }
+    return AsUsedAgreement(
+        collection=collection,
+        aligned=fitted is not None,
+        why=why,
+        **agreement([item.supported for item, _ in readable], verdicts, seed).model_dump(),
+    )
 
 
 def calibrate_statements(
     judge: Judge, labelled: list[LabelledStatement], seed: int = 0, stored: dict[str, float] | None = None
-) -> dict:
+) -> SupportCalibration:
     """The judge's support verdicts against people's labels: accuracy, balanced accuracy, Cohen's
     kappa with a bootstrap 95% interval, per-class precision and recall, confusion matrix,
     unreadable rate, seconds per verdict, and every row with its verdict and P(supported).
@@ -305,31 +314,31 @@ def calibrate_statements(
             fitting.append(item)
             verdicts.append(verdict)
         rows.append(
-            {
-                "source": item.source,
-                "statement": item.statement,
-                "label": "supported" if item.supported else "unsupported",
-                "verdict": "too_long"
+            CalibrationRow(
+                source=item.source,
+                statement=item.statement,
+                label="supported" if item.supported else "unsupported",
+                verdict="too_long"
                 if too_long
                 else ("unreadable" if verdict is None else ("supported" if verdict else "unsupported")),
-                "p_supported": p,
-                "error": error,
-            }
+                p_supported=p,
+                error=error,
+            )
         )
     usage = judging_cost(list(asked.values()))[0]
-    return {
-        "judge_model": judge.model_id,
-        "prompt_version": SUPPORT_PROMPT_VERSION,
-        "support_threshold": judge.support_threshold,
-        "seed": seed,
-        "too_long": len(rows) - len(fitting),
-        "reused_verdicts": len(labelled) - len(to_ask),
-        **asdict(agreement([item.supported for item in fitting], verdicts, seed)),
+    return SupportCalibration(
+        judge_model=judge.model_id,
+        prompt_version=SUPPORT_PROMPT_VERSION,
+        support_threshold=judge.support_threshold,
+        seed=seed,
+        too_long=len(rows) - len(fitting),
+        reused_verdicts=len(labelled) - len(to_ask),
+        **agreement([item.supported for item in fitting], verdicts, seed).model_dump(),
         # A statement's verdict is one call per passage: the time is per statement asked.
-        "seconds_per_verdict": usage.seconds / len(asked) if usage.calls else None,
-        "usage": usage.as_metrics("judge"),
-        "rows": rows,
-    }
+        seconds_per_verdict=usage.seconds / len(asked) if usage.calls else None,
+        usage=usage,
+        rows=rows,
+    )
 
 
 def collection_labels(home: Path, collections: Iterable[str]) -> pl.DataFrame:
@@ -358,7 +367,7 @@ def latest_labelled_batch(home: Path, collection: str) -> str:
     return labels["batch_id"][-1]
 
 
-def label_budget(strata: list[LabelStratum], request: BudgetRequest, seed: int = 0) -> dict:
+def label_budget(strata: list[LabelStratum], request: BudgetRequest, seed: int = 0) -> LabelBudgetReport:
     """Per configuration of the batch, how many more labels (drawn as these were) would narrow
     its corrected faithfulness interval to the target width (metrics/judge_error.labels_for_width);
     `more_labels` is the most any configuration needs."""
@@ -366,21 +375,23 @@ def label_budget(strata: list[LabelStratum], request: BudgetRequest, seed: int =
     for label, values in request.faithfulness.items():
         budget = labels_for_width(values, strata, request.target_width, seed)
         rows.append(
-            {"configuration": label, **(asdict(budget) if budget else {"more_labels": None, "no_interval": True})}
+            ConfigurationBudget(configuration=label, **budget.model_dump())
+            if budget
+            else ConfigurationBudget(configuration=label, no_interval=True)
         )
-    reachable = [row["more_labels"] for row in rows if row.get("more_labels") is not None]
-    return {
-        "batch_id": request.batch_id,
-        "target_width": request.target_width,
-        "metric": "faithfulness",
-        "configurations": rows,
-        "more_labels": max(reachable) if reachable and len(reachable) == len(rows) else None,
-    }
+    reachable = [row.more_labels for row in rows if row.more_labels is not None]
+    return LabelBudgetReport(
+        batch_id=request.batch_id,
+        target_width=request.target_width,
+        metric="faithfulness",
+        configurations=rows,
+        more_labels=max(reachable) if reachable and len(reachable) == len(rows) else None,
+    )
 
 
 def stored_verdict_budget(
     home: Path, collection: str, request: BudgetRequest, judge_model: str, prompt_version: str, support_threshold: float
-) -> dict:
+) -> LabelBudgetReport:
     """label_budget from the verdicts stored with the collection's labels by the batch's judge
     (same model, prompt and threshold), without asking a model: what `judge label --target-width`
     shows as labels are given. `left_out` counts labels another judge gave (their verdicts by
@@ -394,16 +405,18 @@ def stored_verdict_budget(
     probabilities = current_probabilities(same, judge_model, prompt_version, lambda row: None)
     verdicts = {item: None if p is None else p >= support_threshold for item, p in probabilities.items()}
     budget = label_budget(label_strata(same, verdicts), request)
-    return budget | {
-        "collection": collection,
-        "verdicts": "stored plain",
-        "left_out": labels["item_id"].n_unique() - same["item_id"].n_unique(),
-    }
+    return budget.model_copy(
+        update={
+            "collection": collection,
+            "verdicts": "stored plain",
+            "left_out": labels["item_id"].n_unique() - same["item_id"].n_unique(),
+        }
+    )
 
 
 def calibrate_collection(
     judge: Judge, home: Path, collection: str, seed: int = 0, budget: BudgetRequest | None = None
-) -> dict:
+) -> CollectionCalibration:
     """The judge against a collection's labels: the agreement report of `calibrate_statements`
     over each labelled statement once (its latest label), plus the judge's sensitivity,
     specificity and balanced accuracy weighted to the batches the labels were sampled from (what
@@ -436,15 +449,15 @@ def calibrate_collection(
         and row["p_supported"] is not None
     }
     report = calibrate_statements(judge, labelled, seed, stored)
-    by_source = {row["source"]: row for row in report["rows"]}
+    by_source = {row.source: row for row in report.rows}
     verdicts = {
         row["item_id"]: None
-        if by_source[f"{collection}:{row['item_id']}"]["verdict"] not in VERDICTS
-        else by_source[f"{collection}:{row['item_id']}"]["verdict"] == "supported"
+        if by_source[f"{collection}:{row['item_id']}"].verdict not in VERDICTS
+        else by_source[f"{collection}:{row['item_id']}"].verdict == "supported"
         for row in rows
     }
     rates = error_rates(label_strata(labels, verdicts), seed)
-    probabilities = {row["item_id"]: by_source[f"{collection}:{row['item_id']}"]["p_supported"] for row in rows}
+    probabilities = {row["item_id"]: by_source[f"{collection}:{row['item_id']}"].p_supported for row in rows}
     aligned = align_judge(
         collection,
         labelled_judgements(rows, probabilities),
@@ -455,29 +468,30 @@ def calibrate_collection(
         labels_digest((row["item_id"], row["label"] == "supported") for row in rows),
     )
     store_aligned_judge(home, aligned)
-    alignment = {key: value for key, value in aligned.as_json().items() if key != "cross_fitted"}
-    if aligned.used:
-        aligned_rates = error_rates(label_strata(labels, aligned.cross_fitted), seed)
-        alignment["weighted"] = asdict(aligned_rates) | {
-            "separable": aligned_rates.separable,
-            "summary": separability_text(aligned_rates),
-        }
+    alignment = AlignmentSummary.model_validate(
+        {key: value for key, value in aligned.as_json().items() if key != "cross_fitted"}
+        | {"weighted": error_rates(label_strata(labels, aligned.cross_fitted), seed) if aligned.used else None}
+    )
+    label_budget_report = None
     if budget is not None:
         # The strata the correction reads: the aligned judge's cross-fitted verdicts when it is used.
         used_verdicts = aligned.cross_fitted if aligned.used else verdicts
-        report["budget"] = label_budget(label_strata(labels, used_verdicts), budget, seed) | {
-            "verdicts": "aligned" if aligned.used else "plain"
-        }
-    return {
-        "collection": collection,
-        "batches": sorted(set(labels["batch_id"].to_list())),
-        "people": sorted(set(labels["who"].to_list())),
-        "skipped": labels.filter(pl.col("label") == "skipped")["item_id"].n_unique(),
-        "disagreements": disagreements(labels),
-        "weighted": asdict(rates) | {"separable": rates.separable, "summary": separability_text(rates)},
-        "aligned_judge": alignment,
-        **report,
-    }
+        label_budget_report = label_budget(label_strata(labels, used_verdicts), budget, seed).model_copy(
+            update={"verdicts": "aligned" if aligned.used else "plain"}
+        )
+    return CollectionCalibration(
+        **report.model_dump(exclude={"rows", "usage"}),
+        rows=report.rows,
+        usage=report.usage,
+        collection=collection,
+        batches=sorted(set(labels["batch_id"].to_list())),
+        people=sorted(set(labels["who"].to_list())),
+        skipped=labels.filter(pl.col("label") == "skipped")["item_id"].n_unique(),
+        disagreements=disagreements(labels),
+        weighted=rates,
+        aligned_judge=alignment,
+        budget=label_budget_report,
+    )
 
 
 def store_aligned_judge(home: Path, aligned: AlignedJudge) -> None:
@@ -649,7 +663,7 @@ def preference_pairs(golden_path: Path) -> list[dict]:
 
 def calibrate_pairwise(
     chat_models: ChatModels, config: ChatModelConfig, golden_path: Path, max_items: int | None = None, seed: int = 0
-) -> dict:
+) -> PairwiseCalibration:
     """Position bias of the judge's pairwise verdicts: every pair asked with the better answer
     first and with it second (no reference answer shown).
 
@@ -668,28 +682,28 @@ def calibrate_pairwise(
                 better_second.value.preferred if better_second.value else None,
             )
             rows.append(
-                {
+                PairRow(
                     **pair,
-                    "better_first": better_first.value.preferred if better_first.value else None,
-                    "better_second": better_second.value.preferred if better_second.value else None,
-                    "outcome": outcome,
-                }
+                    better_first=better_first.value.preferred if better_first.value else None,
+                    better_second=better_second.value.preferred if better_second.value else None,
+                    outcome=outcome,
+                )
             )
             progress(done, len(pairs))
-    tally = tally_pairs([row["outcome"] for row in rows])
+    tally = tally_pairs([row.outcome for row in rows])
     readable = tally["questions"] - tally["unreadable"]
     usage = judging_cost(results)[0]
-    return {
-        "golden_file": str(golden_path),
-        "judge_model": judge.model_id,
-        "prompt_version": PREFERENCE_PROMPT_VERSION,
-        "pairs": len(rows),
-        "readable": readable,
-        "flip_rate": tally["inconsistent_share"] if readable else None,
-        "accuracy": tally["wins_a"] / readable if readable else None,
-        "ties": tally["ties"],
-        "unreadable_rate": tally["unreadable"] / len(rows) if rows else 0.0,
-        "seconds_per_verdict": usage.seconds / usage.calls if usage.calls else None,
-        "usage": usage.as_metrics("judge"),
-        "rows": rows,
-    }
+    return PairwiseCalibration(
+        golden_file=str(golden_path),
+        judge_model=judge.model_id,
+        prompt_version=PREFERENCE_PROMPT_VERSION,
+        pairs=len(rows),
+        readable=readable,
+        flip_rate=tally["inconsistent_share"] if readable else None,
+        accuracy=tally["wins_a"] / readable if readable else None,
+        ties=tally["ties"],
+        unreadable_rate=tally["unreadable"] / len(rows) if rows else 0.0,
+        seconds_per_verdict=usage.seconds / usage.calls if usage.calls else None,
+        usage=usage,
+        rows=rows,
+    )

@@ -5,17 +5,18 @@ positive class is "supported"."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict
 
 Verdict = bool | None
 BOOTSTRAP_RESAMPLES = 2000
 
 
-@dataclass(frozen=True)
-class Agreement:
+class Agreement(BaseModel):
     """A judge against human labels over its readable verdicts (positive class: supported)."""
+
+    model_config = ConfigDict(frozen=True)
 
     labelled: int
     readable: int
@@ -82,7 +83,19 @@ def agreement(labels: Sequence[bool], verdicts: Sequence[Verdict], seed: int = 0
     unreadable_rate = (len(labels) - len(pairs)) / len(labels) if labels else 0.0
     if not pairs:
         return Agreement(
-            len(labels), 0, None, None, None, None, None, None, None, None, None, confusion, unreadable_rate
+            labelled=len(labels),
+            readable=0,
+            accuracy=None,
+            balanced_accuracy=None,
+            kappa=None,
+            kappa_ci_low=None,
+            kappa_ci_high=None,
+            precision_supported=None,
+            recall_supported=None,
+            precision_unsupported=None,
+            recall_unsupported=None,
+            confusion=confusion,
+            unreadable_rate=unreadable_rate,
         )
     label_array = np.array([lab for lab, _ in pairs], dtype=bool)
     verdict_array = np.array([v for _, v in pairs], dtype=bool)

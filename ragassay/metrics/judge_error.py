@@ -56,6 +56,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, computed_field
 
 # Cells of a labelled statement: (people's label, the judge's verdict), True = supported.
 CELLS = ((True, True), (True, False), (False, True), (False, False))
@@ -94,9 +95,11 @@ class LabelStratum:
         return int(self.counts().sum())
 
 
-@dataclass(frozen=True)
-class ErrorRates:
-    """The judge's error rates from labels: point estimates and 95% intervals."""
+class ErrorRates(BaseModel):
+    """The judge's error rates from labels: point estimates and 95% intervals; with them, whether
+    the labels show the judge separating the classes and that said in words (both in its dump)."""
+
+    model_config = ConfigDict(frozen=True)
 
     labelled: int
     labelled_supported: int
@@ -111,11 +114,18 @@ class ErrorRates:
     balanced_accuracy_low: float
     balanced_accuracy_high: float
 
+    @computed_field
     @property
     def separable(self) -> bool:
         """Whether the labels show the judge telling the classes apart: balanced accuracy's 95%
         interval lies above 0.5."""
         return self.balanced_accuracy is not None and self.balanced_accuracy_low > 0.5
+
+    @computed_field
+    @property
+    def summary(self) -> str:
+        """separable, in words (separability_text)."""
+        return separability_text(self)
 
 
 def _cell_priors(stratum: LabelStratum) -> np.ndarray:
@@ -171,7 +181,20 @@ def error_rates(strata: Sequence[LabelStratum], seed: int = 0, resamples: int = 
     draws (draw_cells). A class without labels has no point estimate, and its interval is [0, 1]."""
     supported, unsupported = _class_counts(strata)
     if not supported and not unsupported:
-        return ErrorRates(0, 0, 0, None, None, None, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0)
+        return ErrorRates(
+            labelled=0,
+            labelled_supported=0,
+            labelled_unsupported=0,
+            sensitivity=None,
+            specificity=None,
+            balanced_accuracy=None,
+            sensitivity_low=0.0,
+            sensitivity_high=1.0,
+            specificity_low=0.0,
+            specificity_high=1.0,
+            balanced_accuracy_low=0.0,
+            balanced_accuracy_high=1.0,
+        )
     sensitivity, specificity = (None if np.isnan(r) else float(r) for r in _rates(population_cells(strata)))
     balanced = None if sensitivity is None or specificity is None else (sensitivity + specificity) / 2
     drawn_se, drawn_sp = _rates(draw_cells(strata, resamples, np.random.default_rng(seed)))
@@ -375,12 +398,13 @@ MAX_BUDGET_LABELS = 100_000
 BUDGET_RESAMPLES = 2_000
 
 
-@dataclass(frozen=True)
-class LabelBudget:
+class LabelBudget(BaseModel):
     """How many more labels would narrow one batch's corrected interval to target_width: now
     (current_width), at the most labels (floor_width: the questions' own sampling, error rates as
     good as known), and more_labels (None when even the floor is wider than the target; 0 when
     the interval is already that narrow)."""
+
+    model_config = ConfigDict(frozen=True)
 
     target_width: float
     current_width: float
@@ -423,9 +447,13 @@ def labels_for_width(
     if current is None or floor is None:
         return None
     if current <= target_width:
-        return LabelBudget(target_width, current, floor, 0, labelled)
+        return LabelBudget(
+            target_width=target_width, current_width=current, floor_width=floor, more_labels=0, labelled=labelled
+        )
     if floor > target_width:
-        return LabelBudget(target_width, current, floor, None, labelled)
+        return LabelBudget(
+            target_width=target_width, current_width=current, floor_width=floor, more_labels=None, labelled=labelled
+        )
     low, high = 0, MAX_BUDGET_LABELS
     while high - low > max(1, low // 50):  # within 2%: the width itself is that noisy
         middle = (low + high) // 2
@@ -434,4 +462,6 @@ def labels_for_width(
             high = middle
         else:
             low = middle
-    return LabelBudget(target_width, current, floor, high, labelled)
+    return LabelBudget(
+        target_width=target_width, current_width=current, floor_width=floor, more_labels=high, labelled=labelled
+    )

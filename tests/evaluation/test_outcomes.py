@@ -290,7 +290,7 @@ def test_judged_metrics_carry_their_corrected_estimate_in_intervals_differences_
     assert description.split("\n")[:2] == ["**answers/b**", ""] and "| faithfulness | 1.000 [" in description
     assert description.rstrip().endswith("\n\nrests on labels\n\nclipped: why") and RAW_AND_CORRECTED in description
     summary = calibration_summary(calibration)
-    assert summary["separable"] and summary["sensitivity"] == pytest.approx(36 / 40)
+    assert summary.separable and summary.sensitivity == pytest.approx(36 / 40)
     assert "this collection's labels" in judge_error_lines(summary)[0]
     # Without labels the judged metrics stay the judge's own, and the report and a warning say so.
     bare = corrected_intervals(answer_intervals(answers), answers, None)

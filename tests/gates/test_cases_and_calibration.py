@@ -149,8 +149,8 @@ def test_a_context_too_long_for_the_judge_is_counted_not_cut(tmp_path):
     models = ChatModels()
     report = calibrate_judge(models, ChatModelConfig(backend="smollm2", context_size=512), labels)
     models.close()
-    assert report["too_long"] == 1 and report["labelled"] == 2
-    assert next(row["verdict"] for row in report["rows"]) == "too_long"
+    assert report.too_long == 1 and report.labelled == 2
+    assert next(row.verdict for row in report.rows) == "too_long"
 
 
 def test_pairwise_calibration_measures_how_often_verdicts_flip(workspace):

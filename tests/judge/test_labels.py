@@ -376,7 +376,7 @@ def test_calibrate_on_the_collections_labels_and_the_next_evaluation_is_correcte
     corrected_config = config.model_copy(update={"assertions": ("faithful:faithfulness.corrected_low>=0.0",)})
     second = eval_answers_flow(corrected_config)
     assert (
-        second.judge_calibration["source"] == "labels" and "people labelled" in second.judge_calibration["description"]
+        second.judge_calibration.source == "labels" and "people labelled" in second.judge_calibration.description
     )
     faithful = second.metrics["faithful"]
     assert 0.0 <= faithful["faithfulness_corrected_low"] <= faithful["faithfulness_corrected_high"] <= 1.0
@@ -390,11 +390,11 @@ def test_calibrate_on_the_collections_labels_and_the_next_evaluation_is_correcte
     child = tracking.client(home).get_run(second.run_ids["faithful"]).data
     assert child.metrics["faithfulness_corrected_low"] == faithful["faithfulness_corrected_low"]
     # The raw interval beside the corrected one, and the child run's own description saying both.
-    assert (child.metrics["faithfulness_low"], child.metrics["faithfulness_high"]) == (row["ci_low"], row["ci_high"])
+    assert (child.metrics["faithfulness_low"], child.metrics["faithfulness_high"]) == (row.ci_low, row.ci_high)
     description = child.tags[tracking.DESCRIPTION_TAG]
     assert description.startswith(f"**answers/faithful: configuration faithful of answer batch {second.batch_id}")
     assert (
-        f"| faithfulness | {row['mean']:.3f} [{row['ci_low']:.3f}, {row['ci_high']:.3f}], {row['scored']} scored; "
+        f"| faithfulness | {row.mean:.3f} [{row.ci_low:.3f}, {row.ci_high:.3f}], {row.scored} scored; "
         "corrected" in description
     )
     assert "Corrected: what people would have said" in description and "Corrected with this collection's labels" in (
@@ -433,7 +433,7 @@ def test_an_aligned_judge_in_use_reads_every_support_verdict_of_the_next_evaluat
         report = eval_answers_flow(config)
     finally:
         path.unlink()
-    [described] = report.judge_calibration["aligned_judges"]
+    [described] = report.judge_calibration.aligned_judges
     assert described.startswith("lab: aligned judge"), "the correction reads the aligned judge's verdicts too"
     judgments = tracking.download_table(home, report.run_ids["inventive"], "judgments")
     support = judgments.filter(pl.col("metric").is_in(labelling.SUPPORT_METRICS) & pl.col("p_supported").is_not_null())
