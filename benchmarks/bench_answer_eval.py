@@ -92,7 +92,7 @@ def main() -> None:
         p.judge_calls for p in report.pairwise
     )
     print(
-        f"--estimate said {estimate['total_calls']} model calls and {estimate['total_seconds']}s ({estimate['judge_rate_basis']}); "
+        f"--estimate said {estimate.total_calls} model calls and {estimate.total_seconds}s ({estimate.judge_rate_basis}); "
         f"measured {actual} calls and {in_model:.1f}s in the model"
     )
 

@@ -237,7 +237,7 @@ def eval_answers(
     except RagassayError as error:
         fail(error)
     if estimate:
-        emit(as_json, figures, lambda: render_estimate(figures))
+        emit(as_json, figures.model_dump(), lambda: render_estimate(figures))
         raise typer.Exit(EXIT_OK)
 
     def render() -> None:

@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # the reports' module loads numpy: imported where a command r
         PairwiseCalibration,
         SupportCalibration,
     )
+    from ragassay.judge.labelled_batches import LabelImport
 
 judge_app = typer.Typer(help="Measure how far to trust a judge model.", no_args_is_help=True)
 
@@ -213,7 +214,7 @@ def judge_label(
                 if collection is not None
                 else import_labels(home, import_file, person, replace, _now())
             )
-            emit(as_json, summary, lambda: _render_import(summary))
+            emit(as_json, summary.model_dump(), lambda: _render_import(summary))
             raise typer.Exit(EXIT_OK)
         if collection is not None:
             raise ConfigError("--collection goes with --import FILE (labels in the calibration shape)")
@@ -292,10 +293,10 @@ def _stored_labels(home: Path, collections: list[str]):
     return collection_labels(home, collections)
 
 
-def _render_import(summary: dict) -> None:
+def _render_import(summary: LabelImport) -> None:
     out.print(
-        f"{summary['added']} labels added, {summary['replaced']} replaced, {summary['unchanged']} already stored "
-        f"(collections: {', '.join(summary['collections']) or 'none'})",
+        f"{summary.added} labels added, {summary.replaced} replaced, {summary.unchanged} already stored "
+        f"(collections: {', '.join(summary.collections) or 'none'})",
         highlight=False,
     )
 

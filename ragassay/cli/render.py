@@ -4,6 +4,7 @@ tallies, warnings and estimates (rendering only; the numbers come from the flows
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from rich.table import Table
 
@@ -20,6 +21,9 @@ from ragassay.metrics.names import (
 from ragassay.metrics.names import headline_retrieval_metrics as headline_metrics  # noqa: F401 (commands import it from here)
 from ragassay.metrics.significance import ALPHA, ComparisonRow
 from ragassay.run_warnings import RunWarning
+
+if TYPE_CHECKING:  # the estimate's module reads the tracking store's history: loaded by --estimate only
+    from ragassay.evaluation.estimate import AnswerEstimate
 
 
 def render_means(title: str, means: dict[str, dict[str, float | None]], columns: list[str]) -> None:
@@ -212,10 +216,10 @@ def render_mlflow_location(report, prefix: str = "") -> None:
         out.print(f"its configurations side by side in the runs list: {report.runs_view_url}", highlight=False)
 
 
-def render_estimate(estimate: dict) -> None:
+def render_estimate(estimate: AnswerEstimate) -> None:
     out.print(
-        f"{estimate['questions']} answerable and {estimate['unanswerable']} unanswerable questions "
-        f"({estimate['reference_sentences']} reference-answer sentences)",
+        f"{estimate.questions} answerable and {estimate.unanswerable} unanswerable questions "
+        f"({estimate.reference_sentences} reference-answer sentences)",
         highlight=False,
     )
     table = Table(title="estimate before running: expected model calls (at most), tokens, seconds")
@@ -225,37 +229,33 @@ def render_estimate(estimate: dict) -> None:
     def number(value) -> str:
         return "unknown" if value is None else f"{value:,}"
 
-    for row in estimate["configurations"]:
-        answer, judge = row["answer"], row["judge"]
-        tokens = None if None in (answer["tokens"], judge["tokens"]) else answer["tokens"] + judge["tokens"]
-        seconds = (
-            None if None in (answer["seconds"], judge["seconds"]) else round(answer["seconds"] + judge["seconds"], 1)
-        )
+    for row in estimate.configurations:
+        answer, judge = row.answer, row.judge
+        tokens = None if None in (answer.tokens, judge.tokens) else answer.tokens + judge.tokens
+        seconds = None if None in (answer.seconds, judge.seconds) else round(answer.seconds + judge.seconds, 1)
         table.add_row(
-            row["configuration"],
-            f"{answer['calls']} ({answer['at_most']})",
-            f"{judge['calls']} ({judge['at_most']})",
+            row.configuration,
+            f"{answer.calls} ({answer.at_most})",
+            f"{judge.calls} ({judge.at_most})",
             number(tokens),
             number(seconds),
         )
-    pairwise = estimate["pairwise"]
-    if pairwise["calls"]:
+    pairwise = estimate.pairwise
+    if pairwise.calls:
         table.add_row(
             "pairwise",
             "",
-            f"{pairwise['calls']} ({pairwise['at_most']})",
-            number(pairwise["tokens"]),
-            number(pairwise["seconds"]),
+            f"{pairwise.calls} ({pairwise.at_most})",
+            number(pairwise.tokens),
+            number(pairwise.seconds),
         )
     out.print(table)
-    for row in estimate["configurations"]:
-        out.print(
-            f"answer model rates ({row['configuration']}): {row['answer_rate_basis']}", style="dim", highlight=False
-        )
-    out.print(f"judge rates: {estimate['judge_rate_basis']}", style="dim", highlight=False)
-    total = estimate["total_seconds"]
+    for row in estimate.configurations:
+        out.print(f"answer model rates ({row.configuration}): {row.answer_rate_basis}", style="dim", highlight=False)
+    out.print(f"judge rates: {estimate.judge_rate_basis}", style="dim", highlight=False)
+    total = estimate.total_seconds
     out.print(
-        f"total: {estimate['total_calls']:,} model calls, about {'an unknown time' if total is None else f'{total / 60:.1f} minutes'}",
+        f"total: {estimate.total_calls:,} model calls, about {'an unknown time' if total is None else f'{total / 60:.1f} minutes'}",
         highlight=False,
     )
 

@@ -29,6 +29,8 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
+from pydantic import BaseModel, ConfigDict
+
 from ragassay import tracking
 from ragassay.config import AnswerEvalConfig
 from ragassay.evaluation.questions import gather_golden_questions, read_unanswerable
@@ -104,6 +106,44 @@ def _history_rate(config: AnswerEvalConfig, model_id: str, role: str) -> CallRat
     return CallRate(seconds / calls, tokens / calls, f"measured in batch {batch}")
 
 
+class CallCost(BaseModel):
+    """Model calls of one part of an evaluation: expected, at most, and the tokens and seconds
+    the expected calls take (None where no rate is known)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    calls: int
+    tokens: int | None
+    seconds: float | None
+    at_most: int
+
+
+class ConfigurationEstimate(BaseModel):
+    """One configuration's answer and judge calls, and where its answer rate comes from."""
+
+    model_config = ConfigDict(frozen=True)
+
+    configuration: str
+    answer: CallCost
+    judge: CallCost
+    answer_rate_basis: str
+
+
+class AnswerEstimate(BaseModel):
+    """What an answer evaluation will ask of its models before it runs (`eval answers --estimate`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    questions: int
+    unanswerable: int
+    reference_sentences: int
+    configurations: list[ConfigurationEstimate]
+    pairwise: CallCost
+    judge_rate_basis: str
+    total_calls: int
+    total_seconds: float | None
+
+
 def _system_cost(config: AnswerEvalConfig, configuration: SystemConfiguration, calls: int) -> tuple[dict, str]:
     """A system under test's calls and seconds: none for records read from a file; otherwise one
     call a question at the median latency its newest run of this label measured, `concurrency`
@@ -138,15 +178,16 @@ def _rate(config: AnswerEvalConfig, model: ChatModelConfig, role: str) -> CallRa
     return REFERENCE_RATES[model.backend][role]
 
 
-def _cost(calls: float, rate: CallRate | None) -> dict:
-    return {
-        "calls": round(calls),
-        "tokens": round(calls * rate.tokens) if rate else None,
-        "seconds": round(calls * rate.seconds, 1) if rate else None,
-    }
+def _cost(calls: float, rate: CallRate | None, at_most: int) -> CallCost:
+    return CallCost(
+        calls=round(calls),
+        tokens=round(calls * rate.tokens) if rate else None,
+        seconds=round(calls * rate.seconds, 1) if rate else None,
+        at_most=at_most,
+    )
 
 
-def estimate_answer_eval(config: AnswerEvalConfig) -> dict:
+def estimate_answer_eval(config: AnswerEvalConfig) -> AnswerEstimate:
     """Expected and largest number of model calls per configuration, with tokens and seconds."""
     golden, _ = gather_golden_questions(config.home, config.collections, config.max_questions, config.seed)
     unanswerable = read_unanswerable(config.unanswerable) if config.unanswerable else []
@@ -172,34 +213,34 @@ def estimate_answer_eval(config: AnswerEvalConfig) -> dict:
             # The system answers itself: one call per question, at its own measured latency.
             answer, basis = _system_cost(config, configuration, total)
             rows.append(
-                {
-                    "configuration": configuration.label,
-                    "answer": {**answer, "at_most": answer["calls"]},
-                    "judge": {**_cost(judge_expected, judge_rate), "at_most": judge_most},
-                    "answer_rate_basis": basis,
-                }
+                ConfigurationEstimate(
+                    configuration=configuration.label,
+                    answer=CallCost(**answer, at_most=answer["calls"]),
+                    judge=_cost(judge_expected, judge_rate, judge_most),
+                    answer_rate_basis=basis,
+                )
             )
             continue
         answer_rate = _rate(config, configuration.model, "answer")
         rerank = configuration.rerank_candidates * total if configuration.rerank == "llm" else 0
         rows.append(
-            {
-                "configuration": configuration.label,
-                "answer": {**_cost(total + rerank, answer_rate), "at_most": 2 * (total + rerank)},
-                "judge": {**_cost(judge_expected, judge_rate), "at_most": judge_most},
-                "answer_rate_basis": answer_rate.basis if answer_rate else "no measurement for this model",
-            }
+            ConfigurationEstimate(
+                configuration=configuration.label,
+                answer=_cost(total + rerank, answer_rate, 2 * (total + rerank)),
+                judge=_cost(judge_expected, judge_rate, judge_most),
+                answer_rate_basis=answer_rate.basis if answer_rate else "no measurement for this model",
+            )
         )
     pairs = len(list(itertools.combinations(config.configurations, 2))) if config.pairwise else 0
-    pairwise = {**_cost(2 * (answerable - with_reference) * pairs, judge_rate), "at_most": 4 * answerable * pairs}
-    known = [part["seconds"] for row in rows for part in (row["answer"], row["judge"])] + [pairwise["seconds"]]
-    return {
-        "questions": answerable,
-        "unanswerable": len(unanswerable),
-        "reference_sentences": reference_sentences,
-        "configurations": rows,
-        "pairwise": pairwise,
-        "judge_rate_basis": judge_rate.basis if judge_rate else "no measurement for this model",
-        "total_calls": sum(row["answer"]["calls"] + row["judge"]["calls"] for row in rows) + pairwise["calls"],
-        "total_seconds": round(sum(known), 1) if None not in known else None,
-    }
+    pairwise = _cost(2 * (answerable - with_reference) * pairs, judge_rate, 4 * answerable * pairs)
+    known = [part.seconds for row in rows for part in (row.answer, row.judge)] + [pairwise.seconds]
+    return AnswerEstimate(
+        questions=answerable,
+        unanswerable=len(unanswerable),
+        reference_sentences=reference_sentences,
+        configurations=rows,
+        pairwise=pairwise,
+        judge_rate_basis=judge_rate.basis if judge_rate else "no measurement for this model",
+        total_calls=sum(row.answer.calls + row.judge.calls for row in rows) + pairwise.calls,
+        total_seconds=round(sum(known), 1) if None not in known else None,
+    )

@@ -8,6 +8,8 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
+from pydantic import BaseModel
+
 from ragassay import tracking
 from ragassay.errors import ConfigError
 from ragassay.judge import labels as labelling
@@ -39,7 +41,18 @@ def judged_runs(home: Path, batch: str) -> list[JudgedConfiguration]:
     return judged
 
 
-def import_labels(home: Path, path: Path, who: str, replace: bool, now: datetime) -> dict:
+class LabelImport(BaseModel):
+    """What a label file's import stored: into which collections, labels added, replaced (the same
+    person's earlier label of an item, with --replace) and already stored."""
+
+    path: str
+    collections: list[str]
+    added: int
+    replaced: int
+    unchanged: int
+
+
+def import_labels(home: Path, path: Path, who: str, replace: bool, now: datetime) -> LabelImport:
     """Each filled-in row matched to its item (the samples drawn again from their batches), then
     stored per collection; nothing is stored when any row is bad."""
     imported = labelling.read_label_file(path)
@@ -58,13 +71,15 @@ def import_labels(home: Path, path: Path, who: str, replace: bool, now: datetime
     for collection, collection_rows in by_collection.items():
         for key, value in labelling.store_labels(home, collection, collection_rows, replace).items():
             counts[key] += value
-    return {"path": str(path), "collections": sorted(by_collection), **counts}
+    return LabelImport(path=str(path), collections=sorted(by_collection), **counts)
 
 
-def import_outside_labels(home: Path, path: Path, collection: str, who: str, replace: bool, now: datetime) -> dict:
+def import_outside_labels(
+    home: Path, path: Path, collection: str, who: str, replace: bool, now: datetime
+) -> LabelImport:
     """Labelled statements in the calibration shape stored as the collection's labels (judge/
     calibration.outside_label_rows); nothing stored when any row is bad or contradicts another."""
     collection_paths(home, collection)
     rows = outside_label_rows(read_labelled_statements(path), collection, who, now)
     counts = labelling.store_labels(home, collection, rows, replace)
-    return {"path": str(path), "collections": [collection], **counts}
+    return LabelImport(path=str(path), collections=[collection], **counts)

@@ -375,9 +375,7 @@ def test_calibrate_on_the_collections_labels_and_the_next_evaluation_is_correcte
 
     corrected_config = config.model_copy(update={"assertions": ("faithful:faithfulness.corrected_low>=0.0",)})
     second = eval_answers_flow(corrected_config)
-    assert (
-        second.judge_calibration.source == "labels" and "people labelled" in second.judge_calibration.description
-    )
+    assert second.judge_calibration.source == "labels" and "people labelled" in second.judge_calibration.description
     faithful = second.metrics["faithful"]
     assert 0.0 <= faithful["faithfulness_corrected_low"] <= faithful["faithfulness_corrected_high"] <= 1.0
     [row] = [r for r in second.intervals if r.configuration == "faithful" and r.metric == "faithfulness"]

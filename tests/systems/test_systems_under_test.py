@@ -400,10 +400,10 @@ def test_a_systems_own_answers_are_judged_and_what_it_cannot_have_is_not_applica
     ]
     from ragassay.evaluation.estimate import estimate_answer_eval
 
-    [row] = estimate_answer_eval(config)["configurations"]
+    [row] = estimate_answer_eval(config).configurations
     expected = 4 * metrics["latency_p50_ms"] / 1000  # calls × the measured median latency, one at a time
-    assert row["answer"]["calls"] == 4 and row["answer"]["seconds"] == pytest.approx(expected, abs=0.05)
-    assert report.batch_id in row["answer_rate_basis"]
+    assert row.answer.calls == 4 and row.answer.seconds == pytest.approx(expected, abs=0.05)
+    assert report.batch_id in row.answer_rate_basis
     warnings = " | ".join(w.text() for w in report.warnings)
     assert "got no answer from the system" in warnings
     assert f"{second}: 1 answers came without context text: not applicable" in warnings
