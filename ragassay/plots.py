@@ -89,52 +89,7 @@ def interval_figure(
     figure = Figure(figsize=(max(6.0, panel_width * columns + 1.6), 2.9 * lines + 0.9))
     panels = figure.subplots(lines, columns, squeeze=False).ravel()
     for panel, metric in zip(panels, metrics):
-        metric_rows = {r.configuration: r for r in rows if r.metric == metric}
-        behind = behind_the_best(rows, comparisons, metric)
-        for index, label in enumerate(labels):
-            row = metric_rows.get(label)
-            if row is None:
-                continue
-            low = row.mean - row.ci_low if row.ci_low is not None else 0.0
-            high = row.ci_high - row.mean if row.ci_high is not None else 0.0
-            panel.errorbar(index, row.mean, yerr=[[low], [high]], capsize=4, markersize=7, **_style(index))
-            _corrected_point(panel, index, row)
-        panel.set_ylim(
-            *_fitted_limits(
-                [min(_bounds(r, "low")) for r in metric_rows.values()],
-                [max(_bounds(r, "high")) for r in metric_rows.values()],
-            )
-        )
-        bottom, top = panel.get_ylim()
-        for index, label in enumerate(labels):
-            if (row := metric_rows.get(label)) is None:
-                continue
-            # Near the panel's floor or ceiling the label grows away from it, not past the axes.
-            height = (row.mean - bottom) / (top - bottom)
-            panel.annotate(
-                f"{'*' if label in behind else ''}{row.mean:.3f}\nn={row.scored}{_corrected_label(row)}",
-                (index, row.mean),
-                xytext=(6, 0),
-                textcoords="offset points",
-                va="bottom" if height < 0.25 else "top" if height > 0.75 else "center",
-                fontsize=8,
-            )
-        for index, label in enumerate(labels):
-            if label not in metric_rows:
-                panel.text(
-                    index, (bottom + top) / 2, "not\nscored", ha="center", va="center", fontsize=8, color="#666666"
-                )
-        corrected_shown = any(_corrected(r) is not None for r in metric_rows.values())
-        # Room on the right of the last point for its label.
-        panel.set_xlim(-0.5 - (2 * CORRECTED_OFFSET if corrected_shown else 0), len(labels) - 0.05)
-        panel.set_xticks(range(len(labels)), labels, fontsize=8, rotation=20 if len(labels) > 3 else 0)
-        panel.set_title(
-            f"{metric}{' (lower is better)' if metric in LOWER_IS_BETTER else ''}{_lead(rows, comparisons, metric)}",
-            fontsize=9,
-            loc="left",
-        )
-        panel.grid(axis="y", alpha=0.3)
-        panel.tick_params(axis="y", labelsize=8)
+        _metric_panel(panel, metric, labels, rows, comparisons)
     for panel in panels[len(metrics) :]:
         panel.set_visible(False)
     figure.suptitle(title, fontsize=10)
@@ -155,6 +110,58 @@ def interval_figure(
     )
     figure.tight_layout(rect=(0, 0.03, 1, 1))
     return figure
+
+
+def _metric_panel(
+    panel, metric: str, labels: list[str], rows: Sequence[IntervalRow], comparisons: Sequence[ComparisonRow]
+) -> None:
+    """One metric's panel: each configuration's point and whisker (and its judge-corrected one),
+    labelled with its value, n and a `*` when significantly behind the best; `not scored` where
+    a configuration has none; the axis fitted; the best named in the title."""
+    metric_rows = {r.configuration: r for r in rows if r.metric == metric}
+    behind = behind_the_best(rows, comparisons, metric)
+    for index, label in enumerate(labels):
+        row = metric_rows.get(label)
+        if row is None:
+            continue
+        low = row.mean - row.ci_low if row.ci_low is not None else 0.0
+        high = row.ci_high - row.mean if row.ci_high is not None else 0.0
+        panel.errorbar(index, row.mean, yerr=[[low], [high]], capsize=4, markersize=7, **_style(index))
+        _corrected_point(panel, index, row)
+    panel.set_ylim(
+        *_fitted_limits(
+            [min(_bounds(r, "low")) for r in metric_rows.values()],
+            [max(_bounds(r, "high")) for r in metric_rows.values()],
+        )
+    )
+    bottom, top = panel.get_ylim()
+    for index, label in enumerate(labels):
+        if (row := metric_rows.get(label)) is None:
+            continue
+        # Near the panel's floor or ceiling the label grows away from it, not past the axes.
+        height = (row.mean - bottom) / (top - bottom)
+        panel.annotate(
+            f"{'*' if label in behind else ''}{row.mean:.3f}\nn={row.scored}{_corrected_label(row)}",
+            (index, row.mean),
+            xytext=(6, 0),
+            textcoords="offset points",
+            va="bottom" if height < 0.25 else "top" if height > 0.75 else "center",
+            fontsize=8,
+        )
+    for index, label in enumerate(labels):
+        if label not in metric_rows:
+            panel.text(index, (bottom + top) / 2, "not\nscored", ha="center", va="center", fontsize=8, color="#666666")
+    corrected_shown = any(_corrected(r) is not None for r in metric_rows.values())
+    # Room on the right of the last point for its label.
+    panel.set_xlim(-0.5 - (2 * CORRECTED_OFFSET if corrected_shown else 0), len(labels) - 0.05)
+    panel.set_xticks(range(len(labels)), labels, fontsize=8, rotation=20 if len(labels) > 3 else 0)
+    panel.set_title(
+        f"{metric}{' (lower is better)' if metric in LOWER_IS_BETTER else ''}{_lead(rows, comparisons, metric)}",
+        fontsize=9,
+        loc="left",
+    )
+    panel.grid(axis="y", alpha=0.3)
+    panel.tick_params(axis="y", labelsize=8)
 
 
 def _lead(rows: Sequence[IntervalRow], comparisons: Sequence[ComparisonRow], metric: str) -> str:

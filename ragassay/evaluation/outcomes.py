@@ -397,6 +397,55 @@ def calibration_record(calibration: JudgeCalibration | None) -> tuple[dict[str, 
     return {**metrics, "judge_separable": float(rates.separable)}, table
 
 
+def _answer_configuration_record(
+    config: AnswerEvalConfig,
+    configuration: AnyAnswerConfiguration,
+    judge_model_id: str,
+    summary: AnswerBatchSummary,
+    shared: dict[str, str],
+    batch_id: str,
+    work_spans: dict[str, WorkSpan] | None,
+) -> ConfigurationRecord:
+    """One answer configuration's child run: its settings (and answer model), metrics, answers and
+    judgments (a person-ordered preview of the judgments), a trace per question, its description
+    and the span of its work."""
+    summarized = summary.summaries[configuration.label]
+    return ConfigurationRecord(
+        label=configuration.label,
+        params={
+            **shared,
+            **flatten_params(
+                {"config": configuration.applicable_settings()}
+                if isinstance(configuration, SystemConfiguration)
+                else {
+                    "answer_model_id": model_id_of(configuration.model),
+                    "answer_model_verified": model_verification(configuration.model),
+                    "config": configuration.applicable_settings(),
+                }
+            ),
+        },
+        metrics=summarized.metrics,
+        tables={"answers": summarized.answers, "judgments": summarized.judgments},
+        previews={"judgments": judgments_preview(summarized.judgments, summarized.answers)},
+        traces=answer_traces(
+            summarized.answered,
+            summarized.judgements,
+            TraceSettings(
+                label=configuration.label,
+                batch_id=batch_id,
+                answered_by=answered_by(configuration),
+                judge_model_id=judge_model_id,
+                support_threshold=support_threshold_for(judge_model_id),
+                judge_prompts=", ".join(PROMPT_VERSIONS.values()),
+            ),
+        )
+        if config.traces
+        else [],
+        description=_answer_description(configuration, batch_id, judge_model_id, summary),
+        work_span=(work_spans or {}).get(configuration.label),
+    )
+
+
 def answer_record(
     config: AnswerEvalConfig,
     questions: AnswerQuestions,
@@ -410,42 +459,7 @@ def answer_record(
     tables, description and the span of its work; on the parent the headline metrics, the pairwise tallies and their cost as
     `pairwise/A/B/...` metrics, the pairwise, warnings and interval tables, and the picture."""
     configurations = [
-        ConfigurationRecord(
-            label=c.label,
-            params={
-                **shared,
-                **flatten_params(
-                    {"config": c.applicable_settings()}
-                    if isinstance(c, SystemConfiguration)
-                    else {
-                        "answer_model_id": model_id_of(c.model),
-                        "answer_model_verified": model_verification(c.model),
-                        "config": c.applicable_settings(),
-                    }
-                ),
-            },
-            metrics=summary.summaries[c.label].metrics,
-            tables={"answers": summary.summaries[c.label].answers, "judgments": summary.summaries[c.label].judgments},
-            previews={
-                "judgments": judgments_preview(summary.summaries[c.label].judgments, summary.summaries[c.label].answers)
-            },
-            traces=answer_traces(
-                summary.summaries[c.label].answered,
-                summary.summaries[c.label].judgements,
-                TraceSettings(
-                    label=c.label,
-                    batch_id=batch_id,
-                    answered_by=answered_by(c),
-                    judge_model_id=judge_model_id,
-                    support_threshold=support_threshold_for(judge_model_id),
-                    judge_prompts=", ".join(PROMPT_VERSIONS.values()),
-                ),
-            )
-            if config.traces
-            else [],
-            description=_answer_description(c, batch_id, judge_model_id, summary),
-            work_span=(work_spans or {}).get(c.label),
-        )
+        _answer_configuration_record(config, c, judge_model_id, summary, shared, batch_id, work_spans)
         for c in config.configurations
     ]
     tallies = {

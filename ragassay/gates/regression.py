@@ -173,54 +173,68 @@ def compare_batches(
                 f"--max-drop {bound.metric}: no configuration of both batches has it (shared: {', '.join(shared)}; "
                 f"their metrics: {', '.join(_metrics_of_both(baseline, candidate, shared)) or 'none'})"
             )
-        for label in labels:
-            a, b = baseline[label], candidate[label]
-            if column not in a.columns or column not in b.columns:
-                raise ConfigError(
-                    f"--max-drop {label}:{bound.metric}: not a metric of configuration {label!r} in both batches"
-                )
-            joined = a.select(*KEYS, pl.col(column).alias("a")).join(
-                b.select(*KEYS, pl.col(column).alias("b")), on=KEYS, how="inner"
-            )
-            # In question order: the bootstrap and randomization draw rows by position, so the
-            # verdict must not depend on the order the tables were stored in.
-            asked = joined.height
-            joined = joined.drop_nulls(["a", "b"]).sort(KEYS)
-            if joined.height == 0:
-                raise ConfigError(f"{label}:{bound.metric}: the batches scored no question in common")
-            result = compare_paired(joined["a"].to_numpy(), joined["b"].to_numpy(), seed=seed)
-            means = (float(joined["a"].mean()), float(joined["b"].mean()))
-            difference, ci_low, ci_high = result.mean_difference, result.ci_low, result.ci_high
-            if corrected:
-                scaled = corrected_difference(joined["a"].to_numpy(), joined["b"].to_numpy(), calibration, seed)
-                if scaled.estimate is None:
-                    raise ConfigError(
-                        f"--max-drop {label}:{bound.metric}: the candidate's labels do not show its judge separating "
-                        "supported from unsupported, so no judge-corrected drop can be bounded"
-                    )
-                difference, ci_low, ci_high = scaled.estimate, scaled.low, scaled.high
-                means = tuple(corrected_mean(joined[side].to_list(), calibration, seed).estimate for side in "ab")
-            sign = 1.0 if bound.metric in LOWER_IS_BETTER else -1.0
-            # + 0.0 turns a negative zero (no change) into 0.0, so it never prints as "-0.0000".
-            drop = sign * difference + 0.0
-            low, high = sorted((sign * ci_low + 0.0, sign * ci_high + 0.0))
-            rows.append(
-                {
-                    "configuration": label,
-                    "metric": bound.metric,
-                    "questions": result.questions,
-                    "asked": asked,
-                    "baseline": means[0],
-                    "candidate": means[1],
-                    "drop": drop,
-                    "ci_low": low,
-                    "ci_high": high,
-                    "p_value": result.p_value,
-                    "max_drop": bound.max_drop,
-                    "failed": bool(drop > bound.max_drop and result.p_value < alpha),
-                }
-            )
+        rows += [
+            _configuration_drop(label, bound, baseline[label], candidate[label], alpha, seed, calibration)
+            for label in labels
+        ]
     return pl.DataFrame(rows, schema=REGRESSION_SCHEMA)
+
+
+def _configuration_drop(
+    label: str,
+    bound: DropBound,
+    a: pl.DataFrame,
+    b: pl.DataFrame,
+    alpha: float,
+    seed: int,
+    calibration: list[LabelStratum] | None,
+) -> dict:
+    """One configuration's row of compare_batches for one bound: baseline a against candidate b
+    over the questions both scored, in question order, the drop judge-corrected for a
+    `.corrected` bound."""
+    column = bound.metric.removesuffix(CORRECTED)
+    corrected = bound.metric.endswith(CORRECTED)
+    if column not in a.columns or column not in b.columns:
+        raise ConfigError(f"--max-drop {label}:{bound.metric}: not a metric of configuration {label!r} in both batches")
+    joined = a.select(*KEYS, pl.col(column).alias("a")).join(
+        b.select(*KEYS, pl.col(column).alias("b")), on=KEYS, how="inner"
+    )
+    # In question order: the bootstrap and randomization draw rows by position, so the verdict
+    # must not depend on the order the tables were stored in.
+    asked = joined.height
+    joined = joined.drop_nulls(["a", "b"]).sort(KEYS)
+    if joined.height == 0:
+        raise ConfigError(f"{label}:{bound.metric}: the batches scored no question in common")
+    result = compare_paired(joined["a"].to_numpy(), joined["b"].to_numpy(), seed=seed)
+    means = (float(joined["a"].mean()), float(joined["b"].mean()))
+    difference, ci_low, ci_high = result.mean_difference, result.ci_low, result.ci_high
+    if corrected:
+        scaled = corrected_difference(joined["a"].to_numpy(), joined["b"].to_numpy(), calibration, seed)
+        if scaled.estimate is None:
+            raise ConfigError(
+                f"--max-drop {label}:{bound.metric}: the candidate's labels do not show its judge separating "
+                "supported from unsupported, so no judge-corrected drop can be bounded"
+            )
+        difference, ci_low, ci_high = scaled.estimate, scaled.low, scaled.high
+        means = tuple(corrected_mean(joined[side].to_list(), calibration, seed).estimate for side in "ab")
+    sign = 1.0 if bound.metric in LOWER_IS_BETTER else -1.0
+    # + 0.0 turns a negative zero (no change) into 0.0, so it never prints as "-0.0000".
+    drop = sign * difference + 0.0
+    low, high = sorted((sign * ci_low + 0.0, sign * ci_high + 0.0))
+    return {
+        "configuration": label,
+        "metric": bound.metric,
+        "questions": result.questions,
+        "asked": asked,
+        "baseline": means[0],
+        "candidate": means[1],
+        "drop": drop,
+        "ci_low": low,
+        "ci_high": high,
+        "p_value": result.p_value,
+        "max_drop": bound.max_drop,
+        "failed": bool(drop > bound.max_drop and result.p_value < alpha),
+    }
 
 
 def calibration_strata(table: pl.DataFrame) -> list[LabelStratum]:

@@ -11,6 +11,7 @@ skips every page already tried and never stores a question twice."""
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import numpy as np
@@ -30,10 +31,12 @@ from ragassay.golden.quality_gate import (
 )
 from ragassay.golden.store import load_golden
 from ragassay.judge.judge import Judge
+from ragassay.llm.completion import ChatModel
 from ragassay.llm.messages import few_shot_messages, one_line, quoted
 from ragassay.llm.structured import Usage, generate_structured
 from ragassay.progress import ProgressReporter
 from ragassay.resources import Resources
+from ragassay.search.dense import Embedder
 from ragassay.store.schemas import GENERATION_CANDIDATES, GOLDEN
 from ragassay.store.tables import read_table_or_empty, write_table
 from ragassay.store.workspace import (
@@ -107,6 +110,19 @@ class GenerationReport(BaseModel):
     run_id: str | None = None
 
 
+@dataclass
+class _Progress:
+    """What one generation call has so far: the questions it must not repeat (stored ones and those
+    it accepted, with their embeddings), the entries it accepted, and what the model and the judge
+    cost."""
+
+    known_questions: list[str]
+    known_vectors: np.ndarray
+    accepted: list[str] = field(default_factory=list)
+    usage: Usage = Usage()
+    judge_usage: Usage = Usage()
+
+
 def generate_questions(
     resources: Resources, paths: CollectionPaths, config: GenerateConfig, seed: int
 ) -> tuple[GenerationReport, pl.DataFrame]:
@@ -116,7 +132,6 @@ def generate_questions(
     model = resources.chat_model(config.model, config.home)
     judge = Judge(resources.chat_model(config.judge, config.home))
     documents = load_documents(paths)
-    chunks = load_chunks(paths)
     log = read_table_or_empty(paths.generation_log, GENERATION_CANDIDATES)
     same_run = log.filter(
         (pl.col("seed") == seed)
@@ -125,85 +140,29 @@ def generate_questions(
     )
     golden = load_golden(paths)
     done_pages = set(golden["source_chunk_id"].drop_nulls().to_list()) | set(same_run["chunk_id"].to_list())
-    pages = sample_pages(chunks, seed, done_pages)
+    pages = sample_pages(load_chunks(paths), seed, done_pages)
     embedder = resources.collection_embedder(config.home, config.collection)
     known_questions = golden["question"].to_list()
-    known_vectors = (
+    state = _Progress(
+        known_questions,
         embedder.embed(known_questions)
         if known_questions
-        else np.zeros((0, embedder.spec.dimension or 384), np.float32)
+        else np.zeros((0, embedder.spec.dimension or 384), np.float32),
     )
     digests = dict(zip(documents["doc_id"], documents["sha256"]))
-    usage = judge_usage = Usage()
-    rows: list[dict] = []
-    accepted: list[str] = []
-    wanted, attempts = config.count, config.count * config.max_attempts_factor
-    if config.count_is_total:
-        # What this seed, model and prompt already produced counts towards count and its attempts.
-        wanted = max(0, config.count - int(same_run["accepted"].sum()))
-        attempts = max(0, attempts - same_run.height) if wanted else 0
+    wanted, attempts = _still_wanted(config, same_run)
     limit = min(pages.height, attempts)
+    rows: list[dict] = []
     with ProgressReporter(f"generating questions from {limit} pages", total=limit) as progress:
         for attempt, page in enumerate(pages.head(limit).iter_rows(named=True), start=1):
-            page_seed = int(draw_key(seed, page["chunk_id"])[:8], 16)
-            result = generate_structured(
-                model,
-                generation_messages(page["text"]),
-                GeneratedPair,
-                max_tokens=MAX_GENERATION_TOKENS,
-                temperature=config.temperature,
-                seed=page_seed,
-            )
-            usage = usage + result.usage
-            vector = embedder.embed_query(result.value.question) if result.ok else None
-            decision = gate_candidate(result.value, page["text"], known_questions, vector, known_vectors)
-            if decision.accepted:
-                support = judge.support(page["text"], answer_claim(result.value))
-                judge_usage = judge_usage + support.usage
-                decision = gate_judged_support(
-                    support.value.verdict if support.value else None,
-                    support.value.p_supported if support.value else None,
-                    judge.support_threshold,
-                    support.error,
-                )
-            entry_id = None
-            if decision.accepted:
-                with paths.write_lock():
-                    entry_id = _store_entry(paths, result.value, page, seed, model.model_id, digests[page["doc_id"]])
-                if entry_id is None:
-                    decision = GateDecision(False, "near_duplicate", "same normalized question as a stored entry")
-                else:
-                    accepted.append(entry_id)
-                    known_questions.append(result.value.question)
-                    known_vectors = np.vstack([known_vectors, vector[None, :]])
-            row = {
-                "seed": seed,
-                "model": model.model_id,
-                "prompt_version": GENERATION_PROMPT_VERSION,
-                "chunk_id": page["chunk_id"],
-                "doc_id": page["doc_id"],
-                "question": result.value.question if result.ok else None,
-                "answer": result.value.answer if result.ok else None,
-                "raw_output": result.raw,
-                "accepted": decision.accepted,
-                "reason": decision.reason,
-                "detail": decision.detail,
-                "entry_id": entry_id,
-            }
+            row = _generate_from_page(paths, config, model, judge, embedder, state, page, seed, digests)
             rows.append(row)
-            # Logged after every page, after the golden set: a rerun skips this page either way. Read
-            # again under the lock, so a concurrent generation's rows are kept.
-            with paths.write_lock():
-                log = read_table_or_empty(paths.generation_log, GENERATION_CANDIDATES)
-                log = pl.concat([log, pl.DataFrame([row], schema=GENERATION_CANDIDATES.schema)])
-                write_table(log, paths.generation_log, GENERATION_CANDIDATES)
+            _log_candidate(paths, row)
             progress(attempt, limit)
-            if len(accepted) >= wanted:
+            if len(state.accepted) >= wanted:
                 break
     candidates = pl.DataFrame(rows, schema=GENERATION_CANDIDATES.schema)
-    discarded = {reason: int((candidates["reason"] == reason).sum()) for reason in DISCARD_REASONS}
-    seconds = (datetime.now(UTC) - started).total_seconds()
-    report = GenerationReport(
+    return GenerationReport(
         collection=paths.name,
         seed=seed,
         model_id=model.model_id,
@@ -212,17 +171,96 @@ def generate_questions(
         support_threshold=judge.support_threshold,
         requested=config.count,
         attempted=candidates.height,
-        accepted=accepted,
-        discarded=discarded,
+        accepted=state.accepted,
+        discarded={reason: int((candidates["reason"] == reason).sum()) for reason in DISCARD_REASONS},
         skipped_pages=len(done_pages),
         pages_available=pages.height,
-        acceptance_rate=len(accepted) / candidates.height if candidates.height else 0.0,
-        usage=usage,
-        judge_usage=judge_usage,
-        seconds=round(seconds, 3),
-        seconds_in_model=round(usage.seconds + judge_usage.seconds, 3),
+        acceptance_rate=len(state.accepted) / candidates.height if candidates.height else 0.0,
+        usage=state.usage,
+        judge_usage=state.judge_usage,
+        seconds=round((datetime.now(UTC) - started).total_seconds(), 3),
+        seconds_in_model=round(state.usage.seconds + state.judge_usage.seconds, 3),
+    ), candidates
+
+
+def _still_wanted(config: GenerateConfig, same_run: pl.DataFrame) -> tuple[int, int]:
+    """Questions still to accept and pages still to try. With count_is_total, what this seed,
+    model and prompt already produced counts towards count and its attempts."""
+    wanted, attempts = config.count, config.count * config.max_attempts_factor
+    if config.count_is_total:
+        wanted = max(0, config.count - int(same_run["accepted"].sum()))
+        attempts = max(0, attempts - same_run.height) if wanted else 0
+    return wanted, attempts
+
+
+def _generate_from_page(
+    paths: CollectionPaths,
+    config: GenerateConfig,
+    model: ChatModel,
+    judge: Judge,
+    embedder: Embedder,
+    state: _Progress,
+    page: dict,
+    seed: int,
+    digests: dict[str, str],
+) -> dict:
+    """One page's candidate: the model's question and answer (seeded by the page), the quality
+    gate's rules, then the judge's check that the page supports the answer; stored when accepted
+    (a near duplicate of a stored entry is refused there). The candidate's log row."""
+    page_seed = int(draw_key(seed, page["chunk_id"])[:8], 16)
+    result = generate_structured(
+        model,
+        generation_messages(page["text"]),
+        GeneratedPair,
+        max_tokens=MAX_GENERATION_TOKENS,
+        temperature=config.temperature,
+        seed=page_seed,
     )
-    return report, candidates
+    state.usage = state.usage + result.usage
+    vector = embedder.embed_query(result.value.question) if result.ok else None
+    decision = gate_candidate(result.value, page["text"], state.known_questions, vector, state.known_vectors)
+    if decision.accepted:
+        support = judge.support(page["text"], answer_claim(result.value))
+        state.judge_usage = state.judge_usage + support.usage
+        decision = gate_judged_support(
+            support.value.verdict if support.value else None,
+            support.value.p_supported if support.value else None,
+            judge.support_threshold,
+            support.error,
+        )
+    entry_id = None
+    if decision.accepted:
+        with paths.write_lock():
+            entry_id = _store_entry(paths, result.value, page, seed, model.model_id, digests[page["doc_id"]])
+        if entry_id is None:
+            decision = GateDecision(False, "near_duplicate", "same normalized question as a stored entry")
+        else:
+            state.accepted.append(entry_id)
+            state.known_questions.append(result.value.question)
+            state.known_vectors = np.vstack([state.known_vectors, vector[None, :]])
+    return {
+        "seed": seed,
+        "model": model.model_id,
+        "prompt_version": GENERATION_PROMPT_VERSION,
+        "chunk_id": page["chunk_id"],
+        "doc_id": page["doc_id"],
+        "question": result.value.question if result.ok else None,
+        "answer": result.value.answer if result.ok else None,
+        "raw_output": result.raw,
+        "accepted": decision.accepted,
+        "reason": decision.reason,
+        "detail": decision.detail,
+        "entry_id": entry_id,
+    }
+
+
+def _log_candidate(paths: CollectionPaths, row: dict) -> None:
+    """Logged after every page, after the golden set: a rerun skips this page either way. Read
+    again under the lock, so a concurrent generation's rows are kept."""
+    with paths.write_lock():
+        log = read_table_or_empty(paths.generation_log, GENERATION_CANDIDATES)
+        log = pl.concat([log, pl.DataFrame([row], schema=GENERATION_CANDIDATES.schema)])
+        write_table(log, paths.generation_log, GENERATION_CANDIDATES)
 
 
 def _store_entry(
