@@ -144,6 +144,23 @@ def eval_retrieval(
     exit_on_failed_assertions(report.assertions)
 
 
+def _answer_settings(
+    settings: dict, collection: list[str], mode: list[str], groundedness: str | None, given: dict
+) -> dict:
+    """A --configs file's settings with the command's options over them: the collections, the
+    --mode configurations (--groundedness alone applies to the default configuration, as
+    AnswerEvalSettings declares it), and each of `given` that was given."""
+    if collection:
+        settings["collections"] = collection
+    built = [{"label": m, "search_type": m} for m in mode]
+    if not built and groundedness is not None and "configurations" not in settings:
+        declared = AnswerEvalSettings.model_fields["configurations"].get_default(call_default_factory=True)
+        built = [c.model_dump(include={"label", "search_type"}) for c in declared]
+    if built:
+        settings["configurations"] = [c | ({"groundedness": groundedness} if groundedness else {}) for c in built]
+    return settings | {key: value for key, value in given.items() if value is not None}
+
+
 @eval_app.command("answers")
 def eval_answers(
     collection: list[str] = typer.Option(
@@ -194,24 +211,13 @@ def eval_answers(
     from ragassay.config_errors import parse_config
 
     try:
-        settings = load_config_file(configs) if configs else {}
-        if collection:
-            settings["collections"] = collection
-        built = [{"label": m, "search_type": m} for m in mode]
-        if not built and groundedness is not None and "configurations" not in settings:
-            # --groundedness alone applies to the default configuration (AnswerEvalSettings'), as declared.
-            declared = AnswerEvalSettings.model_fields["configurations"].get_default(call_default_factory=True)
-            built = [c.model_dump(include={"label", "search_type"}) for c in declared]
-        if built:
-            settings["configurations"] = [c | ({"groundedness": groundedness} if groundedness else {}) for c in built]
-        for key, value in (
-            ("unanswerable", unanswerable),
-            ("max_questions", max_questions),
-            ("seed", seed),
-            ("save_records", save_records),
-        ):
-            if value is not None:
-                settings[key] = value
+        settings = _answer_settings(
+            load_config_file(configs) if configs else {},
+            collection,
+            mode,
+            groundedness,
+            {"unanswerable": unanswerable, "max_questions": max_questions, "seed": seed, "save_records": save_records},
+        )
         if no_pairwise:
             settings["pairwise"] = False
         if no_traces:

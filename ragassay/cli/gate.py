@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import typer
 from rich.table import Table
 
-from ragassay.cli.common import EXIT_OK, EXIT_PARTIAL, JSON_OPTION, emit, err, fail, out
+from ragassay.cli.common import EXIT_OK, EXIT_PARTIAL, JSON_OPTION, dumped, emit, err, fail, out
 from ragassay.errors import RagassayError
 from ragassay.metrics.significance import ALPHA
+
+if TYPE_CHECKING:
+    from ragassay.gates.regression import DropRow
 
 
 def gate(
@@ -39,55 +44,63 @@ def gate(
         fail(error)
     candidate, results, warnings = outcome.candidate, outcome.results, outcome.warnings
 
-    def render() -> None:
-        table = Table(
-            title=f"candidate {candidate} against baseline {baseline} (drop = how much worse; fails when > bound and p < {alpha})"
-        )
-        for column in (
-            "configuration",
-            "metric",
-            "questions",
-            "baseline",
-            "candidate",
-            "drop",
-            "95% CI",
-            "p",
-            "bound",
-            "",
-        ):
-            table.add_column(column, justify="left" if column in ("configuration", "metric", "") else "right")
-        for r in results:
-            table.add_row(
-                r["configuration"],
-                r["metric"],
-                f"{r['questions']}/{r['asked']}",
-                f"{r['baseline']:.4f}",
-                f"{r['candidate']:.4f}",
-                f"{r['drop']:+.4f}",
-                f"[{r['ci_low']:+.4f}, {r['ci_high']:+.4f}]",
-                f"{r['p_value']:.4f}",
-                f"{r['max_drop']:g}",
-                "[red]FAILED[/red]" if r["failed"] else "[green]ok[/green]",
-            )
-        table.caption = "questions: compared (both batches scored) / asked in both"
-        out.print(table)
-        for line in warnings:
-            out.print(f"[yellow]warning[/yellow] {line}", highlight=False)
-
     emit(
         as_json,
-        {"baseline": baseline, "candidate": candidate, "alpha": alpha, "results": results, "warnings": warnings},
-        render,
+        {
+            "baseline": baseline,
+            "candidate": candidate,
+            "alpha": alpha,
+            "results": dumped(results),
+            "warnings": warnings,
+        },
+        lambda: _render_gate(baseline, candidate, alpha, results, warnings),
     )
     failed = outcome.failed
     if failed:
         err.print(
             "regression gate failed: "
             + "; ".join(
-                f"{r['configuration']}:{r['metric']} dropped {r['drop']:.4f} > {r['max_drop']:g} (p {r['p_value']:.4f})"
+                f"{r.configuration}:{r.metric} dropped {r.drop:.4f} > {r.max_drop:g} (p {r.p_value:.4f})"
                 for r in failed
             ),
             highlight=False,
         )
         raise typer.Exit(EXIT_PARTIAL)
     raise typer.Exit(EXIT_OK)
+
+
+def _render_gate(baseline: str, candidate: str, alpha: float, results: list[DropRow], warnings: list[str]) -> None:
+    """Each bounded metric's drop from baseline to candidate, failed or ok, then the warnings."""
+    table = Table(
+        title=f"candidate {candidate} against baseline {baseline} (drop = how much worse; fails when > bound and p < {alpha})"
+    )
+    for column in (
+        "configuration",
+        "metric",
+        "questions",
+        "baseline",
+        "candidate",
+        "drop",
+        "95% CI",
+        "p",
+        "bound",
+        "",
+    ):
+        table.add_column(column, justify="left" if column in ("configuration", "metric", "") else "right")
+    for r in results:
+        table.add_row(
+            r.configuration,
+            r.metric,
+            f"{r.questions}/{r.asked}",
+            f"{r.baseline:.4f}",
+            f"{r.candidate:.4f}",
+            f"{r.drop:+.4f}",
+            f"[{r.ci_low:+.4f}, {r.ci_high:+.4f}]",
+            f"{r.p_value:.4f}",
+            f"{r.max_drop:g}",
+            "[red]FAILED[/red]" if r.failed else "[green]ok[/green]",
+        )
+    table.caption = "questions: compared (both batches scored) / asked in both"
+    out.print(table)
+    for line in warnings:
+        out.print(f"[yellow]warning[/yellow] {line}", highlight=False)

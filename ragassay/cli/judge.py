@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 import typer
 from rich.table import Table
@@ -28,6 +28,7 @@ from ragassay.errors import ConfigError, RagassayError
 if TYPE_CHECKING:  # the reports' module loads numpy: imported where a command runs, not at start
     from ragassay.judge.calibration_reports import (
         AlignmentSummary,
+        CollectionCalibration,
         LabelBudgetReport,
         PairwiseCalibration,
         SupportCalibration,
@@ -88,48 +89,23 @@ def judge_calibrate(
     from ragassay import tracking
     from ragassay.config import workspace_home
     from ragassay.config_errors import parse_config
-    from ragassay.judge.calibration import calibrate_collection, calibrate_judge, calibrate_pairwise
+    from ragassay.judge.calibration import CalibrationRequest, calibrate
     from ragassay.judge.calibration_log import log_calibration_report
     from ragassay.judge.calibration_reports import CollectionCalibration
-    from ragassay.judge.judge import Judge
-    from ragassay.llm.cache import CompletionCache
-    from ragassay.llm.registry import ChatModels
     from ragassay.llm.settings import DEFAULT_JUDGE_BACKEND, ChatModelConfig
-    from ragassay.store.workspace import collection_paths, completion_cache_path
+    from ragassay.store.workspace import collection_paths
 
     try:
-        if (target_width is not None or batch is not None) and (collection is None or labels is not None):
-            raise ConfigError("--target-width and --batch go with --collection NAME alone")
-        if batch is not None and target_width is None:
-            raise ConfigError("--batch names the batch of --target-width's budget: give --target-width too")
-        if sum(option is not None for option in (labels, pairwise, collection)) != 1 and not (
-            labels is not None and collection is not None and pairwise is None
-        ):
-            raise ConfigError(
-                "give one of --labels FILE (support verdicts), --collection NAME (its people's labels) or "
-                "--pairwise GOLDEN_FILE (position bias); --labels FILE --collection NAME reports the judge as "
-                "that collection's evaluations use it beside the plain judge"
-            )
+        _check_calibrate_options(labels, collection, pairwise, target_width, batch)
         settings = judge_override(judge_model, judge_backend, judge_path, judge_url, judge_name, judge_api_key_env) or {
             "backend": DEFAULT_JUDGE_BACKEND
         }
         config = parse_config(ChatModelConfig, **settings)
         home = workspace_home()
-        models = ChatModels()
-        if labels is not None and collection is not None:
-            collection_paths(home, collection)
-            report = calibrate_judge(models, config, labels, max_items, seed, home, collection)
-        elif collection is not None:
-            collection_paths(home, collection)
-            budget = _budget_request(home, collection, batch, target_width) if target_width is not None else None
-            # Through the completion cache: a verdict the evaluation already asked costs nothing.
-            cache = CompletionCache(completion_cache_path(home)) if config.cache else None
-            report = calibrate_collection(Judge(models.get(config, cache)), home, collection, seed, budget)
-        elif labels is not None:
-            report = calibrate_judge(models, config, labels, max_items, seed)
-        else:
-            report = calibrate_pairwise(models, config, pairwise, max_items, seed)
-        models.close()
+        if collection is not None:
+            collection_paths(home, collection)  # a missing collection is named before its budget's batch is sought
+        budget = _budget_request(home, collection, batch, target_width) if target_width is not None else None
+        report = calibrate(home, config, CalibrationRequest(labels, collection, pairwise, max_items, seed, budget))
         report = report.model_copy(
             update={
                 "mlflow_run_id": log_calibration_report(
@@ -149,6 +125,25 @@ def judge_calibrate(
         (lambda: _render_support(report)) if pairwise is None else (lambda: _render_pairwise(report)),
     )
     raise typer.Exit(EXIT_OK)
+
+
+def _check_calibrate_options(
+    labels: Path | None, collection: str | None, pairwise: Path | None, target_width: float | None, batch: str | None
+) -> None:
+    """ConfigError unless the options name one calibration: --labels, --collection (with its
+    budget's --target-width and --batch), --pairwise, or --labels with --collection."""
+    if (target_width is not None or batch is not None) and (collection is None or labels is not None):
+        raise ConfigError("--target-width and --batch go with --collection NAME alone")
+    if batch is not None and target_width is None:
+        raise ConfigError("--batch names the batch of --target-width's budget: give --target-width too")
+    if sum(option is not None for option in (labels, pairwise, collection)) != 1 and not (
+        labels is not None and collection is not None and pairwise is None
+    ):
+        raise ConfigError(
+            "give one of --labels FILE (support verdicts), --collection NAME (its people's labels) or "
+            "--pairwise GOLDEN_FILE (position bias); --labels FILE --collection NAME reports the judge as "
+            "that collection's evaluations use it beside the plain judge"
+        )
 
 
 @judge_app.command("label")
@@ -225,24 +220,7 @@ def judge_label(
         if review and export is not None:
             raise ConfigError("--review goes through your labels in the terminal; give it without --export")
         if export is not None:
-            stored = _stored_labels(home, labelling.collections_of(items))
-            written = labelling.export_sample(items, export, stored)
-            summary = {"exported": written, "path": str(export), "sample_id": items[0].sample_id}
-            budgets = (
-                _stored_budgets(home, batch, runs, labelling.collections_of(items), target_width)
-                if target_width is not None
-                else []
-            )
-            if budgets:
-                summary["budgets"] = dumped(budgets)
-
-            def render_export() -> None:
-                out.print(f"wrote {written} statements to label to {export}", highlight=False)
-                for budget in budgets:
-                    _render_budget(budget)
-
-            emit(as_json, summary, render_export)
-            raise typer.Exit(EXIT_OK)
+            _export_sample(home, batch, runs, items, export, target_width, as_json)
         if not sys.stdin.isatty():
             raise ConfigError(
                 "judge label asks one key per statement and needs a terminal; label elsewhere with --export FILE, "
@@ -252,11 +230,7 @@ def judge_label(
             summary = _review_in_terminal(labelling.LabelReview(home, items, person, _now))
         else:
             summary = _label_in_terminal(labelling.LabellingSession(home, items, person, _now))
-        budgets = (
-            _stored_budgets(home, batch, runs, labelling.collections_of(items), target_width)
-            if target_width is not None
-            else []
-        )
+        budgets = _stored_budgets(home, batch, runs, labelling.collections_of(items), target_width)
         if budgets:
             summary["budgets"] = dumped(budgets)
     except RagassayError as error:
@@ -265,11 +239,38 @@ def judge_label(
     raise typer.Exit(EXIT_OK)
 
 
+def _export_sample(
+    home: Path, batch: str, runs: list, items: list, export: Path, target_width: float | None, as_json: bool
+) -> NoReturn:
+    """`judge label --export`: the sample written to a file to label elsewhere (with the label
+    budgets when --target-width is given), then exit."""
+    from ragassay.judge import labels as labelling
+
+    collections = labelling.collections_of(items)
+    written = labelling.export_sample(items, export, _stored_labels(home, collections))
+    summary = {"exported": written, "path": str(export), "sample_id": items[0].sample_id}
+    budgets = _stored_budgets(home, batch, runs, collections, target_width)
+    if budgets:
+        summary["budgets"] = dumped(budgets)
+
+    def render_export() -> None:
+        out.print(f"wrote {written} statements to label to {export}", highlight=False)
+        for budget in budgets:
+            _render_budget(budget)
+
+    emit(as_json, summary, render_export)
+    raise typer.Exit(EXIT_OK)
+
+
 def _stored_budgets(
-    home: Path, batch: str, runs: list, collections: list[str], target_width: float
+    home: Path, batch: str, runs: list, collections: list[str], target_width: float | None
 ) -> list[LabelBudgetReport]:
-    """The label budget of each of the sample's collections, from the verdicts its labels hold."""
+    """The label budget of each of the sample's collections, from the verdicts its labels hold
+    (none without a target width)."""
     from ragassay.judge.calibration import BudgetRequest, stored_verdict_budget
+
+    if target_width is None:
+        return []
 
     request = BudgetRequest(batch, {run.label: run.answers["faithfulness"].to_list() for run in runs}, target_width)
     judge = runs[0]
@@ -543,6 +544,24 @@ def _render_support(report: SupportCalibration) -> None:
         f"{cost}" + (f" ({reused} verdicts of this judge stored with their labels, not asked again)" if reused else ""),
         highlight=False,
     )
+    _render_confusion(report)
+    if report.as_used is not None:
+        used = report.as_used
+        how = "its aligned judge" if used.aligned else "the plain judge"
+        out.print(
+            f"on these labelled statements, as collection {used.collection}'s evaluations use it ({how}; "
+            f"{used.why}): accuracy "
+            f"{_figure(used.accuracy)}   balanced accuracy {_figure(used.balanced_accuracy)}   Cohen's kappa "
+            f"{_figure(used.kappa)} (95% CI {_figure(used.kappa_ci_low)} to {_figure(used.kappa_ci_high)})",
+            highlight=False,
+        )
+    if isinstance(report, CollectionCalibration):
+        _render_collection_figures(report)
+    out.print(f"MLflow run {report.mlflow_run_id} (experiment {report.experiment})", style="dim", highlight=False)
+
+
+def _render_confusion(report: SupportCalibration) -> None:
+    """The confusion matrix of the readable verdicts, with each class's recall and precision."""
     confusion = report.confusion
     table = Table(title="confusion matrix (readable verdicts)")
     for column in ("label \\ judge", "supported", "unsupported", "recall"):
@@ -565,36 +584,28 @@ def _render_support(report: SupportCalibration) -> None:
         "kappa 1 is perfect agreement and 0 no better than chance; below about 0.6, read this judge's scores with caution.",
         style="dim",
     )
-    if report.as_used is not None:
-        used = report.as_used
-        how = "its aligned judge" if used.aligned else "the plain judge"
+
+
+def _render_collection_figures(report: CollectionCalibration) -> None:
+    """What only a collection's labels give: the judge's error rates weighted to the batches the
+    labels stand for, the aligned judge, the label budget, and labels people gave differently."""
+    weighted = report.weighted
+    out.print(
+        f"on the batches' statements the labels stand for (each stratum weighted by its size: what the "
+        f"judge-corrected estimates use): sensitivity {_interval(weighted, 'sensitivity')}, specificity "
+        f"{_interval(weighted, 'specificity')}, balanced accuracy {_interval(weighted, 'balanced_accuracy')}",
+        highlight=False,
+    )
+    out.print(weighted.summary, style="green" if weighted.separable else "yellow", highlight=False)
+    _render_alignment(report.aligned_judge)
+    if report.budget is not None:
+        _render_budget(report.budget)
+    if report.disagreements:
         out.print(
-            f"on these labelled statements, as collection {used.collection}'s evaluations use it ({how}; "
-            f"{used.why}): accuracy "
-            f"{_figure(used.accuracy)}   balanced accuracy {_figure(used.balanced_accuracy)}   Cohen's kappa "
-            f"{_figure(used.kappa)} (95% CI {_figure(used.kappa_ci_low)} to {_figure(used.kappa_ci_high)})",
+            f"{report.disagreements} statements were labelled differently by different people: the latest label counts",
+            style="yellow",
             highlight=False,
         )
-    if isinstance(report, CollectionCalibration):
-        weighted = report.weighted
-        out.print(
-            f"on the batches' statements the labels stand for (each stratum weighted by its size: what the "
-            f"judge-corrected estimates use): sensitivity {_interval(weighted, 'sensitivity')}, specificity "
-            f"{_interval(weighted, 'specificity')}, balanced accuracy {_interval(weighted, 'balanced_accuracy')}",
-            highlight=False,
-        )
-        out.print(weighted.summary, style="green" if weighted.separable else "yellow", highlight=False)
-        _render_alignment(report.aligned_judge)
-        if report.budget is not None:
-            _render_budget(report.budget)
-        if report.disagreements:
-            out.print(
-                f"{report.disagreements} statements were labelled differently by different people: the latest "
-                "label counts",
-                style="yellow",
-                highlight=False,
-            )
-    out.print(f"MLflow run {report.mlflow_run_id} (experiment {report.experiment})", style="dim", highlight=False)
 
 
 def _render_alignment(aligned: AlignmentSummary) -> None:

@@ -79,11 +79,10 @@ def answer_traces(
     return [_trace(item, judgements.get(item.key), settings) for item in answered]
 
 
-def _trace(item: AnsweredQuestion, judgement: AnswerJudgement | None, settings: TraceSettings) -> QuestionTrace:
-    answer = item.answer
-    sources = {source.number: source for source in answer.sources}
-    reference = item.question.reference_answer if item.answerable else None
-    retrieve = SpanRecord(
+def _retrieve_span(item: AnsweredQuestion) -> SpanRecord:
+    """The retrieve span: each passage the answer could cite, as MLflow's retriever spans show
+    documents, and the documents the golden set expects (answerable questions)."""
+    return SpanRecord(
         "retrieve",
         RETRIEVER,
         inputs={"query": item.question.question},
@@ -100,12 +99,19 @@ def _trace(item: AnsweredQuestion, judgement: AnswerJudgement | None, settings: 
                 },
                 "id": source.chunk_id or None,
             }
-            for source in answer.sources
+            for source in item.answer.sources
         ],
         attributes={"expected_documents": sorted(f"{c}/{d}" for (c, d) in item.question.judgements)}
         if item.answerable
         else {},
     )
+
+
+def _trace(item: AnsweredQuestion, judgement: AnswerJudgement | None, settings: TraceSettings) -> QuestionTrace:
+    answer = item.answer
+    sources = {source.number: source for source in answer.sources}
+    reference = item.question.reference_answer if item.answerable else None
+    retrieve = _retrieve_span(item)
     generate = SpanRecord(
         "answer",
         LLM,

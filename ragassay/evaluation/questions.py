@@ -7,6 +7,7 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
+import polars as pl
 from pydantic import BaseModel
 
 from ragassay.errors import ConfigError, RagassayError, listed_problems
@@ -25,6 +26,41 @@ class GoldenContext(BaseModel):
     golden_sizes: dict[str, int]
     index_digests: dict[str, str]
     embedding_models: dict[str, str]
+
+
+def _collection_questions(
+    name: str, golden: pl.DataFrame, known: set[str] | None
+) -> tuple[list[EvalQuestion], list[RunWarning]]:
+    """One collection's golden entries as questions, and a warning for each entry without expected
+    documents (left out) or expecting documents the collection no longer holds (known: its doc
+    ids; None when it holds only a golden set)."""
+    questions, warnings = [], []
+    for row in golden.iter_rows(named=True):
+        where = f"{name}/{row['entry_id']}"
+        if not row["expected_document_ids"]:
+            warnings.append(
+                RunWarning(metric="golden", question=where, reason="no expected documents; excluded from every metric")
+            )
+            continue
+        gone = sorted(set(row["expected_document_ids"]) - known) if known is not None else []
+        if gone:
+            warnings.append(
+                RunWarning(
+                    metric="golden",
+                    question=where,
+                    reason=f"expected documents no longer in the collection: {', '.join(gone)}",
+                )
+            )
+        questions.append(
+            EvalQuestion(
+                query_collection=name,
+                query_id=row["entry_id"],
+                question=row["question"],
+                judgements={(name, doc): grade for doc, grade in zip(row["expected_document_ids"], row["relevance"])},
+                reference_answer=row["reference_answer"],
+            )
+        )
+    return questions, warnings
 
 
 def gather_golden_questions(
@@ -50,36 +86,9 @@ def gather_golden_questions(
                     "checked against documents (ingest its corpus for that check)",
                 )
             )
-        for row in golden.iter_rows(named=True):
-            if not row["expected_document_ids"]:
-                warnings.append(
-                    RunWarning(
-                        metric="golden",
-                        question=f"{name}/{row['entry_id']}",
-                        reason="no expected documents; excluded from every metric",
-                    )
-                )
-                continue
-            gone = sorted(set(row["expected_document_ids"]) - known) if known is not None else []
-            if gone:
-                warnings.append(
-                    RunWarning(
-                        metric="golden",
-                        question=f"{name}/{row['entry_id']}",
-                        reason=f"expected documents no longer in the collection: {', '.join(gone)}",
-                    )
-                )
-            questions.append(
-                EvalQuestion(
-                    query_collection=name,
-                    query_id=row["entry_id"],
-                    question=row["question"],
-                    judgements={
-                        (name, doc): grade for doc, grade in zip(row["expected_document_ids"], row["relevance"])
-                    },
-                    reference_answer=row["reference_answer"],
-                )
-            )
+        collection_questions, collection_warnings = _collection_questions(name, golden, known)
+        questions += collection_questions
+        warnings += collection_warnings
     if not questions:
         raise RagassayError(
             f"no golden questions in {', '.join(collections)}; add some with `ragassay golden add` or `golden import`"

@@ -27,6 +27,28 @@ from ragassay.systems.records import Retrieved, SystemRecord, check_document_ids
 from ragassay.systems.settings import SystemConfiguration
 
 
+def _id_mappers(
+    home: Path, collections: tuple[str, ...], configuration: SystemConfiguration
+) -> tuple[dict[str, DocIdMapper], list[RunWarning]]:
+    """Per collection, the mapper from the system's document ids to the collection's (its ids
+    checked against the collection's documents where it holds any, with a warning where not)."""
+    warnings: list[RunWarning] = []
+    mappers = {}
+    for name in collections:
+        paths = collection_paths(home, name)
+        documents = load_documents(paths) if paths.documents.exists() else None
+        known = set(documents["doc_id"].to_list()) if documents is not None and documents.height else None
+        if known is None:
+            warnings.append(
+                RunWarning(
+                    configuration=configuration.label,
+                    reason=f"collection {name} holds no documents: the system's ids could not be checked against it",
+                )
+            )
+        mappers[name] = DocIdMapper(configuration.doc_ids, known)
+    return mappers, warnings
+
+
 def run_system(
     home: Path,
     collections: tuple[str, ...],
@@ -47,21 +69,7 @@ def run_system(
         )
     if configuration.system.kind == "records":
         check_document_ids(collected.records, configuration.system.column_names(), configuration.system.path)
-    warnings: list[RunWarning] = []
-    mappers = {}
-    for name in collections:
-        documents = (
-            load_documents(collection_paths(home, name)) if collection_paths(home, name).documents.exists() else None
-        )
-        known = set(documents["doc_id"].to_list()) if documents is not None and documents.height else None
-        if known is None:
-            warnings.append(
-                RunWarning(
-                    configuration=label,
-                    reason=f"collection {name} holds no documents: the system's ids could not be checked against it",
-                )
-            )
-        mappers[name] = DocIdMapper(configuration.doc_ids, known)
+    mappers, warnings = _id_mappers(home, collections, configuration)
     ranked: list[list[tuple[DocKey, float | None]]] = []
     longer = 0
     for question, record in zip(questions, collected.records):

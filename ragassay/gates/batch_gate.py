@@ -12,6 +12,7 @@ from ragassay.errors import ConfigError
 from ragassay.gates.regression import (
     CORRECTED,
     COVERAGE,
+    DropRow,
     bounds_of_kind,
     calibration_strata,
     compare_batches,
@@ -28,12 +29,12 @@ class GateOutcome:
     warning per configuration whose coverage dropped."""
 
     candidate: str
-    results: list[dict]
+    results: list[DropRow]
     warnings: list[str]
 
     @property
-    def failed(self) -> list[dict]:
-        return [r for r in self.results if r["failed"]]
+    def failed(self) -> list[DropRow]:
+        return [r for r in self.results if r.failed]
 
 
 def gate_batches(
@@ -74,7 +75,10 @@ def gate_batches(
         if any(b.metric.endswith(CORRECTED) for b in kind_bounds):
             table = tracking.batch_parent_table(home, candidate, "judge_calibration")
             calibration = calibration_strata(table) if table is not None else None
-        results += compare_batches(*scores, kind_bounds, alpha, seed, calibration).to_dicts()
+        results += [
+            DropRow.model_validate(row)
+            for row in compare_batches(*scores, kind_bounds, alpha, seed, calibration).to_dicts()
+        ]
     if bounds and not results:
         raise ConfigError("no bound could be compared: neither batch kind holds what --max-drop names")
     return GateOutcome(candidate, results, warnings)

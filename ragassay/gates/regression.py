@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass
 
 import polars as pl
+from pydantic import BaseModel, ConfigDict
 
 from ragassay.errors import ConfigError
 from ragassay.metrics.averaging import answer_scores
@@ -123,6 +124,27 @@ REGRESSION_SCHEMA = pl.Schema(
         "failed": pl.Boolean,
     }
 )
+
+
+class DropRow(BaseModel):
+    """One row of compare_batches (REGRESSION_SCHEMA, the same names): a configuration's drop in a
+    bounded metric from baseline to candidate over the questions both scored (of those asked in
+    both), its 95% interval and p, the bound, and whether it failed."""
+
+    model_config = ConfigDict(frozen=True)
+
+    configuration: str
+    metric: str
+    questions: int
+    asked: int
+    baseline: float
+    candidate: float
+    drop: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+    max_drop: float
+    failed: bool
 
 
 def _metrics_of_both(

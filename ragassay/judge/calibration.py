@@ -38,6 +38,7 @@ from ragassay.judge.labels import (
 )
 from ragassay.judge.priors import prior_calibration
 from ragassay.judge.prompts import PREFERENCE_PROMPT_VERSION, SUPPORT_PROMPT_VERSION, passages_of
+from ragassay.llm.cache import CompletionCache
 from ragassay.llm.registry import ChatModels
 from ragassay.llm.settings import ChatModelConfig
 from ragassay.llm.structured import Structured
@@ -52,7 +53,7 @@ from ragassay.metrics.judge_error import (
 from ragassay.progress import ProgressReporter
 from ragassay.store.schemas import JUDGE_LABELS
 from ragassay.store.tables import write_json
-from ragassay.store.workspace import collection_paths
+from ragassay.store.workspace import collection_paths, completion_cache_path
 from ragassay.user_files import read_jsonl, read_user_text
 
 
@@ -189,6 +190,43 @@ def context_groups(labelled: list[LabelledStatement]) -> list[list[LabelledState
     return list(groups.values())
 
 
+@dataclass(frozen=True)
+class CalibrationRequest:
+    """Which calibration `ragassay judge calibrate` asks for: a labels file (with a collection:
+    also as that collection uses the judge), a collection's own labels (with a label budget when
+    asked), or a golden file's answer pairs (pairwise); with its sample size and seed."""
+
+    labels: Path | None = None
+    collection: str | None = None
+    pairwise: Path | None = None
+    max_items: int | None = None
+    seed: int = 0
+    budget: BudgetRequest | None = None
+
+
+def calibrate(
+    home: Path, config: ChatModelConfig, request: CalibrationRequest
+) -> SupportCalibration | PairwiseCalibration:
+    """Run the calibration a request names with the judge of config (the collection's own labels
+    through the workspace's completion cache: a verdict an evaluation already asked costs
+    nothing). ConfigError naming a collection that does not exist."""
+    models = ChatModels()
+    try:
+        if request.collection is not None:
+            collection_paths(home, request.collection)
+        if request.labels is not None:
+            return calibrate_judge(
+                models, config, request.labels, request.max_items, request.seed, home, request.collection
+            )
+        if request.collection is not None:
+            cache = CompletionCache(completion_cache_path(home)) if config.cache else None
+            judge = Judge(models.get(config, cache))
+            return calibrate_collection(judge, home, request.collection, request.seed, request.budget)
+        return calibrate_pairwise(models, config, request.pairwise, request.max_items, request.seed)
+    finally:
+        models.close()
+
+
 def calibrate_judge(
     chat_models: ChatModels,
     config: ChatModelConfig,
@@ -272,6 +310,23 @@ def judge_as_used(
     )
 
 
+def _ask_support(judge: Judge, to_ask: list[LabelledStatement], stored: int) -> dict[str, Structured]:
+    """The judge's support verdict on each statement (by source), the statements sharing a
+    context asked together (Judge.support_by_passage), with progress."""
+    asked: dict[str, Structured] = {}
+    title = f"judging {len(to_ask)} labelled statements" + (
+        f" ({stored} more have this judge's verdict stored with their label)" if stored else ""
+    )
+    with ProgressReporter(title, total=len(to_ask)) as progress:
+        for group in context_groups(to_ask):
+            judged = judge.support_by_passage(
+                passages_of(group[0].context), [item.statement for item in group], group[0].question
+            )
+            asked.update((item.source, result) for item, result in zip(group, judged, strict=True))
+            progress(len(asked), len(to_ask))
+    return asked
+
+
 def calibrate_statements(
     judge: Judge, labelled: list[LabelledStatement], seed: int = 0, stored: dict[str, float] | None = None
 ) -> SupportCalibration:
@@ -286,17 +341,7 @@ def calibrate_statements(
     (with the label), read against its threshold instead of asked again (`reused_verdicts`)."""
     stored = stored or {}
     to_ask = [item for item in labelled if item.source not in stored]
-    asked: dict[str, Structured] = {}
-    title = f"judging {len(to_ask)} labelled statements" + (
-        f" ({len(labelled) - len(to_ask)} more have this judge's verdict stored with their label)" if stored else ""
-    )
-    with ProgressReporter(title, total=len(to_ask)) as progress:
-        for group in context_groups(to_ask):
-            judged = judge.support_by_passage(
-                passages_of(group[0].context), [item.statement for item in group], group[0].question
-            )
-            asked.update((item.source, result) for item, result in zip(group, judged, strict=True))
-            progress(len(asked), len(to_ask))
+    asked = _ask_support(judge, to_ask, len(labelled) - len(to_ask))
     fitting, verdicts, rows = [], [], []
     for item in labelled:
         if item.source in stored:
@@ -429,25 +474,7 @@ def calibrate_collection(
             f"collection {collection!r} has no labelled statements: label some with "
             f"`ragassay judge label --batch BATCH_ID` (an answer evaluation's batch)"
         )
-    labelled = [
-        LabelledStatement(
-            f"{collection}:{row['item_id']}",
-            row["context"],
-            row["statement"],
-            row["label"] == "supported",
-            row["question"] or None,
-        )
-        for row in rows
-    ]
-    # The verdict stored with a label is reused when this judge gave it (same model, prompt and
-    # threshold: the threshold decides where support_by_passage stops, so P depends on it too).
-    stored = {
-        f"{collection}:{row['item_id']}": row["p_supported"]
-        for row in rows
-        if (row["judge_model"], row["prompt_version"], row["support_threshold"])
-        == (judge.model_id, SUPPORT_PROMPT_VERSION, judge.support_threshold)
-        and row["p_supported"] is not None
-    }
+    labelled, stored = _collection_statements(collection, rows, judge)
     report = calibrate_statements(judge, labelled, seed, stored)
     by_source = {row.source: row for row in report.rows}
     verdicts = {
@@ -468,10 +495,6 @@ def calibrate_collection(
         labels_digest((row["item_id"], row["label"] == "supported") for row in rows),
     )
     store_aligned_judge(home, aligned)
-    alignment = AlignmentSummary.model_validate(
-        {key: value for key, value in aligned.as_json().items() if key != "cross_fitted"}
-        | {"weighted": error_rates(label_strata(labels, aligned.cross_fitted), seed) if aligned.used else None}
-    )
     label_budget_report = None
     if budget is not None:
         # The strata the correction reads: the aligned judge's cross-fitted verdicts when it is used.
@@ -489,9 +512,39 @@ def calibrate_collection(
         skipped=labels.filter(pl.col("label") == "skipped")["item_id"].n_unique(),
         disagreements=disagreements(labels),
         weighted=rates,
-        aligned_judge=alignment,
+        aligned_judge=AlignmentSummary.model_validate(
+            {key: value for key, value in aligned.as_json().items() if key != "cross_fitted"}
+            | {"weighted": error_rates(label_strata(labels, aligned.cross_fitted), seed) if aligned.used else None}
+        ),
         budget=label_budget_report,
     )
+
+
+def _collection_statements(
+    collection: str, rows: list[dict], judge: Judge
+) -> tuple[list[LabelledStatement], dict[str, float]]:
+    """A collection's labelled statements (each once, its latest label) as calibrate_statements
+    takes them, and the P(supported) stored with a label that this judge gave (same model,
+    prompt and threshold: the threshold decides where support_by_passage stops, so P depends on
+    it too), reused rather than asked again."""
+    labelled = [
+        LabelledStatement(
+            f"{collection}:{row['item_id']}",
+            row["context"],
+            row["statement"],
+            row["label"] == "supported",
+            row["question"] or None,
+        )
+        for row in rows
+    ]
+    stored = {
+        f"{collection}:{row['item_id']}": row["p_supported"]
+        for row in rows
+        if (row["judge_model"], row["prompt_version"], row["support_threshold"])
+        == (judge.model_id, SUPPORT_PROMPT_VERSION, judge.support_threshold)
+        and row["p_supported"] is not None
+    }
+    return labelled, stored
 
 
 def store_aligned_judge(home: Path, aligned: AlignedJudge) -> None:

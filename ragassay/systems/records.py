@@ -80,6 +80,33 @@ def _is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
+def _retrieved_items(items, where: str) -> list[Retrieved]:
+    """A record's retrieved list (`where` names it, file:line and field): each item a doc id, or
+    a mapping of doc_id, text and score of the right types; ValueError naming the item otherwise."""
+    if not isinstance(items, list):
+        raise ValueError(f"{where} must be a list of {{doc_id, text, score}}")
+    retrieved = []
+    for position, item in enumerate(items, start=1):
+        if isinstance(item, str):
+            item = {"doc_id": item}
+        if not isinstance(item, dict) or set(item) - {"doc_id", "text", "score"}:
+            raise ValueError(f"{where}[{position}] must hold doc_id, text and/or score")
+        score = item.get("score")
+        if score is not None and not _is_number(score):
+            raise ValueError(f"{where}[{position}].score must be a finite number, not {score!r}")
+        doc_id = item.get("doc_id")
+        if doc_id is not None and (not isinstance(doc_id, (str, int)) or isinstance(doc_id, bool)):
+            raise ValueError(f"{where}[{position}].doc_id must be a string, not {doc_id!r}")
+        if item.get("text") is not None and not isinstance(item["text"], str):
+            raise ValueError(f"{where}[{position}].text must be a string")
+        retrieved.append(
+            Retrieved(
+                None if doc_id is None else str(doc_id), item.get("text"), None if score is None else float(score)
+            )
+        )
+    return retrieved
+
+
 def record_from_fields(values: dict, names: dict[str, str], where: str) -> SystemRecord:
     """A record from a mapping in the names `names` gives ({record field: its name there});
     ValueError naming `where` and the field when a value has the wrong shape."""
@@ -99,29 +126,7 @@ def record_from_fields(values: dict, names: dict[str, str], where: str) -> Syste
 
     retrieved_value = value("retrieved")
     if retrieved_value is not None:
-        if not isinstance(retrieved_value, list):
-            raise ValueError(f"{where}: {names['retrieved']} must be a list of {{doc_id, text, score}}")
-        retrieved = []
-        for position, item in enumerate(retrieved_value, start=1):
-            if isinstance(item, str):
-                item = {"doc_id": item}
-            if not isinstance(item, dict) or set(item) - {"doc_id", "text", "score"}:
-                raise ValueError(f"{where}: {names['retrieved']}[{position}] must hold doc_id, text and/or score")
-            score = item.get("score")
-            if score is not None and not _is_number(score):
-                raise ValueError(
-                    f"{where}: {names['retrieved']}[{position}].score must be a finite number, not {score!r}"
-                )
-            doc_id = item.get("doc_id")
-            if doc_id is not None and (not isinstance(doc_id, (str, int)) or isinstance(doc_id, bool)):
-                raise ValueError(f"{where}: {names['retrieved']}[{position}].doc_id must be a string, not {doc_id!r}")
-            if item.get("text") is not None and not isinstance(item["text"], str):
-                raise ValueError(f"{where}: {names['retrieved']}[{position}].text must be a string")
-            retrieved.append(
-                Retrieved(
-                    None if doc_id is None else str(doc_id), item.get("text"), None if score is None else float(score)
-                )
-            )
+        retrieved = _retrieved_items(retrieved_value, f"{where}: {names['retrieved']}")
     else:
         documents, contexts = strings("documents") or [], strings("contexts") or []
         retrieved = [
