@@ -204,6 +204,10 @@ class GenerateConfig(OneCollection, GenerateSettings):
 
 
 DEFAULT_KS = (1, 3, 5, 10)
+# An evaluation's question sample, declared once for retrieval and answer evaluations.
+MaxQuestions = Annotated[
+    int | None, Field(ge=1, description="Evaluate a seeded sample of at most this many questions.")
+]
 
 
 class RetrievalConfiguration(SearchSettings):
@@ -268,9 +272,7 @@ class RetrievalSettings(Frozen):
     common_questions: bool = Field(
         False, description="Score every configuration on only the questions all of them answered."
     )
-    max_questions: int | None = Field(
-        None, ge=1, description="Evaluate a seeded sample of at most this many questions."
-    )
+    max_questions: MaxQuestions = None
     seed: int = Field(0, description="Seed of the question sample and the significance tests.")
     assertions: tuple[str, ...] = ()
     save_records: Path | None = Field(
@@ -352,9 +354,7 @@ class AnswerEvalSettings(Frozen):
         default_factory=lambda: (AnswerConfiguration(label="hybrid", search_type="hybrid"),), min_length=1
     )
     unanswerable: Path | None = None
-    max_questions: int | None = Field(
-        None, ge=1, description="Evaluate a seeded sample of at most this many questions."
-    )
+    max_questions: MaxQuestions = None
     seed: int = Field(0, description="Seed of the question sample.")
     pairwise: bool = True
     traces: bool = Field(

@@ -168,3 +168,28 @@ def test_the_answer_summary_names_the_answer_models_and_the_judge_on_their_own_l
     first, warning = captured.get().splitlines()
     assert first == "answered by small: smollm2:S; mine: system under test (http) · judged by qwen2.5-1.5b:Q"
     assert warning.startswith("SmolLM2-135M writes fast answers too weak")
+
+
+def test_eval_options_override_a_configs_file_only_when_given_and_say_the_declared_defaults():
+    """An option left out keeps the --configs file's value; --groundedness reaches the --mode
+    configurations or the declared default one, never a file's (a system's has no such setting);
+    each option's help says the default its setting declares."""
+    from ragassay.cli.eval import _answer_settings
+
+    given = {"seed": None, "max_questions": 7}
+    assert _answer_settings({"seed": 3}, ["sample"], [], None, given) == {
+        "seed": 3,
+        "max_questions": 7,
+        "collections": ["sample"],
+    }
+    assert _answer_settings({}, [], [], "off", {})["configurations"] == [
+        {"label": "hybrid", "search_type": "hybrid", "groundedness": "off"}
+    ]
+    assert _answer_settings({}, [], ["fulltext"], None, {})["configurations"] == [
+        {"label": "fulltext", "search_type": "fulltext"}
+    ]
+    system = [{"label": "team", "system": {"kind": "records", "path": "r.jsonl"}}]
+    assert _answer_settings({"configurations": system}, [], [], "off", {})["configurations"] == system
+    retrieval_help = runner.invoke(app, ["eval", "retrieval", "--help"], env={"COLUMNS": "200"}).stdout
+    assert "Default 1,3,5,10." in retrieval_help and "Default 100." in retrieval_help
+    assert "Default None" not in retrieval_help, "an option without a default says none"
