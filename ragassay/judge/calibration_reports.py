@@ -92,26 +92,33 @@ class AlignmentSummary(_Report):
     weighted: ErrorRates | None = None
 
 
-class SupportCalibration(Agreement):
+class _JudgeRun(_Report):
+    """What every calibration says of the judge it ran and where it was logged: the judge and its
+    prompt, the seconds a verdict took and what the calls cost (mlflow_run_id, experiment: set
+    once the calibration run is logged)."""
+
+    judge_model: str
+    prompt_version: str
+    seconds_per_verdict: float | None
+    usage: Usage
+    mlflow_run_id: str | None = None
+    experiment: str | None = None
+
+
+class SupportCalibration(_JudgeRun, Agreement):
     """The judge's support verdicts against people's labels (judge/calibration.
     calibrate_statements): its agreement figures, what it cost, every row; from a labels file
     (labels_file, max_items) and, with a collection named, as that collection uses it (as_used).
     mlflow_run_id and experiment: where the calibration run was logged."""
 
-    judge_model: str
-    prompt_version: str
     support_threshold: float
     seed: int
     too_long: int
     reused_verdicts: int
-    seconds_per_verdict: float | None
-    usage: Usage
     rows: list[CalibrationRow]
     labels_file: str | None = None
     max_items: int | None = None
     as_used: AsUsedAgreement | None = None
-    mlflow_run_id: str | None = None
-    experiment: str | None = None
 
 
 class CollectionCalibration(SupportCalibration):
@@ -142,20 +149,14 @@ class PairRow(_Report):
     outcome: str
 
 
-class PairwiseCalibration(_Report):
+class PairwiseCalibration(_JudgeRun):
     """Position bias of the judge's pairwise verdicts (judge/calibration.calibrate_pairwise)."""
 
     golden_file: str
-    judge_model: str
-    prompt_version: str
     pairs: int
     readable: int
     flip_rate: float | None
     accuracy: float | None
     ties: int
     unreadable_rate: float
-    seconds_per_verdict: float | None
-    usage: Usage
     rows: list[PairRow]
-    mlflow_run_id: str | None = None
-    experiment: str | None = None
