@@ -13,7 +13,6 @@ from ragassay.evaluation.outcomes import AnswerEvalReport, RetrievalEvalReport
 from ragassay.evaluation.reports import (
     answer_sections,
     assertion_lines,
-    batch_link,
     retrieval_sections,
     runs_view_lines,
     subsections,
@@ -257,7 +256,12 @@ def pipeline_markdown(report: PipelineReport) -> str:
     (headline metrics with their 95% intervals, who is ahead, paired differences, the answers'
     judge error and pairwise tallies), stage times, what came from cache, the golden set, gates
     and warnings."""
-    mlflow = batch_link(report.mlflow_url, report.batch_id, report.mlflow_ui_command)
+    if report.mlflow_url:
+        mlflow = f"MLflow batch [{report.batch_id}]({report.mlflow_url})"
+    else:
+        # The local store: the ids here, and at the end the command that opens it (at the top it
+        # would push the links below out of the first screen of MLflow's description).
+        mlflow = f"MLflow batch `{report.batch_id}`, parent run `{report.parent_run_id}`"
     prefect = (
         f"Prefect flow run [{report.prefect_flow_run_id}]({report.prefect_flow_run_url})"
         if report.prefect_flow_run_url
@@ -302,4 +306,6 @@ def pipeline_markdown(report: PipelineReport) -> str:
         ]
     lines += assertion_lines(report.assertions)
     lines += warning_lines(report.warnings)
+    if not report.mlflow_url:
+        lines += ["", f"Open the MLflow batch with `{report.mlflow_ui_command}`."]
     return "\n".join(lines) + "\n"
