@@ -104,7 +104,7 @@ class AnswerEvalReport(LoggedBatch):
     seconds: float
     # Who wrote each configuration's answers: its answer model's id, or the system under test.
     answered_by: dict[str, str] = Field(default_factory=dict)
-    # The labels the judged metrics were corrected with (answer_summary.calibration_summary);
+    # The labels the judged metrics were corrected with (judge_correction.calibration_summary);
     # None when there were none for this judge.
     judge_calibration: CalibrationSummary | None = None
     # Each configuration's Traces tab in MLflow, showing only the questions whose faithfulness is

@@ -387,7 +387,7 @@ def calibrate_statements(
 
 
 def collection_labels(home: Path, collections: Iterable[str]) -> pl.DataFrame:
-    """Every label stored in these collections (judge/labels.py)."""
+    """Every label stored in these collections (judge/labels/store.py)."""
     tables = [load_labels(collection_paths(home, name, must_exist=False)) for name in collections]
     return pl.concat(tables) if tables else JUDGE_LABELS.empty()
 

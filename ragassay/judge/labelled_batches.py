@@ -1,5 +1,5 @@
 """Where people's labels meet logged batches: a batch's judged answer runs read back from MLflow
-as JudgedConfiguration (judge/labels.py draws its samples from them), and a filled-in label file
+as JudgedConfiguration (judge/labels/sample.py draws its samples from them), and a filled-in label file
 matched to its items and stored per collection. The `judge label` command parses, renders and
 sets exit codes; this is what it does."""
 

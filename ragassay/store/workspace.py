@@ -87,7 +87,7 @@ class CollectionPaths:
 
     @property
     def judge_labels(self) -> Path:
-        """People's labels of the judge's verdicts (judge/labels.py)."""
+        """People's labels of the judge's verdicts (judge/labels/store.py)."""
         return self.root / "judge_labels.parquet"
 
     @property
