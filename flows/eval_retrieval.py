@@ -55,7 +55,9 @@ def eval_retrieval_flow(config: RetrievalEvalConfig, batch: Batch | None = None)
     if config.save_records is not None:
         save_configuration_records(config.save_records, questions, searched)
     per_question = {
-        label: score_configuration(label, questions, found.rankings, config.metrics(), config.depth, found.answered)
+        label: score_configuration(
+            label, questions, found.rankings, config.metrics(), config.depth, found.answered, found.queries
+        )
         for label, found in searched.items()
     }
     if config.common_questions:

@@ -208,6 +208,11 @@ DEFAULT_KS = (1, 3, 5, 10)
 MaxQuestions = Annotated[
     int | None, Field(ge=1, description="Evaluate a seeded sample of at most this many questions.")
 ]
+# The golden dialogues an evaluation asks, each with all its turns (0: none).
+MaxDialogues = Annotated[
+    int | None,
+    Field(ge=0, description="Evaluate a seeded sample of at most this many golden dialogues, each with all its turns."),
+]
 
 
 class RetrievalConfiguration(SearchSettings):
@@ -273,6 +278,7 @@ class RetrievalSettings(Frozen):
         False, description="Score every configuration on only the questions all of them answered."
     )
     max_questions: MaxQuestions = None
+    max_dialogues: MaxDialogues = None
     seed: int = Field(0, description="Seed of the question sample and the significance tests.")
     assertions: tuple[str, ...] = ()
     save_records: Path | None = Field(
@@ -355,6 +361,7 @@ class AnswerEvalSettings(Frozen):
     )
     unanswerable: Path | None = None
     max_questions: MaxQuestions = None
+    max_dialogues: MaxDialogues = None
     seed: int = Field(0, description="Seed of the question sample.")
     pairwise: bool = True
     traces: bool = Field(

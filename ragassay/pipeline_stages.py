@@ -34,7 +34,7 @@ from ragassay.store.workspace import collection_paths, read_manifest
 from ragassay.tracking import LoggedBatch
 
 # Refusals of a golden-file entry that only mean it is already stored (a re-run of the pipeline).
-ALREADY_STORED = ("duplicate_question", "duplicate_id")
+ALREADY_STORED = ("duplicate_question", "duplicate_id", "duplicate_dialogue")
 
 
 class StageInputsMissing(RagassayError):
@@ -76,6 +76,8 @@ class GoldenFileOutcome(BaseModel):
     already_stored: int
     refused: list[dict]
     size: int
+    dialogues_added: int = 0
+    dialogues: int = 0  # golden dialogues in all
 
 
 class GenerationTotals(BaseModel):
@@ -99,7 +101,12 @@ class GoldenStageReport(BaseModel):
 def golden_file_outcome(change: GoldenChange) -> GoldenFileOutcome:
     refused = [p for p in change.problems if p["reason"] not in ALREADY_STORED]
     return GoldenFileOutcome(
-        added=len(change.added), already_stored=len(change.problems) - len(refused), refused=refused, size=change.size
+        added=len(change.added),
+        already_stored=len(change.problems) - len(refused),
+        refused=refused,
+        size=change.size,
+        dialogues_added=len(change.dialogues_added),
+        dialogues=change.dialogues,
     )
 
 

@@ -12,7 +12,13 @@ from ragassay import tracking
 from ragassay.config import RetrievalConfiguration, RetrievalEvalConfig
 from ragassay.evaluation import outcomes
 from ragassay.evaluation.outcomes import RetrievalEvalReport, RetrievalSummary
-from ragassay.evaluation.questions import DocKey, EvalQuestion, GoldenContext, gather_golden_questions
+from ragassay.evaluation.questions import (
+    DocKey,
+    EvalQuestion,
+    GoldenContext,
+    gather_golden_questions,
+    with_expected_documents,
+)
 from ragassay.evaluation.reports import retrieval_markdown
 from ragassay.evaluation.retrieval_scoring import (
     SearchedConfiguration,
@@ -32,8 +38,13 @@ from tasks.resources import MODEL_SERVER_RETRIES, TRACKING_RETRIES, worker_resou
 
 @task(name="load-golden-questions", cache_policy=NO_CACHE)
 def load_golden_questions(config: RetrievalEvalConfig) -> tuple[list[EvalQuestion], GoldenContext]:
-    """Golden entries of every collection, sampled when max_questions is set; problems become warnings."""
-    return gather_golden_questions(config.home, config.collections, config.max_questions, config.seed)
+    """Golden entries and dialogues' answerable turns of every collection, sampled when
+    max_questions or max_dialogues is set; problems become warnings."""
+    return with_expected_documents(
+        *gather_golden_questions(
+            config.home, config.collections, config.max_questions, config.seed, config.max_dialogues
+        )
+    )
 
 
 @task(name="search-golden-questions", cache_policy=NO_CACHE, **MODEL_SERVER_RETRIES)
@@ -78,10 +89,12 @@ def score_configuration(
     metrics: list[MetricName],
     depth: int,
     answered: list[bool] | None = None,
+    queries: list[str] | None = None,
 ) -> pl.DataFrame:
     """Every metric of every question of one configuration, one row per question (null where a
-    system under test did not answer)."""
-    return per_question_frame(label, questions, rankings, score_rankings(questions, rankings, metrics, depth), answered)
+    system under test did not answer), with what each question searched."""
+    scores = score_rankings(questions, rankings, metrics, depth)
+    return per_question_frame(label, questions, rankings, scores, answered, queries)
 
 
 @task(name="keep-common-questions", cache_policy=NO_CACHE)

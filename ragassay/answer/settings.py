@@ -40,13 +40,27 @@ class AnswerSettings(SearchSettings):
     seed: int = Field(0, description="Sampling seed.")
 
     def chat_models(self) -> list[ChatModelConfig]:
-        """The answer model, and the reranker when these settings rerank."""
+        """The answer model, the reranker when these settings rerank, and the rewriter when
+        follow-ups are rewritten."""
         search = self.search_settings()
-        return [self.model, *([search.rerank_model] if search.rerank == "llm" else [])]
+        return [
+            self.model,
+            *([search.rerank_model] if search.rerank == "llm" else []),
+            *([search.rewrite_model] if search.followup_query == "rewrite" else []),
+        ]
 
     def search_settings(self) -> SearchSettings:
-        """The search of these settings, its reranker defaulting to the answer model."""
-        return super().search_settings().model_copy(update={"rerank_model": self.rerank_model or self.model})
+        """The search of these settings, its reranker and rewriter defaulting to the answer model."""
+        return (
+            super()
+            .search_settings()
+            .model_copy(
+                update={
+                    "rerank_model": self.rerank_model or self.model,
+                    "rewrite_model": self.rewrite_model or self.model,
+                }
+            )
+        )
 
 
 class AnswerConfiguration(AnswerSettings):

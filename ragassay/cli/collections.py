@@ -86,6 +86,7 @@ def collections_check(
                 ("documents", health.documents),
                 ("chunks", health.chunks),
                 ("golden entries", health.golden_entries),
+                ("golden dialogues", health.golden_dialogues),
             )
             if value is not None
         )

@@ -40,6 +40,7 @@ from ragassay.cli.render import (
     render_assertions,
     render_comparisons,
     render_estimate,
+    render_followups,
     render_judge_calibration,
     render_means,
     render_mlflow_location,
@@ -135,6 +136,7 @@ def eval_retrieval(
         )
         render_systems(report.model_costs)
         render_comparisons(report.comparisons, [f"ndcg@{max(config.ks)}", "mrr"])
+        render_followups(report.followup_gaps, [f"recall@{min(5, max(config.ks))}", "mrr"])
         for warning in report.warnings:
             out.print(f"[yellow]warning[/yellow] {warning.text()}", highlight=False)
         render_assertions(report.assertions)

@@ -40,9 +40,14 @@ golden_app = typer.Typer(help="Golden sets: questions with the documents that an
 
 def _report_change(change, as_json: bool) -> None:
     def render() -> None:
+        dialogues = (
+            f"; dialogues: {len(change.dialogues_added)} added, {change.dialogues} in all"
+            if change.dialogues or change.dialogues_added
+            else ""
+        )
         out.print(
             f"golden set of [bold]{change.collection}[/bold]: {len(change.added)} added, "
-            f"{len(change.problems)} refused, {change.size} entries in all"
+            f"{len(change.problems)} refused, {change.size} entries in all{dialogues}"
         )
         for problem in change.problems:
             out.print(
@@ -63,7 +68,11 @@ def _report_change(change, as_json: bool) -> None:
 def golden_add(
     collection: str = COLLECTION_OPTION,
     file: Path | None = typer.Option(
-        None, "--file", "-f", help="JSONL or CSV of entries (question, expected_document_ids, reference_answer, id)."
+        None,
+        "--file",
+        "-f",
+        help="JSONL or CSV of entries (question, expected_document_ids, reference_answer, id); a JSONL row with "
+        "`turns` is a dialogue (each turn: question, expected_document_ids, reference_answer, answerable).",
     ),
     question: str | None = typer.Option(None, help="The question of one entry."),
     expected_doc: list[str] = typer.Option([], "--expected-doc", help="A document id that answers it; repeatable."),
@@ -179,37 +188,53 @@ def golden_generate(
 
 @golden_app.command("list")
 def golden_list(collection: str = COLLECTION_OPTION, as_json: bool = JSON_OPTION) -> None:
-    """List the golden set of a collection."""
-    from ragassay.golden.store import load_golden_with_staleness
+    """List the golden set of a collection: its entries, then its dialogues turn by turn (`g07#2`)."""
+    from ragassay.golden.dialogues import with_turn_ids
+    from ragassay.golden.store import load_dialogues, load_golden_with_staleness
     from ragassay.store.workspace import collection_paths
 
     try:
-        golden = load_golden_with_staleness(collection_paths(workspace_home(), collection))
+        paths = collection_paths(workspace_home(), collection)
+        golden, dialogues = load_golden_with_staleness(paths), load_dialogues(paths)
     except RagassayError as error:
         fail(error)
+    turns = with_turn_ids(dialogues)
+
+    def expected_of(row: dict) -> str:
+        return ", ".join(
+            doc if grade == 1 else f"{doc} ({grade})"
+            for doc, grade in zip(row["expected_document_ids"], row["relevance"])
+        )
 
     def render() -> None:
         table = Table(title=f"{golden.height} golden entries in {collection}")
         for column in ("entry_id", "question", "expected documents", "origin", "stale"):
             table.add_column(column, overflow="fold")
         for row in golden.iter_rows(named=True):
-            expected = ", ".join(
-                doc if grade == 1 else f"{doc} ({grade})"
-                for doc, grade in zip(row["expected_document_ids"], row["relevance"])
+            table.add_row(
+                row["entry_id"], row["question"], expected_of(row), row["origin"], "stale" if row["stale"] else ""
             )
-            table.add_row(row["entry_id"], row["question"], expected, row["origin"], "stale" if row["stale"] else "")
         out.print(table)
+        if turns.height:
+            count = turns["dialogue_id"].n_unique()
+            table = Table(title=f"{count} golden dialogues in {collection} ({turns.height} turns)")
+            for column in ("turn", "question", "expected documents", "origin"):
+                table.add_column(column, overflow="fold")
+            for row in turns.iter_rows(named=True):
+                expected = expected_of(row) if row["answerable"] else "unanswerable"
+                table.add_row(row["entry_id"], row["question"], expected, row["origin"])
+            out.print(table)
 
-    emit(as_json, golden.to_dicts(), render)
+    emit(as_json, golden.to_dicts() + turns.to_dicts(), render)
 
 
 @golden_app.command("delete")
 def golden_delete(
-    entry_ids: list[str] = typer.Argument(..., help="Entry ids to delete."),
+    entry_ids: list[str] = typer.Argument(..., help="Entry or dialogue ids to delete (a dialogue with all its turns)."),
     collection: str = COLLECTION_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
-    """Delete golden entries (nothing is deleted when any id is unknown)."""
+    """Delete golden entries and dialogues (nothing is deleted when any id is unknown)."""
     from ragassay.golden.store import delete_entries
 
     try:
@@ -219,5 +244,5 @@ def golden_delete(
     emit(
         as_json,
         {"collection": collection, "deleted": deleted},
-        lambda: out.print(f"deleted {len(deleted)} golden entries"),
+        lambda: out.print(f"deleted {len(deleted)} golden entries or dialogues"),
     )

@@ -13,6 +13,7 @@ from ragassay.evaluation.answer_judging import PairwiseTally
 from ragassay.evaluation.judge_correction import CalibrationSummary
 from ragassay.evaluation.reports import FEWER_QUESTIONS_NOTE, means_rows
 from ragassay.gates.assertions import AssertionResult, measured
+from ragassay.metrics.conversations import FollowupGapRow
 from ragassay.metrics.corrected_rows import has_correction
 from ragassay.metrics.names import (
     JUDGED_METRICS,
@@ -72,6 +73,28 @@ def render_systems(costs: dict[str, dict[str, float]]) -> None:
             str(int(values["unknown_doc_ids"])),
         )
     out.print(table)
+
+
+def render_followups(gaps: Sequence[FollowupGapRow], metrics: Sequence[str], title: str = "") -> None:
+    """The golden dialogues' first turns against their follow-ups, a table per metric with a row
+    per configuration, the gap with its dialogue-resampled 95% interval (nothing without dialogues)."""
+    for metric in metrics:
+        shown = [row for row in gaps if row.metric == metric and row.first_scored]
+        if not shown:
+            continue
+        table = Table(
+            title=f"{title}{metric} on the first turns and follow-ups of {shown[0].dialogues} dialogues",
+            caption="(n): turns scored; gap: follow-ups - first turns, its 95% CI resampling whole dialogues",
+        )
+        for column in ("configuration", "first turns", "follow-ups", "gap [95% CI]"):
+            table.add_column(
+                column, justify="left" if column == "configuration" else "right", no_wrap=column != "configuration"
+            )
+        for row in shown:
+            later = "not scored" if row.followup_mean is None else f"{row.followup_mean:.3f} ({row.followup_scored})"
+            gap = "-" if row.gap is None else f"{row.gap:+.3f} [{row.ci_low:+.3f}, {row.ci_high:+.3f}]"
+            table.add_row(row.configuration, f"{row.first_mean:.3f} ({row.first_scored})", later, gap)
+        out.print(table)
 
 
 def render_comparisons(

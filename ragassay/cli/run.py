@@ -24,6 +24,7 @@ from ragassay.cli.render import (
     render_answer_models,
     render_assertions,
     render_comparisons,
+    render_followups,
     render_judge_calibration,
     render_means,
     render_pairwise,
@@ -107,6 +108,7 @@ def render_pipeline(report) -> None:
         render_means(f"retrieval: {retrieval.questions} questions", retrieval.means, headline_metrics(ks))
         render_systems(retrieval.model_costs)
         render_comparisons(retrieval.comparisons, [f"ndcg@{max(ks)}", "mrr"])
+        render_followups(retrieval.followup_gaps, [f"recall@{min(5, max(ks))}", "mrr"], "retrieval: ")
     if report.answers:
         answers = report.answers
         render_answer_metrics(

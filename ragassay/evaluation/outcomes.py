@@ -50,6 +50,7 @@ from ragassay.metrics.averaging import (
     mean_scores,
     scored_questions,
 )
+from ragassay.metrics.conversations import FollowupGapRow, followup_gap_rows, gap_table, subset_means
 from ragassay.metrics.corrected_rows import (
     AnswerComparisonRow,
     AnswerIntervalRow,
@@ -85,6 +86,10 @@ class RetrievalEvalReport(LoggedBatch):
     intervals: list[IntervalRow]
     seconds_searching: dict[str, float]
     model_costs: dict[str, dict[str, float]]
+    # Golden dialogues' first turns against their follow-ups, per configuration and metric (none
+    # without dialogues).
+    followup_gaps: list[FollowupGapRow] = Field(default_factory=list)
+    dialogues: int = 0
 
 
 class AnswerEvalReport(LoggedBatch):
@@ -131,25 +136,33 @@ class RetrievalSummary:
     intervals: pl.DataFrame
     comparisons: pl.DataFrame
     assertions: list[AssertionResult]
+    followup_gaps: list[FollowupGapRow]
 
 
 def summarize_retrieval(
     config: RetrievalEvalConfig, per_question: dict[str, pl.DataFrame], coverage: dict[str, float] | None = None
 ) -> RetrievalSummary:
-    """Each configuration's means (over the questions it answered) and intervals, paired
-    comparisons of every pair, the bounds checked. coverage: answered / asked of each
-    configuration under test, which `LABEL:coverage>=…` bounds."""
+    """Each configuration's means (over the questions it answered; over golden dialogues' first
+    turns and follow-ups too, `first_…`/`followup_…`) and intervals, paired comparisons of every
+    pair (a dialogue's turns resampled together), the follow-up gaps, the bounds checked.
+    coverage: answered / asked of each configuration under test, which `LABEL:coverage>=…` bounds."""
     metrics = config.metrics()
+    names = [str(m) for m in metrics]
     means = {
-        label: {**mean_scores(table, metrics), QUESTIONS_SCORED: float(scored_questions(table, metrics))}
+        label: {
+            **mean_scores(table, metrics),
+            QUESTIONS_SCORED: float(scored_questions(table, metrics)),
+            **subset_means(table, names),
+        }
         for label, table in per_question.items()
     }
     for label, share in (coverage or {}).items():
         means[label]["coverage"] = share
-    intervals = interval_table(per_question, [str(m) for m in metrics], seed=config.seed)
-    comparisons = compare_all_pairs(per_question, [str(m) for m in metrics], seed=config.seed)
+    intervals = interval_table(per_question, names, seed=config.seed)
+    comparisons = compare_all_pairs(per_question, names, seed=config.seed)
     assertions = check_assertions([parse_assertion(a) for a in config.assertions], means)
-    return RetrievalSummary(means, intervals, comparisons, assertions + answered_nothing(coverage or {}))
+    gaps = followup_gap_rows(per_question, names, config.seed)
+    return RetrievalSummary(means, intervals, comparisons, assertions + answered_nothing(coverage or {}), gaps)
 
 
 def answered_nothing(coverage: dict[str, float]) -> list[AssertionResult]:
@@ -234,6 +247,7 @@ def retrieval_record(
             "comparisons": summary.comparisons,
             "warnings": pl.DataFrame({"warning": [w.text() for w in warnings]}, schema={"warning": pl.String}),
             "intervals": summary.intervals,
+            **({"followup_gaps": gap_table(summary.followup_gaps)} if summary.followup_gaps else {}),
         },
         figures={
             "retrieval_metrics": plots.interval_figure(
@@ -269,6 +283,8 @@ def retrieval_report(
         intervals=interval_rows(summary.intervals),
         seconds_searching={label: result.seconds for label, result in searched.items()},
         model_costs={label: result.costs for label, result in searched.items()},
+        followup_gaps=summary.followup_gaps,
+        dialogues=context.dialogues,
     )
 
 

@@ -11,14 +11,16 @@ import polars as pl
 from pydantic import BaseModel
 
 from ragassay.errors import ConfigError, RagassayError, listed_problems
+from ragassay.golden.dialogues import dialogues_digest, turn_id
 from ragassay.golden.entries import default_entry_id, golden_digest
-from ragassay.golden.store import load_golden, read_question_file
+from ragassay.golden.store import load_dialogues, load_golden, read_question_file
 from ragassay.run_warnings import RunWarning
 from ragassay.store.workspace import collection_paths, load_documents, read_manifest
 
 
 class GoldenContext(BaseModel):
-    """The questions of an evaluation and what identifies the data they came from."""
+    """The questions of an evaluation (a dialogue's turns among them) and what identifies the data
+    they came from."""
 
     questions: list[dict]
     warnings: list[RunWarning]
@@ -26,6 +28,8 @@ class GoldenContext(BaseModel):
     golden_sizes: dict[str, int]
     index_digests: dict[str, str]
     embedding_models: dict[str, str]
+    dialogue_digests: dict[str, str] = {}
+    dialogues: int = 0  # golden dialogues evaluated (their turns are among `questions`)
 
 
 def _collection_questions(
@@ -63,18 +67,59 @@ def _collection_questions(
     return questions, warnings
 
 
+def _dialogue_questions(
+    name: str, dialogues: pl.DataFrame, known: set[str] | None
+) -> tuple[list[EvalQuestion], list[RunWarning]]:
+    """One collection's golden dialogues as questions, turn after turn, each with the questions of
+    its dialogue's earlier turns; a warning for each turn expecting documents the collection no
+    longer holds."""
+    questions, warnings = [], []
+    history: dict[str, list[str]] = {}
+    for row in dialogues.iter_rows(named=True):
+        earlier = history.setdefault(row["dialogue_id"], [])
+        identifier = turn_id(row["dialogue_id"], row["turn"])
+        gone = sorted(set(row["expected_document_ids"]) - known) if known is not None else []
+        if gone:
+            warnings.append(
+                RunWarning(
+                    metric="golden",
+                    question=f"{name}/{identifier}",
+                    reason=f"expected documents no longer in the collection: {', '.join(gone)}",
+                )
+            )
+        questions.append(
+            EvalQuestion(
+                query_collection=name,
+                query_id=identifier,
+                question=row["question"],
+                judgements={(name, doc): grade for doc, grade in zip(row["expected_document_ids"], row["relevance"])},
+                reference_answer=row["reference_answer"],
+                dialogue_id=row["dialogue_id"],
+                turn=row["turn"],
+                history=tuple(earlier),
+                answerable=row["answerable"],
+            )
+        )
+        earlier.append(row["question"])
+    return questions, warnings
+
+
 def gather_golden_questions(
-    home: Path, collections: tuple[str, ...], max_questions: int | None, seed: int
+    home: Path, collections: tuple[str, ...], max_questions: int | None, seed: int, max_dialogues: int | None = None
 ) -> tuple[list[EvalQuestion], GoldenContext]:
-    """The golden questions of an evaluation (seeded sample) and what identifies their data."""
+    """The golden questions of an evaluation (a seeded sample of the single questions, and of the
+    dialogues, each with all its turns, unanswerable ones included) and what identifies their data."""
     questions: list[EvalQuestion] = []
+    turns: list[EvalQuestion] = []
     warnings: list[RunWarning] = []
-    digests, sizes, index_digests, models = {}, {}, {}, {}
+    digests, sizes, index_digests, models, dialogue_digests = {}, {}, {}, {}, {}
     for name in collections:
         paths = collection_paths(home, name)
-        golden = load_golden(paths)
+        golden, dialogues = load_golden(paths), load_dialogues(paths)
         manifest = read_manifest(paths) or {}
         digests[name], sizes[name] = golden_digest(golden), golden.height
+        if dialogues.height:
+            dialogue_digests[name] = dialogues_digest(dialogues)
         index_digests[name] = str(manifest.get("index_digest"))
         models[name] = str(manifest.get("embedding_model_id"))
         known = set(load_documents(paths)["doc_id"].to_list()) if paths.documents.exists() else None
@@ -87,13 +132,15 @@ def gather_golden_questions(
                 )
             )
         collection_questions, collection_warnings = _collection_questions(name, golden, known)
+        dialogue_turns, dialogue_warnings = _dialogue_questions(name, dialogues, known)
         questions += collection_questions
-        warnings += collection_warnings
-    if not questions:
+        turns += dialogue_turns
+        warnings += collection_warnings + dialogue_warnings
+    if not questions and not turns:
         raise RagassayError(
             f"no golden questions in {', '.join(collections)}; add some with `ragassay golden add` or `golden import`"
         )
-    sampled = sample_questions(questions, max_questions, seed)
+    sampled = sample_questions(questions, max_questions, seed) + sample_dialogues(turns, max_dialogues, seed)
     context = GoldenContext(
         questions=[{"collection": q.query_collection, "id": q.query_id} for q in sampled],
         warnings=warnings,
@@ -101,8 +148,20 @@ def gather_golden_questions(
         golden_sizes=sizes,
         index_digests=index_digests,
         embedding_models=models,
+        dialogue_digests=dialogue_digests,
+        dialogues=len({(q.query_collection, q.dialogue_id) for q in sampled if q.dialogue_id is not None}),
     )
     return sampled, context
+
+
+def with_expected_documents(
+    questions: list[EvalQuestion], context: GoldenContext
+) -> tuple[list[EvalQuestion], GoldenContext]:
+    """The questions a retrieval evaluation scores: those that expect documents (a dialogue's
+    unanswerable turn does not; later turns still read its question as history)."""
+    kept = [q for q in questions if q.judgements]
+    listed = [{"collection": q.query_collection, "id": q.query_id} for q in kept]
+    return kept, context.model_copy(update={"questions": listed})
 
 
 DocKey = tuple[str, str]  # (collection, doc_id)
@@ -110,13 +169,24 @@ DocKey = tuple[str, str]  # (collection, doc_id)
 
 @dataclass(frozen=True)
 class EvalQuestion:
-    """A golden question with its graded expected documents."""
+    """A golden question with its graded expected documents; a dialogue's turn also names its
+    dialogue, its number and the questions of the dialogue's earlier turns (its `query_id` is the
+    turn's id, `g07#2`). An unanswerable question expects no documents."""
 
     query_collection: str
     query_id: str
     question: str
     judgements: dict[DocKey, int]
     reference_answer: str | None = None
+    dialogue_id: str | None = None
+    turn: int | None = None
+    history: tuple[str, ...] = ()
+    answerable: bool = True
+
+    @property
+    def followup(self) -> bool:
+        """A dialogue's turn after its first."""
+        return self.turn is not None and self.turn > 1
 
 
 def sample_questions(questions: list[EvalQuestion], max_questions: int | None, seed: int) -> list[EvalQuestion]:
@@ -132,6 +202,20 @@ def sample_questions(questions: list[EvalQuestion], max_questions: int | None, s
     return [q for q in questions if id(q) in chosen]
 
 
+def sample_dialogues(turns: list[EvalQuestion], max_dialogues: int | None, seed: int) -> list[EvalQuestion]:
+    """The turns of at most max_dialogues dialogues, chosen by a seeded hash of each dialogue's id
+    (same seed, same sample), every turn of a chosen dialogue kept, in their original order."""
+    dialogues = list(dict.fromkeys((q.query_collection, q.dialogue_id) for q in turns))
+    if max_dialogues is None or len(dialogues) <= max_dialogues:
+        return turns
+
+    def draw(dialogue: tuple[str, str]) -> str:
+        return hashlib.sha256(f"{seed}:dialogue:{dialogue[0]}/{dialogue[1]}".encode()).hexdigest()
+
+    chosen = set(sorted(dialogues, key=draw)[:max_dialogues])
+    return [q for q in turns if (q.query_collection, q.dialogue_id) in chosen]
+
+
 UNANSWERABLE_COLLECTION = "unanswerable"
 
 
@@ -141,8 +225,12 @@ def read_unanswerable(path: Path) -> list[EvalQuestion]:
     Refused as a whole (ConfigError naming file:line) when any row is malformed, repeats an id,
     or names expected documents: a wrong refusal set would skew both refusal metrics.
     """
-    candidates, problems = read_question_file(path, "unanswerable questions")
-    messages = [f"{p.source}: {p.detail}" for p in problems]
+    read = read_question_file(path, "unanswerable questions")
+    candidates = read.candidates
+    messages = [f"{p.source}: {p.detail}" for p in read.problems] + [
+        f"{d.source}: a dialogue (`turns`) belongs in a golden file; mark its unanswerable turns `answerable: false`"
+        for d in read.dialogues
+    ]
     seen: set[str] = set()
     questions = []
     for candidate in candidates:
@@ -154,7 +242,9 @@ def read_unanswerable(path: Path) -> list[EvalQuestion]:
         elif entry_id in seen:
             messages.append(f"{candidate.source}: id {entry_id} repeats an earlier row")
         seen.add(entry_id)
-        questions.append(EvalQuestion(UNANSWERABLE_COLLECTION, entry_id, candidate.question.strip(), {}))
+        questions.append(
+            EvalQuestion(UNANSWERABLE_COLLECTION, entry_id, candidate.question.strip(), {}, answerable=False)
+        )
     if messages:
         raise ConfigError(f"{path} has {len(messages)} bad rows: " + listed_problems(messages))
     if not questions:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from ragassay.evaluation.interval_text import corrected_text, interval_lines, judge_error_lines
 from ragassay.gates.assertions import AssertionResult, measured
 from ragassay.metrics.averaging import IntervalRow
+from ragassay.metrics.conversations import FollowupGapRow
 from ragassay.metrics.corrected_rows import has_correction
 from ragassay.metrics.names import LOWER_IS_BETTER, QUESTIONS_SCORED, REPORTED_ANSWER_METRICS
 from ragassay.metrics.significance import ALPHA, ComparisonRow, DirectedComparison, comparison_of, ranked_by_mean
@@ -200,7 +201,36 @@ def retrieval_sections(report: RetrievalEvalReport, headline: list[str]) -> list
             "",
             *comparison_lines,
         ]
-    return lines
+    followups = followup_lines(report.followup_gaps, headline, report.dialogues)
+    return lines + (["", *followups] if followups else [])
+
+
+FOLLOWUP_CELLS = (
+    "First turns and follow-ups of the golden dialogues: each side's mean and the turns it is over; the gap is "
+    "follow-ups minus first turns, its 95% CI from resampling whole dialogues (the turns of one dialogue are not "
+    "independent questions)."
+)
+
+
+def followup_lines(gaps: Sequence[FollowupGapRow], metrics: Sequence[str], dialogues: int) -> list[str]:
+    """The follow-up gap of each shown metric and configuration as a Markdown table (nothing
+    without dialogues)."""
+    shown = [row for metric in metrics for row in gaps if row.metric == metric and row.first_scored]
+    if not shown:
+        return []
+    lines = [
+        f"## First turns and follow-ups ({dialogues} dialogues)",
+        "",
+        "| metric | configuration | first turns | follow-ups | gap [95% CI] |",
+        "|---|---|---|---|---|",
+    ]
+    for row in shown:
+        later = "not scored" if row.followup_mean is None else f"{row.followup_mean:.3f}, {row.followup_scored} turns"
+        gap = "-" if row.gap is None else f"{row.gap:+.3f} [{row.ci_low:+.3f}, {row.ci_high:+.3f}]"
+        lines.append(
+            f"| {row.metric} | {row.configuration} | {row.first_mean:.3f}, {row.first_scored} turns | {later} | {gap} |"
+        )
+    return [*lines, "", FOLLOWUP_CELLS]
 
 
 def warning_lines(warnings: list[RunWarning]) -> list[str]:

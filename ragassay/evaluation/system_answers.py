@@ -12,6 +12,7 @@ from pathlib import Path
 from ragassay.answer.grounding import REFUSAL_TEXT, AnsweredStatement, Citation, GroundedAnswer, Source
 from ragassay.evaluation.answer_summary import AnsweredQuestion
 from ragassay.evaluation.questions import EvalQuestion
+from ragassay.evaluation.system_runs import system_question_of
 from ragassay.llm.cache import CompletionCache
 from ragassay.llm.structured import Usage
 from ragassay.metrics.answers import split_statements
@@ -48,7 +49,7 @@ def system_answers(
     """Each (question, answerable) answered by the system under test."""
     with ProgressReporter(f"asking {configuration.label} {len(questions)} questions", total=len(questions)) as progress:
         collected = collect_records(
-            configuration.system, [(q.query_id, q.question) for q, _ in questions], cache, progress
+            configuration.system, [system_question_of(q) for q, _ in questions], cache, progress
         )
     mappers = {}
     for name in collections:

@@ -23,7 +23,7 @@ from ragassay.run_warnings import RunWarning
 from ragassay.store.workspace import collection_paths, load_documents
 from ragassay.systems.collect import collect_records
 from ragassay.systems.doc_ids import DocIdMapper
-from ragassay.systems.records import Retrieved, SystemRecord, check_document_ids, write_records
+from ragassay.systems.records import Retrieved, SystemQuestion, SystemRecord, check_document_ids, write_records
 from ragassay.systems.settings import SystemConfiguration
 
 
@@ -49,6 +49,12 @@ def _id_mappers(
     return mappers, warnings
 
 
+def system_question_of(question: EvalQuestion) -> SystemQuestion:
+    """A golden question as a system under test is asked it: a dialogue's turn with its
+    conversation (the dialogue's id) and number."""
+    return SystemQuestion(question.query_id, question.question, question.dialogue_id, question.turn)
+
+
 def run_system(
     home: Path,
     collections: tuple[str, ...],
@@ -64,9 +70,7 @@ def run_system(
     started = time.perf_counter()
     label = configuration.label
     with ProgressReporter(f"asking {label} {len(questions)} questions", total=len(questions)) as progress:
-        collected = collect_records(
-            configuration.system, [(q.query_id, q.question) for q in questions], cache, progress
-        )
+        collected = collect_records(configuration.system, [system_question_of(q) for q in questions], cache, progress)
     if configuration.system.kind == "records":
         check_document_ids(collected.records, configuration.system.column_names(), configuration.system.path)
     mappers, warnings = _id_mappers(home, collections, configuration)
@@ -257,6 +261,9 @@ RECORDS_SCHEMA = pl.Schema(
         "call_ms": pl.Float64,
         "answer": pl.String,
         "refused": pl.Boolean,
+        "conversation_id": pl.String,
+        "turn": pl.Int32,
+        "note": pl.String,
     }
 )
 
@@ -277,6 +284,9 @@ def records_table(records: list[SystemRecord]) -> pl.DataFrame:
                 "call_ms": r.call_ms,
                 "answer": r.answer,
                 "refused": r.refused,
+                "conversation_id": r.conversation_id,
+                "turn": r.turn,
+                "note": r.note,
             }
             for r in records
         ],
@@ -292,7 +302,16 @@ def configuration_records(questions: list[EvalQuestion], searched: SearchedConfi
     ranked: dict[str, list[Retrieved]] = {}
     for row in searched.run.sort("query_id", "rank").iter_rows(named=True):
         ranked.setdefault(row["query_id"], []).append(Retrieved(row["doc_id"], None, row["score"]))
-    return [SystemRecord(q.query_id, q.question, retrieved=tuple(ranked.get(q.query_id, ()))) for q in questions]
+    return [
+        SystemRecord(
+            q.query_id,
+            q.question,
+            retrieved=tuple(ranked.get(q.query_id, ())),
+            conversation_id=q.dialogue_id,
+            turn=q.turn,
+        )
+        for q in questions
+    ]
 
 
 def save_records(folder: Path, questions: list[EvalQuestion], searched: dict[str, SearchedConfiguration]) -> list[Path]:

@@ -3,7 +3,10 @@ each configuration's means (a failed one makes the command exit 1). Retrieval as
 retrieval metric (`hybrid:recall@5>=0.8`), answer assertions an answer metric
 (`hybrid:faithfulness>=0.7`, `hybrid:false_refusal_rate<=0.2`), including the judge-corrected
 estimate of a judged metric and its interval (`hybrid:faithfulness.corrected_low>=0.6`); either
-evaluation can bound a system under test's `coverage` (`prod:coverage>=0.98`).
+evaluation can bound a system under test's `coverage` (`prod:coverage>=0.98`). A metric prefixed
+`first.` or `followup.` bounds its mean over the golden dialogues' first turns or their follow-ups
+(`hybrid:followup.recall@5>=0.7`), and `conversation_success` the share of dialogues every turn of
+which was cited or declined as it should be.
 
 A bound on a judged metric's plain name bounds the raw mean, the judge's own number: it keeps the
 meaning it had when the gate was written, whatever labels are added later. `.corrected_low`
@@ -17,6 +20,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict
 
+from ragassay.metrics.conversations import CONVERSATION_SUCCESS, TURN_SUBSETS
 from ragassay.metrics.names import CORRECTED_METRICS, REPORTED_ANSWER_METRICS, MetricName, metric_key, parse_metric
 
 # What either evaluation can bound besides its own metrics: the share of questions a system under
@@ -24,7 +28,9 @@ from ragassay.metrics.names import CORRECTED_METRICS, REPORTED_ANSWER_METRICS, M
 COVERAGE = "coverage"
 
 # What an answer assertion can bound.
-ANSWER_BOUNDS = (*REPORTED_ANSWER_METRICS, *CORRECTED_METRICS, COVERAGE)
+ANSWER_BOUNDS = (*REPORTED_ANSWER_METRICS, *CORRECTED_METRICS, CONVERSATION_SUCCESS, COVERAGE)
+# What an answer assertion can bound on first turns or follow-ups (`followup.faithfulness`).
+ANSWER_SUBSET_BOUNDS = REPORTED_ANSWER_METRICS
 
 _OPERATORS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt, "==": operator.eq}
 _ASSERTION = re.compile(
@@ -40,34 +46,55 @@ class Assertion:
     metric: MetricName | str
     op: str
     bound: float
+    subset: str | None = None  # first or followup: the metric's mean over those turns only
+
+    @property
+    def bounded(self) -> str:
+        """What the assertion bounds as written: the metric, after its subset (`followup.recall@5`)."""
+        return f"{self.subset}.{self.metric}" if self.subset else str(self.metric)
 
     def __str__(self) -> str:
-        return f"{self.label}:{self.metric}{self.op}{self.bound:g}"
+        return f"{self.label}:{self.bounded}{self.op}{self.bound:g}"
+
+
+def _subset_of(metric: str) -> tuple[str | None, str]:
+    """(`first` or `followup`, the metric) of `followup.recall@5`; (None, metric) without one."""
+    prefix, dot, rest = metric.partition(".")
+    return (prefix, rest) if dot and prefix in TURN_SUBSETS else (None, metric)
 
 
 def parse_assertion(text: str) -> Assertion:
-    """Parse LABEL:METRIC OP NUMBER; ValueError says what form is expected."""
+    """Parse LABEL:[SUBSET.]METRIC OP NUMBER; ValueError says what form is expected."""
     match = _ASSERTION.match(text)
     if match is None:
         raise ValueError(f"assertion {text!r} must look like 'LABEL:METRIC>=NUMBER' (operators: >= > <= < ==)")
-    metric = COVERAGE if match["metric"] == COVERAGE else parse_metric(match["metric"])
-    return Assertion(match["label"], metric, match["op"], float(match["bound"]))
+    subset, name = _subset_of(match["metric"])
+    if name == COVERAGE and subset is not None:
+        raise ValueError(f"assertion {text!r}: coverage is over every question, not {subset} turns")
+    metric = COVERAGE if name == COVERAGE else parse_metric(name)
+    return Assertion(match["label"], metric, match["op"], float(match["bound"]), subset)
 
 
 def parse_answer_assertion(text: str) -> Assertion:
-    """Parse LABEL:METRIC OP NUMBER for an answer metric; ValueError names the valid metrics."""
+    """Parse LABEL:[SUBSET.]METRIC OP NUMBER for an answer metric; ValueError names the valid metrics."""
     match = _ASSERTION.match(text)
     if match is None:
         raise ValueError(f"assertion {text!r} must look like 'LABEL:METRIC>=NUMBER' (operators: >= > <= < ==)")
-    if match["metric"] not in ANSWER_BOUNDS:
+    subset, name = _subset_of(match["metric"])
+    if subset is not None and name not in ANSWER_SUBSET_BOUNDS:
+        raise ValueError(
+            f"assertion {text!r}: a metric of {subset} turns must be one of {', '.join(ANSWER_SUBSET_BOUNDS)}"
+        )
+    if name not in ANSWER_BOUNDS:
         raise ValueError(f"assertion {text!r}: answer metric must be one of {', '.join(ANSWER_BOUNDS)}")
-    return Assertion(match["label"], match["metric"], match["op"], float(match["bound"]))
+    return Assertion(match["label"], name, match["op"], float(match["bound"]), subset)
 
 
 def is_answer_assertion(text: str) -> bool:
     """Whether an assertion bounds an answer metric (else it is a retrieval one, or coverage)."""
     match = _ASSERTION.match(text)
-    return match is not None and match["metric"] in ANSWER_BOUNDS and match["metric"] != COVERAGE
+    name = _subset_of(match["metric"])[1] if match is not None else None
+    return name in ANSWER_BOUNDS and name != COVERAGE
 
 
 def coverage_label(text: str) -> str | None:
@@ -92,7 +119,7 @@ def check_assertions(assertions: list[Assertion], means: dict[str, dict[str, flo
     """Each assertion with the measured value and whether it holds."""
     results = []
     for assertion in assertions:
-        value = means[assertion.label].get(metric_key(str(assertion.metric)))
+        value = means[assertion.label].get(metric_key(assertion.bounded))
         # A metric nothing could score (no unanswerable questions, say) fails its gate: it is unknown.
         passed = value is not None and bool(_OPERATORS[assertion.op](value, assertion.bound))
         results.append(AssertionResult(assertion=str(assertion), value=value, passed=passed))

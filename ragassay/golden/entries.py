@@ -1,4 +1,4 @@
-"""Golden sets: validating candidate entries, reading them from files, and their digest.
+"""Golden sets: validating candidate entries, and their digest (golden/files.py reads them from files).
 
 Pure: candidates and the stored set in, accepted rows and problems out. An entry is refused, and
 nothing of it stored, when its question is empty, it names no expected document or unknown ones,
@@ -8,21 +8,17 @@ entries of a file with some bad rows are still accepted.
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
 import json
 import re
 import unicodedata
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 from typing import Literal
 
 import polars as pl
 
 from ragassay.store.schemas import GOLDEN
-from ragassay.user_files import read_jsonl, read_user_text
 
 Origin = Literal["manual", "imported", "generated"]
 
@@ -66,11 +62,16 @@ def default_entry_id(question: str) -> str:
 
 
 def validate_candidates(
-    candidates: list[GoldenCandidate], stored: pl.DataFrame, known_doc_ids: set[str] | None, now: datetime
+    candidates: list[GoldenCandidate],
+    stored: pl.DataFrame,
+    known_doc_ids: set[str] | None,
+    now: datetime,
+    taken_ids: set[str] = frozenset(),
 ) -> tuple[pl.DataFrame, list[GoldenProblem]]:
-    """Rows (GOLDEN schema) of the acceptable candidates, and a problem for each refused one."""
+    """Rows (GOLDEN schema) of the acceptable candidates, and a problem for each refused one.
+    taken_ids: ids the collection's golden dialogues' turns have (`g07#2`), which no entry may take."""
     seen_questions = {normalize_question(q): i for q, i in stored.select("question", "entry_id").iter_rows()}
-    seen_ids = set(stored["entry_id"].to_list())
+    seen_ids = set(stored["entry_id"].to_list()) | set(taken_ids)
     rows: list[dict] = []
     problems: list[GoldenProblem] = []
     for candidate in candidates:
@@ -119,61 +120,8 @@ def _problem(
         return "duplicate_question", f"same question as entry {seen_questions[key]}"
     entry_id = candidate.entry_id or default_entry_id(candidate.question)
     if entry_id in seen_ids:
-        return "duplicate_id", f"entry id {entry_id} is already in the golden set"
+        return "duplicate_id", f"entry id {entry_id} is already in the golden set (or a dialogue's turn)"
     return None
-
-
-def read_candidate_file(path: Path) -> tuple[list[GoldenCandidate], list[GoldenProblem]]:
-    """Candidates from a .jsonl or .csv file (fields of the seed API), and its malformed rows.
-
-    Fields: question, expected_document_ids (a list; in CSV separated by ';'),
-    optional reference_answer, id and relevance (list of grades, in CSV ';'-separated).
-    """
-    suffix = path.suffix.lower()
-    if suffix not in (".csv", ".jsonl", ".json"):
-        raise ValueError(f"{path}: golden set files must be .jsonl or .csv")
-    problems: list[GoldenProblem] = []
-    if suffix == ".csv":
-        try:
-            records = list(_csv_rows(read_user_text(path, "question file")))
-        except csv.Error as error:
-            raise ValueError(f"{path}: unreadable CSV: {error}") from None
-    else:
-        records = []
-        # A row that cannot be read is refused alone; the other rows go on.
-        for where, value in read_jsonl(path, "question file"):
-            if isinstance(value, ValueError):
-                problems.append(GoldenProblem(where, "malformed_row", str(value)))
-            else:
-                records.append((int(where.rsplit(":", 1)[1]), value))
-    candidates, more = _candidates(path, records)
-    # In file order, so a user reads them from the top of the file.
-    return candidates, sorted(problems + more, key=lambda problem: int(problem.source.rsplit(":", 1)[1]))
-
-
-def _csv_rows(text: str):
-    reader = csv.DictReader(io.StringIO(text))
-    for row in reader:
-        record = {
-            key: (value.split(";") if key in ("expected_document_ids", "relevance") and value else value)
-            for key, value in row.items()
-            if key is not None
-        }
-        if isinstance(record.get("relevance"), list):
-            # CSV grades are text; whole numbers become integers, anything else stays text and is refused.
-            record["relevance"] = [int(g) if g.strip().isdigit() else g for g in record["relevance"]]
-        yield reader.line_num, record
-
-
-def _candidates(path: Path, records: list[tuple[int, object]]) -> tuple[list[GoldenCandidate], list[GoldenProblem]]:
-    candidates, problems = [], []
-    for number, record in records:
-        source = f"{path}:{number}"
-        try:
-            candidates.append(candidate_from_record(record, source))
-        except ValueError as error:
-            problems.append(GoldenProblem(source, "malformed_row", str(error)))
-    return candidates, problems
 
 
 def candidate_from_record(record: object, source: str) -> GoldenCandidate:

@@ -9,25 +9,38 @@ import polars as pl
 from pydantic import BaseModel
 
 from ragassay.errors import ConfigError, RagassayError
-from ragassay.golden.entries import GoldenCandidate, GoldenProblem, read_candidate_file, validate_candidates
-from ragassay.store.schemas import GOLDEN, QRELS, QUERIES
+from ragassay.golden.dialogues import DialogueCandidate, turn_id, validate_dialogues
+from ragassay.golden.entries import GoldenCandidate, GoldenProblem, validate_candidates
+from ragassay.golden.files import GoldenFile, read_candidate_file
+from ragassay.store.schemas import DIALOGUES, GOLDEN, QRELS, QUERIES
 from ragassay.store.tables import read_table, read_table_or_empty, write_table
 from ragassay.store.workspace import CollectionPaths, collection_paths, load_documents
 
 
 class GoldenChange(BaseModel):
-    """What an add or import stored and refused."""
+    """What an add or import stored and refused: entries (`added`) and dialogues."""
 
     collection: str
     added: list[str] = []
+    dialogues_added: list[str] = []
     problems: list[dict] = []
     size: int = 0
+    dialogues: int = 0  # golden dialogues in all, after the change
     # False for a collection that holds only a golden set: expected ids could not be checked.
     ids_checked: bool = True
 
 
 def load_golden(paths: CollectionPaths) -> pl.DataFrame:
     return read_table_or_empty(paths.golden, GOLDEN)
+
+
+def load_dialogues(paths: CollectionPaths) -> pl.DataFrame:
+    """The collection's golden dialogues, a row per turn, in dialogue and turn order."""
+    return read_table_or_empty(paths.dialogues, DIALOGUES).sort("dialogue_id", "turn", maintain_order=True)
+
+
+def dialogue_turn_ids(dialogues: pl.DataFrame) -> set[str]:
+    return {turn_id(dialogue, turn) for dialogue, turn in dialogues.select("dialogue_id", "turn").iter_rows()}
 
 
 def load_golden_with_staleness(paths: CollectionPaths) -> pl.DataFrame:
@@ -43,11 +56,15 @@ def load_golden_with_staleness(paths: CollectionPaths) -> pl.DataFrame:
 
 
 def add_candidates(
-    home: Path, collection: str, candidates: list[GoldenCandidate], problems: list[GoldenProblem]
+    home: Path,
+    collection: str,
+    candidates: list[GoldenCandidate],
+    problems: list[GoldenProblem],
+    dialogues: list[DialogueCandidate] = (),
 ) -> GoldenChange:
-    """Validate candidates against the stored set and the collection, store the good ones. A name
-    that is no collection yet becomes one that holds only this golden set: its expected ids are
-    then not checked (nothing to check them against), and the change says so."""
+    """Validate entries and dialogues against what is stored and the collection, store the good
+    ones. A name that is no collection yet becomes one that holds only this golden data: its
+    expected ids are then not checked (nothing to check them against), and the change says so."""
     paths = collection_paths(home, collection, must_exist=False)
     if not paths.documents.exists() and not paths.golden_only:
         if paths.root.is_dir() and any(paths.root.iterdir()):
@@ -56,23 +73,37 @@ def add_candidates(
     # Validated against, and added to, what is stored when the lock is held: a concurrent add
     # waits, then sees these entries (store/locks.py).
     with paths.write_lock():
-        stored = load_golden(paths)
+        stored, stored_dialogues = load_golden(paths), load_dialogues(paths)
         known = set(load_documents(paths)["doc_id"].to_list()) if paths.documents.exists() else None
-        accepted, refused = validate_candidates(candidates, stored, known, datetime.now(UTC))
+        now = datetime.now(UTC)
+        accepted, refused = validate_candidates(candidates, stored, known, now, dialogue_turn_ids(stored_dialogues))
+        golden_ids = set(stored["entry_id"].to_list()) | set(accepted["entry_id"].to_list())
+        new_dialogues, refused_dialogues = validate_dialogues(list(dialogues), stored_dialogues, golden_ids, known, now)
         if accepted.height:
             write_table(pl.concat([stored, accepted]), paths.golden, GOLDEN)
-    if not paths.golden.exists() and not paths.documents.exists():
+        if new_dialogues.height:
+            write_table(pl.concat([stored_dialogues, new_dialogues]), paths.dialogues, DIALOGUES)
+    if not paths.golden.exists() and not paths.dialogues.exists() and not paths.documents.exists():
         paths.root.rmdir()  # nothing was added: no empty collection is left behind
+    every = pl.concat([stored_dialogues, new_dialogues])
     return GoldenChange(
         collection=collection,
         added=accepted["entry_id"].to_list(),
-        problems=[p.__dict__ for p in problems + refused],
+        dialogues_added=new_dialogues["dialogue_id"].unique(maintain_order=True).to_list(),
+        # In file order, entries' and dialogues' problems together.
+        problems=[p.__dict__ for p in sorted(problems + refused + refused_dialogues, key=_file_order)],
         size=stored.height + accepted.height,
+        dialogues=every["dialogue_id"].n_unique(),
         ids_checked=known is not None,
     )
 
 
-def read_question_file(path: Path, what: str) -> tuple[list[GoldenCandidate], list[GoldenProblem]]:
+def _file_order(problem: GoldenProblem) -> tuple[str, int]:
+    where, _, line = problem.source.rpartition(":")
+    return (where, int(line)) if line.isdigit() else (problem.source, 0)
+
+
+def read_question_file(path: Path, what: str) -> GoldenFile:
     """Rows of a .jsonl/.csv question file; a missing or unreadable file is a ConfigError."""
     if not path.is_file():
         raise ConfigError(f"{what} file {path} does not exist")
@@ -83,8 +114,8 @@ def read_question_file(path: Path, what: str) -> tuple[list[GoldenCandidate], li
 
 
 def add_from_file(home: Path, collection: str, path: Path) -> GoldenChange:
-    candidates, problems = read_question_file(path, "golden set")
-    return add_candidates(home, collection, candidates, problems)
+    read = read_question_file(path, "golden set")
+    return add_candidates(home, collection, read.candidates, read.problems, read.dialogues)
 
 
 def import_beir(home: Path, collection: str) -> GoldenChange:
@@ -111,12 +142,17 @@ def import_beir(home: Path, collection: str) -> GoldenChange:
 
 
 def delete_entries(home: Path, collection: str, entry_ids: list[str]) -> list[str]:
-    """Remove entries; nothing is removed when any id is unknown."""
+    """Remove entries and dialogues (by a dialogue's id: all its turns); nothing is removed when
+    any id is unknown."""
     paths = collection_paths(home, collection)
     with paths.write_lock():
-        stored = load_golden(paths)
-        unknown = sorted(set(entry_ids) - set(stored["entry_id"].to_list()))
+        stored, dialogues = load_golden(paths), load_dialogues(paths)
+        known = set(stored["entry_id"].to_list()) | set(dialogues["dialogue_id"].to_list())
+        unknown = sorted(set(entry_ids) - known)
         if unknown:
-            raise RagassayError(f"golden set of {collection!r} has no entries {', '.join(unknown)}")
-        write_table(stored.filter(~pl.col("entry_id").is_in(entry_ids)), paths.golden, GOLDEN)
+            raise RagassayError(f"golden set of {collection!r} has no entries or dialogues {', '.join(unknown)}")
+        if stored.filter(pl.col("entry_id").is_in(entry_ids)).height:
+            write_table(stored.filter(~pl.col("entry_id").is_in(entry_ids)), paths.golden, GOLDEN)
+        if dialogues.filter(pl.col("dialogue_id").is_in(entry_ids)).height:
+            write_table(dialogues.filter(~pl.col("dialogue_id").is_in(entry_ids)), paths.dialogues, DIALOGUES)
     return sorted(set(entry_ids))

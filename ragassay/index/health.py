@@ -26,7 +26,7 @@ from ragassay.ingest.chunking import chunk_document
 from ragassay.ingest.documents import Chunker, chunk_id_for, sha256_hex
 from ragassay.search.collections import check_index
 from ragassay.search.dense import Embedder, EmbeddingModelSpec
-from ragassay.store.schemas import CHUNKS, DOCUMENTS, GOLDEN, embeddings_spec
+from ragassay.store.schemas import CHUNKS, DIALOGUES, DOCUMENTS, GOLDEN, embeddings_spec
 from ragassay.store.tables import read_row_groups, read_table, write_table
 from ragassay.store.workspace import CollectionPaths, collection_paths, read_manifest
 
@@ -48,6 +48,7 @@ class CollectionHealth(BaseModel):
     documents: int | None
     chunks: int | None
     golden_entries: int | None
+    golden_dialogues: int | None = None
     index: str  # current, not built, or a finding's table is "index"
     findings: list[Finding]
 
@@ -71,6 +72,7 @@ def check_collection(home: Path, name: str) -> CollectionHealth:
     documents = _read(paths.documents, DOCUMENTS, "documents", findings)
     chunks = _read(paths.chunks, CHUNKS, "chunks", findings, missing_is_finding=documents is not None)
     golden = _read(paths.golden, GOLDEN, "golden", findings, missing_is_finding=False)
+    dialogues = _read(paths.dialogues, DIALOGUES, "dialogues", findings, missing_is_finding=False)
     manifest = read_manifest(paths)
     if manifest is not None and paths.embeddings.exists():
         try:
@@ -109,6 +111,7 @@ def check_collection(home: Path, name: str) -> CollectionHealth:
         documents=None if documents is None else documents.height,
         chunks=None if chunks is None else chunks.height,
         golden_entries=None if golden is None else golden.height,
+        golden_dialogues=None if dialogues is None else dialogues["dialogue_id"].n_unique(),
         index=index,
         findings=findings,
     )
@@ -136,13 +139,14 @@ def repair_collection(
         actions.append(f"rebuilt the chunks of {rebuilt} documents from their stored text")
         if skipped:
             actions.append(f"left {len(skipped)} PDF documents for `ragassay ingest` (e.g. {skipped[0]})")
-    if "golden" in tables:
-        with paths.write_lock():
-            moved.append(str(_move_aside(paths, paths.golden)))
-        actions.append(
-            "moved the damaged golden set aside (into damaged/): add the golden file again with `ragassay golden add`, "
-            "or restore the table from a copy"
-        )
+    for table, path in (("golden", paths.golden), ("dialogues", paths.dialogues)):
+        if table in tables:
+            with paths.write_lock():
+                moved.append(str(_move_aside(paths, path)))
+            actions.append(
+                f"moved the damaged {_TABLE_WORDS[table]} aside (into damaged/): add the golden file again with "
+                "`ragassay golden add`, or restore the table from a copy"
+            )
     if "embeddings" in tables:
         with paths.write_lock():
             moved.append(str(_move_aside(paths, paths.embeddings)))
@@ -179,7 +183,7 @@ def _read(
                 table=table,
                 problem=str(error),
                 repair=_REPAIRS[table],
-                repairable=table in ("chunks", "golden"),
+                repairable=table in ("chunks", "golden", "dialogues"),
             )
         )
         return None
@@ -196,7 +200,9 @@ _REPAIRS = {
     "documents": "run `ragassay ingest` on the collection's sources again (its golden set is kept)",
     "chunks": _REBUILD_CHUNKS,
     "golden": _DAMAGED_GOLDEN,
+    "dialogues": _DAMAGED_GOLDEN,
 }
+_TABLE_WORDS = {"golden": "golden set", "dialogues": "golden dialogues"}
 
 
 def _consistency(documents: pl.DataFrame, chunks: pl.DataFrame) -> list[Finding]:

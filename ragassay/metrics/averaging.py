@@ -16,6 +16,7 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict
 
 from ragassay.metrics.answers import Scored
+from ragassay.metrics.conversations import drawn_ratio, group_index, question_groups
 from ragassay.metrics.names import MetricName
 
 
@@ -96,14 +97,26 @@ def interval_rows(table: pl.DataFrame) -> list[IntervalRow]:
 
 
 def mean_interval(
-    values: Sequence[float | None], seed: int = 0, resamples: int = INTERVAL_RESAMPLES
+    values: Sequence[float | None],
+    seed: int = 0,
+    resamples: int = INTERVAL_RESAMPLES,
+    groups: Sequence[str] | None = None,
 ) -> tuple[float, float] | None:
     """The seeded percentile-bootstrap 95% interval of the mean over the scored values: resample
     the scored questions with replacement `resamples` times; the interval is the 2.5th and 97.5th
-    percentile of the resampled means. None when nothing was scored."""
+    percentile of the resampled means. None when nothing was scored. groups: each value's group
+    (its dialogue; metrics/conversations.py): where a group holds several scored values, whole
+    groups are resampled instead."""
     counted = np.array([value for value in values if value is not None], dtype=np.float64)
     if counted.size == 0:
         return None
+    if groups is not None:
+        index, count = group_index([group for group, value in zip(groups, values) if value is not None])
+        if count < counted.size:
+            picks = np.random.default_rng(seed).integers(0, count, size=(resamples, count))
+            sums, sizes = np.bincount(index, counted, count), np.bincount(index, minlength=count).astype(np.float64)
+            low, high = np.percentile(drawn_ratio(sums, sizes, picks), [2.5, 97.5])
+            return float(low), float(high)
     picks = np.random.default_rng(seed).integers(0, counted.size, size=(resamples, counted.size))
     low, high = np.percentile(counted[picks].mean(axis=1), [2.5, 97.5])
     return float(low), float(high)
@@ -111,7 +124,8 @@ def mean_interval(
 
 def interval_table(per_question: dict[str, pl.DataFrame], metrics: list[str], seed: int = 0) -> pl.DataFrame:
     """One row per (configuration, metric): scored questions, mean and its 95% interval, from
-    per-question tables that hold one column per metric (null where a question was not scored)."""
+    per-question tables that hold one column per metric (null where a question was not scored);
+    a dialogue's turns are resampled together (mean_interval's groups)."""
     rows = []
     for label, table in per_question.items():
         for metric in metrics:
@@ -119,7 +133,7 @@ def interval_table(per_question: dict[str, pl.DataFrame], metrics: list[str], se
                 continue
             values = table[metric].to_list()
             mean, scored = mean_of_scored(values)
-            interval = mean_interval(values, seed)
+            interval = mean_interval(values, seed, groups=question_groups(table))
             rows.append(
                 {
                     "configuration": label,

@@ -17,6 +17,7 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict
 
 from ragassay.metrics.averaging import IntervalRow
+from ragassay.metrics.conversations import drawn_ratio, group_index, question_groups
 from ragassay.metrics.names import LOWER_IS_BETTER
 from ragassay.progress import ProgressReporter
 
@@ -37,7 +38,9 @@ class PairedComparison:
     p_value: float
 
 
-def compare_paired(a: np.ndarray, b: np.ndarray, seed: int = 0, resamples: int = RESAMPLES) -> PairedComparison:
+def compare_paired(
+    a: np.ndarray, b: np.ndarray, seed: int = 0, resamples: int = RESAMPLES, groups: Sequence[str] | None = None
+) -> PairedComparison:
     """Compare per-question scores b against a (same questions, same order).
 
     - Bootstrap: resample the questions with replacement `resamples` times; the interval is the
@@ -46,6 +49,11 @@ def compare_paired(a: np.ndarray, b: np.ndarray, seed: int = 0, resamples: int =
       per question, so each difference keeps or flips its sign at random;
       p = (1 + #{|mean of flipped differences| >= |observed mean|}) / (1 + resamples),
       two-sided, never 0.
+
+    groups: each question's group (its dialogue's key; metrics/conversations.py). Where a group
+    holds several questions, both resample whole groups instead: the bootstrap draws groups (a
+    replicate's mean is the drawn groups' summed differences over their count), and the sign flips
+    a group's differences together, since the turns of one dialogue are not independent.
     """
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     if a.shape != b.shape or a.ndim != 1:
@@ -55,6 +63,10 @@ def compare_paired(a: np.ndarray, b: np.ndarray, seed: int = 0, resamples: int =
     if count == 0:
         return PairedComparison(0, 0.0, 0.0, 0.0, 1.0)
     observed = differences.mean()
+    if groups is not None:
+        index, group_count = group_index(groups)
+        if group_count < count:
+            return _compare_grouped(differences, index, group_count, seed, resamples)
     rng = np.random.default_rng(seed)
     bootstrap = np.empty(resamples)
     signed_means = np.empty(resamples)
@@ -71,6 +83,24 @@ def compare_paired(a: np.ndarray, b: np.ndarray, seed: int = 0, resamples: int =
     extreme = np.abs(signed_means) >= abs(observed) - 1e-12
     p_value = (1 + int(extreme.sum())) / (1 + resamples)
     return PairedComparison(count, float(observed), float(low), float(high), float(p_value))
+
+
+def _compare_grouped(
+    differences: np.ndarray, index: np.ndarray, group_count: int, seed: int, resamples: int
+) -> PairedComparison:
+    """compare_paired over groups of questions (its docstring): bootstrap and sign flips by group."""
+    observed = differences.mean()
+    sums = np.bincount(index, weights=differences, minlength=group_count)
+    sizes = np.bincount(index, minlength=group_count).astype(np.float64)
+    rng = np.random.default_rng(seed)
+    picks = rng.integers(0, group_count, size=(resamples, group_count))
+    bootstrap = drawn_ratio(sums, sizes, picks)
+    signs = rng.choice(np.array([-1.0, 1.0]), size=(resamples, group_count))
+    signed_means = (signs * sums).sum(axis=1) / len(differences)
+    low, high = np.percentile(bootstrap, [2.5, 97.5])
+    extreme = np.abs(signed_means) >= abs(observed) - 1e-12
+    p_value = (1 + int(extreme.sum())) / (1 + resamples)
+    return PairedComparison(len(differences), float(observed), float(low), float(high), float(p_value))
 
 
 COMPARISON_SCHEMA = pl.Schema(
@@ -135,8 +165,8 @@ def compare_all_pairs(per_question: dict[str, pl.DataFrame], metrics: Sequence[s
     pairs = len(per_question) * (len(per_question) - 1) // 2
     total = pairs * len(metrics)
     with ProgressReporter(f"comparing {pairs} pairs of configurations", total=total) as progress:
-        for label_a, label_b, name, a, b in paired_scores(per_question, metrics):
-            result = compare_paired(a, b, seed=seed)
+        for label_a, label_b, name, a, b, groups in paired_scores(per_question, metrics, with_groups=True):
+            result = compare_paired(a, b, seed=seed, groups=groups)
             rows.append(
                 {
                     "configuration_a": label_a,
@@ -154,15 +184,19 @@ def compare_all_pairs(per_question: dict[str, pl.DataFrame], metrics: Sequence[s
 
 
 def paired_scores(
-    per_question: dict[str, pl.DataFrame], metrics: Sequence[str]
-) -> Iterator[tuple[str, str, str, np.ndarray, np.ndarray]]:
+    per_question: dict[str, pl.DataFrame], metrics: Sequence[str], with_groups: bool = False
+) -> Iterator[tuple]:
     """(label a, label b, metric, a's scores, b's scores) for every pair of configurations in label
-    order and every metric, over the questions both scored, in a's question order."""
+    order and every metric, over the questions both scored, in a's question order; with_groups:
+    each question's group as a sixth item (metrics/conversations.question_groups: its dialogue's
+    key, or its own)."""
     for label_a, label_b in itertools.combinations(per_question, 2):
         aligned = per_question[label_a].join(per_question[label_b], on=KEYS, suffix="__b", maintain_order="left")
+        aligned = aligned.with_columns(pl.Series("__group", question_groups(aligned), dtype=pl.String))
         for name in metrics:
-            both = aligned.select(name, f"{name}__b").drop_nulls()
-            yield label_a, label_b, name, both[name].to_numpy(), both[f"{name}__b"].to_numpy()
+            both = aligned.select(name, f"{name}__b", "__group").drop_nulls()
+            scores = (label_a, label_b, name, both[name].to_numpy(), both[f"{name}__b"].to_numpy())
+            yield (*scores, both["__group"].to_list()) if with_groups else scores
 
 
 def ranked_by_mean(intervals: Sequence[IntervalRow], metric: str) -> list[IntervalRow]:

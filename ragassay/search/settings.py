@@ -15,6 +15,7 @@ from pydantic import Field, field_validator
 
 from ragassay.config_model import ConfigModel
 from ragassay.llm.settings import ChatModelConfig
+from ragassay.search.followups import FOLLOWUP_QUERIES, FollowupQuery
 from ragassay.search.fusion import RRF_K
 
 SearchType = Literal["fulltext", "semantic", "hybrid"]
@@ -39,6 +40,9 @@ class SearchSettings(ConfigModel):
     asks for more than depth results reads max(depth, k). rerank "llm": the chat model
     (rerank_model; None: the default chat model, or the answer model when answering) scores the
     top rerank_candidates results 0-10 and the best k are kept (search/rerank.py).
+    followup_query: how a follow-up question of a conversation is searched (search/followups.py):
+    with the earlier questions, rewritten by the chat model (rewrite_model; None: the default chat
+    model, or the answer model when answering) to stand alone, or alone as written.
     """
 
     search_type: SearchType = Field("hybrid", description=f"One of {', '.join(SEARCH_TYPES)}.")
@@ -54,6 +58,10 @@ class SearchSettings(ConfigModel):
     )
     rerank_candidates: int = Field(20, ge=1, le=200)
     rerank_model: ChatModelConfig | None = None
+    followup_query: FollowupQuery = Field(
+        "history", description=f"How a follow-up in a conversation is searched: {', '.join(FOLLOWUP_QUERIES)}."
+    )
+    rewrite_model: ChatModelConfig | None = None
 
     @field_validator("rerank", mode="before")
     @classmethod
@@ -75,6 +83,8 @@ class SearchSettings(ConfigModel):
             settings.pop("rerank_model", None)
         if not self.content_types:
             settings.pop("content_types", None)
+        if self.followup_query != "rewrite":
+            settings.pop("rewrite_model", None)
         return settings
 
     def search_settings(self) -> SearchSettings:

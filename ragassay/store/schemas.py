@@ -107,6 +107,33 @@ GOLDEN = TableSpec(
     ),
 )
 
+# Golden dialogues (issue 39): one row per turn of a conversation whose later questions depend on
+# the earlier ones. A turn's id is `DIALOGUE#TURN` (`g07#2`); an unanswerable turn names no
+# expected documents and measures refusal in context.
+DIALOGUES = TableSpec(
+    "dialogues",
+    1,
+    pl.Schema(
+        {
+            "dialogue_id": pl.String,
+            "turn": pl.Int32,  # 1-based, in the order the questions are asked
+            "question": pl.String,
+            "expected_document_ids": pl.List(pl.String),
+            "relevance": pl.List(pl.Int32),
+            "reference_answer": pl.String,
+            "answerable": pl.Boolean,
+            "origin": pl.String,  # manual or generated
+            "created_at": UTC_TIME,
+            # Lineage of generated dialogues (null otherwise).
+            "seed": pl.Int64,
+            "model": pl.String,
+            "prompt_version": pl.String,
+            "source_chunk_id": pl.String,
+            "source_document_sha256": pl.String,
+        }
+    ),
+)
+
 RUN = TableSpec(
     "run",
     1,
@@ -125,16 +152,21 @@ RUN = TableSpec(
 
 
 def per_question_spec(metric_columns: list[str]) -> TableSpec:
-    """Per-question retrieval scores: one row per (configuration, question), one column per metric."""
+    """Per-question retrieval scores: one row per (configuration, question), one column per metric.
+    Version 2: a dialogue's turn names its dialogue and number, and each question what it searched
+    (a follow-up's query with its conversation; search/followups.py)."""
     return TableSpec(
         "retrieval_per_question",
-        1,
+        2,
         pl.Schema(
             {
                 "configuration": pl.String,
                 "query_collection": pl.String,
                 "query_id": pl.String,
                 "question": pl.String,
+                "dialogue_id": pl.String,
+                "turn": pl.Int32,
+                "search_query": pl.String,
                 "relevant_count": pl.Int32,
                 "retrieved": pl.Int32,
                 **dict.fromkeys(metric_columns, pl.Float64),

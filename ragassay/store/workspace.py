@@ -10,6 +10,7 @@ Layout under the workspace root ($RAGASSAY_HOME):
     collections/<name>/embeddings.parquet  embedding cache: (text_sha256, model_id) -> vector
     collections/<name>/beir/               queries.parquet and qrels.parquet of an imported BEIR set
     collections/<name>/golden.parquet      the collection's golden set
+    collections/<name>/dialogues.parquet   its golden dialogues (conversations of turns)
     collections/<name>/generation/         every generated candidate, accepted or discarded
     collections/<name>/index/              manifest.json, bm25/ (chunks) and bm25_documents/
     deleting/                              collections being deleted (delete_collection)
@@ -86,6 +87,11 @@ class CollectionPaths:
         return self.root / "golden.parquet"
 
     @property
+    def dialogues(self) -> Path:
+        """The golden dialogues: conversations of turns (golden/dialogues.py)."""
+        return self.root / "dialogues.parquet"
+
+    @property
     def judge_labels(self) -> Path:
         """People's labels of the judge's verdicts (judge/labels/store.py)."""
         return self.root / "judge_labels.parquet"
@@ -114,7 +120,7 @@ class CollectionPaths:
         against its own document ids, without ingesting its corpus). One that also holds chunks or
         an index lost its documents table instead."""
         return (
-            self.golden.exists()
+            (self.golden.exists() or self.dialogues.exists())
             and not self.documents.exists()
             and not self.chunks.exists()
             and not self.index_dir.exists()

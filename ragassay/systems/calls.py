@@ -27,15 +27,23 @@ import os
 import re
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from ragassay.errors import ConfigError
 from ragassay.llm.cache import CompletionCache, request_key
 from ragassay.redaction import mask_secrets, redact
-from ragassay.systems.records import Retrieved, SystemRecord, failed_record, record_from_fields
+from ragassay.systems.records import (
+    Retrieved,
+    SystemQuestion,
+    SystemRecord,
+    failed_record,
+    record_from_fields,
+    system_question,
+)
 from ragassay.systems.settings import RECORD_FIELDS, HttpSystem, PythonSystem
 
 # Calls that all failed to reach the system before its configuration is stopped.
@@ -57,32 +65,65 @@ class _Failed(Exception):
         self.kind = kind
 
 
+@dataclass(frozen=True)
+class _Conversation:
+    """What a call is sent besides its question: the conversation so far as OpenAI-style messages,
+    the session id (fresh for each evaluation), and, for a turn, its conversation and number."""
+
+    history: tuple[dict, ...] = ()
+    session: str = ""
+    conversation_id: str | None = None
+    turn: int | None = None
+
+
+def _conversation_units(questions: list[SystemQuestion]) -> list[list[int]]:
+    """Positions asked together in order: each conversation's turns (by turn number), each single
+    question alone; in the order each first appears."""
+    units: dict[str, list[int]] = {}
+    for position, question in enumerate(questions):
+        key = f"c:{question.conversation_id}" if question.conversation_id is not None else f"q:{position}"
+        units.setdefault(key, []).append(position)
+    return [sorted(unit, key=lambda position: questions[position].turn or 0) for unit in units.values()]
+
+
 def call_system(
     system: HttpSystem | PythonSystem,
-    questions: list[tuple[str, str]],
+    questions: list[SystemQuestion | tuple[str, str]],
     cache: CompletionCache | None,
     on_progress: Callable[[int, int], None] = lambda done, total: None,
 ) -> list[SystemRecord]:
-    """One record per (query_id, question), in their order."""
+    """One record per question ((query_id, question) pairs, or SystemQuestions), in their order.
+
+    A conversation's turns are asked one after another, each sent the conversation so far: its
+    earlier questions, and the answers of those whose calls succeeded (a turn whose call failed
+    leaves its answer out, and each later turn's record says so in its `note`). Conversations and
+    single questions go `concurrency` at a time. After a conversation's last turn its session is
+    cleared where the system says how (`clear_session`); a failure to clear is noted on that turn."""
+    asked = [system_question(question) for question in questions]
     secrets = system_secrets(system) if system.kind == "http" else frozenset()
     call = _http_caller(system) if system.kind == "http" else _python_caller(system)
+    clear = _session_clearer(system)
     settings = system.model_dump(mode="json", exclude={"cache", "concurrency", "max_retries", "timeout_seconds"})
     if system.kind == "http":
         # The headers as written (a dump shows SecretStr as stars): a changed header is another
         # system; the key is a sha256, so a literal value in it is not readable from the cache.
         settings["headers"] = system.header_templates()
     identity = "system:" + json.dumps(settings, sort_keys=True)
-    records: list[SystemRecord | None] = [None] * len(questions)
+    records: list[SystemRecord | None] = [None] * len(asked)
     lock, done = threading.Lock(), [0]
     # Calls that could not connect, and whether any call reached the system: once enough have
     # failed to connect and none got through, the endpoint is down and the rest are skipped.
     unreachable, reached = [0], [False]
+    # Sessions are new for each evaluation, so a system that keeps state starts every conversation clean.
+    evaluation = uuid.uuid4().hex[:12]
 
-    def one(position: int) -> None:
-        query_id, question = questions[position]
-        key = request_key(identity, "system-call", query_id=query_id, question=question)
+    def ask(position: int, conversation: _Conversation) -> SystemRecord:
+        question = asked[position]
+        # A turn's key holds the conversation it was sent (not the session id, new each time).
+        history = {"history": list(conversation.history)} if question.conversation_id is not None else {}
+        key = request_key(identity, "system-call", query_id=question.query_id, question=question.question, **history)
         remembered = cache.get(key) if cache is not None and system.remembers_calls else None
-        asked = False
+        called = False
         if remembered is not None:
             record = record_from_fields(remembered, _OWN_NAMES, "cached call")
         else:
@@ -90,34 +131,64 @@ def call_system(
                 skip = unreachable[0] >= UNREACHABLE_AFTER and not reached[0]
             if skip:
                 record = failed_record(
-                    query_id,
-                    question,
+                    question.query_id,
+                    question.question,
                     "skipped",
                     f"not asked: {UNREACHABLE_AFTER} calls found the system unreachable and none reached it",
                     None,
                 )
             else:
-                asked = True
-                record = _masked(_with_retries(system, call, query_id, question), secrets)
+                called = True
+                record = _masked(
+                    _with_retries(system, call, question.query_id, question.question, conversation), secrets
+                )
                 if record.answered and cache is not None and system.remembers_calls:
                     cache.put(key, record.as_json())
         with lock:
-            records[position] = record
             done[0] += 1
-            if asked:
+            if called:
                 unreachable[0] += record.error_kind == "connection"
                 reached[0] = reached[0] or record.error_kind != "connection"
-            on_progress(done[0], len(questions))
+            on_progress(done[0], len(asked))
+        return record
+
+    def one_unit(unit: list[int]) -> None:
+        first = asked[unit[0]]
+        session = f"ragassay-{evaluation}-{first.conversation_id or first.query_id}"
+        history: list[dict] = []
+        missing: list[str] = []
+        for position in unit:
+            question = asked[position]
+            record = ask(position, _Conversation(tuple(history), session, question.conversation_id, question.turn))
+            if question.conversation_id is not None:
+                note = (
+                    f"the answers of turns {', '.join(missing)} are not in the history it was sent: their calls failed"
+                    if missing
+                    else None
+                )
+                record = replace(record, conversation_id=question.conversation_id, turn=question.turn, note=note)
+            history.append({"role": "user", "content": question.question})
+            if record.answered:
+                history.append({"role": "assistant", "content": record.answer or ""})
+            else:
+                missing.append(str(question.turn))
+            records[position] = record
+        if first.conversation_id is not None and clear is not None:
+            problem = clear(session)
+            if problem is not None:
+                last = records[unit[-1]]
+                cleared = f"its session could not be cleared: {mask_secrets(problem, secrets)}"
+                records[unit[-1]] = replace(last, note=f"{last.note}; {cleared}" if last.note else cleared)
 
     try:
         with ThreadPoolExecutor(max_workers=system.concurrency) as pool:
-            list(pool.map(one, range(len(questions))))
+            list(pool.map(one_unit, _conversation_units(asked)))
     finally:
         getattr(call, "close", lambda: None)()
     return records
 
 
-def _with_retries(system, call, query_id: str, question: str) -> SystemRecord:
+def _with_retries(system, call, query_id: str, question: str, conversation: _Conversation) -> SystemRecord:
     """The call, tried again after a retryable failure (waiting what the system's Retry-After
     asks, bounded by the timeout, else the backoff); latency_ms is the last attempt's, call_ms the
     whole call's with its waits, retries the attempts after the first."""
@@ -125,7 +196,7 @@ def _with_retries(system, call, query_id: str, question: str) -> SystemRecord:
     for attempt in range(system.max_retries + 1):
         started = time.perf_counter()
         try:
-            values = call(query_id, question)
+            values = call(query_id, question, conversation)
             latency = (time.perf_counter() - started) * 1000
         except _Retryable as error:
             latency = (time.perf_counter() - started) * 1000
@@ -196,15 +267,20 @@ def _python_caller(system: PythonSystem):
         raise ConfigError(f"system target {system.target!r} cannot be imported: {error}") from None
     if not callable(function):
         raise ConfigError(f"system target {system.target!r} is not callable")
-    takes_query_id = "query_id" in inspect.signature(function).parameters
+    takes = set(inspect.signature(function).parameters)
     names = system.column_names()
 
     def run(arguments: dict):
         result = function(**arguments)
         return asyncio.run(_awaited(result)) if inspect.isawaitable(result) else result
 
-    def call(query_id: str, question: str) -> SystemRecord:
-        arguments = {"question": question, **({"query_id": query_id} if takes_query_id else {})}
+    def call(query_id: str, question: str, conversation: _Conversation) -> SystemRecord:
+        offered = {
+            "query_id": query_id,
+            "history": [dict(message) for message in conversation.history],
+            "session": conversation.session,
+        }
+        arguments = {"question": question, **{name: value for name, value in offered.items() if name in takes}}
         try:
             result = _in_own_thread(lambda: run(arguments), system.timeout_seconds)
         except _TimedOut:
@@ -276,18 +352,84 @@ def resolved_headers(headers: dict[str, str]) -> dict[str, str]:
     return {name: _VARIABLE.sub(lambda match: os.environ[match[1]], value) for name, value in headers.items()}
 
 
-def _substituted(value, query_id: str, question: str):
-    """The body template with {{question}} and {{query_id}} (or [[question]] and [[query_id]],
-    which Prefect's own templating in prefect.yaml leaves alone) filled in every string."""
+# Placeholders a body template may hold: text, and lists (a conversation's messages).
+_TEXT_PLACEHOLDERS = ("question", "query_id", "session", "conversation_id", "turn")
+_LIST_PLACEHOLDERS = ("history", "messages")
+
+
+def _fills(query_id: str, question: str, conversation: _Conversation) -> dict[str, str | list]:
+    """What each placeholder of a body template stands for in one call."""
+    history = [dict(message) for message in conversation.history]
+    return {
+        "question": question,
+        "query_id": query_id,
+        "session": conversation.session,
+        "conversation_id": conversation.conversation_id or "",
+        "turn": "" if conversation.turn is None else str(conversation.turn),
+        "history": history,
+        "messages": [*history, {"role": "user", "content": question}],
+    }
+
+
+def _substituted(value, fills: dict[str, str | list]):
+    """The body template with every {{name}} (or [[name]], which Prefect's own templating in
+    prefect.yaml leaves alone) filled in every string: a string that is only {{history}} or
+    {{messages}} becomes the list of messages, one that holds it among other text its JSON."""
     if isinstance(value, str):
-        for placeholder, filled in (("question", question), ("query_id", query_id)):
-            value = value.replace(f"{{{{{placeholder}}}}}", filled).replace(f"[[{placeholder}]]", filled)
+        for name in _LIST_PLACEHOLDERS:
+            if value.strip() in (f"{{{{{name}}}}}", f"[[{name}]]"):
+                return fills[name]
+        for name in (*_TEXT_PLACEHOLDERS, *_LIST_PLACEHOLDERS):
+            filled = fills[name] if isinstance(fills[name], str) else json.dumps(fills[name], ensure_ascii=False)
+            value = value.replace(f"{{{{{name}}}}}", filled).replace(f"[[{name}]]", filled)
         return value
     if isinstance(value, dict):
-        return {key: _substituted(item, query_id, question) for key, item in value.items()}
+        return {key: _substituted(item, fills) for key, item in value.items()}
     if isinstance(value, list):
-        return [_substituted(item, query_id, question) for item in value]
+        return [_substituted(item, fills) for item in value]
     return value
+
+
+def _session_clearer(system: HttpSystem | PythonSystem) -> Callable[[str], str | None] | None:
+    """The function that clears a session (its problem as text, None when cleared), or None when
+    the system says no way to clear one."""
+    if system.clear_session is None:
+        return None
+    if system.kind == "python":
+        module_name, _, attribute = system.clear_session.partition(":")
+        try:
+            function = getattr(importlib.import_module(module_name), attribute)
+        except (ImportError, AttributeError) as error:
+            raise ConfigError(f"clear_session {system.clear_session!r} cannot be imported: {error}") from None
+
+        def clear_python(session: str) -> str | None:
+            try:
+                result = _in_own_thread(lambda: function(session=session), system.timeout_seconds)
+                if inspect.isawaitable(result):
+                    asyncio.run(_awaited(result))
+            except _TimedOut:
+                return f"{system.clear_session} did not return within {system.timeout_seconds:g} s"
+            except BaseException as error:  # the team's code: whatever it raises is the note
+                return f"{type(error).__name__}: {error}"
+            return None
+
+        return clear_python
+    import httpx
+
+    request = system.clear_session
+    headers = resolved_headers(system.header_templates())
+
+    def clear_http(session: str) -> str | None:
+        fills = _fills("", "", _Conversation(session=session))
+        url = _substituted(request.url, fills)
+        body = _substituted(request.body, fills) if request.body is not None else None
+        try:
+            response = httpx.request(request.method, url, json=body, headers=headers, timeout=system.timeout_seconds)
+        except httpx.HTTPError as error:
+            return f"{redact(url)}: {type(error).__name__}: {error}"
+        return None if response.status_code < 400 else f"HTTP {response.status_code} from {redact(url)}"
+
+    return clear_http
 
 
 def _http_caller(system: HttpSystem):
@@ -300,8 +442,9 @@ def _http_caller(system: HttpSystem):
     client = httpx.Client(timeout=system.timeout_seconds, headers=headers, follow_redirects=system.follow_redirects)
     url = redact(system.url)
 
-    def call(query_id: str, question: str) -> dict:
-        body = _substituted(system.body, query_id, question) if system.body is not None else None
+    def call(query_id: str, question: str, conversation: _Conversation) -> dict:
+        fills = _fills(query_id, question, conversation)
+        body = _substituted(system.body, fills) if system.body is not None else None
         try:
             if system.method == "GET":
                 response = client.get(system.url, params=body)

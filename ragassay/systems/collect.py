@@ -1,5 +1,6 @@
 """A system's records for the golden questions, whichever kind of system it is, matched to the
-questions by `query_id` (the golden entry's id) or, for a record without one, by the exact
+questions by `query_id` (the golden entry's id, or a dialogue turn's `g07#2`), by `conversation_id`
+and `turn` for a record of a conversation's turn, or, for a record without either, by the exact
 question text. A question no record answers becomes a record with error kind `missing`; records
 that match no question are counted and named; two records for one question are refused naming
 both lines, unless the records system's `duplicates:` keeps the first or the last."""
@@ -12,7 +13,15 @@ from dataclasses import dataclass, replace
 from ragassay.errors import ConfigError, listed_problems
 from ragassay.llm.cache import CompletionCache
 from ragassay.systems.calls import call_system
-from ragassay.systems.records import Retrieved, SystemRecord, check_document_ids, failed_record, read_records
+from ragassay.systems.records import (
+    Retrieved,
+    SystemQuestion,
+    SystemRecord,
+    check_document_ids,
+    failed_record,
+    read_records,
+    system_question,
+)
 from ragassay.systems.settings import SystemSpec
 from ragassay.systems.trec import read_trec_run
 
@@ -28,11 +37,12 @@ class CollectedRecords:
 
 def collect_records(
     system: SystemSpec,
-    questions: list[tuple[str, str]],
+    questions: list[SystemQuestion],
     cache: CompletionCache | None,
     on_progress: Callable[[int, int], None] = lambda done, total: None,
 ) -> CollectedRecords:
-    """The records of (query_id, question) pairs from the system."""
+    """The records of the questions from the system (a called system is asked each
+    conversation's turns in order, with the conversation so far: systems/calls.py)."""
     if system.kind in ("http", "python"):
         return CollectedRecords(call_system(system, questions, cache, on_progress), [], [])
     if system.kind == "trec":
@@ -48,38 +58,46 @@ def collect_records(
 
 
 def match_records(
-    stored: list[SystemRecord], questions: list[tuple[str, str]], duplicates: str = "refuse"
+    stored: list[SystemRecord], questions: list[SystemQuestion | tuple[str, str]], duplicates: str = "refuse"
 ) -> CollectedRecords:
-    """Each question's record: the one with its query_id, else the one with its exact text. Two
-    records for one question: a ConfigError naming both (duplicates "refuse"), else the first or
-    the last is kept and the other counted as repeated."""
-    position_of_id = {query_id: position for position, (query_id, _) in enumerate(questions)}
+    """Each question's record: the one with its query_id, else the one with its conversation and
+    turn, else the one with its exact text. Two records for one question: a ConfigError naming
+    both (duplicates "refuse"), else the first or the last is kept and the other counted as repeated."""
+    asked = [system_question(question) for question in questions]
+    position_of_id = {question.query_id: position for position, question in enumerate(asked)}
+    position_of_turn = {
+        (question.conversation_id, question.turn): position
+        for position, question in enumerate(asked)
+        if question.conversation_id is not None
+    }
     position_of_text: dict[str, int] = {}
-    for position, (_, question) in enumerate(questions):
-        position_of_text.setdefault(question, position)
+    for position, question in enumerate(asked):
+        position_of_text.setdefault(question.question, position)
     found: dict[int, SystemRecord] = {}
     unmatched, repeated, clashes = [], [], []
     for record in stored:
         position = position_of_id.get(record.query_id) if record.query_id is not None else None
-        if position is None and record.question is not None:
+        if position is None and record.conversation_id is not None:
+            position = position_of_turn.get((record.conversation_id, record.turn))
+        if position is None and record.question is not None and record.conversation_id is None:
+            # A turn's text alone says nothing ("and how long?" may be asked in many conversations).
             position = position_of_text.get(record.question)
-        name = record.query_id or (record.question or "")[:80]
+        name = record.query_id or (
+            f"{record.conversation_id}, turn {record.turn}" if record.conversation_id else (record.question or "")[:80]
+        )
         if position is None:
             unmatched.append(name)
         elif position in found:
             kept = found[position]
             clashes.append(
-                f"{record.source or 'a record'}: a second record for question {questions[position][0]} "
+                f"{record.source or 'a record'}: a second record for question {asked[position].query_id} "
                 f"(the first is {kept.source or 'another record'})"
             )
             repeated.append(name)
             if duplicates == "last":
-                query_id, question = questions[position]
-                found[position] = replace(record, query_id=query_id, question=question)
+                found[position] = _as_asked(record, asked[position])
         else:
-            query_id, question = questions[position]
-            # Named as the golden set names it (a record matched by its text may carry no id).
-            found[position] = replace(record, query_id=query_id, question=question)
+            found[position] = _as_asked(record, asked[position])
     if clashes and duplicates == "refuse":
         raise ConfigError(
             "records repeat a question, and which one to score is not guessed: "
@@ -87,10 +105,26 @@ def match_records(
             + "; remove one of each, or set `duplicates: first` or `duplicates: last` in the system's settings"
         )
     records = [
-        found.get(position) or failed_record(query_id, question, "missing", "no record for this question", None)
-        for position, (query_id, question) in enumerate(questions)
+        found.get(position)
+        or _as_asked(
+            failed_record(question.query_id, question.question, "missing", "no record for this question", None),
+            question,
+        )
+        for position, question in enumerate(asked)
     ]
     return CollectedRecords(records, unmatched, repeated)
+
+
+def _as_asked(record: SystemRecord, question: SystemQuestion) -> SystemRecord:
+    """A record named as the golden set names its question (a record matched by its text, or by
+    its conversation and turn, may carry no id)."""
+    return replace(
+        record,
+        query_id=question.query_id,
+        question=question.question,
+        conversation_id=question.conversation_id,
+        turn=question.turn,
+    )
 
 
 def check_retrieval_records(system: SystemSpec) -> None:

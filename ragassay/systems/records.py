@@ -5,7 +5,8 @@ tool's through `columns:`).
 A record: `query_id`, `question`, `answer` (optional), `retrieved` (ranked, best first: each
 `{doc_id, text, score}`, every part optional, `doc_id` needed for retrieval metrics; or the flat
 `documents` and `contexts` lists), `citations`, `refused`, `error` (the call failed) and
-`latency_ms`. A failed call is a record with its error, never a missing row."""
+`latency_ms`; a turn of a conversation also `conversation_id` and `turn` (1-based). A failed call
+is a record with its error, never a missing row."""
 
 from __future__ import annotations
 
@@ -28,6 +29,23 @@ class Retrieved:
 
 
 @dataclass(frozen=True)
+class SystemQuestion:
+    """What a system is asked: a golden question, or a turn of a golden dialogue, which names its
+    conversation and its number (a conversation's turns are asked in order, each with the
+    conversation so far)."""
+
+    query_id: str
+    question: str
+    conversation_id: str | None = None
+    turn: int | None = None
+
+
+def system_question(asked: SystemQuestion | tuple[str, str]) -> SystemQuestion:
+    """A question as a SystemQuestion; a (query_id, question) pair is a single question."""
+    return asked if isinstance(asked, SystemQuestion) else SystemQuestion(*asked)
+
+
+@dataclass(frozen=True)
 class SystemRecord:
     """What a system returned for one question (error set when the call failed)."""
 
@@ -44,6 +62,11 @@ class SystemRecord:
     call_ms: float | None = None  # the whole call: every attempt and the waits between them
     # Where the record was read from (`file:line`), to name both lines of a repeated question.
     source: str | None = field(default=None, compare=False)
+    conversation_id: str | None = None  # a turn of a conversation: its conversation and number
+    turn: int | None = None
+    # What ragassay noticed of the call beyond its error: an earlier turn's answer missing from the
+    # history it was sent (that turn's call failed), a session that could not be cleared.
+    note: str | None = None
 
     @property
     def answered(self) -> bool:
@@ -63,6 +86,11 @@ class SystemRecord:
             "latency_ms": self.latency_ms,
             "retries": self.retries,
             "call_ms": self.call_ms,
+            **(
+                {"conversation_id": self.conversation_id, "turn": self.turn, "note": self.note}
+                if self.conversation_id is not None
+                else {}
+            ),
         }
 
     @property
@@ -148,6 +176,13 @@ def record_from_fields(values: dict, names: dict[str, str], where: str) -> Syste
             raise ValueError(f"{where}: {names[name]} must be a string")
     error = value("error")
     citations = strings("citations")
+    conversation, turn = value("conversation_id"), value("turn")
+    if conversation is not None and (not isinstance(conversation, (str, int)) or isinstance(conversation, bool)):
+        raise ValueError(f"{where}: {names['conversation_id']} must be a string")
+    if turn is not None and (type(turn) is not int or turn < 1):
+        raise ValueError(f"{where}: {names['turn']} must be a whole number from 1")
+    if (conversation is None) != (turn is None):
+        raise ValueError(f"{where}: a turn names both {names['conversation_id']} and {names['turn']}")
     return SystemRecord(
         query_id=None if query_id is None else str(query_id),
         question=question,
@@ -159,6 +194,9 @@ def record_from_fields(values: dict, names: dict[str, str], where: str) -> Syste
         # The kind a ragassay-written record kept; any other failed record's is "recorded".
         error_kind=None if error in (None, "") else str(values.get("error_kind") or "recorded"),
         latency_ms=None if latency is None else float(latency),
+        conversation_id=None if conversation is None else str(conversation),
+        turn=turn,
+        note=values.get("note") if isinstance(values.get("note"), str) else None,
     )
 
 
@@ -192,7 +230,7 @@ def read_records(path: Path, names: dict[str, str]) -> list[SystemRecord]:
         except ValueError as error:
             problems.append(str(error))
             continue
-        if record.query_id is None and record.question is None:
+        if record.query_id is None and record.question is None and record.conversation_id is None:
             problems.append(
                 f"{where}: has neither {names['query_id']!r} nor {names['question']!r} (the question), so it matches "
                 "no golden question; name the columns that hold them with `columns:`"

@@ -37,6 +37,8 @@ RECORD_FIELDS = (
     "refused",
     "error",
     "latency_ms",
+    "conversation_id",
+    "turn",
 )
 
 
@@ -119,12 +121,20 @@ class _Called(Frozen):
         return self.cache if self.cache is not None else self.version is not None
 
 
+_TARGET = r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$"
+
+
 class PythonSystem(_Called, _Columns):
-    """A Python callable `package.module:function` called with (question, query_id), sync or async,
-    returning a record's fields as a dict."""
+    """A Python callable `package.module:function` called with question= (and query_id=, history=,
+    session= when it takes them), sync or async, returning a record's fields as a dict. In a
+    conversation, history is the earlier turns as OpenAI-style messages and session names the
+    conversation; clear_session, when given, is called with session= after its last turn."""
 
     kind: Literal["python"]
-    target: str = Field(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+    target: str = Field(pattern=_TARGET)
+    clear_session: str | None = Field(
+        None, pattern=_TARGET, description="A callable called with session= after each conversation's last turn."
+    )
 
 
 class ResponsePaths(Frozen):
@@ -152,6 +162,15 @@ class ResponsePaths(Frozen):
         return self
 
 
+class SessionRequest(Frozen):
+    """The request that clears a conversation's state on a system that keeps it, sent after the
+    conversation's last turn: {{session}} (and [[session]]) filled in its URL and body."""
+
+    url: str = Field(pattern=r"^https?://")
+    method: Literal["DELETE", "POST", "PUT", "GET"] = "DELETE"
+    body: dict | None = None
+
+
 # Header names whose values are secrets even when no `secret_headers:` names them.
 _SECRET_LOOKING_HEADER = re.compile(r"auth|key|token|secret|cookie|password|signature", re.IGNORECASE)
 
@@ -159,7 +178,11 @@ _SECRET_LOOKING_HEADER = re.compile(r"auth|key|token|secret|cookie|password|sign
 class HttpSystem(_Called):
     """An HTTP endpoint: the request from a template ({{question}} and {{query_id}} substituted in
     every string of the body, ${VAR} in headers taken from the environment), the record read from
-    the JSON response by JSONPaths.
+    the JSON response by JSONPaths. In a conversation the body may also name {{history}} (the
+    earlier turns as OpenAI-style messages), {{messages}} (those and this question), {{session}}
+    (the conversation's session id, fresh for each evaluation), {{conversation_id}} and {{turn}};
+    a string that is only {{history}} or {{messages}} becomes the list itself. clear_session: the
+    request that clears a session, sent after each conversation's last turn.
 
     Header values are SecretStr, so a value written into the file never reaches Prefect's
     flow-run parameters (they are stored as `**********`; the task resolves the real one) or any
@@ -178,6 +201,7 @@ class HttpSystem(_Called):
     follow_redirects: bool = Field(
         False, description="Follow HTTP redirects (off: a redirect is that question's http_status error, naming it)."
     )
+    clear_session: SessionRequest | None = None
 
     def header_templates(self) -> dict[str, str]:
         """The headers as written in the configuration (`Bearer ${VAR}` unresolved)."""

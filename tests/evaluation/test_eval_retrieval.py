@@ -143,7 +143,7 @@ def test_a_failed_gate_exits_1_and_names_the_bound(sample_home, monkeypatch):
     [
         (
             "- {label: a, search_type: fulltext, serch_depth: 5}",
-            "unknown key; allowed keys: content_types, depth, fusion, label, lexical_unit, path_glob, rerank, rerank_candidates, rerank_model, search_type",
+            "unknown key; allowed keys: content_types, depth, followup_query, fusion, label, lexical_unit, path_glob, rerank, rerank_candidates, rerank_model, rewrite_model, search_type",
         ),
         ("- {label: a, search_type: vector}", "'fulltext', 'semantic' or 'hybrid'"),
         ("- {label: a, search_type: hybrid, rerank: always}", "rerank: Input should be 'off' or 'llm'"),

@@ -13,9 +13,9 @@ from ragassay.golden.entries import (
     GoldenCandidate,
     golden_digest,
     normalize_question,
-    read_candidate_file,
     validate_candidates,
 )
+from ragassay.golden.files import read_candidate_file
 from ragassay.store.schemas import GOLDEN
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -93,7 +93,8 @@ def test_file_rows_that_are_malformed_are_named_by_file_and_line(tmp_path):
         ),
         encoding="utf-8",
     )
-    candidates, problems = read_candidate_file(path)
+    read = read_candidate_file(path)
+    candidates, problems = read.candidates, read.problems
     assert [c.question for c in candidates] == ["Good one?"]
     assert sorted(p.source for p in problems) == [f"{path}:{n}" for n in (2, 3, 4, 5)]
     assert {p.reason for p in problems} == {"malformed_row"}
@@ -104,7 +105,8 @@ def test_csv_rows_split_document_ids_on_semicolons(tmp_path):
     path.write_text(
         'question,expected_document_ids,reference_answer,id\n"Wax, how hot?",a.md;b.md,63 C,w1\n', encoding="utf-8"
     )
-    candidates, problems = read_candidate_file(path)
+    read = read_candidate_file(path)
+    candidates, problems = read.candidates, read.problems
     assert not problems
     assert candidates[0].expected_document_ids == ("a.md", "b.md") and candidates[0].entry_id == "w1"
 
