@@ -40,10 +40,10 @@ def main() -> None:
         index_flow(IndexConfig(collection="sample", home=home))
     add_from_file(home, "sample", SAMPLE / "dialogues.jsonl")
 
-    from ragassay.search.followups import FOLLOWUP_QUERIES, Exchange, search_query
     from ragassay.golden.store import load_dialogues
     from ragassay.llm.settings import ChatModelConfig
     from ragassay.resources import Resources
+    from ragassay.search.followups import FOLLOWUP_QUERIES, Exchange, search_query
     from ragassay.search.run import run_search
     from ragassay.search.settings import SearchSettings
     from ragassay.store.workspace import collection_paths

@@ -12,6 +12,7 @@ from flows.runners import WorkClock, task_runner
 from ragassay.config import AnswerEvalConfig
 from ragassay.evaluation.answer_judging import configuration_pairs
 from ragassay.evaluation.outcomes import AnswerEvalReport
+from ragassay.evaluation.questions import whole_dialogue_parts
 from ragassay.llm.settings import model_id_of
 from ragassay.systems.settings import SystemConfiguration
 from ragassay.tracking import Batch
@@ -44,7 +45,8 @@ def eval_answers_flow(config: AnswerEvalConfig, batch: Batch | None = None) -> A
     # Configurations (or parts of their questions, config.questions_per_task) are answered, judged
     # and compared where config.task_runner says: threads here, or Dask worker processes, each
     # with its own in-process models.
-    parts = in_parts(questions.all, config.questions_per_task)
+    # A dialogue stays in one part: its turns are answered in order, each with the answers before it.
+    parts = whole_dialogue_parts(questions.all, config.questions_per_task, lambda item: item[0])
     clock = WorkClock()  # each configuration's run is logged over its answering and judging
     with task_runner(config.task_runner) as runner:
         answering = {

@@ -406,14 +406,22 @@ class PipelineIndex(IndexSettings):
 
 
 class PipelineGolden(GenerateSettings):
-    """The pipeline's golden set: hand-written entries from `file` (added when not yet stored) and
-    seeded generation through the quality gate. `count` is how many generated questions this seed
-    should have produced in all: a re-run generates only what is missing."""
+    """The pipeline's golden set: hand-written entries and dialogues from `file` (one golden file or
+    a list of them, added when not yet stored) and seeded generation through the quality gate.
+    `count` is how many generated questions this seed should have produced in all: a re-run
+    generates only what is missing."""
 
-    file: Path | None = None
+    file: Path | tuple[Path, ...] | None = Field(
+        None, description="A golden file (entries, and dialogues as rows with `turns`), or a list of them."
+    )
     generate: bool = True
     # Seeded by default, unlike `golden generate`: a re-run must resume the same sampling.
     seed: int = 0
+
+    @property
+    def files(self) -> tuple[Path, ...]:
+        """The golden files, in the order given."""
+        return () if self.file is None else (self.file,) if isinstance(self.file, Path) else self.file
 
 
 class PipelineRetrieval(RetrievalSettings):

@@ -69,8 +69,9 @@ def check_inputs(config: PipelineConfig, stage: str) -> None:
 
 
 class GoldenFileOutcome(BaseModel):
-    """Entries the golden file added, already held, and refused for another reason (those are real
-    problems: a document id the collection lacks, a malformed row); the golden set's size."""
+    """Entries and dialogues the golden files added, already held, and refused for another reason
+    (those are real problems: a document id the collection lacks, a malformed row); the golden
+    set's size and its dialogues."""
 
     added: int
     already_stored: int
@@ -98,15 +99,17 @@ class GoldenStageReport(BaseModel):
     totals: GenerationTotals
 
 
-def golden_file_outcome(change: GoldenChange) -> GoldenFileOutcome:
-    refused = [p for p in change.problems if p["reason"] not in ALREADY_STORED]
+def golden_file_outcome(changes: list[GoldenChange]) -> GoldenFileOutcome:
+    """What the golden files added, held already and refused, together."""
+    problems = [p for change in changes for p in change.problems]
+    refused = [p for p in problems if p["reason"] not in ALREADY_STORED]
     return GoldenFileOutcome(
-        added=len(change.added),
-        already_stored=len(change.problems) - len(refused),
+        added=sum(len(change.added) for change in changes),
+        already_stored=len(problems) - len(refused),
         refused=refused,
-        size=change.size,
-        dialogues_added=len(change.dialogues_added),
-        dialogues=change.dialogues,
+        size=changes[-1].size,
+        dialogues_added=sum(len(change.dialogues_added) for change in changes),
+        dialogues=changes[-1].dialogues,
     )
 
 

@@ -32,10 +32,12 @@ from tasks.resources import MODEL_SERVER_RETRIES, TRACKING_RETRIES, worker_judge
 
 @task(name="load-answer-questions", cache_policy=NO_CACHE)
 def load_answer_questions(config: AnswerEvalConfig) -> AnswerQuestions:
-    """The golden questions (seeded sample) and the unanswerable ones; a bad file fails here,
-    before any model call."""
+    """The golden questions and dialogues (seeded samples; a dialogue's unanswerable turns among
+    them) and the unanswerable file's questions; a bad file fails here, before any model call."""
     started = time.perf_counter()
-    golden, context = gather_golden_questions(config.home, config.collections, config.max_questions, config.seed)
+    golden, context = gather_golden_questions(
+        config.home, config.collections, config.max_questions, config.seed, config.max_dialogues
+    )
     unanswerable = read_unanswerable(config.unanswerable) if config.unanswerable else []
     return AnswerQuestions(golden=golden, unanswerable=unanswerable, context=context, started=started)
 

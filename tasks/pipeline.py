@@ -48,8 +48,10 @@ def check_stage_inputs(config: PipelineConfig, stage: str) -> None:
 
 @task(name="add-golden-file", cache_policy=NO_CACHE)
 def add_golden_file(config: PipelineConfig) -> GoldenFileOutcome:
-    """The golden file's entries not yet stored, validated and added."""
-    return pipeline_stages.golden_file_outcome(store.add_from_file(config.home, config.collection, config.golden.file))
+    """The golden files' entries and dialogues not yet stored, validated and added."""
+    return pipeline_stages.golden_file_outcome(
+        [store.add_from_file(config.home, config.collection, path) for path in config.golden.files]
+    )
 
 
 @task(name="log-stage-run", cache_policy=NO_CACHE, **TRACKING_RETRIES)

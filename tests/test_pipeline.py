@@ -27,7 +27,7 @@ def pipeline_settings(corpus) -> dict:
         "collection": "sample",
         "ingest": {"paths": [str(corpus)]},
         "golden": {
-            "file": str(SAMPLE / "golden.jsonl"),
+            "file": [str(SAMPLE / "golden.jsonl"), str(SAMPLE / "dialogues.jsonl")],
             "generate": True,
             "count": 1,
             "seed": 3,
@@ -39,11 +39,12 @@ def pipeline_settings(corpus) -> dict:
                 {"label": "fulltext", "search_type": "fulltext"},
                 {"label": "hybrid", "search_type": "hybrid"},
             ],
-            "assertions": ["hybrid:recall@5>=0.8"],
+            "assertions": ["hybrid:recall@5>=0.8", "hybrid:followup.recall@5>=0.7"],
         },
         "answers": {
             "unanswerable": str(unanswerable),
             "max_questions": 1,
+            "max_dialogues": 0,
             "pairwise": False,
             "configurations": [{"label": "hybrid", "search_type": "hybrid", "k": 2, "max_answer_tokens": 128}],
             "assertions": ["hybrid:false_refusal_rate<=1"],
@@ -70,6 +71,7 @@ def test_pipeline_runs_every_stage_then_reruns_from_cache(home, tmp_path):
         documents == len([p for p in corpus.rglob("*") if p.is_file()]) and first.index.embedded == first.index.chunks
     )
     assert first.golden.file.added == 30 and first.golden.totals.candidates >= 1
+    assert first.golden.file.dialogues_added == first.golden.file.dialogues == 12
     assert first.retrieval.means["hybrid"]["recall@5"] >= 0.8 and all(a.passed for a in first.assertions)
     asked = first.answers.metrics["hybrid"]
     assert asked["answer_model_calls"] >= 1 and asked["answer_model_cached_calls"] == 0
@@ -160,12 +162,15 @@ def test_pipeline_runs_every_stage_then_reruns_from_cache(home, tmp_path):
     assert "\n".join(subsections(answer_sections(first.answers))) in report
     assert "\n".join(subsections(retrieval_sections(first.retrieval, retrieval_headline(first.retrieval)))) in report
     assert "### Paired differences" in report and "### Who is ahead" in report
+    # The dialogues' follow-ups against their first turns, for every retrieval configuration.
+    assert "### First turns and follow-ups (12 dialogues)" in report
+    assert {row.configuration for row in first.retrieval.followup_gaps} == {"fulltext", "hybrid"}
 
     # Unchanged: nothing is extracted into new documents, embedded, generated, answered or judged again.
     second = pipeline_flow(config)
     assert second.batch_id != first.batch_id
     assert second.ingest.counts["unchanged"] == documents and second.index.embedded == 0
-    assert second.golden.file.added == 0 and second.golden.file.already_stored == 30
+    assert second.golden.file.added == 0 and second.golden.file.already_stored == 30 + 12
     assert second.golden.generation.attempted == 0, "the seed already produced its count"
     cached = second.answers.metrics["hybrid"]
     assert cached["answer_model_calls"] == 0 and cached["judge_calls"] == 0

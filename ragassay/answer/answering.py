@@ -3,10 +3,14 @@ Answer evaluation calls answer_question too."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from ragassay.answer.grounding import (
     ANSWER_PROMPT_VERSION,
+    CONVERSATION_PROMPT_VERSION,
+    CONVERSATION_TURNS,
     AnswerOutput,
     GroundedAnswer,
     Source,
@@ -20,6 +24,7 @@ from ragassay.answer.settings import AnswerSettings
 from ragassay.llm.settings import model_id_of
 from ragassay.llm.structured import generate_structured
 from ragassay.resources import Resources
+from ragassay.search.followups import Exchange, history_query, search_query
 from ragassay.search.run import run_search
 
 # Tokens of the answer prompt around the sources: instruction, two worked examples, question.
@@ -27,17 +32,42 @@ PROMPT_OVERHEAD_TOKENS = 320
 
 
 def answer_question(
-    resources: Resources, home: Path, collections: list[str], question: str, config: AnswerSettings
+    resources: Resources,
+    home: Path,
+    collections: list[str],
+    question: str,
+    config: AnswerSettings,
+    conversation: Sequence[Exchange] = (),
 ) -> GroundedAnswer:
     """Retrieve, check relevance, and (when something relevant was found) ask the model. The
-    answer carries what its model calls cost (reranking included)."""
-    searched = run_search(resources, home, collections, question, config.search_settings(), config.k)
+    answer carries what its model calls cost (reranking, a follow-up's rewrite included).
+
+    conversation: the earlier turns when the question is a follow-up. It retrieves with them as
+    the configuration's followup_query says (search/followups.py), and is answered from this
+    turn's sources only, cited or declined, with the conversation shown for what "it" means
+    (not under `alone`: a system without memory sees neither)."""
+    search = config.search_settings()
+    rewriter = (
+        resources.chat_model(search.rewrite_model, home)
+        if conversation and search.followup_query == "rewrite"
+        else None
+    )
+    query = search_query(search.followup_query, conversation, question, rewriter, config.seed)
+    searched = run_search(resources, home, collections, query.text, search, config.k)
+    searched = replace(searched, usage=query.usage + searched.usage)
+    # What the follow-up means in its conversation, as the judge reads it: what it searched, or,
+    # for a configuration without memory (`alone`), the follow-up with the questions before it.
+    remembered = search.followup_query != "alone"
+    in_context = (query.text if remembered else history_query(conversation, question)) if conversation else None
     hits = searched.hits
     if not hits:
-        return declined(question, "retrieval found no documents", [], None, searched.usage)
+        return _in_conversation(
+            declined(question, "retrieval found no documents", [], None, searched.usage), in_context
+        )
     loaded = {name: resources.collections.open(home, name, need_dense=True) for name in dict.fromkeys(collections)}
-    # Each collection embeds the question with its own model (collections may differ in fulltext mode).
-    query_vectors = {name: collection.embed_query(question) for name, collection in loaded.items()}
+    # Each collection embeds the question with its own model (collections may differ in fulltext
+    # mode); a follow-up, as it searched, with its conversation.
+    query_vectors = {name: collection.embed_query(query.text) for name, collection in loaded.items()}
     candidates, similarities = [], []
     for hit in hits:
         collection = loaded[hit.collection]
@@ -58,13 +88,16 @@ def answer_question(
     relevance = max(similarities)
     if relevance < config.min_relevance:
         reason = f"nothing relevant retrieved (best similarity {relevance:.3f} < {config.min_relevance})"
-        return declined(question, reason, candidates, relevance, searched.usage)
+        return _in_conversation(declined(question, reason, candidates, relevance, searched.usage), in_context)
     model = resources.chat_model(config.model, home)
-    budget = model.context_size - config.max_answer_tokens - PROMPT_OVERHEAD_TOKENS - model.count_tokens(question)
+    shown = [(turn.question, turn.answer) for turn in conversation] if remembered else []
+    # The question and the conversation the prompt shows take the sources' room.
+    asked = " ".join([question, *(f"{q} {a or ''}" for q, a in shown[-CONVERSATION_TURNS:])])
+    budget = model.context_size - config.max_answer_tokens - PROMPT_OVERHEAD_TOKENS - model.count_tokens(asked)
     sources = assemble_sources(candidates, budget, model.count_tokens)
     result = generate_structured(
         model,
-        answer_messages(question, sources),
+        answer_messages(question, sources, shown),
         AnswerOutput,
         schema=answer_schema(len(sources)),
         max_tokens=config.max_answer_tokens,
@@ -74,6 +107,12 @@ def answer_question(
     answer = resolve_answer(question, result.value, sources, config.groundedness, raw=result.raw)
     answer.relevance = relevance
     answer.usage = searched.usage + result.usage
+    return _in_conversation(answer, in_context)
+
+
+def _in_conversation(answer: GroundedAnswer, search_query: str | None) -> GroundedAnswer:
+    """The answer with what its follow-up searched (None for a question asked alone)."""
+    answer.search_query = search_query
     return answer
 
 
@@ -90,8 +129,9 @@ def answer_payload(answer: GroundedAnswer, config: AnswerSettings) -> dict:
         "dropped_statements": answer.dropped_statements,
         "unparseable": answer.unparseable,
         "relevance": answer.relevance,
+        "search_query": answer.search_query,
         "groundedness": config.groundedness,
         "model_id": model_id_of(config.model),
-        "prompt_version": ANSWER_PROMPT_VERSION,
+        "prompt_version": CONVERSATION_PROMPT_VERSION if answer.search_query else ANSWER_PROMPT_VERSION,
         "usage": answer.usage.as_metrics(),
     }

@@ -16,7 +16,7 @@ baseline) statements stand without citations.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -26,6 +26,10 @@ from ragassay.llm.messages import defuse, few_shot_messages, one_line
 from ragassay.llm.structured import Usage
 
 ANSWER_PROMPT_VERSION = "grounded-answer/2"
+# A follow-up's prompt: grounded-answer/2 with the conversation so far before the sources.
+CONVERSATION_PROMPT_VERSION = "grounded-answer-in-conversation/1"
+# Earlier turns a follow-up's prompt shows: the last few hold what it points back to.
+CONVERSATION_TURNS = 4
 Groundedness = Literal["strict", "off"]
 
 # Cosine similarity (query, best provided chunk) under which a question is declined without
@@ -100,6 +104,15 @@ class GroundedAnswer:
     answer_citations: list[Citation] = field(default_factory=list)
     contexts_returned: bool = True
     refusal_source: str | None = None
+    # A follow-up of a conversation: what it searched (search/followups.py: the question with the
+    # conversation's earlier ones, or rewritten to stand alone), which is also the question the
+    # judge reads it as answering.
+    search_query: str | None = None
+
+    @property
+    def question_in_context(self) -> str:
+        """The question as the judge reads it: a follow-up's search query, else the question."""
+        return self.search_query or self.question
 
     @property
     def prose(self) -> str:
@@ -171,13 +184,25 @@ def _inert(text: str) -> str:
     return _SOURCE_MARKER.sub(r"(\1)", defuse(one_line(text)))
 
 
-def answer_messages(question: str, sources: list[Source]) -> list[dict]:
-    """The chat messages of the grounded-answer prompt (version ANSWER_PROMPT_VERSION)."""
+def answer_messages(
+    question: str, sources: list[Source], conversation: Sequence[tuple[str, str | None]] = ()
+) -> list[dict]:
+    """The chat messages of the grounded-answer prompt (version ANSWER_PROMPT_VERSION); with a
+    conversation (earlier (question, answer) turns; None: no answer was given), its last
+    CONVERSATION_TURNS turns before the sources (CONVERSATION_PROMPT_VERSION), so a follow-up's
+    "it" can be read, while only the sources may support the answer."""
     listing = "\n".join(source_line(s) for s in sources)
+    earlier = ""
+    if conversation:
+        lines = [
+            f"User: {_inert(asked)}" + (f"\nAssistant: {_inert(answered)}" if answered else "")
+            for asked, answered in conversation[-CONVERSATION_TURNS:]
+        ]
+        earlier = "Conversation so far (context for the question, not a source):\n" + "\n".join(lines) + "\n\n"
     return few_shot_messages(
         _INSTRUCTION,
         [(_EXAMPLE_USER, _EXAMPLE_ANSWER), (_EXAMPLE_REFUSAL_USER, _EXAMPLE_REFUSAL)],
-        f"Sources:\n{listing}\n\nQuestion: {_inert(question)}",
+        f"{earlier}Sources:\n{listing}\n\nQuestion: {_inert(question)}",
     )
 
 

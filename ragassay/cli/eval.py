@@ -68,6 +68,7 @@ def eval_retrieval(
     ),
     ks: str | None = override_option(RetrievalSettings, "ks", "--ks", metavar="K,K,..."),
     max_questions: int | None = override_option(RetrievalSettings, "max_questions"),
+    max_dialogues: int | None = override_option(RetrievalSettings, "max_dialogues"),
     seed: int | None = override_option(RetrievalSettings, "seed"),
     assertion: list[str] = typer.Option(
         [], "--assert", help="Assertion on a configuration's mean, such as 'hybrid:recall@5>=0.8'; repeatable."
@@ -105,6 +106,8 @@ def eval_retrieval(
                 raise ConfigError(f"--ks {ks!r} must be comma-separated integers") from None
         if max_questions is not None:
             settings["max_questions"] = max_questions
+        if max_dialogues is not None:
+            settings["max_dialogues"] = max_dialogues
         if seed is not None:
             settings["seed"] = seed
         if save_records is not None:
@@ -181,6 +184,7 @@ def eval_answers(
         None, help="JSONL/CSV of questions the corpus cannot answer (id, question)."
     ),
     max_questions: int | None = override_option(AnswerEvalSettings, "max_questions"),
+    max_dialogues: int | None = override_option(AnswerEvalSettings, "max_dialogues"),
     seed: int | None = override_option(AnswerEvalSettings, "seed"),
     no_pairwise: bool = typer.Option(False, "--no-pairwise", help="Skip the pairwise comparison of configurations."),
     no_traces: bool = typer.Option(
@@ -218,7 +222,13 @@ def eval_answers(
             collection,
             mode,
             groundedness,
-            {"unanswerable": unanswerable, "max_questions": max_questions, "seed": seed, "save_records": save_records},
+            {
+                "unanswerable": unanswerable,
+                "max_questions": max_questions,
+                "max_dialogues": max_dialogues,
+                "seed": seed,
+                "save_records": save_records,
+            },
         )
         if no_pairwise:
             settings["pairwise"] = False
@@ -257,6 +267,7 @@ def eval_answers(
         render_judge_calibration(report.judge_calibration)
         render_answer_costs(report.metrics)
         render_comparisons(report.comparisons, REPORTED_ANSWER_METRICS)
+        render_followups(report.followup_gaps, ("faithfulness", "citation_precision", "false_refusal_rate"))
         render_pairwise(report.pairwise)
         render_warnings(report.warnings)
         render_assertions(report.assertions)

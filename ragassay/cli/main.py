@@ -5,6 +5,8 @@ Exit codes: 0 success, 1 partial failure (some inputs rejected), 2 usage or conf
 
 from __future__ import annotations
 
+import json
+import sys
 import time
 from pathlib import Path
 
@@ -32,6 +34,7 @@ from ragassay.cli.common import (
     field_option,
     model_settings,
     out,
+    override_option,
     prefect_defaults,
     run_flow,
     with_task_runner,
@@ -234,6 +237,60 @@ def search(
     emit(as_json, payload, render)
 
 
+def _typed_lines(prompt: str):
+    """Lines a person types at a prompt (until end of input), or a piped input's lines."""
+    if not sys.stdin.isatty():
+        yield from sys.stdin
+        return
+    while True:
+        try:
+            yield input(prompt)
+        except EOFError:
+            return
+
+
+def _answer_settings(
+    mode, k, lexical_unit, groundedness, model_options: dict, seed, followup_query: str | None = None
+) -> AnswerSettings:
+    """The answer settings of `answer` and `chat` from their options."""
+    from ragassay.config_errors import parse_config
+
+    check_search_type(mode)
+    return parse_config(
+        AnswerSettings,
+        search_type=mode,
+        k=k,
+        lexical_unit=lexical_unit,
+        model=model_options,
+        groundedness=groundedness,
+        seed=seed,
+        **({"followup_query": followup_query} if followup_query else {}),
+    )
+
+
+def _render_answer(result, payload: dict) -> None:
+    """An answer as the terminal shows it: its text, a refusal's reason, its citations, its cost."""
+    out.print(result.text, highlight=False)
+    if result.outcome == "refused":
+        out.print(f"(declined: {result.reason})", style="dim", highlight=False)
+    for statement in result.statements:
+        for citation in statement.citations:
+            out.print(
+                f"  [{citation.number}] {citation.doc_id} chars {citation.char_start}-{citation.char_end}",
+                style="dim",
+                highlight=False,
+            )
+    dropped = f", {result.dropped_citations} invalid citations dropped" if result.dropped_citations else ""
+    usage = result.usage
+    cached = f", {usage.cached_calls} from cache" if usage.cached_calls else ""
+    out.print(
+        f"{payload['model_id']} ({payload['prompt_version']}): {usage.calls} calls{cached}, "
+        f"{usage.prompt_tokens}+{usage.completion_tokens} tokens, {usage.seconds:.1f}s{dropped}",
+        style="dim",
+        highlight=False,
+    )
+
+
 @app.command()
 def answer(
     question: str = typer.Argument(..., help="The question."),
@@ -256,53 +313,83 @@ def answer(
 ) -> None:
     """Answer a question from the documents, citing them, or decline when they do not support one."""
     from ragassay.answer.answering import answer_payload, answer_question
-    from ragassay.answer.settings import AnswerSettings
-    from ragassay.config_errors import parse_config
     from ragassay.resources import Resources
 
     try:
-        check_search_type(mode)
-        config = parse_config(
-            AnswerSettings,
-            search_type=mode,
-            k=k,
-            lexical_unit=lexical_unit,
-            model=dict(
-                model_settings(model, model_backend, model_path, model_url, model_name, api_key_env=model_api_key_env),
-                context_size=context_size,
-                threads=threads,
-                gpu_layers=gpu_layers,
-            ),
-            groundedness=groundedness,
-            seed=seed,
-        )
+        chosen = model_settings(model, model_backend, model_path, model_url, model_name, api_key_env=model_api_key_env)
+        model_options = dict(chosen, context_size=context_size, threads=threads, gpu_layers=gpu_layers)
+        config = _answer_settings(mode, k, lexical_unit, groundedness, model_options, seed)
         result = answer_question(Resources(), workspace_home(), collection, question, config)
         payload = answer_payload(result, config)
     except RagassayError as error:
         fail(error)
+    emit(as_json, payload, lambda: _render_answer(result, payload))
 
-    def render() -> None:
-        out.print(result.text, highlight=False)
-        if result.outcome == "refused":
-            out.print(f"(declined: {result.reason})", style="dim", highlight=False)
-        for statement in result.statements:
-            for citation in statement.citations:
-                out.print(
-                    f"  [{citation.number}] {citation.doc_id} chars {citation.char_start}-{citation.char_end}",
-                    style="dim",
-                    highlight=False,
-                )
-        dropped = f", {result.dropped_citations} invalid citations dropped" if result.dropped_citations else ""
-        usage = result.usage
-        cached = f", {usage.cached_calls} from cache" if usage.cached_calls else ""
-        out.print(
-            f"{payload['model_id']} ({payload['prompt_version']}): {usage.calls} calls{cached}, "
-            f"{usage.prompt_tokens}+{usage.completion_tokens} tokens, {usage.seconds:.1f}s{dropped}",
-            style="dim",
-            highlight=False,
-        )
 
-    emit(as_json, payload, render)
+@app.command()
+def chat(
+    collection: list[str] = typer.Option(..., "--collection", "-c", help="Collection to answer from; repeatable."),
+    mode: str = field_option(AnswerSettings, "search_type", "--mode"),
+    k: int = field_option(AnswerSettings, "k", "--k"),
+    lexical_unit: str = field_option(AnswerSettings, "lexical_unit"),
+    groundedness: str = field_option(AnswerSettings, "groundedness"),
+    followup_query: str | None = override_option(AnswerSettings, "followup_query"),
+    model: str | None = MODEL_OPTION,
+    model_backend: str | None = MODEL_BACKEND_OPTION,
+    model_path: Path | None = MODEL_PATH_OPTION,
+    model_url: str | None = MODEL_URL_OPTION,
+    model_name: str | None = MODEL_NAME_OPTION,
+    model_api_key_env: str | None = MODEL_API_KEY_ENV_OPTION,
+    context_size: int = field_option(ChatModelConfig, "context_size"),
+    threads: int | None = field_option(ChatModelConfig, "threads"),
+    gpu_layers: int = field_option(ChatModelConfig, "gpu_layers"),
+    seed: int = field_option(AnswerSettings, "seed"),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Talk with the documents: each question (a line) answered as `ragassay answer` answers it,
+    cited or declined from its own sources, a follow-up retrieved and read with the conversation so
+    far. `/clear` starts a new conversation; `/quit` or end of input ends. --json: each turn's
+    answer as one JSON line."""
+    from ragassay.answer.answering import answer_payload, answer_question
+    from ragassay.redaction import redact
+    from ragassay.resources import Resources
+    from ragassay.search.followups import Exchange
+
+    try:
+        chosen = model_settings(model, model_backend, model_path, model_url, model_name, api_key_env=model_api_key_env)
+        model_options = dict(chosen, context_size=context_size, threads=threads, gpu_layers=gpu_layers)
+        config = _answer_settings(mode, k, lexical_unit, groundedness, model_options, seed, followup_query)
+    except RagassayError as error:
+        fail(error)
+    resources, home = Resources(), workspace_home()
+    conversation: list[Exchange] = []
+    if not as_json:
+        out.print("Ask a question; /clear starts a new conversation, /quit ends.", style="dim")
+    for line in _typed_lines("you> "):
+        question = line.strip()
+        if question in ("/quit", "/exit"):
+            break
+        if question == "/clear":
+            conversation.clear()
+            if not as_json:
+                out.print("(a new conversation)", style="dim")
+            continue
+        if not question:
+            continue
+        try:
+            result = answer_question(resources, home, collection, question, config, tuple(conversation))
+            payload = answer_payload(result, config)
+        except RagassayError as error:
+            fail(error)
+        payload["turn"] = len(conversation) + 1
+        if as_json:  # one JSON object a line (JSON Lines), a turn at a time
+            sys.stdout.write(redact(json.dumps(payload, default=str)) + "\n")
+            sys.stdout.flush()
+        else:
+            if result.search_query:
+                out.print(f"(searched: {result.search_query})", style="dim", highlight=False)
+            _render_answer(result, payload)
+        conversation.append(Exchange(question, result.prose))
 
 
 def main() -> None:

@@ -13,7 +13,7 @@ from ragassay.evaluation.answer_judging import PairwiseTally
 from ragassay.evaluation.judge_correction import CalibrationSummary
 from ragassay.evaluation.reports import FEWER_QUESTIONS_NOTE, means_rows
 from ragassay.gates.assertions import AssertionResult, measured
-from ragassay.metrics.conversations import FollowupGapRow
+from ragassay.metrics.conversations import CONVERSATION_SUCCESS, FollowupGapRow
 from ragassay.metrics.corrected_rows import has_correction
 from ragassay.metrics.names import (
     JUDGED_METRICS,
@@ -149,7 +149,10 @@ def render_answer_metrics(title: str, metrics: dict[str, dict[str, float]]) -> N
     table.add_column("metric", no_wrap=True)
     for label in metrics:
         table.add_column(label, justify="right", no_wrap=True)
-    for title_, (name, count) in ANSWER_COLUMNS.items():
+    rows = dict(ANSWER_COLUMNS)
+    if any(CONVERSATION_SUCCESS in values for values in metrics.values()):
+        rows["dialogues handled"] = (CONVERSATION_SUCCESS, f"{CONVERSATION_SUCCESS}_scored")
+    for title_, (name, count) in rows.items():
         cells = []
         for values in metrics.values():
             scored = int(values.get(count, 0))

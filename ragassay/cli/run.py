@@ -96,6 +96,8 @@ def render_pipeline(report) -> None:
             if file_outcome
             else ""
         )
+        if file_outcome and file_outcome.dialogues:
+            added += f"{file_outcome.dialogues} golden dialogues ({file_outcome.dialogues_added} added); "
         discards = ", ".join(f"{count} {reason}" for reason, count in totals.discarded.items()) or "none"
         out.print(
             f"golden set: {totals.golden_size} entries. {added}generation seed {totals.seed}: {totals.accepted} accepted "
@@ -118,6 +120,9 @@ def render_pipeline(report) -> None:
         render_judge_calibration(answers.judge_calibration)
         render_answer_costs(answers.metrics)
         render_comparisons(answers.comparisons, REPORTED_ANSWER_METRICS, "answers: ")
+        render_followups(
+            answers.followup_gaps, ("faithfulness", "citation_precision", "false_refusal_rate"), "answers: "
+        )
         render_pairwise(answers.pairwise)
     render_assertions(report.assertions)
     render_warnings(report.warnings)

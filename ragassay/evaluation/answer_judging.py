@@ -5,6 +5,7 @@ Each step returns its results with what its model calls cost."""
 from __future__ import annotations
 
 import itertools
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,7 +16,7 @@ from pydantic import BaseModel, ConfigDict
 from ragassay.answer.answering import answer_question
 from ragassay.answer.settings import AnswerConfiguration
 from ragassay.evaluation.answer_summary import AnsweredQuestion
-from ragassay.evaluation.questions import EvalQuestion, GoldenContext
+from ragassay.evaluation.questions import EvalQuestion, GoldenContext, dialogue_units
 from ragassay.judge.alignment import AlignedJudges
 from ragassay.judge.judge import Judge, JudgedAnswer, judge_answer, judging_cost
 from ragassay.llm.structured import Usage
@@ -24,6 +25,7 @@ from ragassay.metrics.answers import AnswerJudgement, pair_outcome, tally_pairs
 from ragassay.progress import ProgressReporter
 from ragassay.resources import Resources
 from ragassay.run_warnings import RunWarning
+from ragassay.search.followups import Exchange
 from ragassay.store.schemas import PAIRWISE
 
 # Written in both order columns when two answers are the same text: a tie, no judge call needed.
@@ -38,18 +40,34 @@ def answer_questions(
     configuration: AnswerConfiguration,
 ) -> list[AnsweredQuestion]:
     """Each (question, answerable) through exactly `ragassay answer`'s code path: one after another
-    with an in-process answer model, `concurrency` at a time with a served one."""
+    with an in-process answer model, `concurrency` at a time with a served one. A dialogue's turns
+    are answered in order, each with the conversation so far (its earlier questions and the
+    answers this configuration gave them); dialogues go side by side like single questions."""
+    lock, done = threading.Lock(), [0]
 
-    def answered_one(item: tuple[EvalQuestion, bool]) -> AnsweredQuestion:
-        question, answerable = item
-        started = time.perf_counter()
-        answer = answer_question(resources, home, list(collections), question.question, configuration)
-        return AnsweredQuestion(question, answerable, answer, answer.usage, time.perf_counter() - started)
+    def answered_unit(unit: list[int]) -> list[AnsweredQuestion]:
+        conversation: list[Exchange] = []
+        answered = []
+        for position in unit:
+            question, answerable = questions[position]
+            started = time.perf_counter()
+            answer = answer_question(
+                resources, home, list(collections), question.question, configuration, tuple(conversation)
+            )
+            answered.append(AnsweredQuestion(question, answerable, answer, answer.usage, time.perf_counter() - started))
+            conversation.append(Exchange(question.question, answer.prose))
+            with lock:
+                done[0] += 1
+                progress(done[0], len(questions))
+        return answered
 
+    units = dialogue_units([question for question, _ in questions])
     with ProgressReporter(
         f"answering {len(questions)} questions ({configuration.label})", total=len(questions)
     ) as progress:
-        return in_order(answered_one, questions, configuration.model.calls_at_once, progress)
+        results = in_order(answered_unit, units, configuration.model.calls_at_once)
+    placed = {position: item for unit, items in zip(units, results) for position, item in zip(unit, items)}
+    return [placed[position] for position in range(len(questions))]
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,8 @@ class AnsweredQuestion:
     # Why a system under test gave no answer (its call failed): such a question counts in no metric.
     error: str | None = None
     retries: int = 0  # a system under test's attempts after the first
+    # What was noticed of a system's call besides its error (systems/records.SystemRecord.note).
+    note: str | None = None
 
     @property
     def error_kind(self) -> str | None:
@@ -133,6 +135,10 @@ def _answers_frame(
                 "query_collection": a.question.query_collection,
                 "query_id": a.question.query_id,
                 "question": a.question.question,
+                "dialogue_id": a.question.dialogue_id,
+                "turn": a.question.turn,
+                "search_query": a.answer.search_query,
+                "note": a.note,
                 "answerable": a.answerable,
                 "outcome": "error" if a.error is not None else a.answer.outcome,
                 "reason": a.error if a.error is not None else a.answer.reason,

@@ -3,7 +3,8 @@ retrieved (every passage, as MLflow's RETRIEVER span convention expects), the an
 tokens and model, and every judge verdict beside the passage it was judged against, with the
 question's scores as assessments (feedback from the judge and the refusal count). The golden set's
 expected documents sit on the retrieve span and its reference answer on the answer span, beside
-what they are compared with, rather than as MLflow expectations: a run's Traces table shows ten
+what they are compared with, rather than as MLflow expectations (a golden dialogue is one trace,
+a span per turn, its scores the means over its turns): a run's Traces table shows ten
 columns until a user picks others, and two expectation columns would leave room for only three
 scores, faithfulness not among them. Pure: answers and verdicts in, trace records out;
 tracking.log_traces writes them."""
@@ -16,6 +17,7 @@ from typing import Any
 from ragassay.evaluation.answer_summary import AnsweredQuestion
 from ragassay.judge.judge import CORRECT_THRESHOLD, context_text
 from ragassay.metrics.answers import UNREADABLE, AnswerJudgement
+from ragassay.metrics.conversations import CONVERSATION_SUCCESS, turn_handled
 from ragassay.metrics.names import ANSWER_METRICS
 
 # MLflow's span types (mlflow.entities.SpanType), named here so this module needs no MLflow.
@@ -75,8 +77,14 @@ def answer_traces(
     answered: list[AnsweredQuestion], judgements: dict[str, AnswerJudgement], settings: TraceSettings
 ) -> list[QuestionTrace]:
     """A trace per question of a configuration (a failed call of a system under test too, its
-    error as the answer span's output)."""
-    return [_trace(item, judgements.get(item.key), settings) for item in answered]
+    error as the answer span's output), and one per golden dialogue, a span per turn."""
+    traces, dialogues = [], {}
+    for item in answered:
+        if item.question.dialogue_id is None:
+            traces.append(_trace(item, judgements.get(item.key), settings))
+        else:
+            dialogues.setdefault((item.question.query_collection, item.question.dialogue_id), []).append(item)
+    return traces + [_dialogue_trace(turns, judgements, settings) for turns in dialogues.values()]
 
 
 def _retrieve_span(item: AnsweredQuestion) -> SpanRecord:
@@ -85,7 +93,7 @@ def _retrieve_span(item: AnsweredQuestion) -> SpanRecord:
     return SpanRecord(
         "retrieve",
         RETRIEVER,
-        inputs={"query": item.question.question},
+        inputs={"query": item.answer.search_query or item.question.question},
         outputs=[
             {
                 "page_content": source.text,
@@ -108,6 +116,67 @@ def _retrieve_span(item: AnsweredQuestion) -> SpanRecord:
 
 
 def _trace(item: AnsweredQuestion, judgement: AnswerJudgement | None, settings: TraceSettings) -> QuestionTrace:
+    root = SpanRecord(
+        # The trace's name on MLflow's Traces page: which configuration, question and batch.
+        f"{settings.label} · {item.key} · batch {settings.batch_id}",
+        CHAIN,
+        inputs={"question": item.question.question, "query_id": item.key},
+        outputs={"answer": item.answer.text if item.error is None else None, "outcome": _outcome(item)},
+        attributes={"answerable": item.answerable},
+        children=_steps(item, judgement, settings),
+    )
+    tags = {
+        "ragassay.batch_id": settings.batch_id,
+        "ragassay.configuration": settings.label,
+        "ragassay.query_id": item.key,
+        "ragassay.outcome": _outcome(item),
+    }
+    verdicts = judgement.verdicts if judgement else []
+    return QuestionTrace(root, tags, _feedback(item, judgement, verdicts, settings))
+
+
+def _dialogue_trace(
+    turns: list[AnsweredQuestion], judgements: dict[str, AnswerJudgement], settings: TraceSettings
+) -> QuestionTrace:
+    """One golden dialogue under a configuration: a span per turn (its follow-up query, retrieval,
+    answer and verdicts), and as scores each judged metric's mean over its turns (which turns
+    scored what in the rationale) and whether every turn was cited or declined as it should be."""
+    first = turns[0].question
+    key = f"{first.query_collection}/{first.dialogue_id}"
+    spans = tuple(
+        SpanRecord(
+            f"turn {item.question.turn}: {_cut(item.question.question)}",
+            CHAIN,
+            inputs={"question": item.question.question, "query_id": item.key},
+            outputs={"answer": item.answer.text if item.error is None else None, "outcome": _outcome(item)},
+            attributes={"answerable": item.answerable, "turn": item.question.turn},
+            children=_steps(item, judgements.get(item.key), settings),
+        )
+        for item in turns
+    )
+    root = SpanRecord(
+        f"{settings.label} · {key} · batch {settings.batch_id}",
+        CHAIN,
+        inputs={"dialogue": key, "questions": [item.question.question for item in turns]},
+        outputs={"outcomes": [_outcome(item) for item in turns]},
+        attributes={"turns": len(turns)},
+        children=spans,
+    )
+    tags = {
+        "ragassay.batch_id": settings.batch_id,
+        "ragassay.configuration": settings.label,
+        "ragassay.query_id": key,
+        "ragassay.dialogue": key,
+        "ragassay.outcome": ", ".join(_outcome(item) for item in turns),
+    }
+    return QuestionTrace(root, tags, _dialogue_feedback(turns, judgements, settings))
+
+
+def _steps(
+    item: AnsweredQuestion, judgement: AnswerJudgement | None, settings: TraceSettings
+) -> tuple[SpanRecord, ...]:
+    """A question's (or turn's) steps: the follow-up's query (what it searched with its
+    conversation), the retrieval, the answer, and the judge's verdicts."""
     answer = item.answer
     sources = {source.number: source for source in answer.sources}
     reference = item.question.reference_answer if item.answerable else None
@@ -135,22 +204,19 @@ def _trace(item: AnsweredQuestion, judgement: AnswerJudgement | None, settings: 
             _verdict_span(verdict, sources, context, item.question.reference_answer, settings) for verdict in verdicts
         ),
     )
-    root = SpanRecord(
-        # The trace's name on MLflow's Traces page: which configuration, question and batch.
-        f"{settings.label} · {item.key} · batch {settings.batch_id}",
-        CHAIN,
-        inputs={"question": item.question.question, "query_id": item.key},
-        outputs={"answer": answer.text if item.error is None else None, "outcome": _outcome(item)},
-        attributes={"answerable": item.answerable},
-        children=(retrieve, generate, judge),
+    query = (
+        (
+            SpanRecord(
+                "follow-up query",
+                CHAIN,
+                inputs={"question": item.question.question, "earlier_questions": list(item.question.history)},
+                outputs={"query": answer.search_query},
+            ),
+        )
+        if answer.search_query
+        else ()
     )
-    tags = {
-        "ragassay.batch_id": settings.batch_id,
-        "ragassay.configuration": settings.label,
-        "ragassay.query_id": item.key,
-        "ragassay.outcome": _outcome(item),
-    }
-    return QuestionTrace(root, tags, _feedback(item, judgement, verdicts, settings))
+    return (*query, retrieve, generate, judge)
 
 
 def _outcome(item: AnsweredQuestion) -> str:
@@ -198,6 +264,45 @@ SPAN_NAME_CHARACTERS = 60
 def _cut(statement: str) -> str:
     text = " ".join(statement.split())
     return text if len(text) <= SPAN_NAME_CHARACTERS else text[: SPAN_NAME_CHARACTERS - 1].rstrip() + "…"
+
+
+def _dialogue_feedback(
+    turns: list[AnsweredQuestion], judgements: dict[str, AnswerJudgement], settings: TraceSettings
+) -> tuple[FeedbackRecord, ...]:
+    """A dialogue's scores: each judged metric's mean over the turns that scored it (none where no
+    turn did), and whether every turn was handled (metrics/conversations.turn_handled)."""
+    judged_by = f"{settings.judge_model_id} ({settings.judge_prompts})"
+    records = []
+    for name in ANSWER_METRICS:
+        scored = [
+            (item.question.turn, judgements[item.key].scores()[name].value)
+            for item in turns
+            if item.key in judgements and judgements[item.key].scores()[name].value is not None
+        ]
+        if scored:
+            mean = sum(value for _, value in scored) / len(scored)
+            rationale = "mean over turns: " + ", ".join(f"turn {turn} {value:.2f}" for turn, value in scored)
+            records.append(FeedbackRecord(name, mean, "LLM_JUDGE", judged_by, rationale=rationale))
+    handled = [
+        turn_handled(
+            item.answerable,
+            _outcome(item),
+            sum(len(s.citations) for s in item.answer.statements) + len(item.answer.answer_citations),
+            judgements[item.key].citation_precision.value if item.key in judgements else None,
+        )
+        for item in turns
+    ]
+    if all(value is not None for value in handled):
+        records.append(
+            FeedbackRecord(
+                CONVERSATION_SUCCESS,
+                "yes" if all(handled) else "no",
+                "LLM_JUDGE",
+                judged_by,
+                rationale=", ".join(f"turn {n}: {'handled' if ok else 'not'}" for n, ok in enumerate(handled, 1)),
+            )
+        )
+    return tuple(records)
 
 
 def _feedback(

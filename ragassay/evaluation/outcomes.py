@@ -5,13 +5,13 @@ record (tracking.log_batch_record) and return the report."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import polars as pl
 from pydantic import Field
 
 from ragassay import plots
-from ragassay.answer.grounding import ANSWER_PROMPT_VERSION
+from ragassay.answer.grounding import ANSWER_PROMPT_VERSION, CONVERSATION_PROMPT_VERSION
 from ragassay.config import AnswerEvalConfig, AnyAnswerConfiguration, RetrievalEvalConfig
 from ragassay.evaluation.answer_judging import PairComparison, PairwiseTally, batch_warnings
 from ragassay.evaluation.answer_summary import (
@@ -50,7 +50,14 @@ from ragassay.metrics.averaging import (
     mean_scores,
     scored_questions,
 )
-from ragassay.metrics.conversations import FollowupGapRow, followup_gap_rows, gap_table, subset_means
+from ragassay.metrics.conversations import (
+    CONVERSATION_SUCCESS,
+    FollowupGapRow,
+    conversation_success,
+    followup_gap_rows,
+    gap_table,
+    subset_means,
+)
 from ragassay.metrics.corrected_rows import (
     AnswerComparisonRow,
     AnswerIntervalRow,
@@ -67,6 +74,7 @@ from ragassay.metrics.names import (
 )
 from ragassay.metrics.significance import ComparisonRow, compare_all_pairs, comparison_rows
 from ragassay.run_warnings import RunWarning, warnings_table
+from ragassay.search.followups import REWRITE_PROMPT_VERSION
 from ragassay.store.schemas import JUDGE_CALIBRATION, PAIRWISE
 from ragassay.systems.settings import SystemConfiguration
 from ragassay.tracking import BatchRecord, ConfigurationRecord, LoggedBatch, flatten_params, traces_below_url
@@ -115,6 +123,9 @@ class AnswerEvalReport(LoggedBatch):
     # Each configuration's Traces tab in MLflow, showing only the questions whose faithfulness is
     # below 1 (none when traces were switched off).
     unfaithful_traces_urls: dict[str, str] = Field(default_factory=dict)
+    # Golden dialogues' first turns against their follow-ups (none without dialogues).
+    followup_gaps: list[FollowupGapRow] = Field(default_factory=list)
+    dialogues: int = 0
 
 
 def published_intervals(intervals: list[IntervalRow], metrics: list[str] | None = None) -> list[dict]:
@@ -290,7 +301,8 @@ def retrieval_report(
 
 @dataclass(frozen=True)
 class AnswerQuestions:
-    """The questions of one answer evaluation, and when it started (for its duration)."""
+    """The questions of one answer evaluation (golden: the golden set's questions and its
+    dialogues' turns; unanswerable: the unanswerable file's), and when it started (for its duration)."""
 
     golden: list[EvalQuestion]
     unanswerable: list[EvalQuestion]
@@ -299,8 +311,17 @@ class AnswerQuestions:
 
     @property
     def all(self) -> list[tuple[EvalQuestion, bool]]:
-        """(question, answerable): the golden questions, then the unanswerable ones."""
-        return [(q, True) for q in self.golden] + [(q, False) for q in self.unanswerable]
+        """(question, answerable): the golden questions and turns, then the unanswerable file's."""
+        return [(q, q.answerable) for q in self.golden] + [(q, False) for q in self.unanswerable]
+
+    @property
+    def answerable_count(self) -> int:
+        return sum(q.answerable for q in self.golden)
+
+    @property
+    def unanswerable_count(self) -> int:
+        """The unanswerable file's questions and the dialogues' unanswerable turns."""
+        return len(self.unanswerable) + sum(not q.answerable for q in self.golden)
 
 
 def answer_params(
@@ -320,13 +341,18 @@ def answer_params(
             "max_questions": config.max_questions,
             "seed": config.seed,
             "questions": len(context.questions),
-            "unanswerable_questions": len(questions.unanswerable),
+            "unanswerable_questions": questions.unanswerable_count,
             "unanswerable_file": str(config.unanswerable) if config.unanswerable else None,
             "judge": config.judge.model_dump(exclude_none=True),
             "judge_model_id": judge_model_id,
             "judge_model_verified": model_verification(config.judge),
             "judge_support_threshold": support_threshold_for(judge_model_id),
-            "prompt_version": {"answer": ANSWER_PROMPT_VERSION, **PROMPT_VERSIONS},
+            "prompt_version": {
+                "answer": ANSWER_PROMPT_VERSION,
+                "answer_in_conversation": CONVERSATION_PROMPT_VERSION,
+                "rewrite": REWRITE_PROMPT_VERSION,
+                **PROMPT_VERSIONS,
+            },
             "index_digest": context.index_digests,
             "golden_digest": context.golden_digests,
             "embedding_model": context.embedding_models,
@@ -348,6 +374,7 @@ class AnswerBatchSummary:
     warnings: list[RunWarning]
     assertions: list[AssertionResult]
     calibration: JudgeCalibration | None = None
+    followup_gaps: list[FollowupGapRow] = field(default_factory=list)
 
 
 def summarize_answer_batch(
@@ -359,11 +386,21 @@ def summarize_answer_batch(
 ) -> AnswerBatchSummary:
     """Intervals and paired differences of every answer metric, with the judged metrics'
     judge-corrected estimates beside them (added to each configuration's run metrics as
-    METRIC_corrected, _low, _high), warnings, and the bounds checked."""
+    METRIC_corrected, _low, _high), warnings, and the bounds checked. With golden dialogues, each
+    metric's mean over their first turns and over their follow-ups (run metrics `first_…`,
+    `followup_…`), the gap between them, and the share of dialogues handled turn after turn
+    (conversation_success)."""
     per_question = {label: answer_scores(s.answers) for label, s in summaries.items()}
     intervals = corrected_intervals(answer_intervals(per_question, config.seed), per_question, calibration, config.seed)
     for label, values in corrected_metrics(intervals).items():
         summaries[label].metrics.update(values)
+    for label, table in per_question.items():
+        summaries[label].metrics.update(subset_means(table, REPORTED_ANSWER_METRICS))
+        success, dialogues = conversation_success(table)
+        if dialogues:
+            summaries[label].metrics.update(
+                {CONVERSATION_SUCCESS: success, f"{CONVERSATION_SUCCESS}_scored": dialogues}
+            )
     metrics = {label: s.metrics for label, s in summaries.items()}
     return AnswerBatchSummary(
         summaries=summaries,
@@ -380,6 +417,7 @@ def summarize_answer_batch(
         assertions=check_assertions([parse_answer_assertion(a) for a in config.assertions], metrics)
         + answered_nothing({label: values["coverage"] for label, values in metrics.items() if "coverage" in values}),
         calibration=calibration,
+        followup_gaps=followup_gap_rows(per_question, REPORTED_ANSWER_METRICS, config.seed),
     )
 
 
@@ -485,7 +523,7 @@ def answer_record(
     }
     calibration_metrics, calibration_table = calibration_record(summary.calibration)
     title = (
-        f"answers, batch {batch_id}: {len(questions.golden)} answerable + {len(questions.unanswerable)} "
+        f"answers, batch {batch_id}: {questions.answerable_count} answerable + {questions.unanswerable_count} "
         f"unanswerable, judge {judge_model_id}"
     )
     return BatchRecord(
@@ -506,6 +544,7 @@ def answer_record(
             "warnings": warnings_table(summary.warnings),
             "intervals": summary.intervals,
             "judge_calibration": calibration_table,
+            **({"followup_gaps": gap_table(summary.followup_gaps)} if summary.followup_gaps else {}),
         },
         figures={
             "answer_metrics": plots.interval_figure(
@@ -554,8 +593,8 @@ def answer_report(
 ) -> AnswerEvalReport:
     return AnswerEvalReport(
         **logged.model_dump(),
-        questions=len(questions.golden),
-        unanswerable=len(questions.unanswerable),
+        questions=questions.answerable_count,
+        unanswerable=questions.unanswerable_count,
         metrics={label: s.metrics for label, s in summary.summaries.items()},
         comparisons=answer_comparison_rows(summary.comparisons),
         pairwise=summary.pairwise,
@@ -567,6 +606,8 @@ def answer_report(
         seconds=round(seconds, 3),
         judge_calibration=calibration_summary(summary.calibration),
         answered_by={c.label: answered_by(c) for c in config.configurations},
+        followup_gaps=summary.followup_gaps,
+        dialogues=questions.context.dialogues,
         unfaithful_traces_urls={
             label: traces_below_url(config.home, logged.experiment_id, run_id, "faithfulness")
             for label, run_id in logged.run_ids.items()

@@ -4,8 +4,10 @@ documents) sampled by seed, the unanswerable questions of a file, and what ident
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import polars as pl
 from pydantic import BaseModel
@@ -16,6 +18,8 @@ from ragassay.golden.entries import default_entry_id, golden_digest
 from ragassay.golden.store import load_dialogues, load_golden, read_question_file
 from ragassay.run_warnings import RunWarning
 from ragassay.store.workspace import collection_paths, load_documents, read_manifest
+
+T = TypeVar("T")
 
 
 class GoldenContext(BaseModel):
@@ -162,6 +166,61 @@ def with_expected_documents(
     kept = [q for q in questions if q.judgements]
     listed = [{"collection": q.query_collection, "id": q.query_id} for q in kept]
     return kept, context.model_copy(update={"questions": listed})
+
+
+def with_earlier_turns(questions: Sequence[EvalQuestion]) -> list[EvalQuestion]:
+    """The questions with each dialogue's earlier turns that are not among them (a retrieval
+    evaluation scores no unanswerable turn) put back before their follow-ups, unanswerable and
+    expecting nothing, so that a system under test is asked each conversation as it was written.
+    Each put-back turn's question is the one its follow-ups hold as history."""
+    present = {(q.query_collection, q.dialogue_id, q.turn) for q in questions if q.dialogue_id is not None}
+    filled: list[EvalQuestion] = []
+    for question in questions:
+        if question.dialogue_id is not None:
+            for number, asked in enumerate(question.history, start=1):
+                key = (question.query_collection, question.dialogue_id, number)
+                if key not in present:
+                    present.add(key)
+                    filled.append(
+                        EvalQuestion(
+                            question.query_collection,
+                            turn_id(question.dialogue_id, number),
+                            asked,
+                            {},
+                            dialogue_id=question.dialogue_id,
+                            turn=number,
+                            history=question.history[: number - 1],
+                            answerable=False,
+                        )
+                    )
+        filled.append(question)
+    return filled
+
+
+def dialogue_units(questions: Sequence[EvalQuestion]) -> list[list[int]]:
+    """Positions of the questions asked together, in order: a dialogue's turns (by turn number),
+    each single question alone; in the order each first appears."""
+    units: dict[tuple, list[int]] = {}
+    for position, question in enumerate(questions):
+        key = (question.query_collection, question.dialogue_id) if question.dialogue_id is not None else (position,)
+        units.setdefault(key, []).append(position)
+    return [sorted(unit, key=lambda position: questions[position].turn or 0) for unit in units.values()]
+
+
+def whole_dialogue_parts(items: Sequence[T], size: int | None, question_of=lambda item: item) -> list[list[T]]:
+    """items in consecutive parts of at most `size` (all in one part when None), as
+    work_parts.in_parts cuts them, except that a dialogue is never split: its turns are answered
+    one after another, each with the answers before it (a longer dialogue is a part of its own)."""
+    parts: list[list[int]] = []
+    current: list[int] = []
+    for unit in dialogue_units([question_of(item) for item in items]):
+        if size and current and len(current) + len(unit) > size:
+            parts.append(current)
+            current = []
+        current = current + unit
+    if current:
+        parts.append(current)
+    return [[items[position] for position in part] for part in parts]
 
 
 DocKey = tuple[str, str]  # (collection, doc_id)

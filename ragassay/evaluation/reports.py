@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from ragassay.evaluation.interval_text import corrected_text, interval_lines, judge_error_lines
 from ragassay.gates.assertions import AssertionResult, measured
 from ragassay.metrics.averaging import IntervalRow
-from ragassay.metrics.conversations import FollowupGapRow
+from ragassay.metrics.conversations import CONVERSATION_SUCCESS, FollowupGapRow
 from ragassay.metrics.corrected_rows import has_correction
 from ragassay.metrics.names import LOWER_IS_BETTER, QUESTIONS_SCORED, REPORTED_ANSWER_METRICS
 from ragassay.metrics.significance import ALPHA, ComparisonRow, DirectedComparison, comparison_of, ranked_by_mean
@@ -287,7 +287,20 @@ def answer_sections(report: AnswerEvalReport) -> list[str]:
             f"inconsistent {p.inconsistent}, unreadable {p.unreadable}"
             for p in report.pairwise
         ]
+    followups = followup_lines(report.followup_gaps, REPORTED_ANSWER_METRICS, report.dialogues)
+    if followups:
+        lines += ["", *followups, "", *conversation_lines(report.metrics)]
     return lines
+
+
+def conversation_lines(metrics: dict[str, dict[str, float]]) -> list[str]:
+    """Each configuration's share of golden dialogues handled turn after turn."""
+    return [
+        f"- {label}: {values[CONVERSATION_SUCCESS]:.3f} of {values[f'{CONVERSATION_SUCCESS}_scored']:.0f} dialogues "
+        "had every turn cited (each citation supported) or declined as it should be"
+        for label, values in metrics.items()
+        if CONVERSATION_SUCCESS in values
+    ]
 
 
 def unfaithful_lines(urls: dict[str, str]) -> list[str]:

@@ -17,6 +17,7 @@ from ragassay.llm.cache import CompletionCache
 from ragassay.llm.structured import Usage
 from ragassay.metrics.answers import split_statements
 from ragassay.progress import ProgressReporter
+from ragassay.search.followups import Exchange, history_query
 from ragassay.store.workspace import collection_paths, load_documents
 from ragassay.systems.collect import collect_records
 from ragassay.systems.doc_ids import DocIdMapper
@@ -73,7 +74,14 @@ def answered_question(
     if not record.answered:
         empty = GroundedAnswer(question.question, "refused", reason="no answer", contexts_returned=False)
         return AnsweredQuestion(
-            question, answerable, empty, Usage(), seconds, f"{record.error_kind}: {record.error}", record.retries
+            question,
+            answerable,
+            empty,
+            Usage(),
+            seconds,
+            f"{record.error_kind}: {record.error}",
+            record.retries,
+            note=record.note,
         )
     sources = [
         Source(
@@ -106,8 +114,12 @@ def answered_question(
         answer_citations=[] if refused else citations,
         contexts_returned=bool(sources),
         refusal_source="system" if record.refused is not None else "detected",
+        # A follow-up is judged as asked in its conversation: with the dialogue's earlier questions.
+        search_query=history_query([Exchange(asked) for asked in question.history], question.question)
+        if question.history
+        else None,
     )
-    return AnsweredQuestion(question, answerable, answer, Usage(), seconds, retries=record.retries)
+    return AnsweredQuestion(question, answerable, answer, Usage(), seconds, retries=record.retries, note=record.note)
 
 
 def answer_records(answered: list[AnsweredQuestion]) -> list[SystemRecord]:
@@ -115,9 +127,12 @@ def answer_records(answered: list[AnsweredQuestion]) -> list[SystemRecord]:
     documents it cites, whether it declined), readable again as `kind: records`."""
     records = []
     for a in answered:
+        turn = {"conversation_id": a.question.dialogue_id, "turn": a.question.turn, "note": a.note}
         if a.error is not None:
             kind, _, message = a.error.partition(": ")
-            records.append(SystemRecord(a.question.query_id, a.question.question, error=message, error_kind=kind))
+            records.append(
+                SystemRecord(a.question.query_id, a.question.question, error=message, error_kind=kind, **turn)
+            )
             continue
         cited = [c.doc_id for s in a.answer.statements for c in s.citations] + [
             c.doc_id for c in a.answer.answer_citations
@@ -131,6 +146,7 @@ def answer_records(answered: list[AnsweredQuestion]) -> list[SystemRecord]:
                 citations=tuple(dict.fromkeys(cited)),
                 refused=a.answer.outcome == "refused",
                 latency_ms=round(a.seconds * 1000, 3),
+                **turn,
             )
         )
     return records

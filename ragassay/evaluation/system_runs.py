@@ -10,12 +10,13 @@ import json
 import re
 import time
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 
-from ragassay.evaluation.questions import DocKey, EvalQuestion
+from ragassay.evaluation.questions import DocKey, EvalQuestion, with_earlier_turns
 from ragassay.evaluation.retrieval_scoring import SearchedConfiguration, run_table
 from ragassay.llm.cache import CompletionCache
 from ragassay.progress import ProgressReporter
@@ -69,8 +70,13 @@ def run_system(
     zeros that measure nothing."""
     started = time.perf_counter()
     label = configuration.label
-    with ProgressReporter(f"asking {label} {len(questions)} questions", total=len(questions)) as progress:
-        collected = collect_records(configuration.system, [system_question_of(q) for q in questions], cache, progress)
+    # A dialogue is asked whole, its unscored (unanswerable) turns too: the system's conversation
+    # is the one the golden set wrote; only the scored questions' records are kept.
+    asked = with_earlier_turns(questions)
+    with ProgressReporter(f"asking {label} {len(asked)} questions", total=len(asked)) as progress:
+        collected = collect_records(configuration.system, [system_question_of(q) for q in asked], cache, progress)
+    scored = {q.query_id for q in questions}
+    collected = replace(collected, records=[r for r in collected.records if r.query_id in scored])
     if configuration.system.kind == "records":
         check_document_ids(collected.records, configuration.system.column_names(), configuration.system.path)
     mappers, warnings = _id_mappers(home, collections, configuration)

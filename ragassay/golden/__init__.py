@@ -1,7 +1,9 @@
 """Golden sets: questions with the documents that answer them.
 
-- entries: validating candidate entries, reading them from files, the golden set's digest.
-- store: adding, importing, listing and deleting a collection's entries.
+- entries: validating candidate entries, the golden set's digest.
+- dialogues: golden dialogues (conversations of turns): validating them, turn ids, their digest.
+- files: golden files people write: JSONL or CSV entries, JSONL dialogues, bad rows by file:line.
+- store: adding, importing, listing and deleting a collection's entries and dialogues.
 - generation: seeded page sampling, the question prompt, and the generation loop.
 - quality_gate: the quality gate every generated question must pass, with each discard reason.
 """

@@ -392,7 +392,7 @@ def judge_answer(
     it reads each support verdict's P(supported) with its statement and context into the
     verdict; P(supported) is recorded as the judge gave it.
     """
-    verdicts = _Verdicts(judge, answer.question, aligned)
+    verdicts = _Verdicts(judge, answer.question_in_context, aligned)
     context = context_text(answer.sources)
     reference_statements = split_statements(reference_answer)
     answer_statements = [] if answer.outcome == "refused" or not answer.contexts_returned else answer.statements
@@ -401,7 +401,7 @@ def judge_answer(
     asked_references = reference_statements if answer.sources else []
     over_passages = (
         judge.support_by_passage(
-            context.splitlines(), asked_references + [s.text for s in answer_statements], answer.question
+            context.splitlines(), asked_references + [s.text for s in answer_statements], answer.question_in_context
         )
         if answer.contexts_returned
         else []
@@ -481,7 +481,7 @@ def _answer_relevancy(
     verdicts.asked.append(implied)
     if implied.value is None:
         return answer_relevancy(None, None), None
-    similarity = float(embed(answer.question) @ embed(implied.value.question))
+    similarity = float(embed(answer.question_in_context) @ embed(implied.value.question))
     return answer_relevancy(similarity, implied.value.noncommittal), implied.value.question
 
 
@@ -489,7 +489,7 @@ def _answer_correctness(verdicts: _Verdicts, answer: GroundedAnswer, reference_a
     """Answer correctness: the judge's P(correct) of the answer's prose against the reference."""
     if not reference_answer or not reference_answer.strip():
         return Scored(None, "no reference answer")
-    grade = verdicts.judge.correctness(answer.question, reference_answer, answer.prose)
+    grade = verdicts.judge.correctness(answer.question_in_context, reference_answer, answer.prose)
     verdicts.asked.append(grade)
     p_correct = grade.value.p_correct if grade.value else None
     correct = answer_correctness(p_correct, CORRECT_THRESHOLD)

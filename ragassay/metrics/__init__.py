@@ -8,6 +8,7 @@
 - names: metric names parsed in one place, and their MLflow-safe form.
 - averaging: per-question values into run values, one rule for every metric.
 - significance: paired bootstrap confidence interval and randomization p-value.
+- conversations: a dialogue's turns resampled together, the follow-up gap, conversation success.
 - judge_error: the judge's sensitivity and specificity from labels, and judged means and paired
   differences corrected for them, with intervals that include the judge's error.
 - corrected_rows: an answer batch's interval and comparison rows, the judge-corrected estimate

@@ -10,8 +10,9 @@ and first turns and follow-ups are reported apart. Pure numpy.
       gap = (1/|F|) sum_{t in F} v_t - (1/|S|) sum_{t in S} v_t,
   where S holds the dialogues' first turns and F their later ones (scored turns only); its 95%
   interval resamples dialogues, both means taken over the same drawn dialogues.
-- Conversation success: the share of dialogues every turn of which was answered with its
-  citations supported or declined as it should be (`turn_handled`).
+- Conversation success: the share of dialogues every turn of which was cited or declined as it
+  should be: an answerable turn answered with every citation supported, an unanswerable one
+  declined (`turn_handled`); over the dialogues whose every turn can be told.
 """
 
 from __future__ import annotations
@@ -170,23 +171,35 @@ def subset_means(table: pl.DataFrame, metrics: Sequence[str]) -> dict[str, float
     return means
 
 
-def turn_handled(answerable: bool, refused: bool, citation_precision: float | None) -> bool | None:
+def turn_handled(answerable: bool, outcome: str, citations: int, citation_precision: float | None) -> bool | None:
     """One turn cited or declined as it should be: an unanswerable turn declined; an answerable one
-    answered with every citation supported by its source (citation precision 1). None when an
-    answerable turn's citations were not scored (its call failed, or the judge could not read)."""
+    answered with citations, every one supported by its source (citation precision 1). None when
+    it cannot be told: a system's call failed (outcome `error`), or the judge could not read a
+    citation's verdict."""
+    if outcome == "error":
+        return None
+    refused = outcome == "refused"
     if not answerable:
         return refused
-    if refused:
+    if refused or citations == 0:
         return False
-    if citation_precision is None:
-        return None
-    return citation_precision == 1.0
+    return None if citation_precision is None else citation_precision == 1.0
 
 
-def conversation_success(handled: dict[str, list[bool | None]]) -> tuple[float | None, int]:
-    """The share of dialogues whose every turn was handled (turn_handled), over the dialogues with
-    every turn known; and how many those are. (None, 0) when none is."""
-    known = [all(turns) for turns in handled.values() if turns and all(t is not None for t in turns)]
+def conversation_success(answers: pl.DataFrame) -> tuple[float | None, int]:
+    """The share of golden dialogues every turn of which was handled (turn_handled), over the
+    dialogues whose every turn can be told, from a configuration's answers table; and how many
+    those are. (None, 0) without any."""
+    turns: dict[tuple, list[bool | None]] = {}
+    columns = ("query_collection", "dialogue_id", "answerable", "outcome", "citations", "citation_precision")
+    if "dialogue_id" not in answers.columns:
+        return None, 0
+    for collection, dialogue, answerable, outcome, citations, precision in answers.select(*columns).iter_rows():
+        if dialogue is not None:
+            turns.setdefault((collection, dialogue), []).append(
+                turn_handled(answerable, outcome, citations or 0, precision)
+            )
+    known = [all(handled) for handled in turns.values() if all(h is not None for h in handled)]
     return (sum(known) / len(known) if known else None, len(known))
 
 

@@ -1,6 +1,7 @@
 """Search over indexed collections.
 
 - settings: SearchSettings, the one settings type of search, retrieval evaluation and answering.
+- followups: what a conversation's follow-up searches (with its earlier questions, or rewritten).
 - run: run_search, the one search path (`ragassay search`, evaluation and answering call it).
 - ranking: ranking documents fulltext, semantic or hybrid; filters; snippets.
 - lexical: BM25 with bm25s and PyStemmer.

@@ -200,13 +200,20 @@ GENERATION_CANDIDATES = TableSpec(
 # question was not scored for that metric (the reason is in the batch's warnings or the outcome).
 ANSWERS = TableSpec(
     "answers",
-    2,
+    3,
     pl.Schema(
         {
             "configuration": pl.String,
             "query_collection": pl.String,
             "query_id": pl.String,
             "question": pl.String,
+            # Version 3: a golden dialogue's turn names its dialogue and number, what it searched
+            # with its conversation (search/followups.py), and what was noticed of its call (a
+            # system under test's history missing a failed turn's answer).
+            "dialogue_id": pl.String,
+            "turn": pl.Int32,
+            "search_query": pl.String,
+            "note": pl.String,
             "answerable": pl.Boolean,
             "outcome": pl.String,
             "reason": pl.String,

@@ -1,0 +1,105 @@
+"""Conversations' statistics: the follow-up gap, whole dialogues resampled together, and a
+dialogue handled turn after turn."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+
+from ragassay.gates.assertions import check_assertions, parse_answer_assertion, parse_assertion
+from ragassay.metrics.averaging import mean_interval
+from ragassay.metrics.conversations import (
+    conversation_success,
+    followup_gap,
+    question_groups,
+    subset_means,
+    turn_handled,
+)
+from ragassay.metrics.significance import compare_paired
+
+
+def test_the_gap_is_followups_minus_first_turns_with_an_interval_over_dialogues():
+    # Two dialogues of three turns: first turns 1 and 1, follow-ups 0.5, 0 and 1, 0.5.
+    values = [1.0, 0.5, 0.0, 1.0, 1.0, 0.5]
+    dialogues = ["a", "a", "a", "b", "b", "b"]
+    turns = [1, 2, 3, 1, 2, 3]
+    gap = followup_gap(values, dialogues, turns, seed=1)
+    assert (gap.first_mean, gap.first_scored, gap.followup_mean, gap.followup_scored) == (1.0, 2, 0.5, 4)
+    assert gap.gap == pytest.approx(-0.5) and gap.dialogues == 2
+    # Resampling dialogues: a replicate of a and a gives -0.75, of b and b -0.25.
+    assert -0.75 <= gap.ci_low <= gap.gap <= gap.ci_high <= -0.25
+    assert followup_gap(values, dialogues, turns, seed=1) == gap, "seeded"
+
+
+def test_a_gap_without_follow_ups_or_unscored_turns_says_so():
+    gap = followup_gap([1.0, None, None], ["a", "a", "a"], [1, 2, 3])
+    assert gap.followup_mean is None and gap.gap is None and gap.ci_low is None and gap.first_mean == 1.0
+    # Single questions (no dialogue) are in neither side.
+    assert followup_gap([0.0, 1.0], [None, None], [None, None]).first_scored == 0
+
+
+def test_resampling_groups_of_one_is_the_plain_bootstrap_and_groups_widen_the_interval():
+    rng = np.random.default_rng(4)
+    a, b = rng.random(30), rng.random(30)
+    singles = [f"q{i}" for i in range(30)]
+    assert compare_paired(a, b, seed=2, groups=singles) == compare_paired(a, b, seed=2)
+    assert mean_interval(list(a), 3, groups=singles) == mean_interval(list(a), 3)
+    # Ten dialogues whose three turns move together: as groups the interval is wider.
+    together = np.repeat(rng.random(10), 3)
+    dialogues = [f"d{i // 3}" for i in range(30)]
+    plain, grouped = mean_interval(list(together), 5), mean_interval(list(together), 5, groups=dialogues)
+    assert grouped[1] - grouped[0] > plain[1] - plain[0]
+    difference = compare_paired(np.zeros(30), together, seed=5, groups=dialogues)
+    assert difference.mean_difference == pytest.approx(together.mean()) and difference.questions == 30
+
+
+def test_a_dialogue_is_handled_when_every_turn_is_cited_correctly_or_declined():
+    assert turn_handled(answerable=False, outcome="refused", citations=0, citation_precision=None) is True
+    assert turn_handled(answerable=False, outcome="answered", citations=1, citation_precision=1.0) is False
+    assert turn_handled(answerable=True, outcome="answered", citations=2, citation_precision=1.0) is True
+    assert turn_handled(answerable=True, outcome="answered", citations=2, citation_precision=0.5) is False
+    assert turn_handled(answerable=True, outcome="answered", citations=0, citation_precision=None) is False
+    assert turn_handled(answerable=True, outcome="refused", citations=0, citation_precision=None) is False
+    assert turn_handled(answerable=True, outcome="error", citations=0, citation_precision=None) is None
+    assert turn_handled(answerable=True, outcome="answered", citations=1, citation_precision=None) is None
+    answers = pl.DataFrame(
+        {
+            "query_collection": ["c"] * 7,
+            "query_id": ["a#1", "a#2", "b#1", "b#2", "x#1", "x#2", "q1"],
+            "dialogue_id": ["a", "a", "b", "b", "x", "x", None],
+            "turn": [1, 2, 1, 2, 1, 2, None],
+            "answerable": [True, False, True, True, True, True, True],
+            "outcome": ["answered", "refused", "answered", "answered", "error", "answered", "answered"],
+            "citations": [1, 0, 1, 1, 0, 1, 1],
+            "citation_precision": [1.0, None, 1.0, 0.0, None, 1.0, 0.0],
+        }
+    )
+    # a: both turns handled; b: its follow-up cites an unsupporting source; x: a failed call, not told.
+    assert conversation_success(answers) == (0.5, 2)
+    # A dialogue's turns are one group; a single question is a group of its own.
+    groups = question_groups(answers)
+    assert groups[0] == groups[1] != groups[2] and groups[6] not in groups[:6]
+    means = subset_means(answers.with_columns(pl.col("citation_precision").alias("m")), ["m"])
+    assert means == {"first_m": 1.0, "followup_m": 0.5}
+
+
+def test_assertions_bound_first_turns_follow_ups_and_dialogues_handled():
+    followup = parse_assertion("hybrid:followup.recall@5>=0.7")
+    assert (followup.subset, str(followup.metric), str(followup)) == (
+        "followup",
+        "recall@5",
+        "hybrid:followup.recall@5>=0.7",
+    )
+    assert parse_assertion("hybrid:first.mrr>0.5").bounded == "first.mrr"
+    with pytest.raises(ValueError, match="coverage is over every question"):
+        parse_assertion("prod:followup.coverage>=0.9")
+    answer = parse_answer_assertion("hybrid:followup.faithfulness>=0.6")
+    assert answer.subset == "followup" and answer.metric == "faithfulness"
+    assert parse_answer_assertion("hybrid:conversation_success>=0.5").subset is None
+    with pytest.raises(ValueError, match="a metric of followup turns must be one of"):
+        parse_answer_assertion("hybrid:followup.faithfulness.corrected_low>=0.6")
+    results = check_assertions(
+        [followup, parse_assertion("hybrid:first.recall@5>=0.7")], {"hybrid": {"followup_recall@5": 0.75}}
+    )
+    assert [(r.value, r.passed) for r in results] == [(0.75, True), (None, False)]
