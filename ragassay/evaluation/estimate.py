@@ -4,7 +4,9 @@ anything runs. Reads the golden sets and the unanswerable file; loads no model.
 Calls are counted from the evaluation's shape, with the work each question causes:
 - answering: one call per question (a question declined before the model costs none; a retry
   after unreadable output costs one more), plus rerank_candidates calls per question when the
-  configuration reranks with the model;
+  configuration reranks with the model, and one per dialogue follow-up it rewrites
+  (`followup_query: rewrite`); a dialogue's turns count as questions (its unanswerable turns as
+  unanswerable ones);
 - judging, per answerable question: TYPICAL_PASSAGES_ASKED calls per reference-answer sentence
   (context recall: a statement is judged against its most similar passage first, and against the
   next only when that one does not support it; passage_choice.MAX_PASSAGES_ASKED at most, never more than
@@ -189,9 +191,16 @@ def _cost(calls: float, rate: CallRate | None, at_most: int) -> CallCost:
 
 def estimate_answer_eval(config: AnswerEvalConfig) -> AnswerEstimate:
     """Expected and largest number of model calls per configuration, with tokens and seconds."""
-    golden, _ = gather_golden_questions(config.home, config.collections, config.max_questions, config.seed)
-    unanswerable = read_unanswerable(config.unanswerable) if config.unanswerable else []
+    asked, _ = gather_golden_questions(
+        config.home, config.collections, config.max_questions, config.seed, config.max_dialogues
+    )
+    # A dialogue's unanswerable turns are asked and declined like the unanswerable file's questions.
+    golden = [q for q in asked if q.answerable]
+    unanswerable = [q for q in asked if not q.answerable] + (
+        read_unanswerable(config.unanswerable) if config.unanswerable else []
+    )
     answerable, total = len(golden), len(golden) + len(unanswerable)
+    followups = sum(q.followup for q in asked)
     reference_sentences = sum(len(split_statements(q.reference_answer)) for q in golden)
     with_reference = sum(1 for q in golden if split_statements(q.reference_answer))
     judge_rate = _rate(config, config.judge, "judge")
@@ -223,10 +232,12 @@ def estimate_answer_eval(config: AnswerEvalConfig) -> AnswerEstimate:
             continue
         answer_rate = _rate(config, configuration.model, "answer")
         rerank = configuration.rerank_candidates * total if configuration.rerank == "llm" else 0
+        # A follow-up rewritten to stand alone costs one more call of the answer model.
+        rewrite = followups if configuration.followup_query == "rewrite" else 0
         rows.append(
             ConfigurationEstimate(
                 configuration=configuration.label,
-                answer=_cost(total + rerank, answer_rate, 2 * (total + rerank)),
+                answer=_cost(total + rerank + rewrite, answer_rate, 2 * (total + rerank + rewrite)),
                 judge=_cost(judge_expected, judge_rate, judge_most),
                 answer_rate_basis=answer_rate.basis if answer_rate else "no measurement for this model",
             )

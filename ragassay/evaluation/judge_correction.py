@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from ragassay.metrics.conversations import question_groups
 from ragassay.metrics.corrected_rows import (
     ANSWER_COMPARISON_SCHEMA,
     ANSWER_INTERVAL_SCHEMA,
@@ -28,7 +29,7 @@ def corrected_intervals(
     rows = []
     for label, table in per_question.items():
         for metric in JUDGED_METRICS if calibration is not None else ():
-            corrected = corrected_mean(table[metric].to_list(), calibration.strata, seed)
+            corrected = corrected_mean(table[metric].to_list(), calibration.strata, seed, groups=question_groups(table))
             if corrected is not None:
                 rows.append(
                     {
@@ -54,8 +55,9 @@ def corrected_comparisons(
     (metrics/judge_error.corrected_difference): the judge's offset cancels in a difference, its
     randomization p is the raw one, and only the scale changes."""
     rows = []
-    for label_a, label_b, metric, a, b in paired_scores(per_question, JUDGED_METRICS) if calibration else ():
-        corrected = corrected_difference(a, b, calibration.strata, seed)
+    scores = paired_scores(per_question, JUDGED_METRICS, with_groups=True) if calibration else ()
+    for label_a, label_b, metric, a, b, groups in scores:
+        corrected = corrected_difference(a, b, calibration.strata, seed, groups=groups)
         if corrected is not None:
             rows.append(
                 {

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ragassay.errors import ConfigError
 from ragassay.metrics.averaging import answer_scores
+from ragassay.metrics.conversations import question_groups
 from ragassay.metrics.judge_error import LabelStratum, corrected_difference, corrected_mean
 from ragassay.metrics.names import JUDGED_METRICS, LOWER_IS_BETTER, REPORTED_ANSWER_METRICS, parse_metric_or_none
 from ragassay.metrics.significance import ALPHA, KEYS, compare_paired
@@ -218,8 +219,9 @@ def _configuration_drop(
     corrected = bound.metric.endswith(CORRECTED)
     if column not in a.columns or column not in b.columns:
         raise ConfigError(f"--max-drop {label}:{bound.metric}: not a metric of configuration {label!r} in both batches")
+    dialogue = [pl.col("dialogue_id")] if "dialogue_id" in b.columns else []
     joined = a.select(*KEYS, pl.col(column).alias("a")).join(
-        b.select(*KEYS, pl.col(column).alias("b")), on=KEYS, how="inner"
+        b.select(*KEYS, *dialogue, pl.col(column).alias("b")), on=KEYS, how="inner"
     )
     # In question order: the bootstrap and randomization draw rows by position, so the verdict
     # must not depend on the order the tables were stored in.
@@ -227,18 +229,22 @@ def _configuration_drop(
     joined = joined.drop_nulls(["a", "b"]).sort(KEYS)
     if joined.height == 0:
         raise ConfigError(f"{label}:{bound.metric}: the batches scored no question in common")
-    result = compare_paired(joined["a"].to_numpy(), joined["b"].to_numpy(), seed=seed)
+    # A dialogue's turns are resampled together (metrics/conversations.py).
+    result = compare_paired(joined["a"].to_numpy(), joined["b"].to_numpy(), seed=seed, groups=question_groups(joined))
     means = (float(joined["a"].mean()), float(joined["b"].mean()))
     difference, ci_low, ci_high = result.mean_difference, result.ci_low, result.ci_high
     if corrected:
-        scaled = corrected_difference(joined["a"].to_numpy(), joined["b"].to_numpy(), calibration, seed)
+        groups = question_groups(joined)
+        scaled = corrected_difference(joined["a"].to_numpy(), joined["b"].to_numpy(), calibration, seed, groups=groups)
         if scaled.estimate is None:
             raise ConfigError(
                 f"--max-drop {label}:{bound.metric}: the candidate's labels do not show its judge separating "
                 "supported from unsupported, so no judge-corrected drop can be bounded"
             )
         difference, ci_low, ci_high = scaled.estimate, scaled.low, scaled.high
-        means = tuple(corrected_mean(joined[side].to_list(), calibration, seed).estimate for side in "ab")
+        means = tuple(
+            corrected_mean(joined[side].to_list(), calibration, seed, groups=groups).estimate for side in "ab"
+        )
     sign = 1.0 if bound.metric in LOWER_IS_BETTER else -1.0
     # + 0.0 turns a negative zero (no change) into 0.0, so it never prints as "-0.0000".
     drop = sign * difference + 0.0

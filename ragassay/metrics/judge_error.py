@@ -58,6 +58,8 @@ from dataclasses import dataclass
 import numpy as np
 from pydantic import BaseModel, ConfigDict, computed_field
 
+from ragassay.metrics.conversations import group_index
+
 # Cells of a labelled statement: (people's label, the judge's verdict), True = supported.
 CELLS = ((True, True), (True, False), (False, True), (False, False))
 JEFFREYS = 0.5
@@ -229,11 +231,17 @@ class Corrected:
     questions: int
 
 
-def _reweighted_means(values: np.ndarray, bounds: tuple[float, float], resamples: int, rng) -> np.ndarray:
+def _reweighted_means(
+    values: np.ndarray, bounds: tuple[float, float], resamples: int, rng, groups: Sequence[str] | None = None
+) -> np.ndarray:
     """`resamples` means of the values under Bayesian-bootstrap weights, with a pseudo-question of
-    weight 1/2 at each bound (module docstring): m* = sum_i w_i x_i, w ~ Dirichlet(1, ..., 1, 1/2, 1/2)."""
+    weight 1/2 at each bound (module docstring): m* = sum_i w_i x_i, w ~ Dirichlet(1, ..., 1, 1/2, 1/2).
+    groups: each value's group (a golden dialogue's turns; metrics/conversations.py): the values
+    of a group share one weight, so a dialogue's turns are reweighted together. Every group of
+    one value is the plain form, with the same draws."""
     # Gamma(1) is the exponential, drawn much faster; normalized gamma draws are Dirichlet.
-    weights = rng.standard_exponential((resamples, values.size))
+    index, count = group_index(groups) if groups is not None else (np.arange(values.size), values.size)
+    weights = rng.standard_exponential((resamples, count))[:, index]
     pseudo = rng.gamma(JEFFREYS, size=(resamples, 2))
     total = weights @ values + pseudo @ np.asarray(bounds, dtype=np.float64)
     return total / (weights.sum(axis=1) + pseudo.sum(axis=1))
@@ -255,9 +263,11 @@ def corrected_mean(
     strata: Sequence[LabelStratum],
     seed: int = 0,
     resamples: int = RESAMPLES,
+    groups: Sequence[str] | None = None,
 ) -> Corrected | None:
     """The Rogan-Gladen corrected mean of per-question judged values (None: not scored) and its
     95% interval over questions and labels (module docstring). None when nothing was scored.
+    groups: each value's group, reweighted together (_reweighted_means).
 
     estimate = clip((m + Sp - 1) / (Se + Sp - 1), 0, 1) with the plug-in Se, Sp; None, and the
     interval [0, 1], unless the labels show the judge separating the classes (ErrorRates.separable).
@@ -270,7 +280,8 @@ def corrected_mean(
     if not rates.separable:
         return Corrected(raw, None, 0.0, 1.0, int(counted.size))
     rng = np.random.default_rng(seed)
-    means = _reweighted_means(counted, (0.0, 1.0), resamples, rng)
+    scored_groups = [g for g, v in zip(groups, values, strict=True) if v is not None] if groups is not None else None
+    means = _reweighted_means(counted, (0.0, 1.0), resamples, rng, scored_groups)
     sensitivity, specificity = _rates(draw_cells(strata, resamples, rng))
     draws = np.clip(_corrected_draws(means, sensitivity, specificity, offset=True), 0, 1)
     low, high = np.nanpercentile(draws, [2.5, 97.5])
@@ -285,11 +296,13 @@ def corrected_difference(
     strata: Sequence[LabelStratum],
     seed: int = 0,
     resamples: int = RESAMPLES,
+    groups: Sequence[str] | None = None,
 ) -> Corrected | None:
     """The corrected paired difference of two configurations judged by one judge, b - a over the
     same questions (same order): (m_b - m_a) / (Se + Sp - 1), its interval from replicates that
-    reweight the questions in pairs (module docstring) and draw (Se, Sp), in [-1, 1]. None without questions; no
-    estimate, interval [-1, 1], when the labels do not show the judge separating the classes."""
+    reweight the questions in pairs (module docstring; a group's together) and draw (Se, Sp), in
+    [-1, 1]. None without questions; no estimate, interval [-1, 1], when the labels do not show
+    the judge separating the classes."""
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     if a.size == 0:
         return None
@@ -299,7 +312,7 @@ def corrected_difference(
     if not rates.separable:
         return Corrected(raw, None, -1.0, 1.0, int(a.size))
     rng = np.random.default_rng(seed)
-    means = _reweighted_means(differences, (-1.0, 1.0), resamples, rng)
+    means = _reweighted_means(differences, (-1.0, 1.0), resamples, rng, groups)
     sensitivity, specificity = _rates(draw_cells(strata, resamples, rng))
     draws = np.clip(_corrected_draws(means, sensitivity, specificity, offset=False), -1, 1)
     low, high = np.nanpercentile(draws, [2.5, 97.5])

@@ -103,3 +103,19 @@ def test_assertions_bound_first_turns_follow_ups_and_dialogues_handled():
         [followup, parse_assertion("hybrid:first.recall@5>=0.7")], {"hybrid": {"followup_recall@5": 0.75}}
     )
     assert [(r.value, r.passed) for r in results] == [(0.75, True), (None, False)]
+
+
+def test_judge_corrected_intervals_reweight_a_dialogues_turns_together():
+    from ragassay.metrics.judge_error import LabelStratum, corrected_difference, corrected_mean
+
+    strata = [LabelStratum("labels", 100.0, 40, 5, 5, 30)]
+    rng = np.random.default_rng(8)
+    together = list(np.repeat((rng.random(12) > 0.4).astype(float), 3))
+    singles = [f"q{i}" for i in range(36)]
+    dialogues = [f"d{i // 3}" for i in range(36)]
+    plain = corrected_mean(together, strata, seed=2)
+    assert corrected_mean(together, strata, seed=2, groups=singles) == plain
+    grouped = corrected_mean(together, strata, seed=2, groups=dialogues)
+    assert grouped.estimate == plain.estimate and grouped.high - grouped.low > plain.high - plain.low
+    a, b = np.zeros(36), np.array(together)
+    assert corrected_difference(a, b, strata, 2, groups=singles) == corrected_difference(a, b, strata, 2)
