@@ -177,12 +177,16 @@ class IndexConfig(OneCollection, IndexSettings, OnTaskRunner):
 class GenerateSettings(Frozen):
     """Seeded golden-set generation through the quality gate.
 
-    count: questions wanted; at most max_attempts_factor × count pages are tried, so the work
-    stays bounded when the model writes few acceptable questions. seed None: one is drawn and
-    reported.
+    count: questions wanted (dialogues, with `dialogues`); at most max_attempts_factor × count
+    pages are tried, so the work stays bounded when the model writes few acceptable ones. seed
+    None: one is drawn and reported.
     """
 
-    count: int = Field(10, ge=1, le=10_000, description="Questions wanted (at most 3 pages are tried per question).")
+    count: int = Field(
+        10, ge=1, le=10_000, description="Questions (or dialogues) wanted; at most 3 pages are tried per one."
+    )
+    dialogues: bool = Field(False, description="Write dialogues of `turns` turns instead of single questions.")
+    turns: int = Field(3, ge=2, le=6, description="Turns of a generated dialogue.")
     seed: int | None = Field(None, description="Sampling seed; a random one is drawn and printed when omitted.")
     model: ChatModelConfig = DEFAULT_GENERATION_MODEL
     max_attempts_factor: int = Field(3, ge=1, le=100)

@@ -22,7 +22,7 @@ from ragassay.evaluation.reports import (
 from ragassay.gates.assertions import AssertionResult
 from ragassay.golden.generation import GENERATION_PROMPT_VERSION, GenerationReport
 from ragassay.golden.quality_gate import DISCARD_REASONS
-from ragassay.golden.store import GoldenChange, load_golden
+from ragassay.golden.store import GoldenChange, load_dialogues, load_golden
 from ragassay.index.build import IndexReport
 from ragassay.ingest.files import IngestReport
 from ragassay.llm.settings import model_id_of
@@ -50,9 +50,10 @@ def missing_inputs(config: PipelineConfig, stage: str) -> str | None:
         return f"collection {config.collection!r} has no documents: run the ingest stage (ingest: {{enabled: true, paths: [...]}}) or `ragassay ingest`"
     if stage in ("golden", "retrieval", "answers") and read_manifest(paths) is None:
         return f"collection {config.collection!r} is not indexed: run the index stage ({switch_on}) or `ragassay index`"
-    if stage == "golden" and config.golden.file is not None and not config.golden.file.is_file():
-        return f"golden.file {config.golden.file} does not exist"
-    if stage in ("retrieval", "answers") and load_golden(paths).height == 0:
+    missing = [path for path in config.golden.files if not path.is_file()]
+    if stage == "golden" and missing:
+        return f"golden.file {missing[0]} does not exist"
+    if stage in ("retrieval", "answers") and load_golden(paths).height == 0 and load_dialogues(paths).height == 0:
         return (
             f"collection {config.collection!r} has an empty golden set: run the golden stage (golden: {{file: ...}} or "
             "{generate: true}) or `ragassay golden add`"

@@ -12,6 +12,7 @@ from prefect.logging import get_run_logger
 
 from ragassay import tracking
 from ragassay.config import GenerateConfig
+from ragassay.golden.dialogue_generation import generate_dialogues
 from ragassay.golden.generation import GenerationReport, generate_questions, generation_record
 from ragassay.store.workspace import collection_paths
 from ragassay.tracking import Batch
@@ -29,9 +30,10 @@ def choose_seed(config: GenerateConfig) -> int:
 
 @task(name="generate-golden-questions", cache_policy=NO_CACHE, **MODEL_SERVER_RETRIES)
 def generate_golden_questions(config: GenerateConfig, seed: int) -> tuple[GenerationReport, pl.DataFrame]:
-    """Draw pages, ask the model for a question on each, gate it, store it; the report and this
-    call's candidates."""
-    return generate_questions(worker_resources(), collection_paths(config.home, config.collection), config, seed)
+    """Draw pages, ask the model for a question (or a dialogue) on each, gate it, store it; the
+    report and this call's candidates."""
+    generate = generate_dialogues if config.dialogues else generate_questions
+    return generate(worker_resources(), collection_paths(config.home, config.collection), config, seed)
 
 
 @task(name="log-generation-run", cache_policy=NO_CACHE, **TRACKING_RETRIES)

@@ -122,7 +122,13 @@ def golden_import(
 @golden_app.command("generate")
 def golden_generate(
     collection: str = COLLECTION_OPTION,
-    count: int = field_option(GenerateSettings, "count", "--count", required=True),
+    count: int | None = typer.Option(
+        None, "--count", help="Questions wanted (at most 3 pages are tried per question)."
+    ),
+    dialogues: int | None = typer.Option(
+        None, "--dialogues", help="Dialogues wanted instead of questions: a first question and follow-ups that need it."
+    ),
+    turns: int = field_option(GenerateSettings, "turns"),
     seed: int | None = field_option(GenerateSettings, "seed"),
     model: str | None = MODEL_OPTION,
     model_backend: str | None = MODEL_BACKEND_OPTION,
@@ -138,20 +144,24 @@ def golden_generate(
     judge_api_key_env: str | None = JUDGE_API_KEY_ENV_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
-    """Write golden questions from the collection's own pages, through a quality gate: rules, then
-    the judge's verdict that the page supports the answer."""
+    """Write golden questions (or dialogues) from the collection's own pages, through a quality
+    gate: rules, then the judge's verdict that the page supports the answer."""
     from ragassay.cli.common import prefect_defaults
     from ragassay.config import GenerateConfig
     from ragassay.config_errors import parse_config
 
     try:
+        if (count is None) == (dialogues is None):
+            raise ConfigError("give either --count (questions) or --dialogues (dialogues)")
         judge = judge_override(judge_model, judge_backend, judge_path, judge_url, judge_name, judge_api_key_env)
         writer = model_settings(model, model_backend, model_path, model_url, model_name, api_key_env=model_api_key_env)
         # Options not given keep the config's defaults (Qwen2.5 1.5B writes, and judges).
         config = parse_config(
             GenerateConfig,
             collection=collection,
-            count=count,
+            count=count if count is not None else dialogues,
+            dialogues=dialogues is not None,
+            turns=turns,
             seed=seed,
             **({"model": writer} if writer else {}),
             **({"judge": judge} if judge else {}),
@@ -177,8 +187,9 @@ def golden_generate(
             f"discarded: {reasons or 'none'}; pages skipped as already used: {report.skipped_pages}", highlight=False
         )
         if len(report.accepted) < report.requested:
+            what = "dialogues" if dialogues is not None else "questions"
             out.print(
-                f"[yellow]only {len(report.accepted)} of {report.requested} questions passed the gate[/yellow]: "
+                f"[yellow]only {len(report.accepted)} of {report.requested} {what} passed the gate[/yellow]: "
                 "a fact about this corpus and model, see the discarded candidates in MLflow run " + str(report.run_id)
             )
         out.print(f"model time {report.seconds_in_model:.1f}s of {report.seconds:.1f}s", style="dim")

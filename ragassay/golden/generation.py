@@ -111,7 +111,7 @@ class GenerationReport(BaseModel):
 
 
 @dataclass
-class _Progress:
+class GenerationProgress:
     """What one generation call has so far: the questions it must not repeat (stored ones and those
     it accepted, with their embeddings), the entries it accepted, and what the model and the judge
     cost."""
@@ -143,14 +143,14 @@ def generate_questions(
     pages = sample_pages(load_chunks(paths), seed, done_pages)
     embedder = resources.collection_embedder(config.home, config.collection)
     known_questions = golden["question"].to_list()
-    state = _Progress(
+    state = GenerationProgress(
         known_questions,
         embedder.embed(known_questions)
         if known_questions
         else np.zeros((0, embedder.spec.dimension or 384), np.float32),
     )
     digests = dict(zip(documents["doc_id"], documents["sha256"]))
-    wanted, attempts = _still_wanted(config, same_run)
+    wanted, attempts = still_wanted(config, same_run)
     limit = min(pages.height, attempts)
     rows: list[dict] = []
     with ProgressReporter(f"generating questions from {limit} pages", total=limit) as progress:
@@ -183,7 +183,7 @@ def generate_questions(
     ), candidates
 
 
-def _still_wanted(config: GenerateConfig, same_run: pl.DataFrame) -> tuple[int, int]:
+def still_wanted(config: GenerateConfig, same_run: pl.DataFrame) -> tuple[int, int]:
     """Questions still to accept and pages still to try. With count_is_total, what this seed,
     model and prompt already produced counts towards count and its attempts."""
     wanted, attempts = config.count, config.count * config.max_attempts_factor
@@ -199,7 +199,7 @@ def _generate_from_page(
     model: ChatModel,
     judge: Judge,
     embedder: Embedder,
-    state: _Progress,
+    state: GenerationProgress,
     page: dict,
     seed: int,
     digests: dict[str, str],

@@ -25,6 +25,16 @@ Discard reasons, checked in this order (the first that applies is recorded):
 - `answer_unsupported`: the judge's support verdict says the page does not support the answer
   to the question (the answer names the wrong person, number or thing, which word overlap misses);
 - `judge_unreadable`: the judge gave no readable verdict, so the answer is not known to be right.
+
+A generated dialogue (golden/dialogue_generation.py) passes the same rules on its first turn; each
+follow-up passes them too (shorter: MIN_FOLLOWUP_WORDS, MIN_FOLLOWUP_CHARS; and it may, it must,
+point back) and two more:
+- `standalone_followup`: the follow-up does not point back to the conversation (no pronoun or
+  demonstrative, no "and ...", "what about ..."), so it reads as a question of its own and would
+  measure nothing a single question does not;
+- `repeated_turn`: it asks what an earlier turn asked (token_sort_ratio >= FUZZY_DUPLICATE);
+then every turn's answer is judged against the page with the turn's question in its conversation
+(the earlier questions before it): a follow-up must be answerable with its history.
 """
 
 from __future__ import annotations
@@ -47,6 +57,9 @@ COPY_SIMILARITY = 95
 ANSWER_SUPPORT = 0.5
 FUZZY_DUPLICATE = 90
 EMBEDDING_DUPLICATE = 0.92
+# A follow-up may be as short as "And the autumn one?".
+MIN_FOLLOWUP_WORDS = 2
+MIN_FOLLOWUP_CHARS = 8
 
 DISCARD_REASONS = (
     "unparseable",
@@ -60,6 +73,8 @@ DISCARD_REASONS = (
     "near_duplicate",
     "answer_unsupported",
     "judge_unreadable",
+    "standalone_followup",
+    "repeated_turn",
 )
 
 
@@ -195,6 +210,50 @@ def gate_candidate(
         best = int(np.argmax(cosines))
         if cosines[best] >= EMBEDDING_DUPLICATE:
             return GateDecision(False, "near_duplicate", f"like {known_questions[best]!r} (cosine {cosines[best]:.3f})")
+    return GateDecision(True)
+
+
+# What makes a follow-up point back: a pronoun or demonstrative, or an elliptical opening.
+_POINTING_WORDS = _REFERRING_WORDS | {"that", "those", "one", "ones", "there", "then", "same", "other", "both"}
+_ELLIPTICAL_START = re.compile(r"^\s*(and|but|so|also|what about|how about|what else|then)\b", re.IGNORECASE)
+
+
+def points_back(question: str) -> bool:
+    """Whether a follow-up needs the conversation before it: it holds a pronoun or demonstrative,
+    or opens elliptically ("And the autumn one?", "What about drones?")."""
+    words = {re.sub(r"'s$", "", word.lower()) for word in re.findall(r"[A-Za-z']+", question)}
+    return bool(words & _POINTING_WORDS) or bool(_ELLIPTICAL_START.match(question))
+
+
+def gate_followup(pair: GeneratedPair | None, passage: str, earlier: list[str]) -> GateDecision:
+    """Accept a dialogue's follow-up or name the first discard reason that applies (module
+    docstring); `earlier`: the questions of the turns before it."""
+    from rapidfuzz import fuzz
+
+    if pair is None:
+        return GateDecision(False, "unparseable")
+    question, answer = pair.question.strip(), pair.answer.strip()
+    if not question.endswith("?"):
+        return GateDecision(False, "not_a_question")
+    if len(question.split()) < MIN_FOLLOWUP_WORDS or len(question) < MIN_FOLLOWUP_CHARS:
+        return GateDecision(False, "too_short", f"{len(question.split())} words")
+    if len(question) > MAX_QUESTION_CHARS or len(answer) > MAX_ANSWER_CHARS:
+        return GateDecision(False, "too_long", f"{len(question)} + {len(answer)} characters")
+    if not answer:
+        return GateDecision(False, "empty_answer")
+    if _PASSAGE_REFERENCE.search(question):
+        return GateDecision(False, "passage_dependent")
+    if not points_back(question):
+        return GateDecision(False, "standalone_followup", "it does not point back to the conversation")
+    for before in earlier:
+        similarity = fuzz.token_sort_ratio(normalize_question(question), normalize_question(before))
+        if similarity >= FUZZY_DUPLICATE:
+            return GateDecision(False, "repeated_turn", f"like {before!r} (token_sort_ratio {similarity:.0f})")
+    answer_tokens = set(tokenize([answer])[0])
+    if answer_tokens:
+        support = len(answer_tokens & set(tokenize([passage])[0])) / len(answer_tokens)
+        if support < ANSWER_SUPPORT:
+            return GateDecision(False, "answer_not_in_page", f"{support:.0%} of the answer's words are in the page")
     return GateDecision(True)
 
 

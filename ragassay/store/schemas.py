@@ -196,6 +196,30 @@ GENERATION_CANDIDATES = TableSpec(
     ),
 )
 
+# Every generated dialogue (golden/dialogue_generation.py), accepted or discarded, with the turn
+# the gate stopped at (null when accepted, or unreadable as a whole).
+DIALOGUE_CANDIDATES = TableSpec(
+    "dialogue_candidates",
+    1,
+    pl.Schema(
+        {
+            "seed": pl.Int64,
+            "model": pl.String,
+            "prompt_version": pl.String,
+            "chunk_id": pl.String,
+            "doc_id": pl.String,
+            "questions": pl.List(pl.String),
+            "answers": pl.List(pl.String),
+            "raw_output": pl.String,
+            "accepted": pl.Boolean,
+            "reason": pl.String,
+            "detail": pl.String,
+            "failed_turn": pl.Int32,
+            "dialogue_id": pl.String,
+        }
+    ),
+)
+
 # Answer evaluation: one row per (configuration, question); metric columns are null when the
 # question was not scored for that metric (the reason is in the batch's warnings or the outcome).
 ANSWERS = TableSpec(

@@ -106,6 +106,11 @@ class CollectionPaths:
         return self.root / "generation" / "candidates.parquet"
 
     @property
+    def dialogue_generation_log(self) -> Path:
+        """Every generated dialogue, accepted or discarded (golden/dialogue_generation.py)."""
+        return self.root / "generation" / "dialogue_candidates.parquet"
+
+    @property
     def lock_file(self) -> Path:
         """The collection's write lock (store/locks.py), outside its folder: <home>/locks/<name>.lock."""
         return self.root.parent.parent / "locks" / f"{self.name}.lock"

@@ -218,3 +218,60 @@ def test_golden_list_marks_entries_whose_source_changed(tmp_path, monkeypatch):
     assert ingest(home, "sample", (corpus,)).counts["replaced"] == 1
     entries = json.loads(runner.invoke(app, ["golden", "list", "-c", "sample", "--json"]).stdout)
     assert next(e for e in entries if e["entry_id"] == generated["entry_id"])["stale"] is True
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "reason"),
+    [
+        ("Can I melt it over an open flame?", "No: its flash point is about 204 degrees.", None),
+        ("And its flash point?", "About 204 degrees.", None),
+        ("What about wax fires?", "They are hard to put out.", None),
+        ("What is the flash point of beeswax?", "About 204 degrees.", "standalone_followup"),
+        ("Why?", "Its flash point is low.", "too_short"),
+        ("And what does the passage say about it?", "Wax fires are hard to put out.", "passage_dependent"),
+        ("So at what temperature does beeswax melt?", "Between 62 and 64 degrees Celsius.", "repeated_turn"),
+        ("And how much does it cost?", "Forty dollars a kilogram in Tokyo.", "answer_not_in_page"),
+        ("And its flash point", "About 204 degrees.", "not_a_question"),
+    ],
+)
+def test_each_follow_up_must_point_back_and_be_answered_by_the_page(question, answer, reason):
+    from ragassay.golden.quality_gate import gate_followup
+
+    decision = gate_followup(
+        GeneratedPair(question=question, answer=answer), PASSAGE, ["At what temperature does beeswax melt?"]
+    )
+    assert (decision.accepted, decision.reason) == (reason is None, reason)
+
+
+@pytest.mark.slow
+@pytest.mark.flows
+def test_dialogue_generation_is_seeded_gated_turn_by_turn_logged_and_resumed(tmp_path, monkeypatch):
+    from ragassay.golden.store import load_dialogues
+    from ragassay.store.workspace import collection_paths
+
+    home = generated_workspace(tmp_path, "d")
+    monkeypatch.setenv("RAGASSAY_HOME", str(home))
+    arguments = ["golden", "generate", "-c", "sample", "--dialogues", "1", "--turns", "2", "--seed", "3"]
+    arguments += ["--model", "smollm2", "--judge-model", "smollm2", "--json"]
+    both = CliRunner().invoke(app, [*arguments[:3], "--count", "1", *arguments[3:]])
+    assert both.exit_code == 2 and "either --count (questions) or --dialogues" in both.output
+    result = CliRunner().invoke(app, arguments)
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["prompt_version"] == "golden-dialogue/1" and report["requested"] == 1
+    log = pl.read_parquet(collection_paths(home, "sample").dialogue_generation_log)
+    assert log.height == report["attempted"] >= 1
+    assert sum(report["discarded"].values()) + len(report["accepted"]) == report["attempted"]
+    for row in log.iter_rows(named=True):
+        # Each discarded dialogue says why, and (past reading it) at which turn.
+        assert row["accepted"] or row["reason"] in report["discarded"]
+        assert row["reason"] == "unparseable" or row["accepted"] or 1 <= row["failed_turn"] <= 2
+        assert row["questions"] is None or len(row["questions"]) == 2
+    stored = load_dialogues(collection_paths(home, "sample"))
+    assert stored["dialogue_id"].n_unique() == len(report["accepted"])
+    assert set(stored["origin"]) <= {"generated"} and set(stored["prompt_version"]) <= {"golden-dialogue/1"}
+    # Again with the same seed: every page already tried is skipped, none asked twice.
+    again = json.loads(CliRunner().invoke(app, arguments).stdout)
+    assert again["skipped_pages"] >= report["attempted"]
+    log = pl.read_parquet(collection_paths(home, "sample").dialogue_generation_log)
+    assert log["chunk_id"].is_unique().all()
