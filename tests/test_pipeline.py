@@ -275,3 +275,28 @@ def test_the_sample_pipeline_file_and_prefect_yaml_are_valid(home):
     settings = apply_values(nightly["parameters"]["config"], {}, remove_notset=True)
     prod = parse_config(RetrievalEvalConfig, **settings).configurations[1]
     assert prod.system.body == {"query": "[[question]]", "top_k": 10}
+
+
+def test_each_golden_file_of_a_list_is_checked_before_the_stage(home, tmp_path):
+    from ragassay.config import PipelineConfig
+    from ragassay.config_errors import parse_config
+    from ragassay.pipeline_stages import missing_inputs
+    from tests.helpers import build_collection
+
+    build_collection(home, "sample", (SAMPLE / "corpus",))
+    missing = tmp_path / "gone.jsonl"
+    config = parse_config(
+        PipelineConfig,
+        collection="sample",
+        home=home,
+        ingest={"enabled": False},
+        golden={"file": [str(SAMPLE / "dialogues.jsonl"), str(missing)]},
+    )
+    assert config.golden.files == (SAMPLE / "dialogues.jsonl", missing)
+    assert missing_inputs(config, "golden") == f"golden.file {missing} does not exist"
+    # A golden set of dialogues alone is a golden set: retrieval and answers can start.
+    from ragassay.golden.store import add_from_file
+
+    assert missing_inputs(config, "retrieval") is not None
+    add_from_file(home, "sample", SAMPLE / "dialogues.jsonl")
+    assert missing_inputs(config, "retrieval") is None
