@@ -350,3 +350,40 @@ def reliability_figure(labels: list[bool], p_supported: list[float], threshold: 
     axes.legend(fontsize=7, loc="upper left", title="numbers: statements in the bin", title_fontsize=7)
     figure.tight_layout()
     return figure
+
+
+def alignment_figure(comparison, used: bool, reason: str, title: str):
+    """Agreement with people before and after aligning the judge to a collection's labels: balanced
+    accuracy and AUC of the plain threshold and of the aligned judge's cross-fitted verdicts (each
+    label predicted by a fit that never saw it), with 95% bootstrap intervals over questions; the
+    dashed line is a judge that cannot tell the classes apart (0.5). `comparison`: the aligned
+    judge's Comparison (judge/alignment.py); `used`, `reason`: whether evaluations use it and why."""
+    figure = Figure(figsize=(6.4, 3.4))
+    panels = figure.subplots(1, 2, sharey=True)
+    for axes, (name, key) in zip(panels, (("balanced accuracy", "balanced_accuracy"), ("AUC", "auc")), strict=True):
+        for position, (side, colour) in enumerate((("plain", "0.45"), ("aligned", "tab:blue"))):
+            value = getattr(comparison, f"{side}_{key}")
+            low, high = getattr(comparison, f"{side}_{key}_low"), getattr(comparison, f"{side}_{key}_high")
+            axes.errorbar(position, value, yerr=[[value - low], [high - value]], fmt="o", color=colour, capsize=5)
+            axes.annotate(f"{value:.3f}", (position, value), textcoords="offset points", xytext=(8, -3), fontsize=8)
+        axes.axhline(0.5, color="0.6", linestyle="--", linewidth=1)
+        axes.set_xticks([0, 1], ["plain threshold", "aligned (cross-fitted)"], fontsize=8)
+        axes.set_xlim(-0.5, 1.5)
+        axes.set_ylim(0, 1.02)
+        axes.set_title(name, fontsize=9)
+    panels[0].set_ylabel("agreement with people's labels")
+    verdict = "used by evaluations" if used else "not used"
+    figure.suptitle(
+        f"{title}\n{comparison.labelled} labels ({comparison.labelled_unsupported} unsupported), "
+        f"{comparison.folds} folds by question; aligned judge {verdict}",
+        fontsize=8,
+    )
+    figure.text(0.5, 0.01, _wrapped(reason, 110), ha="center", va="bottom", fontsize=7, color="0.3")
+    figure.tight_layout(rect=(0, 0.08, 1, 1))
+    return figure
+
+
+def _wrapped(text: str, width: int) -> str:
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, width)[:2])

@@ -140,3 +140,38 @@ def test_no_best_is_named_over_a_zero_or_contrary_paired_difference_and_labels_s
             extent = text.get_window_extent(renderer)
             assert box.y0 - 1 <= extent.y0 and extent.y1 <= box.y1 + 1, text.get_text()
             assert extent.x1 <= box.x1 + 1, text.get_text()
+
+
+def test_the_aligned_judge_shows_its_agreement_before_and_after_with_intervals(tmp_path):
+    from ragassay.judge.alignment import Comparison
+
+    comparison = Comparison(
+        labelled=60,
+        labelled_supported=45,
+        labelled_unsupported=15,
+        groups=40,
+        folds=5,
+        plain_balanced_accuracy=0.62,
+        plain_balanced_accuracy_low=0.50,
+        plain_balanced_accuracy_high=0.75,
+        plain_auc=0.66,
+        plain_auc_low=0.52,
+        plain_auc_high=0.80,
+        aligned_balanced_accuracy=0.71,
+        aligned_balanced_accuracy_low=0.58,
+        aligned_balanced_accuracy_high=0.83,
+        aligned_auc=0.74,
+        aligned_auc_low=0.60,
+        aligned_auc_high=0.87,
+        ahead_share=0.91,
+        auc_behind_share=0.10,
+    )
+    figure = plots.alignment_figure(comparison, False, "not clearly ahead: ahead in 71% of replicates", "handbook")
+    accuracy, auc = figure.axes
+    assert (accuracy.get_title(), auc.get_title()) == ("balanced accuracy", "AUC")
+    shown = {text.get_text() for axes in figure.axes for text in axes.texts}
+    assert {"0.620", "0.710", "0.660", "0.740"} <= shown
+    assert "60 labels (15 unsupported)" in figure._suptitle.get_text() and "not used" in figure._suptitle.get_text()
+    assert "not clearly ahead" in " ".join(text.get_text() for text in figure.texts)
+    figure.savefig(tmp_path / "alignment.png")
+    assert (tmp_path / "alignment.png").stat().st_size > 10_000

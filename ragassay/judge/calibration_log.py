@@ -79,4 +79,17 @@ def log_calibration_report(home: Path, report: SupportCalibration | PairwiseCali
         report.confusion if isinstance(report, SupportCalibration) else None,
         collection,
         report.batches if isinstance(report, CollectionCalibration) else [],
+        calibration_figures(report),
     )
+
+
+def calibration_figures(report: SupportCalibration | PairwiseCalibration) -> dict:
+    """A collection's calibration with a fitted aligned judge: its agreement with the labels before
+    and after alignment (plots.alignment_figure), beside the run's reliability diagram."""
+    if not isinstance(report, CollectionCalibration) or report.aligned_judge.comparison is None:
+        return {}
+    from ragassay import plots
+
+    aligned = report.aligned_judge
+    title = f"the judge aligned to {report.collection}'s labels ({report.judge_model.split('@')[0][:50]})"
+    return {"alignment": plots.alignment_figure(aligned.comparison, aligned.used, aligned.reason, title)}

@@ -239,9 +239,12 @@ def log_calibration(
     confusion: dict[str, int] | None,
     collection: str | None = None,
     batches: list[str] = (),
+    figures: dict | None = None,
 ) -> str:
     """One calibration run: the judge and labels as params, the agreement figures as metrics,
-    every row as a Parquet artifact, and (for support verdicts) a confusion-matrix picture. In the
+    every row as a Parquet artifact, (for support verdicts) a confusion-matrix picture and a
+    reliability diagram, and any other figures given (named PNGs: the aligned judge's agreement
+    before and after alignment). In the
     judge-calibration experiment, or, for a collection's own labels, in the collection's
     experiment beside its batches (tagged with the batches the labels were sampled from)."""
     mlflow_client = client(home)
@@ -279,5 +282,7 @@ def log_calibration(
             ),
             "reliability_diagram.png",
         )
+    for name, figure in (figures or {}).items():
+        mlflow_client.log_figure(run_id, figure, f"{name}.png")
     finish(mlflow_client, run_id)
     return run_id
