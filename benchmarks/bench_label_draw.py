@@ -1,5 +1,6 @@
 """Which draw of labels narrows the corrected interval with the fewest labels (issue 36, item 3):
-today's draw (half of the labels from each of the judge's verdicts) against draws that put
+today's draw (half of the labels from each of the judge's verdicts) against a uniform draw (a
+simple random sample of the batch's statements), and against draws that put
 labels where the stratified variance is (Neyman's allocation, proportional allocation) and against
 finer strata by closeness to the threshold, on seeded simulated batches.
 
@@ -79,6 +80,23 @@ def interval_width(labels, p, question, n: int, how: str, banded: bool, seed: in
     rng = np.random.default_rng(seed)
     verdicts = p >= THRESHOLD
     values = [float(verdicts[question == q].mean()) for q in np.unique(question)]
+    if how == "uniform":
+        # A simple random sample of the batch's statements, one stratum standing for all of them:
+        # what labelling statements as they come (or at random) gives.
+        chosen = rng.choice(labels.size, size=min(n, labels.size), replace=False)
+        y, v = labels[chosen], verdicts[chosen]
+        strata = [
+            LabelStratum(
+                "all",
+                float(labels.size),
+                int(np.sum(y & v)),
+                int(np.sum(y & ~v)),
+                int(np.sum(~y & v)),
+                int(np.sum(~y & ~v)),
+            )
+        ]
+        corrected = corrected_mean(values, strata, seed, 1000)
+        return 1.0 if corrected.estimate is None else corrected.high - corrected.low
     stratum = strata_of(p, banded)
     kinds = np.arange(4 if banded else 2)
     sizes = np.array([int(np.sum(stratum == k)) for k in kinds])
@@ -120,6 +138,7 @@ def labels_to_reach(medians: list[float], target: float) -> float | None:
 
 
 DRAWS = (
+    ("uniform (simple random)", "uniform", False),
     ("halves (today)", "halves", False),
     ("proportional", "proportional", False),
     ("neyman", "neyman", False),
@@ -154,9 +173,14 @@ def main() -> None:
             ]
             needed[name] = labels_to_reach(medians, args.target)
             print(f"  {name:22s} " + " ".join(f"{n}:{w:.3f}" for n, w in zip(GRID, medians, strict=True)))
-        today = needed["halves (today)"]
+        today, uniform = needed["halves (today)"], needed["uniform (simple random)"]
         for name, reach in needed.items():
-            ratio = "" if today is None or reach is None else f" ({reach / today:.2f}x today's)"
+            parts = [
+                f"{reach / base:.2f}x {whose}"
+                for base, whose in ((today, "today's"), (uniform, "uniform's"))
+                if base is not None and reach is not None
+            ]
+            ratio = f" ({', '.join(parts)})" if parts else ""
             print(
                 f"  labels to width {args.target}: {name}: "
                 + (f"{reach:.0f}{ratio}" if reach is not None else "beyond the grid")

@@ -26,7 +26,8 @@ def gate(
         ...,
         "--max-drop",
         help="[LABEL:]METRIC=NUMBER, e.g. recall@5=0.02, hybrid:faithfulness=0.05, or faithfulness.corrected=0.05 "
-        "(the judge-corrected drop), prod:coverage=0.02 (the share of questions a system answered); repeatable.",
+        "(the judge-corrected drop), prod:coverage=0.02 (the share of questions a system answered), "
+        "followup.recall@5=0.05 (over the golden dialogues' follow-ups only); repeatable.",
     ),
     alpha: float = typer.Option(ALPHA, help="A drop counts only when its randomization p-value is below this."),
     seed: int = typer.Option(0, help="Seed of the paired tests."),

@@ -11,6 +11,10 @@ whose call failed, over the questions both batches asked), so `--max-drop prod:c
 bounds it; and any drop of a configuration's coverage is a warning even when no bound names it,
 since every other metric is compared over the questions both batches answered only.
 
+A metric prefixed `first.` or `followup.` (`followup.recall@5=0.05`) bounds its drop over the golden
+dialogues' first turns or their follow-ups only (a dialogue's turns resampled together, as in
+every paired test): whether the follow-ups got worse.
+
 A judged metric's `.corrected` (`faithfulness.corrected=0.05`) bounds the judge-corrected drop
 (metrics/judge_error.corrected_difference: the raw drop over Youden's index of the judge on the
 candidate's labels, with an interval over questions and labels); its p is the raw drop's, since
@@ -27,7 +31,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ragassay.errors import ConfigError
 from ragassay.metrics.averaging import answer_scores
-from ragassay.metrics.conversations import question_groups
+from ragassay.metrics.conversations import FIRST, TURN_SUBSETS, question_groups
 from ragassay.metrics.judge_error import LabelStratum, corrected_difference, corrected_mean
 from ragassay.metrics.names import JUDGED_METRICS, LOWER_IS_BETTER, REPORTED_ANSWER_METRICS, parse_metric_or_none
 from ragassay.metrics.significance import ALPHA, KEYS, compare_paired
@@ -45,6 +49,12 @@ class DropBound:
     metric: str
     max_drop: float
     label: str | None = None
+    subset: str | None = None  # first or followup: the drop over those turns of the dialogues only
+
+    @property
+    def bounded(self) -> str:
+        """The bound's metric as written (`followup.recall@5`)."""
+        return f"{self.subset}.{self.metric}" if self.subset else self.metric
 
 
 def parse_drop_bound(text: str) -> DropBound:
@@ -56,12 +66,17 @@ def parse_drop_bound(text: str) -> DropBound:
             f"--max-drop {text!r} must look like 'METRIC=NUMBER' or 'LABEL:METRIC=NUMBER', e.g. recall@5=0.02"
         )
     metric = match["metric"].lower().replace("_at_", "@")
+    subset, dot, rest = metric.partition(".")
+    subset = subset if dot and subset in TURN_SUBSETS else None
+    metric = rest if subset else metric
     if "." in metric and (not metric.endswith(CORRECTED) or metric.removesuffix(CORRECTED) not in JUDGED_METRICS):
         raise ConfigError(
             f"--max-drop {text!r}: only a judged metric has a judge-corrected drop "
             f"({', '.join(m + CORRECTED for m in JUDGED_METRICS)})"
         )
-    return DropBound(metric, float(match["drop"]), match["label"])
+    if subset and (metric == COVERAGE or metric.endswith(CORRECTED)):
+        raise ConfigError(f"--max-drop {text!r}: {subset} turns bound a plain metric's drop, not {metric}")
+    return DropBound(metric, float(match["drop"]), match["label"], subset)
 
 
 COVERAGE = "coverage"
@@ -219,6 +234,10 @@ def _configuration_drop(
     corrected = bound.metric.endswith(CORRECTED)
     if column not in a.columns or column not in b.columns:
         raise ConfigError(f"--max-drop {label}:{bound.metric}: not a metric of configuration {label!r} in both batches")
+    if bound.subset:
+        if "turn" not in b.columns or b["turn"].is_null().all():
+            raise ConfigError(f"--max-drop {label}:{bound.bounded}: the candidate batch asked no golden dialogue")
+        b = b.filter(pl.col("turn") == 1 if bound.subset == FIRST else pl.col("turn") > 1)
     dialogue = [pl.col("dialogue_id")] if "dialogue_id" in b.columns else []
     joined = a.select(*KEYS, pl.col(column).alias("a")).join(
         b.select(*KEYS, *dialogue, pl.col(column).alias("b")), on=KEYS, how="inner"
@@ -251,7 +270,7 @@ def _configuration_drop(
     low, high = sorted((sign * ci_low + 0.0, sign * ci_high + 0.0))
     return {
         "configuration": label,
-        "metric": bound.metric,
+        "metric": bound.bounded,
         "questions": result.questions,
         "asked": asked,
         "baseline": means[0],

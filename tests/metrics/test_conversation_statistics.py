@@ -119,3 +119,34 @@ def test_judge_corrected_intervals_reweight_a_dialogues_turns_together():
     assert grouped.estimate == plain.estimate and grouped.high - grouped.low > plain.high - plain.low
     a, b = np.zeros(36), np.array(together)
     assert corrected_difference(a, b, strata, 2, groups=singles) == corrected_difference(a, b, strata, 2)
+
+
+def test_the_regression_gate_bounds_a_drop_over_follow_ups_alone():
+    from ragassay.errors import ConfigError
+    from ragassay.gates.regression import compare_batches, parse_drop_bound
+
+    def table(followups: list[float]) -> pl.DataFrame:
+        # Ten dialogues of three turns: first turns always found, follow-ups as given.
+        return pl.DataFrame(
+            {
+                "query_collection": ["c"] * 30,
+                "query_id": [f"d{d}#{t}" for d in range(10) for t in (1, 2, 3)],
+                "dialogue_id": [f"d{d}" for d in range(10) for _ in range(3)],
+                "turn": [1, 2, 3] * 10,
+                "recall@5": [value for d in range(10) for value in (1.0, followups[2 * d], followups[2 * d + 1])],
+            }
+        )
+
+    baseline, candidate = table([1.0] * 20), table([0.0, 1.0] * 10)
+    bound = parse_drop_bound("hybrid:followup.recall@5=0.1")
+    assert (bound.subset, bound.metric, bound.bounded) == ("followup", "recall@5", "followup.recall@5")
+    [followup, overall] = compare_batches(
+        {"hybrid": baseline}, {"hybrid": candidate}, [bound, parse_drop_bound("hybrid:recall@5=0.4")]
+    ).to_dicts()
+    assert (followup["metric"], followup["questions"], followup["drop"]) == ("followup.recall@5", 20, 0.5)
+    assert followup["failed"], "follow-ups dropped by half, every dialogue alike"
+    assert overall["drop"] == pytest.approx(1 / 3) and not overall["failed"]
+    with pytest.raises(ConfigError, match="not coverage"):
+        parse_drop_bound("followup.coverage=0.1")
+    with pytest.raises(ConfigError, match="asked no golden dialogue"):
+        compare_batches({"hybrid": baseline}, {"hybrid": candidate.drop("turn")}, [bound])
