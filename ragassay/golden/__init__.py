@@ -5,5 +5,6 @@
 - files: golden files people write: JSONL or CSV entries, JSONL dialogues, bad rows by file:line.
 - store: adding, importing, listing and deleting a collection's entries and dialogues.
 - generation: seeded page sampling, the question prompt, and the generation loop.
+- dialogue_generation: generated dialogues: the prompt, the loop, the gate turn by turn.
 - quality_gate: the quality gate every generated question must pass, with each discard reason.
 """
