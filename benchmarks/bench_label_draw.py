@@ -76,6 +76,18 @@ def allocation(sizes: np.ndarray, verdict: np.ndarray, n: int, how: str, judged_
     return np.minimum(np.maximum(2, np.floor(share * n)).astype(int), sizes)
 
 
+def stratum_of(name: str, population: int, labels: np.ndarray, verdicts: np.ndarray) -> LabelStratum:
+    """A stratum of `population` statements from the labels and verdicts drawn in it."""
+    return LabelStratum(
+        name,
+        float(population),
+        int(np.sum(labels & verdicts)),
+        int(np.sum(labels & ~verdicts)),
+        int(np.sum(~labels & verdicts)),
+        int(np.sum(~labels & ~verdicts)),
+    )
+
+
 def interval_width(labels, p, question, n: int, how: str, banded: bool, seed: int) -> float:
     rng = np.random.default_rng(seed)
     verdicts = p >= THRESHOLD
@@ -84,17 +96,7 @@ def interval_width(labels, p, question, n: int, how: str, banded: bool, seed: in
         # A simple random sample of the batch's statements, one stratum standing for all of them:
         # what labelling statements as they come (or at random) gives.
         chosen = rng.choice(labels.size, size=min(n, labels.size), replace=False)
-        y, v = labels[chosen], verdicts[chosen]
-        strata = [
-            LabelStratum(
-                "all",
-                float(labels.size),
-                int(np.sum(y & v)),
-                int(np.sum(y & ~v)),
-                int(np.sum(~y & v)),
-                int(np.sum(~y & ~v)),
-            )
-        ]
+        strata = [stratum_of("all", labels.size, labels[chosen], verdicts[chosen])]
         corrected = corrected_mean(values, strata, seed, 1000)
         return 1.0 if corrected.estimate is None else corrected.high - corrected.low
     stratum = strata_of(p, banded)
@@ -107,17 +109,7 @@ def interval_width(labels, p, question, n: int, how: str, banded: bool, seed: in
         if count == 0 or members.size == 0:
             continue
         chosen = rng.choice(members, size=count, replace=False)
-        y, v = labels[chosen], verdicts[chosen]
-        strata.append(
-            LabelStratum(
-                f"s{kind}",
-                float(members.size),
-                int(np.sum(y & v)),
-                int(np.sum(y & ~v)),
-                int(np.sum(~y & v)),
-                int(np.sum(~y & ~v)),
-            )
-        )
+        strata.append(stratum_of(f"s{kind}", members.size, labels[chosen], verdicts[chosen]))
     corrected = corrected_mean(values, strata, seed, 1000)
     return 1.0 if corrected.estimate is None else corrected.high - corrected.low
 

@@ -20,9 +20,14 @@ from pydantic import BaseModel, Field
 
 from ragassay.config import GenerateConfig
 from ragassay.golden.dialogues import DialogueCandidate, TurnCandidate, validate_dialogues
-from ragassay.golden.generation import GenerationProgress, GenerationReport, draw_key, sample_pages, still_wanted
+from ragassay.golden.generation import (
+    GenerationKind,
+    GenerationProgress,
+    GenerationReport,
+    draw_key,
+    run_generation,
+)
 from ragassay.golden.quality_gate import (
-    DISCARD_REASONS,
     GateDecision,
     GeneratedPair,
     gate_candidate,
@@ -35,13 +40,12 @@ from ragassay.judge.prompts import question_answer_claim
 from ragassay.llm.completion import ChatModel
 from ragassay.llm.messages import few_shot_messages, one_line, quoted
 from ragassay.llm.structured import generate_structured
-from ragassay.progress import ProgressReporter
 from ragassay.resources import Resources
 from ragassay.search.dense import Embedder
 from ragassay.search.followups import Exchange, history_query
 from ragassay.store.schemas import DIALOGUE_CANDIDATES, DIALOGUES
-from ragassay.store.tables import read_table_or_empty, write_table
-from ragassay.store.workspace import CollectionPaths, load_chunks, load_documents
+from ragassay.store.tables import write_table
+from ragassay.store.workspace import CollectionPaths
 
 DIALOGUE_PROMPT_VERSION = "golden-dialogue/1"
 # Tokens a turn takes in the model's JSON (question and answer); the budget of one dialogue.
@@ -94,59 +98,8 @@ def dialogue_schema(turns: int) -> dict:
 def generate_dialogues(
     resources: Resources, paths: CollectionPaths, config: GenerateConfig, seed: int
 ) -> tuple[GenerationReport, pl.DataFrame]:
-    """Draw pages, ask the model for a dialogue on each, gate it, store it; stop at count accepted
-    or max_attempts_factor × count pages. Returns the report and this call's candidates."""
-    started = datetime.now(UTC)
-    model = resources.chat_model(config.model, config.home)
-    judge = Judge(resources.chat_model(config.judge, config.home))
-    log = read_table_or_empty(paths.dialogue_generation_log, DIALOGUE_CANDIDATES)
-    same_run = log.filter(
-        (pl.col("seed") == seed)
-        & (pl.col("model") == model.model_id)
-        & (pl.col("prompt_version") == DIALOGUE_PROMPT_VERSION)
-    )
-    stored = load_dialogues(paths)
-    done_pages = set(stored["source_chunk_id"].drop_nulls().to_list()) | set(same_run["chunk_id"].to_list())
-    pages = sample_pages(load_chunks(paths), seed, done_pages)
-    embedder = resources.collection_embedder(config.home, config.collection)
-    # A first question must not repeat a stored question, or a stored dialogue's first one.
-    known = load_golden(paths)["question"].to_list() + stored.filter(pl.col("turn") == 1)["question"].to_list()
-    state = GenerationProgress(
-        known, embedder.embed(known) if known else np.zeros((0, embedder.spec.dimension or 384), np.float32)
-    )
-    documents = load_documents(paths)
-    digests = dict(zip(documents["doc_id"], documents["sha256"]))
-    wanted, attempts = still_wanted(config, same_run)
-    limit = min(pages.height, attempts)
-    rows: list[dict] = []
-    with ProgressReporter(f"generating dialogues from {limit} pages", total=limit) as progress:
-        for attempt, page in enumerate(pages.head(limit).iter_rows(named=True), start=1):
-            row = _dialogue_from_page(paths, config, model, judge, embedder, state, page, seed, digests)
-            rows.append(row)
-            _log_candidate(paths, row)
-            progress(attempt, limit)
-            if len(state.accepted) >= wanted:
-                break
-    candidates = pl.DataFrame(rows, schema=DIALOGUE_CANDIDATES.schema)
-    return GenerationReport(
-        collection=paths.name,
-        seed=seed,
-        model_id=model.model_id,
-        prompt_version=DIALOGUE_PROMPT_VERSION,
-        judge_model_id=judge.model_id,
-        support_threshold=judge.support_threshold,
-        requested=config.count,
-        attempted=candidates.height,
-        accepted=state.accepted,
-        discarded={reason: int((candidates["reason"] == reason).sum()) for reason in DISCARD_REASONS},
-        skipped_pages=len(done_pages),
-        pages_available=pages.height,
-        acceptance_rate=len(state.accepted) / candidates.height if candidates.height else 0.0,
-        usage=state.usage,
-        judge_usage=state.judge_usage,
-        seconds=round((datetime.now(UTC) - started).total_seconds(), 3),
-        seconds_in_model=round(state.usage.seconds + state.judge_usage.seconds, 3),
-    ), candidates
+    """Golden dialogues, one per page (generation.run_generation of DIALOGUE_GENERATION)."""
+    return run_generation(resources, paths, config, seed, DIALOGUE_GENERATION)
 
 
 def _gate_dialogue(
@@ -235,14 +188,6 @@ def _dialogue_from_page(
     }
 
 
-def _log_candidate(paths: CollectionPaths, row: dict) -> None:
-    """Logged after every page, read again under the lock so a concurrent generation's rows stay."""
-    with paths.write_lock():
-        log = read_table_or_empty(paths.dialogue_generation_log, DIALOGUE_CANDIDATES)
-        log = pl.concat([log, pl.DataFrame([row], schema=DIALOGUE_CANDIDATES.schema)])
-        write_table(log, paths.dialogue_generation_log, DIALOGUE_CANDIDATES)
-
-
 def _store_dialogue(
     paths: CollectionPaths, dialogue: GeneratedDialogue, page: dict, seed: int, model_id: str, document_sha: str
 ) -> str | None:
@@ -269,3 +214,24 @@ def _store_dialogue(
         return None
     write_table(pl.concat([stored, rows]), paths.dialogues, DIALOGUES)
     return rows["dialogue_id"][0]
+
+
+def _stored_pages(paths: CollectionPaths) -> set[str]:
+    return set(load_dialogues(paths)["source_chunk_id"].drop_nulls().to_list())
+
+
+def _known_questions(paths: CollectionPaths) -> list[str]:
+    """A dialogue's first question must not repeat a stored question, or a stored dialogue's first."""
+    first_turns = load_dialogues(paths).filter(pl.col("turn") == 1)["question"].to_list()
+    return load_golden(paths)["question"].to_list() + first_turns
+
+
+DIALOGUE_GENERATION = GenerationKind(
+    name="dialogues",
+    prompt_version=DIALOGUE_PROMPT_VERSION,
+    log_path=lambda paths: paths.dialogue_generation_log,
+    log_spec=DIALOGUE_CANDIDATES,
+    stored_pages=_stored_pages,
+    known_questions=_known_questions,
+    from_page=_dialogue_from_page,
+)

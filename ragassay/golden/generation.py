@@ -11,8 +11,10 @@ skips every page already tried and never stores a question twice."""
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -37,7 +39,7 @@ from ragassay.llm.structured import Usage, generate_structured
 from ragassay.progress import ProgressReporter
 from ragassay.resources import Resources
 from ragassay.search.dense import Embedder
-from ragassay.store.schemas import GENERATION_CANDIDATES, GOLDEN
+from ragassay.store.schemas import GENERATION_CANDIDATES, GOLDEN, TableSpec
 from ragassay.store.tables import read_table_or_empty, write_table
 from ragassay.store.workspace import (
     CollectionPaths,
@@ -123,26 +125,40 @@ class GenerationProgress:
     judge_usage: Usage = Usage()
 
 
-def generate_questions(
-    resources: Resources, paths: CollectionPaths, config: GenerateConfig, seed: int
+@dataclass(frozen=True)
+class GenerationKind:
+    """What a generation call writes (questions or dialogues): its prompt version, where its
+    candidates are logged, the pages that already gave a stored entry, the questions a new one
+    must not repeat, and what one page gives (its log row; an accepted entry stored on the way)."""
+
+    name: str
+    prompt_version: str
+    log_path: Callable[[CollectionPaths], Path]
+    log_spec: TableSpec
+    stored_pages: Callable[[CollectionPaths], set[str]]
+    known_questions: Callable[[CollectionPaths], list[str]]
+    from_page: Callable[..., dict]
+
+
+def run_generation(
+    resources: Resources, paths: CollectionPaths, config: GenerateConfig, seed: int, kind: GenerationKind
 ) -> tuple[GenerationReport, pl.DataFrame]:
-    """Draw pages, ask the model for a question on each, gate it, store it; stop at count accepted
-    or max_attempts_factor × count pages. Returns the report and this call's candidates."""
+    """Draw pages, ask the model for an entry of `kind` on each, gate it, store it; stop at count
+    accepted or max_attempts_factor × count pages. Returns the report and this call's candidates."""
     started = datetime.now(UTC)
     model = resources.chat_model(config.model, config.home)
     judge = Judge(resources.chat_model(config.judge, config.home))
     documents = load_documents(paths)
-    log = read_table_or_empty(paths.generation_log, GENERATION_CANDIDATES)
+    log = read_table_or_empty(kind.log_path(paths), kind.log_spec)
     same_run = log.filter(
         (pl.col("seed") == seed)
         & (pl.col("model") == model.model_id)
-        & (pl.col("prompt_version") == GENERATION_PROMPT_VERSION)
+        & (pl.col("prompt_version") == kind.prompt_version)
     )
-    golden = load_golden(paths)
-    done_pages = set(golden["source_chunk_id"].drop_nulls().to_list()) | set(same_run["chunk_id"].to_list())
+    done_pages = kind.stored_pages(paths) | set(same_run["chunk_id"].to_list())
     pages = sample_pages(load_chunks(paths), seed, done_pages)
     embedder = resources.collection_embedder(config.home, config.collection)
-    known_questions = golden["question"].to_list()
+    known_questions = kind.known_questions(paths)
     state = GenerationProgress(
         known_questions,
         embedder.embed(known_questions)
@@ -153,20 +169,20 @@ def generate_questions(
     wanted, attempts = still_wanted(config, same_run)
     limit = min(pages.height, attempts)
     rows: list[dict] = []
-    with ProgressReporter(f"generating questions from {limit} pages", total=limit) as progress:
+    with ProgressReporter(f"generating {kind.name} from {limit} pages", total=limit) as progress:
         for attempt, page in enumerate(pages.head(limit).iter_rows(named=True), start=1):
-            row = _generate_from_page(paths, config, model, judge, embedder, state, page, seed, digests)
+            row = kind.from_page(paths, config, model, judge, embedder, state, page, seed, digests)
             rows.append(row)
-            _log_candidate(paths, row)
+            _log_candidate(kind.log_path(paths), kind.log_spec, paths, row)
             progress(attempt, limit)
             if len(state.accepted) >= wanted:
                 break
-    candidates = pl.DataFrame(rows, schema=GENERATION_CANDIDATES.schema)
+    candidates = pl.DataFrame(rows, schema=kind.log_spec.schema)
     return GenerationReport(
         collection=paths.name,
         seed=seed,
         model_id=model.model_id,
-        prompt_version=GENERATION_PROMPT_VERSION,
+        prompt_version=kind.prompt_version,
         judge_model_id=judge.model_id,
         support_threshold=judge.support_threshold,
         requested=config.count,
@@ -181,6 +197,13 @@ def generate_questions(
         seconds=round((datetime.now(UTC) - started).total_seconds(), 3),
         seconds_in_model=round(state.usage.seconds + state.judge_usage.seconds, 3),
     ), candidates
+
+
+def generate_questions(
+    resources: Resources, paths: CollectionPaths, config: GenerateConfig, seed: int
+) -> tuple[GenerationReport, pl.DataFrame]:
+    """Golden questions, one per page (run_generation of QUESTIONS)."""
+    return run_generation(resources, paths, config, seed, QUESTIONS)
 
 
 def still_wanted(config: GenerateConfig, same_run: pl.DataFrame) -> tuple[int, int]:
@@ -254,13 +277,12 @@ def _generate_from_page(
     }
 
 
-def _log_candidate(paths: CollectionPaths, row: dict) -> None:
+def _log_candidate(log_path: Path, spec: TableSpec, paths: CollectionPaths, row: dict) -> None:
     """Logged after every page, after the golden set: a rerun skips this page either way. Read
     again under the lock, so a concurrent generation's rows are kept."""
     with paths.write_lock():
-        log = read_table_or_empty(paths.generation_log, GENERATION_CANDIDATES)
-        log = pl.concat([log, pl.DataFrame([row], schema=GENERATION_CANDIDATES.schema)])
-        write_table(log, paths.generation_log, GENERATION_CANDIDATES)
+        log = read_table_or_empty(log_path, spec)
+        write_table(pl.concat([log, pl.DataFrame([row], schema=spec.schema)]), log_path, spec)
 
 
 def _store_entry(
@@ -287,6 +309,17 @@ def _store_entry(
         return None
     write_table(pl.concat([stored, rows]), paths.golden, GOLDEN)
     return rows["entry_id"].item()
+
+
+QUESTIONS = GenerationKind(
+    name="questions",
+    prompt_version=GENERATION_PROMPT_VERSION,
+    log_path=lambda paths: paths.generation_log,
+    log_spec=GENERATION_CANDIDATES,
+    stored_pages=lambda paths: set(load_golden(paths)["source_chunk_id"].drop_nulls().to_list()),
+    known_questions=lambda paths: load_golden(paths)["question"].to_list(),
+    from_page=_generate_from_page,
+)
 
 
 def generation_record(config: GenerateConfig, report: GenerationReport, candidates: pl.DataFrame) -> BatchRecord:

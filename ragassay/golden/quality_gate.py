@@ -192,11 +192,9 @@ def gate_candidate(
     similarity = fuzz.partial_ratio(normalize_question(question), normalize_question(passage))
     if similarity >= COPY_SIMILARITY and len(question.split()) >= 6:
         return GateDecision(False, "copies_passage", f"partial_ratio {similarity:.0f}")
-    answer_tokens = set(tokenize([answer])[0])
-    if answer_tokens:
-        support = len(answer_tokens & set(tokenize([passage])[0])) / len(answer_tokens)
-        if support < ANSWER_SUPPORT:
-            return GateDecision(False, "answer_not_in_page", f"{support:.0%} of the answer's words are in the page")
+    not_in_page = _answer_not_in_page(answer, passage)
+    if not_in_page is not None:
+        return not_in_page
     if known_questions:
         match = process.extractOne(
             normalize_question(question), [normalize_question(q) for q in known_questions], scorer=fuzz.token_sort_ratio
@@ -249,12 +247,21 @@ def gate_followup(pair: GeneratedPair | None, passage: str, earlier: list[str]) 
         similarity = fuzz.token_sort_ratio(normalize_question(question), normalize_question(before))
         if similarity >= FUZZY_DUPLICATE:
             return GateDecision(False, "repeated_turn", f"like {before!r} (token_sort_ratio {similarity:.0f})")
-    answer_tokens = set(tokenize([answer])[0])
-    if answer_tokens:
-        support = len(answer_tokens & set(tokenize([passage])[0])) / len(answer_tokens)
-        if support < ANSWER_SUPPORT:
-            return GateDecision(False, "answer_not_in_page", f"{support:.0%} of the answer's words are in the page")
+    not_in_page = _answer_not_in_page(answer, passage)
+    if not_in_page is not None:
+        return not_in_page
     return GateDecision(True)
+
+
+def _answer_not_in_page(answer: str, passage: str) -> GateDecision | None:
+    """`answer_not_in_page` when under ANSWER_SUPPORT of the answer's content tokens are in the page."""
+    answer_tokens = set(tokenize([answer])[0])
+    if not answer_tokens:
+        return None
+    support = len(answer_tokens & set(tokenize([passage])[0])) / len(answer_tokens)
+    if support < ANSWER_SUPPORT:
+        return GateDecision(False, "answer_not_in_page", f"{support:.0%} of the answer's words are in the page")
+    return None
 
 
 def answer_claim(pair: GeneratedPair) -> str:

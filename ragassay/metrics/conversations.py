@@ -92,18 +92,15 @@ def followup_gap(
     later = [value for value, _, turn in rows if turn > 1]
     first_mean = float(np.mean(first)) if first else None
     later_mean = float(np.mean(later)) if later else None
-    dialogues = len({dialogue for _, dialogue, _ in rows})
+    sides = {
+        "first_mean": first_mean,
+        "first_scored": len(first),
+        "followup_mean": later_mean,
+        "followup_scored": len(later),
+        "dialogues": len({dialogue for _, dialogue, _ in rows}),
+    }
     if first_mean is None or later_mean is None:
-        return FollowupGap(
-            first_mean=first_mean,
-            first_scored=len(first),
-            followup_mean=later_mean,
-            followup_scored=len(later),
-            dialogues=dialogues,
-            gap=None,
-            ci_low=None,
-            ci_high=None,
-        )
+        return FollowupGap(**sides, gap=None, ci_low=None, ci_high=None)
     groups, count = group_index([dialogue for _, dialogue, _ in rows])
     value_array = np.array([value for value, _, _ in rows], dtype=np.float64)
     is_first = np.array([turn == 1 for _, _, turn in rows], dtype=np.float64)
@@ -116,16 +113,7 @@ def followup_gap(
     )
     differences = later_means - first_means
     low, high = np.percentile(differences[np.isfinite(differences)], [2.5, 97.5])
-    return FollowupGap(
-        first_mean=first_mean,
-        first_scored=len(first),
-        followup_mean=later_mean,
-        followup_scored=len(later),
-        dialogues=dialogues,
-        gap=later_mean - first_mean,
-        ci_low=float(low),
-        ci_high=float(high),
-    )
+    return FollowupGap(**sides, gap=later_mean - first_mean, ci_low=float(low), ci_high=float(high))
 
 
 class FollowupGapRow(FollowupGap):
