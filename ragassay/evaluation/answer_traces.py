@@ -17,13 +17,17 @@ from typing import Any
 from ragassay.evaluation.answer_summary import AnsweredQuestion
 from ragassay.judge.judge import CORRECT_THRESHOLD, context_text
 from ragassay.metrics.answers import UNREADABLE, AnswerJudgement
-from ragassay.metrics.conversations import CONVERSATION_SUCCESS, turn_handled
+from ragassay.metrics.conversations import turn_handled
 from ragassay.metrics.names import ANSWER_METRICS
 
 # MLflow's span types (mlflow.entities.SpanType), named here so this module needs no MLflow.
 CHAIN, RETRIEVER, LLM, EVALUATOR = "CHAIN", "RETRIEVER", "LLM", "EVALUATOR"
 # The feedback names of a trace, as MLflow's assessment filters and columns show them.
 REFUSAL = "refusal"
+# A dialogue's conversation success (metrics/conversations.py) as its trace's yes/no score. Named
+# to sort after "faithfulness": a run's Traces tab shows the first few scores by name, and
+# faithfulness must stay among them.
+TURNS_HANDLED = "turns_handled"
 
 
 @dataclass(frozen=True)
@@ -295,7 +299,7 @@ def _dialogue_feedback(
     if all(value is not None for value in handled):
         records.append(
             FeedbackRecord(
-                CONVERSATION_SUCCESS,
+                TURNS_HANDLED,
                 "yes" if all(handled) else "no",
                 "LLM_JUDGE",
                 judged_by,

@@ -53,3 +53,12 @@ def test_a_follow_up_is_answered_from_its_sources_with_the_conversation_shown():
     )
     assert "User: What ratio for spring syrup?\nAssistant: One to one (1)." in request, "its markers made inert"
     assert shown[:-1] == alone[:-1], "the instruction and worked examples are grounded-answer/2's"
+
+
+def test_faithfulness_stays_among_the_scores_a_traces_tab_shows_first():
+    """MLflow's Traces tab shows a run's first five scores by name until a user picks others: a
+    dialogue's own score must not push faithfulness out of them."""
+    from ragassay.evaluation.answer_traces import REFUSAL, TURNS_HANDLED
+    from ragassay.metrics.names import ANSWER_METRICS
+
+    assert sorted({*ANSWER_METRICS, REFUSAL, TURNS_HANDLED}).index("faithfulness") < 5
