@@ -59,11 +59,10 @@ def answer_question(
     # for a configuration without memory (`alone`), the follow-up with the questions before it.
     remembered = search.followup_query != "alone"
     in_context = (query.text if remembered else history_query(conversation, question)) if conversation else None
+    asked_in = (query.text if conversation else None, in_context)
     hits = searched.hits
     if not hits:
-        return _in_conversation(
-            declined(question, "retrieval found no documents", [], None, searched.usage), in_context
-        )
+        return _in_conversation(declined(question, "retrieval found no documents", [], None, searched.usage), *asked_in)
     loaded = {name: resources.collections.open(home, name, need_dense=True) for name in dict.fromkeys(collections)}
     # Each collection embeds the question with its own model (collections may differ in fulltext
     # mode); a follow-up, as it searched, with its conversation.
@@ -88,7 +87,7 @@ def answer_question(
     relevance = max(similarities)
     if relevance < config.min_relevance:
         reason = f"nothing relevant retrieved (best similarity {relevance:.3f} < {config.min_relevance})"
-        return _in_conversation(declined(question, reason, candidates, relevance, searched.usage), in_context)
+        return _in_conversation(declined(question, reason, candidates, relevance, searched.usage), *asked_in)
     model = resources.chat_model(config.model, home)
     shown = [(turn.question, turn.answer) for turn in conversation] if remembered else []
     # The question and the conversation the prompt shows take the sources' room.
@@ -107,12 +106,13 @@ def answer_question(
     answer = resolve_answer(question, result.value, sources, config.groundedness, raw=result.raw)
     answer.relevance = relevance
     answer.usage = searched.usage + result.usage
-    return _in_conversation(answer, in_context)
+    return _in_conversation(answer, *asked_in)
 
 
-def _in_conversation(answer: GroundedAnswer, search_query: str | None) -> GroundedAnswer:
-    """The answer with what its follow-up searched (None for a question asked alone)."""
-    answer.search_query = search_query
+def _in_conversation(answer: GroundedAnswer, search_query: str | None, in_context: str | None) -> GroundedAnswer:
+    """The answer with what its follow-up searched and means in its conversation (both None for
+    a question asked alone)."""
+    answer.search_query, answer.in_context = search_query, in_context
     return answer
 
 
@@ -132,6 +132,9 @@ def answer_payload(answer: GroundedAnswer, config: AnswerSettings) -> dict:
         "search_query": answer.search_query,
         "groundedness": config.groundedness,
         "model_id": model_id_of(config.model),
-        "prompt_version": CONVERSATION_PROMPT_VERSION if answer.search_query else ANSWER_PROMPT_VERSION,
+        # The conversation is in the prompt of a follow-up, but for a configuration without memory.
+        "prompt_version": CONVERSATION_PROMPT_VERSION
+        if answer.search_query and config.followup_query != "alone"
+        else ANSWER_PROMPT_VERSION,
         "usage": answer.usage.as_metrics(),
     }

@@ -105,14 +105,15 @@ class GroundedAnswer:
     contexts_returned: bool = True
     refusal_source: str | None = None
     # A follow-up of a conversation: what it searched (search/followups.py: the question with the
-    # conversation's earlier ones, or rewritten to stand alone), which is also the question the
-    # judge reads it as answering.
+    # conversation's earlier ones, or rewritten to stand alone; None for a question asked alone),
+    # and what it means in its conversation, as the judge reads it (None: the question itself).
     search_query: str | None = None
+    in_context: str | None = None
 
     @property
     def question_in_context(self) -> str:
-        """The question as the judge reads it: a follow-up's search query, else the question."""
-        return self.search_query or self.question
+        """The question as the judge reads it: a follow-up with its conversation, else the question."""
+        return self.in_context or self.question
 
     @property
     def prose(self) -> str:

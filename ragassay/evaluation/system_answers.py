@@ -114,8 +114,9 @@ def answered_question(
         answer_citations=[] if refused else citations,
         contexts_returned=bool(sources),
         refusal_source="system" if record.refused is not None else "detected",
-        # A follow-up is judged as asked in its conversation: with the dialogue's earlier questions.
-        search_query=history_query([Exchange(asked) for asked in question.history], question.question)
+        # A follow-up is judged as asked in its conversation: with the dialogue's earlier questions
+        # (what the system searched is its own).
+        in_context=history_query([Exchange(asked) for asked in question.history], question.question)
         if question.history
         else None,
     )

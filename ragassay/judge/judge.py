@@ -391,6 +391,8 @@ def judge_answer(
     aligned: the question collection's aligned judge (judge/alignment.py), when it has one in use:
     it reads each support verdict's P(supported) with its statement and context into the
     verdict; P(supported) is recorded as the judge gave it.
+    A dialogue's follow-up is judged as asked in its conversation (answer.question_in_context:
+    "And the autumn one?" with the questions before it), for every prompt that shows a question.
     """
     verdicts = _Verdicts(judge, answer.question_in_context, aligned)
     context = context_text(answer.sources)

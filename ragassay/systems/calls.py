@@ -98,7 +98,8 @@ def call_system(
     earlier questions, and the answers of those whose calls succeeded (a turn whose call failed
     leaves its answer out, and each later turn's record says so in its `note`). Conversations and
     single questions go `concurrency` at a time. After a conversation's last turn its session is
-    cleared where the system says how (`clear_session`); a failure to clear is noted on that turn."""
+    cleared where the system says how (`clear_session`); a failure to clear is noted on that turn.
+    A conversation is served from the cache whole or asked again whole."""
     asked = [system_question(question) for question in questions]
     secrets = system_secrets(system) if system.kind == "http" else frozenset()
     call = _http_caller(system) if system.kind == "http" else _python_caller(system)
@@ -117,12 +118,15 @@ def call_system(
     # Sessions are new for each evaluation, so a system that keeps state starts every conversation clean.
     evaluation = uuid.uuid4().hex[:12]
 
-    def ask(position: int, conversation: _Conversation) -> SystemRecord:
-        question = asked[position]
+    def key_of(question: SystemQuestion, conversation: _Conversation) -> str:
         # A turn's key holds the conversation it was sent (not the session id, new each time).
         history = {"history": list(conversation.history)} if question.conversation_id is not None else {}
-        key = request_key(identity, "system-call", query_id=question.query_id, question=question.question, **history)
-        remembered = cache.get(key) if cache is not None and system.remembers_calls else None
+        return request_key(identity, "system-call", query_id=question.query_id, question=question.question, **history)
+
+    def ask(position: int, conversation: _Conversation, read_cache: bool = True) -> SystemRecord:
+        question = asked[position]
+        key = key_of(question, conversation)
+        remembered = cache.get(key) if read_cache and cache is not None and system.remembers_calls else None
         called = False
         if remembered is not None:
             record = record_from_fields(remembered, _OWN_NAMES, "cached call")
@@ -152,14 +156,43 @@ def call_system(
             on_progress(done[0], len(asked))
         return record
 
+    def remembered_conversation(unit: list[int]) -> list[SystemRecord] | None:
+        """Every turn of a conversation from the cache, or None when one is not there: then the
+        whole conversation is asked again, since a system that keeps sessions must see its turns
+        in order (a turn asked after remembered ones would reach an empty session)."""
+        if cache is None or not system.remembers_calls:
+            return None
+        found, history = [], []
+        for position in unit:
+            question = asked[position]
+            remembered = cache.get(key_of(question, _Conversation(tuple(history))))
+            if remembered is None:
+                return None
+            record = record_from_fields(remembered, _OWN_NAMES, "cached call")
+            found.append(record)
+            history += [
+                {"role": "user", "content": question.question},
+                {"role": "assistant", "content": record.answer or ""},
+            ]
+        return found
+
     def one_unit(unit: list[int]) -> None:
         first = asked[unit[0]]
         session = f"ragassay-{evaluation}-{first.conversation_id or first.query_id}"
+        if first.conversation_id is not None and (remembered := remembered_conversation(unit)) is not None:
+            for position, record in zip(unit, remembered, strict=True):
+                question = asked[position]
+                records[position] = replace(record, conversation_id=question.conversation_id, turn=question.turn)
+                with lock:
+                    done[0] += 1
+                    on_progress(done[0], len(asked))
+            return
         history: list[dict] = []
         missing: list[str] = []
         for position in unit:
             question = asked[position]
-            record = ask(position, _Conversation(tuple(history), session, question.conversation_id, question.turn))
+            conversation = _Conversation(tuple(history), session, question.conversation_id, question.turn)
+            record = ask(position, conversation, read_cache=first.conversation_id is None)
             if question.conversation_id is not None:
                 note = (
                     f"the answers of turns {', '.join(missing)} are not in the history it was sent: their calls failed"

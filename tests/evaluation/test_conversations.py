@@ -279,3 +279,21 @@ def test_chat_answers_each_line_with_the_conversation_so_far_until_cleared(chat_
     assert turns[1]["prompt_version"] == "grounded-answer-in-conversation/1"
     assert turns[2]["search_query"] is None, "after /clear the follow-up stands alone"
     assert all(turn["outcome"] in ("answered", "refused") for turn in turns)
+
+
+def test_a_remembered_conversation_is_served_whole_or_asked_again_whole(chat_home):
+    """A system that keeps sessions must see a conversation's turns in order: with its calls
+    remembered (`version:`), a dialogue is served from the cache whole, or asked again whole."""
+    settings = {"collections": ["sample"], "home": chat_home, "max_dialogues": 3}
+    with ChatServer(failing={"And the autumn one?"}) as server:
+        system = {**_chat_system(server), "version": "1"}
+        config = parse_config(RetrievalEvalConfig, **settings, configurations=[{"label": "chat", "system": system}])
+        eval_retrieval_flow(config)
+        first = list(server.received)
+        server.failing.clear()
+        eval_retrieval_flow(config)
+        again = server.received[len(first) :]
+    asked_first = {r["session"].rsplit("-", 1)[1] for r in first}
+    # Only the dialogue whose turn failed (so was not remembered) is asked again, every turn of it.
+    assert "d02" in asked_first and len(asked_first) == 3
+    assert [r["message"] for r in again] == [turn["question"] for turn in DIALOGUES[1]["turns"]]

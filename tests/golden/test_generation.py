@@ -253,7 +253,7 @@ def test_dialogue_generation_is_seeded_gated_turn_by_turn_logged_and_resumed(tmp
     monkeypatch.setenv("RAGASSAY_HOME", str(home))
     arguments = ["golden", "generate", "-c", "sample", "--dialogues", "1", "--turns", "2", "--seed", "3"]
     arguments += ["--model", "smollm2", "--judge-model", "smollm2", "--json"]
-    both = CliRunner().invoke(app, [*arguments[:3], "--count", "1", *arguments[3:]])
+    both = CliRunner().invoke(app, [*arguments, "--count", "1"])
     assert both.exit_code == 2 and "either --count (questions) or --dialogues" in both.output
     result = CliRunner().invoke(app, arguments)
     assert result.exit_code == 0, result.output
