@@ -63,6 +63,7 @@ def retrieval(home: Path, model_name: str) -> None:
         f"{'search':<9} {'follow-up query':<16} {'first R@5':>9} {'follow R@5':>10} {'gap':>7} "
         f"{'first MRR':>9} {'follow MRR':>10} {'rewrites':>8} {'seconds':>8}"
     )
+    rewrites: dict[str, str] = {}
     for search_type in ("fulltext", "semantic", "hybrid"):
         for mode in FOLLOWUP_QUERIES:
             scores = {True: [], False: []}
@@ -75,6 +76,8 @@ def retrieval(home: Path, model_name: str) -> None:
                 seconds += time.perf_counter() - started if query.how.startswith("rewrite") else 0.0
                 calls += query.usage.calls + query.usage.cached_calls
                 earlier.append(Exchange(turn["question"]))
+                if query.how.startswith("rewrite"):
+                    rewrites[f"{turn['dialogue_id']}#{turn['turn']}: {turn['question']}"] = query.text
                 if not turn["answerable"]:
                     continue
                 hits = run_search(
@@ -96,6 +99,10 @@ def retrieval(home: Path, model_name: str) -> None:
                 f"{calls:>8} {seconds:>8.1f}",
                 flush=True,
             )
+    # Each rewrite beside its follow-up, to be read one by one.
+    print("\nrewrites:")
+    for followup, rewritten in rewrites.items():
+        print(f"  {followup}\n    -> {rewritten}")
     resources.chat_models.close()
 
 

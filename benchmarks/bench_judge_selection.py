@@ -85,9 +85,10 @@ def measure(out: Path) -> None:
     print(f"{len(measured)} sentences in {seconds:.0f} s: {seconds / len(measured):.1f} s per sentence; {out}")
 
 
-def after() -> None:
+def after(out: Path | None = None) -> None:
     """The shipped path (calibrate_statements, Judge.support_by_passage) on the development half,
-    timed: what a team's verdicts now cost, and their agreement with people."""
+    timed: what a team's verdicts now cost, and their agreement with people. out: where to write
+    each sentence's (id, label, P) with the judge and its threshold (bench_judge_heldout.py)."""
     from ragassay.judge.calibration import LabelledStatement, calibrate_statements
     from ragassay.judge.judge import Judge
     from ragassay.judge.prompts import SUPPORT_PROMPT_VERSION, passages_of
@@ -128,6 +129,10 @@ def after() -> None:
         f"({ba_low:.3f}-{ba_high:.3f})  kappa {report['kappa']:.3f}  unreadable {report['unreadable_rate']:.1%}"
     )
     print(f"  (label, verdict) counts, the prior: {json.dumps(report['confusion'])}")
+    if out is not None:
+        rows = [(row["source"], row["label"], row["p_supported"]) for row in report["rows"]]
+        written = {"model": judge.model_id, "support_threshold": report["support_threshold"], "rows": rows}
+        out.write_text(json.dumps(written, indent=1))
 
 
 def sample(home: Path, label: str) -> None:
@@ -298,7 +303,8 @@ def main() -> None:
     measuring.add_argument("--out", type=Path, required=True)
     choosing = commands.add_parser("choose")
     choosing.add_argument("path", type=Path)
-    commands.add_parser("after")
+    after_parser = commands.add_parser("after")
+    after_parser.add_argument("--out", type=Path, help="write each sentence's (id, label, P) here")
     on_sample = commands.add_parser("sample")
     on_sample.add_argument("--home", type=Path, required=True, help="a workspace holding an answer batch")
     on_sample.add_argument("--label", default="hybrid")
@@ -310,7 +316,7 @@ def main() -> None:
     elif arguments.command == "sample":
         sample(arguments.home, arguments.label)
     else:
-        after()
+        after(arguments.out)
 
 
 if __name__ == "__main__":

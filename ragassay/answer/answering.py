@@ -63,27 +63,7 @@ def answer_question(
     hits = searched.hits
     if not hits:
         return _in_conversation(declined(question, "retrieval found no documents", [], None, searched.usage), *asked_in)
-    loaded = {name: resources.collections.open(home, name, need_dense=True) for name in dict.fromkeys(collections)}
-    # Each collection embeds the question with its own model (collections may differ in fulltext
-    # mode); a follow-up, as it searched, with its conversation.
-    query_vectors = {name: collection.embed_query(query.text) for name, collection in loaded.items()}
-    candidates, similarities = [], []
-    for hit in hits:
-        collection = loaded[hit.collection]
-        position = collection.chunk_position(hit.chunk_id)
-        candidates.append(
-            Source(
-                hit.rank,
-                hit.collection,
-                hit.doc_id,
-                hit.chunk_id,
-                hit.char_start,
-                hit.char_end,
-                hit.page,
-                collection.chunk_text[position],
-            )
-        )
-        similarities.append(float(collection.dense[position] @ query_vectors[hit.collection]))
+    candidates, similarities = _retrieved_sources(resources, home, collections, hits, query.text)
     relevance = max(similarities)
     if relevance < config.min_relevance:
         reason = f"nothing relevant retrieved (best similarity {relevance:.3f} < {config.min_relevance})"
@@ -107,6 +87,26 @@ def answer_question(
     answer.relevance = relevance
     answer.usage = searched.usage + result.usage
     return _in_conversation(answer, *asked_in)
+
+
+def _retrieved_sources(
+    resources: Resources, home: Path, collections: list[str], hits: list, query_text: str
+) -> tuple[list[Source], list[float]]:
+    """Each hit as a Source with its chunk's text, and its chunk's dense similarity to the query."""
+    loaded = {name: resources.collections.open(home, name, need_dense=True) for name in dict.fromkeys(collections)}
+    # Each collection embeds the question with its own model (collections may differ in fulltext
+    # mode); a follow-up, as it searched, with its conversation.
+    query_vectors = {name: collection.embed_query(query_text) for name, collection in loaded.items()}
+    candidates, similarities = [], []
+    for hit in hits:
+        collection = loaded[hit.collection]
+        position = collection.chunk_position(hit.chunk_id)
+        text = collection.chunk_text[position]
+        candidates.append(
+            Source(hit.rank, hit.collection, hit.doc_id, hit.chunk_id, hit.char_start, hit.char_end, hit.page, text)
+        )
+        similarities.append(float(collection.dense[position] @ query_vectors[hit.collection]))
+    return candidates, similarities
 
 
 def _in_conversation(answer: GroundedAnswer, search_query: str | None, in_context: str | None) -> GroundedAnswer:

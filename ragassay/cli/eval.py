@@ -258,20 +258,22 @@ def eval_answers(
         emit(as_json, figures.model_dump(), lambda: render_estimate(figures))
         raise typer.Exit(EXIT_OK)
 
-    def render() -> None:
-        render_answer_metrics(
-            f"batch {report.batch_id}: {report.questions} answerable + {report.unanswerable} unanswerable questions",
-            report.metrics,
-        )
-        render_answer_models(report.answered_by, report.judge_model)
-        render_judge_calibration(report.judge_calibration)
-        render_answer_costs(report.metrics)
-        render_comparisons(report.comparisons, REPORTED_ANSWER_METRICS)
-        render_followups(report.followup_gaps, ("faithfulness", "citation_precision", "false_refusal_rate"))
-        render_pairwise(report.pairwise)
-        render_warnings(report.warnings)
-        render_assertions(report.assertions)
-        render_mlflow_location(report, f"{report.seconds:.0f}s. ")
-
-    emit(as_json, report.model_dump(), render)
+    emit(as_json, report.model_dump(), lambda: _render_answers(report))
     exit_on_failed_assertions(report.assertions)
+
+
+def _render_answers(report) -> None:
+    """An answer evaluation's tables: means, models, judge, costs, comparisons, follow-ups, warnings."""
+    render_answer_metrics(
+        f"batch {report.batch_id}: {report.questions} answerable + {report.unanswerable} unanswerable questions",
+        report.metrics,
+    )
+    render_answer_models(report.answered_by, report.judge_model)
+    render_judge_calibration(report.judge_calibration)
+    render_answer_costs(report.metrics)
+    render_comparisons(report.comparisons, REPORTED_ANSWER_METRICS)
+    render_followups(report.followup_gaps, ("faithfulness", "citation_precision", "false_refusal_rate"))
+    render_pairwise(report.pairwise)
+    render_warnings(report.warnings)
+    render_assertions(report.assertions)
+    render_mlflow_location(report, f"{report.seconds:.0f}s. ")

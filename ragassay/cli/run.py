@@ -90,20 +90,7 @@ def render_pipeline(report) -> None:
         counts = report.ingest.counts
         out.print("documents: " + ", ".join(f"{count} {outcome}" for outcome, count in counts.items()), highlight=False)
     if report.golden:
-        totals, file_outcome = report.golden.totals, report.golden.file
-        added = (
-            f"golden file: {file_outcome.added} added, {file_outcome.already_stored} already stored; "
-            if file_outcome
-            else ""
-        )
-        if file_outcome and file_outcome.dialogues:
-            added += f"{file_outcome.dialogues} golden dialogues ({file_outcome.dialogues_added} added); "
-        discards = ", ".join(f"{count} {reason}" for reason, count in totals.discarded.items()) or "none"
-        out.print(
-            f"golden set: {totals.golden_size} entries. {added}generation seed {totals.seed}: {totals.accepted} accepted "
-            f"of {totals.candidates} candidates; discarded: {discards}",
-            highlight=False,
-        )
+        _render_golden(report.golden)
     if report.retrieval:
         retrieval = report.retrieval
         ks = sorted({int(m.split("@")[1]) for m in retrieval.metrics if m.startswith("recall@")})
@@ -139,5 +126,23 @@ def render_pipeline(report) -> None:
             or f"flow run {report.prefect_flow_run_id} (to keep runs and see them in the Prefect UI: "
             f"{PREFECT_SERVER_HINT})"
         ),
+        highlight=False,
+    )
+
+
+def _render_golden(golden) -> None:
+    """The golden set's size, what its files added, and the generation's accepted and discarded."""
+    totals, file_outcome = golden.totals, golden.file
+    added = (
+        f"golden file: {file_outcome.added} added, {file_outcome.already_stored} already stored; "
+        if file_outcome
+        else ""
+    )
+    if file_outcome and file_outcome.dialogues:
+        added += f"{file_outcome.dialogues} golden dialogues ({file_outcome.dialogues_added} added); "
+    discards = ", ".join(f"{count} {reason}" for reason, count in totals.discarded.items()) or "none"
+    out.print(
+        f"golden set: {totals.golden_size} entries. {added}generation seed {totals.seed}: {totals.accepted} accepted "
+        f"of {totals.candidates} candidates; discarded: {discards}",
         highlight=False,
     )

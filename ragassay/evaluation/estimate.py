@@ -207,17 +207,7 @@ def estimate_answer_eval(config: AnswerEvalConfig) -> AnswerEstimate:
     rows = []
     for configuration in config.configurations:
         sources = TYPICAL_SOURCES if isinstance(configuration, SystemConfiguration) else configuration.k
-        asked, most_asked = min(TYPICAL_PASSAGES_ASKED, sources), min(MAX_PASSAGES_ASKED, sources)
-        judge_expected = (
-            answerable * (TYPICAL_STATEMENTS * asked + TYPICAL_CITATIONS + 1)
-            + reference_sentences * asked
-            + with_reference
-        )
-        judge_most = 2 * (
-            answerable * (MAX_STATEMENTS * (most_asked + MAX_CITATIONS_PER_STATEMENT) + 1)
-            + reference_sentences * most_asked
-            + with_reference
-        )
+        judge_expected, judge_most = _judge_calls(answerable, reference_sentences, with_reference, sources)
         if isinstance(configuration, SystemConfiguration):
             # The system answers itself: one call per question, at its own measured latency.
             answer, basis = _system_cost(config, configuration, total)
@@ -255,3 +245,19 @@ def estimate_answer_eval(config: AnswerEvalConfig) -> AnswerEstimate:
         total_calls=sum(row.answer.calls + row.judge.calls for row in rows) + pairwise.calls,
         total_seconds=round(sum(known), 1) if None not in known else None,
     )
+
+
+def _judge_calls(answerable: int, reference_sentences: int, with_reference: int, sources: int) -> tuple[int, int]:
+    """Expected and largest number of judge calls for one configuration: each statement against
+    the passages asked, each citation, each answer's relevancy, each reference sentence against
+    the passages (context recall); the largest with every call asked twice (a retry)."""
+    asked, most_asked = min(TYPICAL_PASSAGES_ASKED, sources), min(MAX_PASSAGES_ASKED, sources)
+    expected = (
+        answerable * (TYPICAL_STATEMENTS * asked + TYPICAL_CITATIONS + 1) + reference_sentences * asked + with_reference
+    )
+    most = 2 * (
+        answerable * (MAX_STATEMENTS * (most_asked + MAX_CITATIONS_PER_STATEMENT) + 1)
+        + reference_sentences * most_asked
+        + with_reference
+    )
+    return expected, most

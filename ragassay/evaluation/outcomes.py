@@ -228,15 +228,7 @@ def retrieval_record(
             params={**shared, **flatten_params({"config": c.applicable_settings()})},
             # A mean nothing was scored for is None, and not logged: MLflow shows no value, not 0.
             metrics={**summary.means[c.label], **searched[c.label].costs},
-            tables={
-                "per_question": per_question[c.label],
-                "run": searched[c.label].run,
-                **(
-                    {"records": records_table(searched[c.label].records)}
-                    if searched[c.label].records is not None
-                    else {}
-                ),
-            },
+            tables=_retrieval_tables(searched[c.label], per_question[c.label]),
             description=configuration_markdown(
                 f"retrieval/{c.label}: configuration {c.label} of retrieval batch {batch_id}, "
                 f"{len(context.questions)} questions",
@@ -269,6 +261,12 @@ def retrieval_record(
             ),
         },
     )
+
+
+def _retrieval_tables(searched: SearchedConfiguration, per_question: pl.DataFrame) -> dict[str, pl.DataFrame]:
+    """A retrieval configuration's tables: its per-question scores, its run, and a system's records."""
+    records = {"records": records_table(searched.records)} if searched.records is not None else {}
+    return {"per_question": per_question, "run": searched.run, **records}
 
 
 def retrieval_warnings(context: GoldenContext, searched: dict[str, SearchedConfiguration]) -> list[RunWarning]:

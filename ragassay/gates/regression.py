@@ -253,17 +253,7 @@ def _configuration_drop(
     means = (float(joined["a"].mean()), float(joined["b"].mean()))
     difference, ci_low, ci_high = result.mean_difference, result.ci_low, result.ci_high
     if corrected:
-        groups = question_groups(joined)
-        scaled = corrected_difference(joined["a"].to_numpy(), joined["b"].to_numpy(), calibration, seed, groups=groups)
-        if scaled.estimate is None:
-            raise ConfigError(
-                f"--max-drop {label}:{bound.metric}: the candidate's labels do not show its judge separating "
-                "supported from unsupported, so no judge-corrected drop can be bounded"
-            )
-        difference, ci_low, ci_high = scaled.estimate, scaled.low, scaled.high
-        means = tuple(
-            corrected_mean(joined[side].to_list(), calibration, seed, groups=groups).estimate for side in "ab"
-        )
+        difference, ci_low, ci_high, means = _corrected_drop(joined, calibration, seed, f"{label}:{bound.metric}")
     sign = 1.0 if bound.metric in LOWER_IS_BETTER else -1.0
     # + 0.0 turns a negative zero (no change) into 0.0, so it never prints as "-0.0000".
     drop = sign * difference + 0.0
@@ -282,6 +272,21 @@ def _configuration_drop(
         "max_drop": bound.max_drop,
         "failed": bool(drop > bound.max_drop and result.p_value < alpha),
     }
+
+
+def _corrected_drop(
+    joined: pl.DataFrame, calibration: list[LabelStratum] | None, seed: int, bounded: str
+) -> tuple[float, float, float, tuple]:
+    """The judge-corrected difference b - a with its interval, and both sides' corrected means."""
+    groups = question_groups(joined)
+    scaled = corrected_difference(joined["a"].to_numpy(), joined["b"].to_numpy(), calibration, seed, groups=groups)
+    if scaled.estimate is None:
+        raise ConfigError(
+            f"--max-drop {bounded}: the candidate's labels do not show its judge separating "
+            "supported from unsupported, so no judge-corrected drop can be bounded"
+        )
+    means = tuple(corrected_mean(joined[side].to_list(), calibration, seed, groups=groups).estimate for side in "ab")
+    return scaled.estimate, scaled.low, scaled.high, means
 
 
 def calibration_strata(table: pl.DataFrame) -> list[LabelStratum]:

@@ -100,125 +100,139 @@ def call_system(
     single questions go `concurrency` at a time. After a conversation's last turn its session is
     cleared where the system says how (`clear_session`); a failure to clear is noted on that turn.
     A conversation is served from the cache whole or asked again whole."""
-    asked = [system_question(question) for question in questions]
-    secrets = system_secrets(system) if system.kind == "http" else frozenset()
-    call = _http_caller(system) if system.kind == "http" else _python_caller(system)
-    clear = _session_clearer(system)
-    settings = system.model_dump(mode="json", exclude={"cache", "concurrency", "max_retries", "timeout_seconds"})
-    if system.kind == "http":
-        # The headers as written (a dump shows SecretStr as stars): a changed header is another
-        # system; the key is a sha256, so a literal value in it is not readable from the cache.
-        settings["headers"] = system.header_templates()
-    identity = "system:" + json.dumps(settings, sort_keys=True)
-    records: list[SystemRecord | None] = [None] * len(asked)
-    lock, done = threading.Lock(), [0]
-    # Calls that could not connect, and whether any call reached the system: once enough have
-    # failed to connect and none got through, the endpoint is down and the rest are skipped.
-    unreachable, reached = [0], [False]
-    # Sessions are new for each evaluation, so a system that keeps state starts every conversation clean.
-    evaluation = uuid.uuid4().hex[:12]
+    caller = _Caller(system, [system_question(question) for question in questions], cache, on_progress)
+    try:
+        with ThreadPoolExecutor(max_workers=system.concurrency) as pool:
+            list(pool.map(caller.ask_unit, _conversation_units(caller.asked)))
+    finally:
+        getattr(caller.call, "close", lambda: None)()
+    return caller.records
 
-    def key_of(question: SystemQuestion, conversation: _Conversation) -> str:
-        # A turn's key holds the conversation it was sent (not the session id, new each time).
-        history = {"history": list(conversation.history)} if question.conversation_id is not None else {}
-        return request_key(identity, "system-call", query_id=question.query_id, question=question.question, **history)
 
-    def ask(position: int, conversation: _Conversation, read_cache: bool = True) -> SystemRecord:
-        question = asked[position]
-        key = key_of(question, conversation)
-        remembered = cache.get(key) if read_cache and cache is not None and system.remembers_calls else None
-        called = False
+def _history_after(history: list[dict], question: SystemQuestion, record: SystemRecord) -> list[dict]:
+    """The conversation after a turn: its question, and its answer when its call succeeded."""
+    answer = [{"role": "assistant", "content": record.answer or ""}] if record.answered else []
+    return [*history, {"role": "user", "content": question.question}, *answer]
+
+
+class _Caller:
+    """One call_system's state: the system's call and session clearer, the records so far, and
+    whether the system has been reached (shared by the threads asking)."""
+
+    def __init__(self, system, asked: list[SystemQuestion], cache: CompletionCache | None, on_progress):
+        self.system, self.asked, self.cache, self.on_progress = system, asked, cache, on_progress
+        self.secrets = system_secrets(system) if system.kind == "http" else frozenset()
+        self.call = _http_caller(system) if system.kind == "http" else _python_caller(system)
+        self.clear = _session_clearer(system)
+        settings = system.model_dump(mode="json", exclude={"cache", "concurrency", "max_retries", "timeout_seconds"})
+        if system.kind == "http":
+            # The headers as written (a dump shows SecretStr as stars): a changed header is another
+            # system; the key is a sha256, so a literal value in it is not readable from the cache.
+            settings["headers"] = system.header_templates()
+        self.identity = "system:" + json.dumps(settings, sort_keys=True)
+        self.records: list[SystemRecord | None] = [None] * len(asked)
+        self.lock, self.done = threading.Lock(), 0
+        # Calls that could not connect, and whether any call reached the system: once enough have
+        # failed to connect and none got through, the endpoint is down and the rest are skipped.
+        self.unreachable, self.reached = 0, False
+        # Sessions are new for each evaluation: a system that keeps state starts every conversation clean.
+        self.evaluation = uuid.uuid4().hex[:12]
+        self.remembers = cache is not None and system.remembers_calls
+
+    def key_of(self, question: SystemQuestion, history: list[dict]) -> str:
+        """A call's cache key; a turn's holds the conversation it was sent (not the session id)."""
+        sent = {"history": history} if question.conversation_id is not None else {}
+        return request_key(self.identity, "system-call", query_id=question.query_id, question=question.question, **sent)
+
+    def counted(self, called: bool = False, record: SystemRecord | None = None) -> None:
+        with self.lock:
+            self.done += 1
+            if called:
+                self.unreachable += record.error_kind == "connection"
+                self.reached = self.reached or record.error_kind != "connection"
+            self.on_progress(self.done, len(self.asked))
+
+    def ask(self, question: SystemQuestion, conversation: _Conversation, read_cache: bool) -> SystemRecord:
+        """One call (or its remembered record), retried as _with_retries does, secrets masked."""
+        key = self.key_of(question, list(conversation.history))
+        remembered = self.cache.get(key) if read_cache and self.remembers else None
         if remembered is not None:
             record = record_from_fields(remembered, _OWN_NAMES, "cached call")
-        else:
-            with lock:
-                skip = unreachable[0] >= UNREACHABLE_AFTER and not reached[0]
-            if skip:
-                record = failed_record(
-                    question.query_id,
-                    question.question,
-                    "skipped",
-                    f"not asked: {UNREACHABLE_AFTER} calls found the system unreachable and none reached it",
-                    None,
-                )
-            else:
-                called = True
-                record = _masked(
-                    _with_retries(system, call, question.query_id, question.question, conversation), secrets
-                )
-                if record.answered and cache is not None and system.remembers_calls:
-                    cache.put(key, record.as_json())
-        with lock:
-            done[0] += 1
-            if called:
-                unreachable[0] += record.error_kind == "connection"
-                reached[0] = reached[0] or record.error_kind != "connection"
-            on_progress(done[0], len(asked))
+            self.counted()
+            return record
+        with self.lock:
+            skip = self.unreachable >= UNREACHABLE_AFTER and not self.reached
+        if skip:
+            reason = f"not asked: {UNREACHABLE_AFTER} calls found the system unreachable and none reached it"
+            record = failed_record(question.query_id, question.question, "skipped", reason, None)
+            self.counted()
+            return record
+        asked = _with_retries(self.system, self.call, question.query_id, question.question, conversation)
+        record = _masked(asked, self.secrets)
+        if record.answered and self.remembers:
+            self.cache.put(key, record.as_json())
+        self.counted(True, record)
         return record
 
-    def remembered_conversation(unit: list[int]) -> list[SystemRecord] | None:
+    def remembered_conversation(self, unit: list[int]) -> list[SystemRecord] | None:
         """Every turn of a conversation from the cache, or None when one is not there: then the
         whole conversation is asked again, since a system that keeps sessions must see its turns
         in order (a turn asked after remembered ones would reach an empty session)."""
-        if cache is None or not system.remembers_calls:
+        if not self.remembers:
             return None
         found, history = [], []
         for position in unit:
-            question = asked[position]
-            remembered = cache.get(key_of(question, _Conversation(tuple(history))))
+            question = self.asked[position]
+            remembered = self.cache.get(self.key_of(question, history))
             if remembered is None:
                 return None
-            record = record_from_fields(remembered, _OWN_NAMES, "cached call")
-            found.append(record)
-            history += [
-                {"role": "user", "content": question.question},
-                {"role": "assistant", "content": record.answer or ""},
-            ]
+            found.append(record_from_fields(remembered, _OWN_NAMES, "cached call"))
+            history = _history_after(history, question, found[-1])
         return found
 
-    def one_unit(unit: list[int]) -> None:
-        first = asked[unit[0]]
-        session = f"ragassay-{evaluation}-{first.conversation_id or first.query_id}"
-        if first.conversation_id is not None and (remembered := remembered_conversation(unit)) is not None:
-            for position, record in zip(unit, remembered, strict=True):
-                question = asked[position]
-                records[position] = replace(record, conversation_id=question.conversation_id, turn=question.turn)
-                with lock:
-                    done[0] += 1
-                    on_progress(done[0], len(asked))
+    def ask_unit(self, unit: list[int]) -> None:
+        """A single question, or a conversation's turns in order (from the cache when all of them
+        are there), then its session cleared."""
+        first = self.asked[unit[0]]
+        if first.conversation_id is None:
+            self.records[unit[0]] = self.ask(first, _Conversation(session=self._session(first)), read_cache=True)
             return
+        remembered = self.remembered_conversation(unit)
+        if remembered is not None:
+            for position, record in zip(unit, remembered, strict=True):
+                question = self.asked[position]
+                self.records[position] = replace(record, conversation_id=question.conversation_id, turn=question.turn)
+                self.counted()
+            return
+        self._converse(unit, self._session(first))
+
+    def _session(self, first: SystemQuestion) -> str:
+        return f"ragassay-{self.evaluation}-{first.conversation_id or first.query_id}"
+
+    def _converse(self, unit: list[int], session: str) -> None:
+        """A conversation asked turn after turn (its failed turns' answers left out of the history,
+        said in each later turn's note), then its session cleared."""
         history: list[dict] = []
         missing: list[str] = []
         for position in unit:
-            question = asked[position]
+            question = self.asked[position]
             conversation = _Conversation(tuple(history), session, question.conversation_id, question.turn)
-            record = ask(position, conversation, read_cache=first.conversation_id is None)
-            if question.conversation_id is not None:
-                note = (
-                    f"the answers of turns {', '.join(missing)} are not in the history it was sent: their calls failed"
-                    if missing
-                    else None
-                )
-                record = replace(record, conversation_id=question.conversation_id, turn=question.turn, note=note)
-            history.append({"role": "user", "content": question.question})
-            if record.answered:
-                history.append({"role": "assistant", "content": record.answer or ""})
-            else:
-                missing.append(str(question.turn))
-            records[position] = record
-        if first.conversation_id is not None and clear is not None:
-            problem = clear(session)
-            if problem is not None:
-                last = records[unit[-1]]
-                cleared = f"its session could not be cleared: {mask_secrets(problem, secrets)}"
-                records[unit[-1]] = replace(last, note=f"{last.note}; {cleared}" if last.note else cleared)
-
-    try:
-        with ThreadPoolExecutor(max_workers=system.concurrency) as pool:
-            list(pool.map(one_unit, _conversation_units(asked)))
-    finally:
-        getattr(call, "close", lambda: None)()
-    return records
+            record = self.ask(question, conversation, read_cache=False)
+            note = (
+                f"the answers of turns {', '.join(missing)} are not in the history it was sent: their calls failed"
+                if missing
+                else None
+            )
+            self.records[position] = replace(
+                record, conversation_id=question.conversation_id, turn=question.turn, note=note
+            )
+            history = _history_after(history, question, record)
+            missing += [] if record.answered else [str(question.turn)]
+        problem = self.clear(session) if self.clear is not None else None
+        if problem is not None:
+            last = self.records[unit[-1]]
+            cleared = f"its session could not be cleared: {mask_secrets(problem, self.secrets)}"
+            self.records[unit[-1]] = replace(last, note=f"{last.note}; {cleared}" if last.note else cleared)
 
 
 def _with_retries(system, call, query_id: str, question: str, conversation: _Conversation) -> SystemRecord:

@@ -176,13 +176,7 @@ def record_from_fields(values: dict, names: dict[str, str], where: str) -> Syste
             raise ValueError(f"{where}: {names[name]} must be a string")
     error = value("error")
     citations = strings("citations")
-    conversation, turn = value("conversation_id"), value("turn")
-    if conversation is not None and (not isinstance(conversation, (str, int)) or isinstance(conversation, bool)):
-        raise ValueError(f"{where}: {names['conversation_id']} must be a string")
-    if turn is not None and (type(turn) is not int or turn < 1):
-        raise ValueError(f"{where}: {names['turn']} must be a whole number from 1")
-    if (conversation is None) != (turn is None):
-        raise ValueError(f"{where}: a turn names both {names['conversation_id']} and {names['turn']}")
+    conversation, turn = _conversation_turn(value("conversation_id"), value("turn"), names, where)
     return SystemRecord(
         query_id=None if query_id is None else str(query_id),
         question=question,
@@ -194,10 +188,21 @@ def record_from_fields(values: dict, names: dict[str, str], where: str) -> Syste
         # The kind a ragassay-written record kept; any other failed record's is "recorded".
         error_kind=None if error in (None, "") else str(values.get("error_kind") or "recorded"),
         latency_ms=None if latency is None else float(latency),
-        conversation_id=None if conversation is None else str(conversation),
+        conversation_id=conversation,
         turn=turn,
         note=values.get("note") if isinstance(values.get("note"), str) else None,
     )
+
+
+def _conversation_turn(conversation, turn, names: dict[str, str], where: str) -> tuple[str | None, int | None]:
+    """A record's conversation id and turn number, both or neither; ValueError naming the field."""
+    if conversation is not None and (not isinstance(conversation, (str, int)) or isinstance(conversation, bool)):
+        raise ValueError(f"{where}: {names['conversation_id']} must be a string")
+    if turn is not None and (type(turn) is not int or turn < 1):
+        raise ValueError(f"{where}: {names['turn']} must be a whole number from 1")
+    if (conversation is None) != (turn is None):
+        raise ValueError(f"{where}: a turn names both {names['conversation_id']} and {names['turn']}")
+    return (None if conversation is None else str(conversation)), turn
 
 
 def read_records(path: Path, names: dict[str, str]) -> list[SystemRecord]:
