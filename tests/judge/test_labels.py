@@ -72,6 +72,14 @@ ANSWERS = {
 }
 
 
+@pytest.fixture(autouse=True)
+def own_completion_cache(monkeypatch):
+    """Overrides conftest's: these tests evaluate the fixture's batch again as a team does, in the
+    same workspace and so with its completion cache, where the fixture's verdicts are (a module
+    fixture runs before any test's own cache is set)."""
+    monkeypatch.delenv("RAGASSAY_CACHE", raising=False)
+
+
 @pytest.fixture(scope="module")
 def labelled_batch(tmp_path_factory):
     """A collection of four documents and questions; each system's recorded answers judged by the
