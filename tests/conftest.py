@@ -81,7 +81,7 @@ def prefect_server(no_temporary_prefect_server):
 # the classic rule for spreading jobs over machines). A file not listed keeps its place after them.
 LONGEST_FIRST = (
     "tests/test_reliability.py",  # 175 s
-    "tests/judge/test_labels.py",  # 150 s: a batch judged by Qwen, the label CLI in a terminal
+    "tests/judge/test_labels.py",  # 195 s alone: a batch judged by Qwen, the label CLI in a terminal
     "tests/evaluation/test_task_runners.py",  # 130 s
     "tests/test_deployments.py",  # 125 s
     "tests/test_pipeline.py",  # 90 s
