@@ -99,18 +99,22 @@ def screenshot(browser, url: str, path: Path, width: int = 1900, height: int = 1
 
 
 def pipeline_file(folder: Path) -> Path:
-    """The sample pipeline, small: SmolLM2 everywhere, four golden and one unanswerable question
-    under two answer configurations, no generation."""
+    """The sample pipeline, small: SmolLM2 everywhere, four golden questions, one golden dialogue
+    and one unanswerable question under two answer configurations, no generation."""
     unanswerable = folder / "unanswerable.jsonl"
     unanswerable.write_text((REPO / "data/sample/unanswerable.jsonl").read_text().splitlines(keepends=True)[0])
     config = {
         "collection": "sample",
         "ingest": {"paths": [str(REPO / "data/sample/corpus")]},
-        "golden": {"file": str(REPO / "data/sample/golden.jsonl"), "generate": False},
+        "golden": {
+            "file": [str(REPO / "data/sample/golden.jsonl"), str(REPO / "data/sample/dialogues.jsonl")],
+            "generate": False,
+        },
         "retrieval": {"ks": [1, 3, 5, 10]},
         "answers": {
             "unanswerable": str(unanswerable),
             "max_questions": 4,
+            "max_dialogues": 1,
             "configurations": [
                 {"label": "fulltext", "search_type": "fulltext", "k": 3, "max_answer_tokens": 160},
                 {"label": "hybrid", "search_type": "hybrid", "k": 3, "max_answer_tokens": 160},
@@ -305,7 +309,8 @@ def main() -> None:
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_FLAGS)
             for name, url in pages.items():
-                screenshot(browser, url, out / name)
+                # The report is read down the page: its whole length, the follow-up tables included.
+                screenshot(browser, url, out / name, height=9000 if name == "prefect-report.png" else 1150)
             if below and unsupported:
                 three_clicks(browser, pages["mlflow-batch.png"], label, chosen.info.trace_id, unsupported[0], out)
             else:

@@ -9,6 +9,7 @@ from rich.table import Table
 
 from ragassay.cli.common import EXIT_OK, EXIT_PARTIAL, JSON_OPTION, dumped, emit, err, fail, out
 from ragassay.errors import RagassayError
+from ragassay.evaluation.interval_text import signed, signed_interval
 from ragassay.metrics.significance import ALPHA
 
 if TYPE_CHECKING:
@@ -95,8 +96,8 @@ def _render_gate(baseline: str, candidate: str, alpha: float, results: list[Drop
             f"{r.questions}/{r.asked}",
             f"{r.baseline:.4f}",
             f"{r.candidate:.4f}",
-            f"{r.drop:+.4f}",
-            f"[{r.ci_low:+.4f}, {r.ci_high:+.4f}]",
+            signed(r.drop, 4),
+            signed_interval(r.ci_low, r.ci_high, 4),
             f"{r.p_value:.4f}",
             f"{r.max_drop:g}",
             "[red]FAILED[/red]" if r.failed else "[green]ok[/green]",

@@ -10,6 +10,7 @@ from rich.table import Table
 
 from ragassay.cli.common import out
 from ragassay.evaluation.answer_judging import PairwiseTally
+from ragassay.evaluation.interval_text import counted, signed, signed_interval
 from ragassay.evaluation.judge_correction import CalibrationSummary
 from ragassay.evaluation.reports import FEWER_QUESTIONS_NOTE, means_rows
 from ragassay.gates.assertions import AssertionResult, measured
@@ -83,7 +84,7 @@ def render_followups(gaps: Sequence[FollowupGapRow], metrics: Sequence[str], tit
         if not shown:
             continue
         table = Table(
-            title=f"{title}{metric} on the first turns and follow-ups of {shown[0].dialogues} dialogues",
+            title=f"{title}{metric} on the first turns and follow-ups of {counted(shown[0].dialogues, 'dialogue')}",
             caption="(n): turns scored; gap: follow-ups - first turns, its 95% CI resampling whole dialogues",
         )
         for column in ("configuration", "first turns", "follow-ups", "gap [95% CI]"):
@@ -92,7 +93,7 @@ def render_followups(gaps: Sequence[FollowupGapRow], metrics: Sequence[str], tit
             )
         for row in shown:
             later = "not scored" if row.followup_mean is None else f"{row.followup_mean:.3f} ({row.followup_scored})"
-            gap = "-" if row.gap is None else f"{row.gap:+.3f} [{row.ci_low:+.3f}, {row.ci_high:+.3f}]"
+            gap = "-" if row.gap is None else f"{signed(row.gap)} {signed_interval(row.ci_low, row.ci_high)}"
             table.add_row(row.configuration, f"{row.first_mean:.3f} ({row.first_scored})", later, gap)
         out.print(table)
 
@@ -121,15 +122,15 @@ def render_comparisons(
             c.configuration_b,
             c.metric,
             str(c.questions),
-            f"{c.mean_difference:+.3f}",
-            f"[{c.ci_low:+.3f}, {c.ci_high:+.3f}]",
+            signed(c.mean_difference),
+            signed_interval(c.ci_low, c.ci_high),
             f"{c.p_value:.3f}" + ("*" if c.p_value < ALPHA else ""),
         )
         # The corrected difference on a row of its own, as in the metric table: a column more
         # would squeeze the configurations' names out of an 80-column terminal.
         if has_correction(c):
-            estimate = "none" if c.corrected is None else f"{c.corrected:+.3f}"
-            table.add_row("", "", "  corrected", "", estimate, f"[{c.corrected_low:+.3f}, {c.corrected_high:+.3f}]", "")
+            estimate = "none" if c.corrected is None else signed(c.corrected)
+            table.add_row("", "", "  corrected", "", estimate, signed_interval(c.corrected_low, c.corrected_high), "")
     table.caption = f"n: questions both scored; * significant: p < {ALPHA}" + (
         "; corrected: in people's terms (the judge's offset cancels in a difference; same sign and p)"
         if corrected

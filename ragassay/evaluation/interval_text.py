@@ -14,6 +14,22 @@ from ragassay.metrics.averaging import IntervalRow
 from ragassay.metrics.corrected_rows import has_correction
 
 
+def signed(value: float, places: int = 3) -> str:
+    """A difference with its sign, rounded to `places`: float noise and a negative zero (a tie)
+    print as +0.000, never -0.000."""
+    return f"{round(value, places) + 0.0:+.{places}f}"
+
+
+def signed_interval(low: float, high: float, places: int = 3) -> str:
+    """`[low, high]` of a difference, each end as signed() writes it."""
+    return f"[{signed(low, places)}, {signed(high, places)}]"
+
+
+def counted(count: int, noun: str) -> str:
+    """`1 question`, `2 questions`: a count with its noun (plural by an s)."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
 def interval_lines(intervals: Sequence[IntervalRow], metrics: list[str] | tuple[str, ...]) -> list[str]:
     """A Markdown table of configurations × metrics, each cell `mean [ci_low, ci_high], N scored`,
     rounded to 3 places (the logged values stay exact)."""
@@ -63,16 +79,16 @@ def configuration_markdown(
     return "\n".join(lines) + "\n"
 
 
-def corrected_text(row: BaseModel, lead: str = "", signed: bool = False) -> str:
+def corrected_text(row: BaseModel, lead: str = "", difference: bool = False) -> str:
     """A row's judge-corrected estimate and interval as text (`corrected 0.741 [0.520, 0.930]`), or
     why there is none; empty for a row without one (a metric that is not judged)."""
     if not has_correction(row):
         return ""
-    number = "{:+.3f}" if signed else "{:.3f}"
-    interval = f"[{number.format(row.corrected_low)}, {number.format(row.corrected_high)}]"
+    number = signed if difference else "{:.3f}".format
+    interval = f"[{number(row.corrected_low)}, {number(row.corrected_high)}]"
     if row.corrected is None:
         return f"{lead}corrected: none, {interval}"
-    return f"{lead}corrected {number.format(row.corrected)} {interval}"
+    return f"{lead}corrected {number(row.corrected)} {interval}"
 
 
 def judge_error_lines(calibration: CalibrationSummary | None) -> list[str]:

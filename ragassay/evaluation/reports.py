@@ -8,7 +8,14 @@ import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ragassay.evaluation.interval_text import corrected_text, interval_lines, judge_error_lines
+from ragassay.evaluation.interval_text import (
+    corrected_text,
+    counted,
+    interval_lines,
+    judge_error_lines,
+    signed,
+    signed_interval,
+)
 from ragassay.gates.assertions import AssertionResult, measured
 from ragassay.metrics.averaging import IntervalRow
 from ragassay.metrics.conversations import CONVERSATION_SUCCESS, FollowupGapRow
@@ -82,9 +89,9 @@ def _comparison_lines(comparisons: Sequence[ComparisonRow], metrics: list[str]) 
     for c in shown:
         verdict = "significant" if c.p_value < ALPHA else "not significant"
         lines.append(
-            f"| {c.configuration_a} | {c.configuration_b} | {c.metric} | {c.mean_difference:+.4f} "
-            f"| [{c.ci_low:+.4f}, {c.ci_high:+.4f}] | {c.p_value:.4f} | {verdict} |"
-            + (f" {corrected_text(c, signed=True).removeprefix('corrected ') or '-'} |" if corrected else "")
+            f"| {c.configuration_a} | {c.configuration_b} | {c.metric} | {signed(c.mean_difference, 4)} "
+            f"| {signed_interval(c.ci_low, c.ci_high, 4)} | {c.p_value:.4f} | {verdict} |"
+            + (f" {corrected_text(c, difference=True).removeprefix('corrected ') or '-'} |" if corrected else "")
         )
     return lines
 
@@ -120,12 +127,14 @@ def ahead_lines(
         if row is None or not row.questions:
             lines.append(lead + "; no question scored by both, so no paired test)")
             continue
-        lines.append(lead + f"; paired difference {_difference(row)} over {row.questions} questions, {_p(row)})")
+        lines.append(
+            lead + f"; paired difference {_difference(row)} over {counted(row.questions, 'question')}, {_p(row)})"
+        )
     return lines
 
 
 def _difference(row: DirectedComparison) -> str:
-    return f"{row.difference:+.3f} [{row.ci_low:+.3f}, {row.ci_high:+.3f}]"
+    return f"{signed(row.difference)} {signed_interval(row.ci_low, row.ci_high)}"
 
 
 def _p(row: DirectedComparison) -> str:
@@ -136,10 +145,10 @@ def _ahead_on_common_questions(metric: str, best: IntervalRow, second: IntervalR
     """The ahead line of two configurations that scored different questions: who leads on the
     questions both scored (by the paired difference, best - second in `row`), the means beside."""
     means = (
-        f"their means, {best.configuration}'s {best.mean:.3f} over {best.scored} questions and "
+        f"their means, {best.configuration}'s {best.mean:.3f} over {counted(best.scored, 'question')} and "
         f"{second.configuration}'s {second.mean:.3f} over {second.scored}, are over different questions"
     )
-    both = f"on the {row.questions} questions both scored"
+    both = "on the question both scored" if row.questions == 1 else f"on the {row.questions} questions both scored"
     if row.difference == 0:
         return (
             f"- {metric}: {best.configuration} and {second.configuration} tie {both} (paired difference "
@@ -219,14 +228,14 @@ def followup_lines(gaps: Sequence[FollowupGapRow], metrics: Sequence[str], dialo
     if not shown:
         return []
     lines = [
-        f"## First turns and follow-ups ({dialogues} dialogues)",
+        f"## First turns and follow-ups ({counted(dialogues, 'dialogue')})",
         "",
         "| metric | configuration | first turns | follow-ups | gap [95% CI] |",
         "|---|---|---|---|---|",
     ]
     for row in shown:
         later = "not scored" if row.followup_mean is None else f"{row.followup_mean:.3f}, {row.followup_scored} turns"
-        gap = "-" if row.gap is None else f"{row.gap:+.3f} [{row.ci_low:+.3f}, {row.ci_high:+.3f}]"
+        gap = "-" if row.gap is None else f"{signed(row.gap)} {signed_interval(row.ci_low, row.ci_high)}"
         lines.append(
             f"| {row.metric} | {row.configuration} | {row.first_mean:.3f}, {row.first_scored} turns | {later} | {gap} |"
         )

@@ -226,6 +226,34 @@ def test_who_is_ahead_of_configurations_that_scored_different_questions_is_said_
     )
 
 
+def test_a_tie_on_one_question_reads_plus_zero_and_one_question():
+    """The pipeline report's screen (SmolLM2 judging, one question both scored): a tie read as the
+    runner-up against the leader was written "-0.000 [-0.000, -0.000]" "on the 1 questions"."""
+    from ragassay.evaluation.interval_text import counted, signed, signed_interval
+    from ragassay.evaluation.reports import ahead_lines
+
+    intervals = [
+        IntervalRow(configuration="fulltext", metric="faithfulness", scored=1, mean=1.0, ci_low=1.0, ci_high=1.0),
+        IntervalRow(configuration="hybrid", metric="faithfulness", scored=2, mean=0.5, ci_low=0.0, ci_high=1.0),
+    ]
+    comparisons = [
+        ComparisonRow(configuration_a="fulltext", configuration_b="hybrid", metric="faithfulness", questions=1,
+                      mean_difference=0.0, ci_low=0.0, ci_high=0.0, p_value=1.0),
+    ]  # fmt: skip
+    [line] = ahead_lines(intervals, comparisons, ["faithfulness"])
+    assert line.startswith(
+        "- faithfulness: fulltext and hybrid tie on the question both scored (paired difference +0.000 [+0.000, +0.000]"
+    )
+    assert "fulltext's 1.000 over 1 question and hybrid's 0.500 over 2" in line and "-0.000" not in line
+    assert (signed(-0.0), signed(-1e-17), signed(-0.25, 4), signed_interval(-0.0, 0.1)) == (
+        "+0.000",
+        "+0.000",
+        "-0.2500",
+        "[+0.000, +0.100]",
+    )
+    assert (counted(1, "dialogue"), counted(12, "dialogue")) == ("1 dialogue", "12 dialogues")
+
+
 def test_judged_metrics_carry_their_corrected_estimate_in_intervals_differences_metrics_and_reports():
     from ragassay.evaluation.answer_summary import answer_differences, answer_intervals
     from ragassay.evaluation.interval_text import (
