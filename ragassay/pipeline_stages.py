@@ -318,5 +318,6 @@ def pipeline_markdown(report: PipelineReport) -> str:
     lines += assertion_lines(report.assertions)
     lines += warning_lines(report.warnings)
     if not report.mlflow_url:
-        lines += ["", f"Open the MLflow batch with `{report.mlflow_ui_command}`."]
+        # No full stop after the command: shown as a block, it would stand on a line of its own.
+        lines += ["", f"Open the MLflow batch with: `{report.mlflow_ui_command}`"]
     return "\n".join(lines) + "\n"

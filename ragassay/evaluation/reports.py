@@ -234,10 +234,15 @@ def followup_lines(gaps: Sequence[FollowupGapRow], metrics: Sequence[str], dialo
         "|---|---|---|---|---|",
     ]
     for row in shown:
-        later = "not scored" if row.followup_mean is None else f"{row.followup_mean:.3f}, {row.followup_scored} turns"
+        later = (
+            "not scored"
+            if row.followup_mean is None
+            else f"{row.followup_mean:.3f}, {counted(row.followup_scored, 'turn')}"
+        )
         gap = "-" if row.gap is None else f"{signed(row.gap)} {signed_interval(row.ci_low, row.ci_high)}"
         lines.append(
-            f"| {row.metric} | {row.configuration} | {row.first_mean:.3f}, {row.first_scored} turns | {later} | {gap} |"
+            f"| {row.metric} | {row.configuration} | {row.first_mean:.3f}, {counted(row.first_scored, 'turn')} | {later} "
+            f"| {gap} |"
         )
     return [*lines, "", FOLLOWUP_CELLS]
 
