@@ -112,7 +112,7 @@ def main() -> None:
         experiment_id = tracking.ensure_experiment(mlflow_client, home, ["sample"])
         run_id = mlflow_client.create_run(experiment_id, run_name="answers/hybrid").info.run_id
         started = time.perf_counter()
-        traces = answer_traces(answered, judgements, settings)
+        traces = answer_traces(answered, judgements, {}, settings)
         built = time.perf_counter() - started
         tracking.log_traces(home, experiment_id, run_id, traces)
         seconds = time.perf_counter() - started

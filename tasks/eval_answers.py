@@ -133,7 +133,9 @@ def summarize_answers(
 ) -> ConfigurationSummary:
     """A configuration's answer metrics and cost, from its answers and the parts they were judged in."""
     combined = JudgedConfiguration.combined(judged)
-    return summarize_configuration(label, answered, combined.judgements, combined.usage, combined.reused)
+    return summarize_configuration(
+        label, answered, combined.judgements, combined.usage, combined.reused, combined.seconds
+    )
 
 
 @task(name="compare-answers", cache_policy=NO_CACHE, **MODEL_SERVER_RETRIES)

@@ -6,6 +6,7 @@ import os
 import shutil
 
 import polars as pl
+import pytest
 
 from ragassay import tracking
 
@@ -52,7 +53,9 @@ def test_an_answered_question_is_a_trace_of_its_run_with_passages_verdicts_and_a
     statement = AnsweredStatement("Hive 1 was inspected on Monday.", [Citation(1, "hives.md", "hives.md#0", 0, 30, "")])
     answer = GroundedAnswer("When was hive 1 inspected?", "answered", "answered", [statement], sources)
     question = EvalQuestion("sample", "g1", answer.question, {("sample", "hives.md"): 1}, "On Monday.")
-    answered = AnsweredQuestion(question, True, answer, Usage(calls=1, prompt_tokens=120, completion_tokens=12), 1.0)
+    # The question took 1.0 s, 0.75 s of it the answer model's; judging it took 2.5 s of the judge's.
+    usage = Usage(calls=1, prompt_tokens=120, completion_tokens=12, seconds=0.75)
+    answered = AnsweredQuestion(question, True, answer, usage, 1.0)
     verdicts = [
         {"metric": "faithfulness", "statement_index": 0, "statement": statement.text, "source_number": None,
          "verdict": "unsupported", "p_supported": 0.4, "error": None},
@@ -64,7 +67,7 @@ def test_an_answered_question_is_a_trace_of_its_run_with_passages_verdicts_and_a
         answer_correctness(0.9, 0.5), None, verdicts,
     )  # fmt: skip
     settings = TraceSettings("hybrid", "b1", "smollm2:abc", "qwen2.5-1.5b:def", 0.85, "support-probability/3")
-    traces = answer_traces([answered], {answered.key: judgement}, settings)
+    traces = answer_traces([answered], {answered.key: judgement}, {answered.key: 2.5}, settings)
 
     mlflow_client = tracking.client(home)
     experiment_id = tracking.ensure_experiment(mlflow_client, home, ["sample"])
@@ -107,3 +110,9 @@ def test_an_answered_question_is_a_trace_of_its_run_with_passages_verdicts_and_a
     assert spans["answer"].attributes["reference_answer"] == "On Monday."
     assert set(assessments) == {*ANSWER_METRICS, "refusal"}
     assert trace.info.tags["ragassay.query_id"] == "sample/g1"
+    # Logged after the work, each step lasts what it took, end to end (MLflow's durations; ms).
+    lasted = {name: (span.end_time_ns - span.start_time_ns) / 1e9 for name, span in spans.items()}
+    assert (lasted["retrieve"], lasted["answer"], lasted["judge"]) == pytest.approx((0.25, 0.75, 2.5), abs=1e-6)
+    assert spans["retrieve"].end_time_ns == spans["answer"].start_time_ns
+    assert spans["answer"].end_time_ns == spans["judge"].start_time_ns
+    assert trace.info.execution_duration == pytest.approx(3500, abs=1)

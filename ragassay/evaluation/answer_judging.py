@@ -7,7 +7,7 @@ from __future__ import annotations
 import itertools
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
@@ -79,6 +79,9 @@ class JudgedConfiguration:
     judgements: dict[str, AnswerJudgement]
     usage: Usage
     reused: int
+    # Each question's judge seconds (the model's; a remembered verdict costs none): how long its
+    # trace's judge span lasts.
+    seconds: dict[str, float] = field(default_factory=dict)
 
     @classmethod
     def combined(cls, parts: list[JudgedConfiguration]) -> JudgedConfiguration:
@@ -87,6 +90,7 @@ class JudgedConfiguration:
             {key: judgement for part in parts for key, judgement in part.judgements.items()},
             Usage.total(part.usage for part in parts),
             sum(part.reused for part in parts),
+            {key: seconds for part in parts for key, seconds in part.seconds.items()},
         )
 
 
@@ -124,6 +128,7 @@ def judge_answers(
         {key: result.judgement for key, result in judged.items()},
         Usage.total(result.usage for result in judged.values()),
         sum(result.reused for result in judged.values()),
+        {key: result.usage.seconds for key, result in judged.items()},
     )
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import polars as pl
@@ -59,6 +59,8 @@ class ConfigurationSummary:
     warnings: list[RunWarning]
     answered: list[AnsweredQuestion]
     judgements: dict[str, AnswerJudgement]
+    # Each question's judge seconds (JudgedConfiguration.seconds), for its trace.
+    judge_seconds: dict[str, float] = field(default_factory=dict)
 
 
 def summarize_configuration(
@@ -67,6 +69,7 @@ def summarize_configuration(
     judgements: dict[str, AnswerJudgement],
     judge_usage: Usage,
     judge_reused: int = 0,
+    judge_seconds: dict[str, float] | None = None,
 ) -> ConfigurationSummary:
     """Run metrics (each answer metric with the number of questions it scored; refusal in both
     directions; cost), the answers and judgments tables, and a warning per unreadable output."""
@@ -101,6 +104,7 @@ def summarize_configuration(
         warnings=_warnings(label, answered, judgements),
         answered=answered,
         judgements=judgements,
+        judge_seconds=judge_seconds or {},
     )
 
 

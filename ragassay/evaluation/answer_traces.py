@@ -11,7 +11,7 @@ tracking.log_traces writes them."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ragassay.evaluation.answer_summary import AnsweredQuestion
@@ -40,6 +40,13 @@ class SpanRecord:
     outputs: Any = None
     attributes: dict[str, Any] = field(default_factory=dict)
     children: tuple[SpanRecord, ...] = ()
+    # How long the step took, measured (None: as long as its children together). Spans are logged
+    # after the work, so tracking/traces.py lays them end to end with these lengths.
+    seconds: float | None = None
+
+    def duration(self) -> float:
+        """Its measured seconds, or its children's together."""
+        return self.seconds if self.seconds is not None else sum(child.duration() for child in self.children)
 
 
 @dataclass(frozen=True)
@@ -75,20 +82,27 @@ class TraceSettings:
     judge_model_id: str
     support_threshold: float
     judge_prompts: str
+    # A system under test retrieves inside its call: its answer span is the call, its retrieve span none.
+    system_under_test: bool = False
 
 
 def answer_traces(
-    answered: list[AnsweredQuestion], judgements: dict[str, AnswerJudgement], settings: TraceSettings
+    answered: list[AnsweredQuestion],
+    judgements: dict[str, AnswerJudgement],
+    judge_seconds: dict[str, float],
+    settings: TraceSettings,
 ) -> list[QuestionTrace]:
     """A trace per question of a configuration (a failed call of a system under test too, its
-    error as the answer span's output), and one per golden dialogue, a span per turn."""
+    error as the answer span's output), and one per golden dialogue, a span per turn. Each step
+    lasts what it took: retrieval and answer from the question's measured seconds, the judge from
+    its model seconds (judge_seconds, by question key)."""
     traces, dialogues = [], {}
     for item in answered:
         if item.question.dialogue_id is None:
-            traces.append(_trace(item, judgements.get(item.key), settings))
+            traces.append(_trace(item, judgements.get(item.key), judge_seconds, settings))
         else:
             dialogues.setdefault((item.question.query_collection, item.question.dialogue_id), []).append(item)
-    return traces + [_dialogue_trace(turns, judgements, settings) for turns in dialogues.values()]
+    return traces + [_dialogue_trace(turns, judgements, judge_seconds, settings) for turns in dialogues.values()]
 
 
 def _retrieve_span(item: AnsweredQuestion) -> SpanRecord:
@@ -119,7 +133,9 @@ def _retrieve_span(item: AnsweredQuestion) -> SpanRecord:
     )
 
 
-def _trace(item: AnsweredQuestion, judgement: AnswerJudgement | None, settings: TraceSettings) -> QuestionTrace:
+def _trace(
+    item: AnsweredQuestion, judgement: AnswerJudgement | None, judge_seconds: dict[str, float], settings: TraceSettings
+) -> QuestionTrace:
     root = SpanRecord(
         # The trace's name on MLflow's Traces page: which configuration, question and batch.
         f"{settings.label} · {item.key} · batch {settings.batch_id}",
@@ -127,7 +143,7 @@ def _trace(item: AnsweredQuestion, judgement: AnswerJudgement | None, settings: 
         inputs={"question": item.question.question, "query_id": item.key},
         outputs={"answer": item.answer.text if item.error is None else None, "outcome": _outcome(item)},
         attributes={"answerable": item.answerable},
-        children=_steps(item, judgement, settings),
+        children=_steps(item, judgement, judge_seconds.get(item.key), settings),
     )
     tags = {
         "ragassay.batch_id": settings.batch_id,
@@ -140,7 +156,10 @@ def _trace(item: AnsweredQuestion, judgement: AnswerJudgement | None, settings: 
 
 
 def _dialogue_trace(
-    turns: list[AnsweredQuestion], judgements: dict[str, AnswerJudgement], settings: TraceSettings
+    turns: list[AnsweredQuestion],
+    judgements: dict[str, AnswerJudgement],
+    judge_seconds: dict[str, float],
+    settings: TraceSettings,
 ) -> QuestionTrace:
     """One golden dialogue under a configuration: a span per turn (its follow-up query, retrieval,
     answer and verdicts), and as scores each judged metric's mean over its turns (which turns
@@ -154,7 +173,7 @@ def _dialogue_trace(
             inputs={"question": item.question.question, "query_id": item.key},
             outputs={"answer": item.answer.text if item.error is None else None, "outcome": _outcome(item)},
             attributes={"answerable": item.answerable, "turn": item.question.turn},
-            children=_steps(item, judgements.get(item.key), settings),
+            children=_steps(item, judgements.get(item.key), judge_seconds.get(item.key), settings),
         )
         for item in turns
     )
@@ -177,14 +196,20 @@ def _dialogue_trace(
 
 
 def _steps(
-    item: AnsweredQuestion, judgement: AnswerJudgement | None, settings: TraceSettings
+    item: AnsweredQuestion, judgement: AnswerJudgement | None, judge_seconds: float | None, settings: TraceSettings
 ) -> tuple[SpanRecord, ...]:
     """A question's (or turn's) steps: the follow-up's query (what it searched with its
-    conversation), the retrieval, the answer, and the judge's verdicts."""
+    conversation), the retrieval, the answer, and the judge's verdicts. The answer lasts the
+    question's model seconds (a rewrite's and a reranking's included; a system under test's: its
+    call), the retrieval the rest of the question's seconds, the judge its model seconds; a
+    verdict's own seconds are not measured (its span has no length)."""
     answer = item.answer
     sources = {source.number: source for source in answer.sources}
     reference = item.question.reference_answer if item.answerable else None
-    retrieve = _retrieve_span(item)
+    # Model seconds of our answer path (a remembered answer's: none); the rest of the question's
+    # seconds is its retrieval (and, for a follow-up, searching with its conversation).
+    answer_seconds = item.seconds if settings.system_under_test else item.usage.seconds
+    retrieve = replace(_retrieve_span(item), seconds=max(item.seconds - answer_seconds, 0.0))
     generate = SpanRecord(
         "answer",
         LLM,
@@ -197,12 +222,14 @@ def _steps(
             "reason": answer.reason,
             **({"reference_answer": reference} if reference else {}),
         },
+        seconds=answer_seconds,
     )
     verdicts = judgement.verdicts if judgement else []
     context = context_text(answer.sources)
     judge = SpanRecord(
         "judge",
         CHAIN,
+        seconds=judge_seconds or 0.0,
         attributes={"judge_model_id": settings.judge_model_id, "prompts": settings.judge_prompts},
         children=tuple(
             _verdict_span(verdict, sources, context, item.question.reference_answer, settings) for verdict in verdicts

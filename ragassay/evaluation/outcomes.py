@@ -482,6 +482,7 @@ def _answer_configuration_record(
         traces=answer_traces(
             summarized.answered,
             summarized.judgements,
+            summarized.judge_seconds,
             TraceSettings(
                 label=configuration.label,
                 batch_id=batch_id,
@@ -489,6 +490,7 @@ def _answer_configuration_record(
                 judge_model_id=judge_model_id,
                 support_threshold=support_threshold_for(judge_model_id),
                 judge_prompts=", ".join(PROMPT_VERSIONS.values()),
+                system_under_test=isinstance(configuration, SystemConfiguration),
             ),
         )
         if config.traces

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -51,8 +52,13 @@ def log_traces(home: Path, experiment_id: str, run_id: str, traces: list) -> lis
     with _tracing_into(uri):
         for trace in traces:
             root = trace.root
+            # Logged after the work: the spans are laid end to end, ending now, each as long as
+            # its step took (SpanRecord.seconds), so MLflow's durations are the work's.
+            length = round(root.duration() * 1e9)
+            started = time.time_ns() - length
             span = mlflow_client.start_trace(
                 name=root.name,
+                start_time_ns=started,
                 span_type=root.span_type,
                 inputs=root.inputs,
                 attributes=root.attributes,
@@ -60,9 +66,10 @@ def log_traces(home: Path, experiment_id: str, run_id: str, traces: list) -> lis
                 experiment_id=experiment_id,
                 run_id=run_id,
             )
+            cursor = started
             for child in root.children:
-                _log_span(mlflow_client, span.trace_id, span.span_id, child)
-            mlflow_client.end_trace(span.trace_id, outputs=root.outputs)
+                cursor = _log_span(mlflow_client, span.trace_id, span.span_id, child, cursor)
+            mlflow_client.end_trace(span.trace_id, outputs=root.outputs, end_time_ns=max(started + length, cursor))
             trace_ids.append(span.trace_id)
     tracing = TracingClient(uri)
     for trace_id, trace in zip(trace_ids, traces):
@@ -100,10 +107,21 @@ def find_traces(home: Path, run_id: str, filter_string: str | None = None) -> li
             return found
 
 
-def _log_span(mlflow_client, trace_id: str, parent_id: str, record) -> None:
+def _log_span(mlflow_client, trace_id: str, parent_id: str, record, started: int) -> int:
+    """A span from `started` (ns) lasting record.duration(), its children end to end inside it;
+    returns when it ends."""
     span = mlflow_client.start_span(
-        record.name, trace_id, parent_id, span_type=record.span_type, inputs=record.inputs, attributes=record.attributes
+        record.name,
+        trace_id,
+        parent_id,
+        span_type=record.span_type,
+        inputs=record.inputs,
+        attributes=record.attributes,
+        start_time_ns=started,
     )
+    cursor = started
     for child in record.children:
-        _log_span(mlflow_client, trace_id, span.span_id, child)
-    mlflow_client.end_span(trace_id, span.span_id, outputs=record.outputs)
+        cursor = _log_span(mlflow_client, trace_id, span.span_id, child, cursor)
+    ended = max(started + round(record.duration() * 1e9), cursor)
+    mlflow_client.end_span(trace_id, span.span_id, outputs=record.outputs, end_time_ns=ended)
+    return ended
