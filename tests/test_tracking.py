@@ -113,6 +113,9 @@ def test_an_answered_question_is_a_trace_of_its_run_with_passages_verdicts_and_a
     # Logged after the work, each step lasts what it took, end to end (MLflow's durations; ms).
     lasted = {name: (span.end_time_ns - span.start_time_ns) / 1e9 for name, span in spans.items()}
     assert (lasted["retrieve"], lasted["answer"], lasted["judge"]) == pytest.approx((0.25, 0.75, 2.5), abs=1e-6)
-    assert spans["retrieve"].end_time_ns == spans["answer"].start_time_ns
-    assert spans["answer"].end_time_ns == spans["judge"].start_time_ns
+    assert spans["retrieve"].end_time_ns <= spans["answer"].start_time_ns <= spans["retrieve"].end_time_ns + 1
+    assert spans["answer"].end_time_ns <= spans["judge"].start_time_ns <= spans["answer"].end_time_ns + 1
+    # Verdicts have no length, and keep the order they were judged in.
+    verdict_spans = sorted((s for s in trace.data.spans if s.span_type == "EVALUATOR"), key=lambda s: s.start_time_ns)
+    assert [s.name.split(" ")[0] for s in verdict_spans] == ["faithfulness", "citation_precision"]
     assert trace.info.execution_duration == pytest.approx(3500, abs=1)

@@ -68,7 +68,7 @@ def log_traces(home: Path, experiment_id: str, run_id: str, traces: list) -> lis
             )
             cursor = started
             for child in root.children:
-                cursor = _log_span(mlflow_client, span.trace_id, span.span_id, child, cursor)
+                cursor = max(_log_span(mlflow_client, span.trace_id, span.span_id, child, cursor), cursor + 1)
             mlflow_client.end_trace(span.trace_id, outputs=root.outputs, end_time_ns=max(started + length, cursor))
             trace_ids.append(span.trace_id)
     tracing = TracingClient(uri)
@@ -121,7 +121,9 @@ def _log_span(mlflow_client, trace_id: str, parent_id: str, record, started: int
     )
     cursor = started
     for child in record.children:
-        cursor = _log_span(mlflow_client, trace_id, span.span_id, child, cursor)
+        # At least a nanosecond apart: MLflow lists spans by start time, and verdicts (which have
+        # no length) would otherwise lose the order they were judged in.
+        cursor = max(_log_span(mlflow_client, trace_id, span.span_id, child, cursor), cursor + 1)
     ended = max(started + round(record.duration() * 1e9), cursor)
     mlflow_client.end_span(trace_id, span.span_id, outputs=record.outputs, end_time_ns=ended)
     return ended
