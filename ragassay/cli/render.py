@@ -10,7 +10,7 @@ from rich.table import Table
 
 from ragassay.cli.common import out
 from ragassay.evaluation.answer_judging import PairwiseTally
-from ragassay.evaluation.interval_text import counted, signed, signed_interval
+from ragassay.evaluation.interval_text import counted, signed, signed_estimate, signed_interval
 from ragassay.evaluation.judge_correction import CalibrationSummary
 from ragassay.evaluation.reports import FEWER_QUESTIONS_NOTE, means_rows
 from ragassay.gates.assertions import AssertionResult, measured
@@ -93,7 +93,7 @@ def render_followups(gaps: Sequence[FollowupGapRow], metrics: Sequence[str], tit
             )
         for row in shown:
             later = "not scored" if row.followup_mean is None else f"{row.followup_mean:.3f} ({row.followup_scored})"
-            gap = "-" if row.gap is None else f"{signed(row.gap)} {signed_interval(row.ci_low, row.ci_high)}"
+            gap = "-" if row.gap is None else signed_estimate(row.gap, row.ci_low, row.ci_high)
             table.add_row(row.configuration, f"{row.first_mean:.3f} ({row.first_scored})", later, gap)
         out.print(table)
 

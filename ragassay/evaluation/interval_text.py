@@ -25,6 +25,11 @@ def signed_interval(low: float, high: float, places: int = 3) -> str:
     return f"[{signed(low, places)}, {signed(high, places)}]"
 
 
+def signed_estimate(value: float, low: float, high: float) -> str:
+    """`+0.120 [-0.050, +0.300]`: a difference and its interval, as signed() writes them."""
+    return f"{signed(value)} {signed_interval(low, high)}"
+
+
 def counted(count: int, noun: str) -> str:
     """`1 question`, `2 questions`: a count with its noun (plural by an s)."""
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"

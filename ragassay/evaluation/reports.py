@@ -14,6 +14,7 @@ from ragassay.evaluation.interval_text import (
     interval_lines,
     judge_error_lines,
     signed,
+    signed_estimate,
     signed_interval,
 )
 from ragassay.gates.assertions import AssertionResult, measured
@@ -134,7 +135,7 @@ def ahead_lines(
 
 
 def _difference(row: DirectedComparison) -> str:
-    return f"{signed(row.difference)} {signed_interval(row.ci_low, row.ci_high)}"
+    return signed_estimate(row.difference, row.ci_low, row.ci_high)
 
 
 def _p(row: DirectedComparison) -> str:
@@ -239,7 +240,7 @@ def followup_lines(gaps: Sequence[FollowupGapRow], metrics: Sequence[str], dialo
             if row.followup_mean is None
             else f"{row.followup_mean:.3f}, {counted(row.followup_scored, 'turn')}"
         )
-        gap = "-" if row.gap is None else f"{signed(row.gap)} {signed_interval(row.ci_low, row.ci_high)}"
+        gap = "-" if row.gap is None else signed_estimate(row.gap, row.ci_low, row.ci_high)
         lines.append(
             f"| {row.metric} | {row.configuration} | {row.first_mean:.3f}, {counted(row.first_scored, 'turn')} | {later} "
             f"| {gap} |"
