@@ -23,7 +23,7 @@ fi
 baseline_cmake_args=-DGGML_NATIVE=OFF
 cpu_extension_args() {
     local flags
-    flags=" $(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | cut -d: -f2) "
+    flags=" $(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | cut -d: -f2 || true) "
     local args=$baseline_cmake_args
     if [[ $flags == *" avx512f "* && $flags == *" avx512bw "* && $flags == *" avx512vl "* && $flags == *" avx512dq "* && $flags == *" avx512cd "* ]]; then
         args+=" -DGGML_AVX512=ON"
