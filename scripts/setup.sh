@@ -60,14 +60,15 @@ install_llama() {
     .venv/bin/python -m pip install --quiet --no-deps --force-reinstall "$llama_wheels"/llama_cpp_python-*.whl
 }
 
-# Runs a 64-token prompt through the default judge in a child process: a build that uses an
-# instruction the CPU refuses dies here (SIGILL), not in a user's first evaluation.
+# Runs a 256-token prompt (the batched matrix kernels of a long prompt, not only a token's) through
+# the default judge in a child process: a build that uses an instruction the CPU refuses dies here
+# (SIGILL), not in a user's first evaluation.
 llama_runs() {
     .venv/bin/python - <<'PY'
 from llama_cpp import Llama
 from ragassay.llm.catalog import QWEN_1_5B, model_path
-model = Llama(model_path=str(model_path(QWEN_1_5B)), n_ctx=256, n_threads=1, n_threads_batch=1, verbose=False)
-model.eval(model.tokenize(b"The judge reads a passage and a statement. " * 8)[:64])
+model = Llama(model_path=str(model_path(QWEN_1_5B)), n_ctx=512, n_threads=1, n_threads_batch=1, verbose=False)
+model.eval(model.tokenize(b"The judge reads a passage and a statement. " * 40)[:256])
 PY
 }
 
