@@ -54,8 +54,7 @@ def log_traces(home: Path, experiment_id: str, run_id: str, traces: list) -> lis
             root = trace.root
             # Logged after the work: the spans are laid end to end, ending now, each as long as
             # its step took (SpanRecord.seconds), so MLflow's durations are the work's.
-            length = round(root.duration() * 1e9)
-            started = time.time_ns() - length
+            started = time.time_ns() - round(root.duration() * 1e9)
             span = mlflow_client.start_trace(
                 name=root.name,
                 start_time_ns=started,
@@ -66,10 +65,8 @@ def log_traces(home: Path, experiment_id: str, run_id: str, traces: list) -> lis
                 experiment_id=experiment_id,
                 run_id=run_id,
             )
-            cursor = started
-            for child in root.children:
-                cursor = max(_log_span(mlflow_client, span.trace_id, span.span_id, child, cursor), cursor + 1)
-            mlflow_client.end_trace(span.trace_id, outputs=root.outputs, end_time_ns=max(started + length, cursor))
+            ended = _log_children(mlflow_client, span.trace_id, span.span_id, root, started)
+            mlflow_client.end_trace(span.trace_id, outputs=root.outputs, end_time_ns=ended)
             trace_ids.append(span.trace_id)
     tracing = TracingClient(uri)
     for trace_id, trace in zip(trace_ids, traces):
@@ -119,11 +116,17 @@ def _log_span(mlflow_client, trace_id: str, parent_id: str, record, started: int
         attributes=record.attributes,
         start_time_ns=started,
     )
+    ended = _log_children(mlflow_client, trace_id, span.span_id, record, started)
+    mlflow_client.end_span(trace_id, span.span_id, outputs=record.outputs, end_time_ns=ended)
+    return ended
+
+
+def _log_children(mlflow_client, trace_id: str, parent_id: str, record, started: int) -> int:
+    """record's children as spans end to end from `started` (ns); returns when record ends: after
+    its own length or its last child, whichever is later."""
     cursor = started
     for child in record.children:
         # At least a nanosecond apart: MLflow lists spans by start time, and verdicts (which have
         # no length) would otherwise lose the order they were judged in.
-        cursor = max(_log_span(mlflow_client, trace_id, span.span_id, child, cursor), cursor + 1)
-    ended = max(started + round(record.duration() * 1e9), cursor)
-    mlflow_client.end_span(trace_id, span.span_id, outputs=record.outputs, end_time_ns=ended)
-    return ended
+        cursor = max(_log_span(mlflow_client, trace_id, parent_id, child, cursor), cursor + 1)
+    return max(started + round(record.duration() * 1e9), cursor)
