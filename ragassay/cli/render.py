@@ -29,17 +29,21 @@ if TYPE_CHECKING:  # the estimate's module reads the tracking store's history: l
 
 
 def render_means(title: str, means: dict[str, dict[str, float | None]], columns: list[str]) -> None:
-    """Configurations × metrics with the questions each mean is over (n): `not scored` where none
-    was, and a mark on means over fewer questions than another configuration's."""
+    """Metrics × configurations, the first row the questions each configuration's means are over
+    (n): `not scored` where none was, and a mark on means over fewer questions than another
+    configuration's. Metrics are rows, as in the answer metrics' table: four recall@k, nDCG and
+    MRR as columns were cut to "recall…" four times over on an 80-column terminal."""
     rows, marked = means_rows(means, columns)
-    table = Table(title=title, caption=FEWER_QUESTIONS_NOTE if marked else None)
-    table.add_column("configuration", no_wrap=True)
-    table.add_column("n", justify="right")
-    for column in columns:
-        table.add_column(column, justify="right")
-    for row in rows:
-        table.add_row(*row)
+    table = Table(title=title)
+    table.add_column("metric", no_wrap=True)
+    for label, *_ in rows:
+        table.add_column(label, justify="right", overflow="fold")
+    for index, name in enumerate(["n", *columns], start=1):
+        table.add_row(name, *(row[index] for row in rows))
     out.print(table)
+    if marked:
+        # Below the table, not its caption: a caption wraps to the table's width, here narrow.
+        out.print(FEWER_QUESTIONS_NOTE)
 
 
 def render_systems(costs: dict[str, dict[str, float]]) -> None:
@@ -106,32 +110,41 @@ def render_comparisons(
     shown = [c for c in comparisons if c.metric in metrics and c.questions]
     if not shown:
         return
-    table = Table(title=f"{title}paired differences (b - a): mean, bootstrap 95% CI, randomization p")
+    table = Table(title=f"{title}paired differences")
     corrected = any(has_correction(c) for c in shown)
-    # Metric names and intervals are never cut or wrapped: on a narrow terminal the labels wrap.
-    for column in ("a", "b", "metric", "n", "b - a", "95% CI", "p"):
-        table.add_column(
-            column,
-            justify="right" if column in ("n", "b - a", "p") else "left",
-            no_wrap=column not in ("a", "b"),
-            overflow="fold",
-        )
-    for c in shown:
-        table.add_row(
-            c.configuration_a,
-            c.configuration_b,
-            c.metric,
-            str(c.questions),
-            signed(c.mean_difference),
-            signed_interval(c.ci_low, c.ci_high),
-            f"{c.p_value:.3f}" + ("*" if c.p_value < ALPHA else ""),
-        )
-        # The corrected difference on a row of its own, as in the metric table: a column more
-        # would squeeze the configurations' names out of an 80-column terminal.
-        if has_correction(c):
-            estimate = "none" if c.corrected is None else signed(c.corrected)
-            table.add_row("", "", "  corrected", "", estimate, signed_interval(c.corrected_low, c.corrected_high), "")
-    table.caption = f"n: questions both scored; * significant: p < {ALPHA}" + (
+    # A row names each pair (b - a) above its metrics: two columns of names folded "fulltext" at
+    # 80 columns. On a narrow terminal a long pair's name folds, never a metric name or a number.
+    table.add_column("b - a", overflow="fold", min_width=2 + max(len(c.metric) for c in shown))
+    for column in ("n", "mean", "95% CI", "p"):
+        table.add_column(column, justify="left" if column == "95% CI" else "right", no_wrap=True)
+    pairs = list(dict.fromkeys((c.configuration_a, c.configuration_b) for c in shown))
+    for a, b in pairs:
+        table.add_row(f"{b} - {a}", "", "", "", "", style="bold")
+        rows = [c for c in shown if (c.configuration_a, c.configuration_b) == (a, b)]
+        for c in rows:
+            table.add_row(
+                f"  {c.metric}",
+                str(c.questions),
+                signed(c.mean_difference),
+                signed_interval(c.ci_low, c.ci_high),
+                f"{c.p_value:.3f}" + ("*" if c.p_value < ALPHA else ""),
+                end_section=c is rows[-1] and not has_correction(c),
+            )
+            # The corrected difference on a row of its own, as in the metric table: a column more
+            # would squeeze the table out of an 80-column terminal.
+            if has_correction(c):
+                estimate = "none" if c.corrected is None else signed(c.corrected)
+                table.add_row(
+                    "    corrected",
+                    "",
+                    estimate,
+                    signed_interval(c.corrected_low, c.corrected_high),
+                    "",
+                    end_section=c is rows[-1],
+                )
+    table.caption = (
+        f"mean of b - a over the n questions both scored; 95% CI: bootstrap; p: randomization, * p < {ALPHA}"
+    ) + (
         "; corrected: in people's terms (the judge's offset cancels in a difference; same sign and p)"
         if corrected
         else ""

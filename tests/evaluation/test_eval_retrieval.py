@@ -109,7 +109,10 @@ def test_runs_commands_list_show_and_compare_the_batch(evaluated, sample_home, m
     assert payload["means"]["fulltext"]["mrr"] == pytest.approx(report.means["fulltext"]["mrr"])
     assert len(payload["comparisons"]) == len(report.comparisons)
     human = runner.invoke(app, ["runs", "compare", report.batch_id])
-    assert "paired differences" in human.stdout and "hybrid" in human.stdout
+    assert "paired differences" in human.stdout
+    # Each pair is named whole on a row of its own (b - a) above its metrics.
+    first = report.comparisons[0]
+    assert f"{first.configuration_b} - {first.configuration_a}" in human.stdout
     assert runner.invoke(app, ["runs", "show", "0" * 32]).exit_code == 2
 
 
