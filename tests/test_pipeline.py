@@ -108,6 +108,11 @@ def test_pipeline_runs_every_stage_then_reruns_from_cache(home, tmp_path):
     assert first.runs_view_url and f"]({first.runs_view_url})" in parent.data.tags[tracking.DESCRIPTION_TAG]
     comparisons = tracking.download_table(home, parent.info.run_id, "retrieval/comparisons")
     assert comparisons is not None and set(comparisons["metric"]) >= {"recall@5", "mrr"}
+    # `runs compare` on a pipeline's batch: both evaluation stages, the answers' paired differences too.
+    compared = json.loads(CliRunner().invoke(app, ["runs", "compare", first.batch_id, "--json"]).stdout)
+    assert compared["means"].keys() == {"fulltext", "hybrid"} and compared["answers"].keys() == {"hybrid"}
+    assert compared["answer_comparisons"] == [c.model_dump() for c in first.answers.comparisons]
+    assert compared["pairwise"] == [], "pairwise comparison is off here"
 
     # The report, on the Prefect flow run and as the MLflow batch's description: every evaluation
     # stage's headline table with intervals, and who is ahead; the flow run named after the batch.

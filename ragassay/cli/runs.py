@@ -139,13 +139,25 @@ def runs_compare(
         render_comparisons(comparisons, [f"ndcg@{max(ks)}", "mrr"] if ks else ["mrr"])
 
     if "answers" in by_kind:
+        # A pipeline's batch: its answers' paired differences and pairwise tallies too, as the
+        # answer batch alone shows them.
+        answer_comparisons, pairwise = _answer_comparisons(home, parent_id, prefix.format(kind="answers"))
         emit(
             as_json,
-            {"batch_id": batch_id, "means": means, "comparisons": dumped(comparisons), "answers": by_kind["answers"]},
+            {
+                "batch_id": batch_id,
+                "means": means,
+                "comparisons": dumped(comparisons),
+                "answers": by_kind["answers"],
+                "answer_comparisons": dumped(answer_comparisons),
+                "pairwise": dumped(pairwise, exclude_none=True),
+            },
             lambda: (
                 render(),
                 render_answer_metrics(f"batch {batch_id}: answers", by_kind["answers"]),
                 render_answer_costs(by_kind["answers"]),
+                render_comparisons(answer_comparisons, REPORTED_ANSWER_METRICS, "answers: "),
+                render_pairwise(pairwise),
             ),
         )
         return
@@ -162,21 +174,7 @@ def _compare_answer_batch(
 ) -> None:
     """An answer batch: metrics with their scored counts, costs, paired differences, and the
     pairwise tallies."""
-    from ragassay import tracking
-    from ragassay.evaluation.answer_judging import PairwiseTally
-    from ragassay.metrics.answers import tally_pairs
-
-    pairwise_table = tracking.download_table(home, parent_run_id, prefix + "pairwise") if parent_run_id else None
-    pairwise = []
-    if pairwise_table is not None:
-        for (a, b), rows in pairwise_table.group_by(["configuration_a", "configuration_b"], maintain_order=True):
-            pairwise.append(
-                PairwiseTally(configuration_a=a, configuration_b=b, **tally_pairs(rows["outcome"].to_list()))
-            )
-
-    # Batches logged before answer metrics were compared have no comparisons table: none shown.
-    comparisons_table = tracking.download_table(home, parent_run_id, prefix + "comparisons") if parent_run_id else None
-    comparisons = answer_comparison_rows(comparisons_table) if comparisons_table is not None else []
+    comparisons, pairwise = _answer_comparisons(home, parent_run_id, prefix)
 
     def render() -> None:
         render_answer_metrics(f"batch {batch_id}", metrics)
@@ -195,6 +193,26 @@ def _compare_answer_batch(
         },
         render,
     )
+
+
+def _answer_comparisons(home: Path, parent_run_id: str | None, prefix: str) -> tuple[list, list]:
+    """An answer batch's paired differences and pairwise tallies, from its parent run's tables
+    (under `prefix` in a pipeline's batch); none where the batch logged none."""
+    from ragassay import tracking
+    from ragassay.evaluation.answer_judging import PairwiseTally
+    from ragassay.metrics.answers import tally_pairs
+
+    pairwise_table = tracking.download_table(home, parent_run_id, prefix + "pairwise") if parent_run_id else None
+    pairwise = []
+    if pairwise_table is not None:
+        for (a, b), rows in pairwise_table.group_by(["configuration_a", "configuration_b"], maintain_order=True):
+            pairwise.append(
+                PairwiseTally(configuration_a=a, configuration_b=b, **tally_pairs(rows["outcome"].to_list()))
+            )
+    # Batches logged before answer metrics were compared have no comparisons table: none shown.
+    comparisons_table = tracking.download_table(home, parent_run_id, prefix + "comparisons") if parent_run_id else None
+    comparisons = answer_comparison_rows(comparisons_table) if comparisons_table is not None else []
+    return comparisons, pairwise
 
 
 # What `runs list` shows of each kind of run: retrieval, answers and cases share one list.
