@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -34,6 +35,34 @@ def test_runs_logged_after_the_workspace_moved_keep_their_artifacts_inside_it(tm
     assert tracking.download_table(after, second, "answers")["query_id"].to_list() == ["second"]
     experiment = tracking.client(after).get_experiment_by_name(tracking.experiment_name(["sample"]))
     assert experiment.artifact_location.startswith((after / "mlartifacts").as_uri())
+
+
+def test_a_report_longer_than_a_description_holds_is_cut_at_a_heading_and_kept_whole_as_an_artifact(tmp_path):
+    """MLflow keeps 8,000 characters of a tag and cuts a longer description wherever that falls
+    (the sample pipeline's report is ~13,000): the description shows whole sections and says
+    where the rest is; report.md holds every character."""
+    from mlflow.utils.validation import MAX_TAG_VAL_LENGTH
+
+    from ragassay.tracking.write import DESCRIPTION_LIMIT
+
+    assert DESCRIPTION_LIMIT == MAX_TAG_VAL_LENGTH
+    table = "\n".join(f"| configuration {i} | 0.{i:03d} [0.100, 0.900] |" for i in range(60))
+    sections = [f"## Section {n}\n\n| configuration | recall@5 |\n|---|---|\n{table}" for n in range(4)]
+    report = "# Pipeline run on `sample`\n\n" + "\n\n".join(sections)
+    assert len(report) > MAX_TAG_VAL_LENGTH
+    run_id = _log_one_run(tmp_path, "long")
+    tracking.describe_run(tmp_path, run_id, report)
+
+    shown = tracking.client(tmp_path).get_run(run_id).data.tags[tracking.DESCRIPTION_TAG]
+    assert len(shown) <= MAX_TAG_VAL_LENGTH
+    kept, note = shown.rsplit("\n\n", 1)
+    assert report.startswith(kept) and report[len(kept) :].startswith("\n\n## Section"), "cut before a heading"
+    assert "## Section 1" in kept and "## Section 2" not in kept, "Section 2 does not fit whole"
+    assert f"whole report ({len(report):,} characters" in note and "`report.md` artifact" in note
+    whole = tracking.client(tmp_path).download_artifacts(run_id, "report.md", str(tmp_path))
+    assert Path(whole).read_text() == report
+    # A report that fits is shown whole.
+    assert tracking.fitted_description(kept) == kept
 
 
 def test_an_answered_question_is_a_trace_of_its_run_with_passages_verdicts_and_assessments(tmp_path):

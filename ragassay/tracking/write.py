@@ -37,6 +37,13 @@ from ragassay.tracking.traces import log_traces
 from ragassay.tracking.views import run_url, runs_view_columns, runs_view_url, save_runs_view
 from ragassay.work_span import WorkSpan
 
+# The artifact that holds a run's whole Markdown report (its description may show only the start).
+REPORT_ARTIFACT = "report.md"
+# The most characters MLflow keeps of a tag's value, a run's description included
+# (mlflow.utils.validation.MAX_TAG_VAL_LENGTH; named here so that importing this module does not
+# import MLflow, and checked against it in tests/test_tracking.py).
+DESCRIPTION_LIMIT = 8000
+
 # Tables up to this many rows are also logged as JSON (`log_table`), which MLflow's UI previews;
 # Parquet stays the machine-readable copy.
 PREVIEW_ROWS = 2_000
@@ -102,10 +109,12 @@ def log_configuration_run(
             TAG_ROLE: "configuration",
             MLFLOW_PARENT: batch.parent_run_id,
             **batch.origin,
-            **({DESCRIPTION_TAG: description} if description else {}),
+            **({DESCRIPTION_TAG: fitted_description(description)} if description else {}),
         },
     )
     run_id = run.info.run_id
+    if description and fitted_description(description) != description:
+        mlflow_client.log_text(run_id, description, REPORT_ARTIFACT)
     log_values(mlflow_client, run_id, params, metrics)
     log_tables(mlflow_client, run_id, artifacts, previews)
     finish(mlflow_client, run_id, end_time=work_span.ended_ms if work_span else None)
@@ -182,10 +191,30 @@ def locate_batch(home: Path, batch: Batch, run_ids: dict[str, str] | None = None
 
 
 def describe_run(home: Path, run_id: str, markdown: str) -> None:
-    """A run's description in MLflow's UI, and the same Markdown as its `report.md` artifact."""
+    """A run's description in MLflow's UI (fitted_description), and the whole Markdown as its
+    `report.md` artifact."""
     mlflow_client = client(home)
-    mlflow_client.set_tag(run_id, DESCRIPTION_TAG, markdown)
-    mlflow_client.log_text(run_id, markdown, "report.md")
+    mlflow_client.set_tag(run_id, DESCRIPTION_TAG, fitted_description(markdown))
+    mlflow_client.log_text(run_id, markdown, REPORT_ARTIFACT)
+
+
+def fitted_description(markdown: str, limit: int = DESCRIPTION_LIMIT) -> str:
+    """What a run's description shows of a Markdown report: all of it when it fits a tag (MLflow
+    keeps at most `limit` characters of one and cuts a longer one wherever the limit falls, mid
+    table or mid number, with only a warning in the log); otherwise the report up to the last
+    heading that fits, then a line naming the `report.md` artifact that holds all of it."""
+    if len(markdown) <= limit:
+        return markdown
+    note = (
+        f"\n\n*This description shows the report's first sections: the whole report ({len(markdown):,} "
+        f"characters; MLflow keeps {limit:,} here) is this run's `{REPORT_ARTIFACT}` artifact.*\n"
+    )
+    room = limit - len(note)
+    # Cut before a heading, or failing that at a line's end, so no table or line is left half.
+    cut = markdown.rfind("\n#", 0, room)
+    if cut <= 0:
+        cut = max(markdown.rfind("\n", 0, room), 0)
+    return markdown[:cut].rstrip() + note
 
 
 def log_values(mlflow_client, run_id: str, params: dict[str, str], metrics: dict[str, float]) -> None:
