@@ -420,8 +420,18 @@ def test_a_configuration_that_answered_nothing_has_no_values_fails_its_bounds_an
     metrics = tracking.client(served).get_run(report["run_ids"]["dead"]).data.metrics
     assert "recall_at_5" not in metrics and metrics["questions_scored"] == 0 and metrics["coverage"] == 0
     shown = runner.invoke(app, arguments, env={"RAGASSAY_HOME": str(served), "COLUMNS": "200"})
-    [dead_row] = [line for line in shown.output.splitlines() if line.startswith("│ dead ")][:1]
-    assert shown.exit_code == 1 and "not" in dead_row and "0.0000" not in dead_row
+    # The means table: a row per metric, a column per configuration; dead's cells say not scored.
+    lines = shown.output.splitlines()
+    header = next(line for line in lines if line.startswith("┃ metric "))
+    recall_row = next(line for line in lines if line.startswith("│ recall@5 "))
+    cells = dict(
+        zip(
+            [cell.strip() for cell in header.strip("┃").split("┃")],
+            [cell.strip() for cell in recall_row.strip("│").split("│")],
+            strict=True,
+        )
+    )
+    assert shown.exit_code == 1 and cells["dead"] == "not scored" and float(cells["fulltext"]) > 0
     assert "dead answered none of the questions" in shown.output
     listed = runner.invoke(app, ["runs", "list", "--json"], env={"RAGASSAY_HOME": str(served)})
     [dead] = [row for row in json.loads(listed.stdout) if row["configuration"] == "dead"][:1]
