@@ -210,7 +210,8 @@ def fitted_description(markdown: str, limit: int = DESCRIPTION_LIMIT) -> str:
         f"characters; MLflow keeps {limit:,} here) is this run's `{REPORT_ARTIFACT}` artifact.*\n"
     )
     room = limit - len(note)
-    # Cut before a heading, or failing that at a line's end, so no table or line is left half.
+    # Cut before a heading, so no section is left half; a first section longer than the limit
+    # is cut at a line's end, so no row or line is.
     cut = markdown.rfind("\n#", 0, room)
     if cut <= 0:
         cut = max(markdown.rfind("\n", 0, room), 0)
