@@ -98,7 +98,8 @@ def runs_show(run_id: str = typer.Argument(..., help="MLflow run id."), as_json:
 def runs_compare(
     batch_id: str = typer.Argument(..., help="Batch id printed by `eval`."), as_json: bool = JSON_OPTION
 ) -> None:
-    """Configurations × metrics of one batch, with the pairwise differences logged beside them."""
+    """Metrics × configurations of one batch (a pipeline's: both evaluation stages), with the paired
+    differences and pairwise tallies logged beside them."""
     from ragassay import tracking
 
     home = workspace_home()
