@@ -96,6 +96,7 @@ def log_configuration_run(
     its tag and in its parent's name): params, metrics (MLflow-safe names) and table artifacts of
     one configuration (or of one pipeline stage), its description (Markdown) where given, and its
     start and end those of the work (work_span) where known."""
+    shown = fitted_description(description) if description else None
     run = create_run(
         mlflow_client,
         batch.experiment_id,
@@ -109,11 +110,11 @@ def log_configuration_run(
             TAG_ROLE: "configuration",
             MLFLOW_PARENT: batch.parent_run_id,
             **batch.origin,
-            **({DESCRIPTION_TAG: fitted_description(description)} if description else {}),
+            **({DESCRIPTION_TAG: shown} if shown else {}),
         },
     )
     run_id = run.info.run_id
-    if description and fitted_description(description) != description:
+    if description and shown != description:  # cut to fit: the whole description beside it
         mlflow_client.log_text(run_id, description, REPORT_ARTIFACT)
     log_values(mlflow_client, run_id, params, metrics)
     log_tables(mlflow_client, run_id, artifacts, previews)
