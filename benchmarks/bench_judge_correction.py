@@ -11,7 +11,8 @@ For each half, each labelled sentence is judged exactly as answer evaluation jud
 judge's calls are remembered in a completion cache under --work, so a second run reads them back
 instead of asking again. Printed:
 - the development half's agreement and its (label, verdict) counts: the prior's
-  (ragassay/judge/priors.py must hold the same counts for the shipped judge);
+  (ragassay/judge/measured_rates.py holds the same counts for the shipped judge; until 2026-12-05
+  they were the bundled prior that corrected collections without labels);
 - on the test half, per answer: faithfulness = supported sentences / labelled sentences, people's
   and the judge's; their means over the answers (the human rate, the raw judge estimate with its
   bootstrap 95% interval over answers) and the judge-corrected estimate with its 95% interval

@@ -17,7 +17,8 @@ sentences, as people said and as the judge said; the batch's mean over answers i
   be used, the batch's verdicts are the aligned judge's and the error rates come from its
   cross-fitted verdicts on the labels (never from predictions on the labels it was fitted on);
   otherwise as the plain row;
-- the general prior: the bundled counts (judge/priors.py). They were measured on this very half,
+- the general prior: the counts on this half (judge/measured_rates.py; the bundled prior that
+  corrected collections without labels until 2026-12-05). They were measured on this very half,
   held-out answers included, so this row's coverage is flattering by construction; its width is
   what a team without labels is shown.
 
@@ -78,12 +79,13 @@ def answer_means(items: list, verdicts: list[bool]) -> tuple[list[float], float]
 
 def held_out(items: list, model: str, threshold: float, labelled_share: float) -> None:
     from ragassay.judge.alignment import align_judge
-    from ragassay.judge.priors import prior_calibration
+    from ragassay.judge.measured_rates import measured_elsewhere
     from ragassay.judge.prompts import SUPPORT_PROMPT_VERSION
     from ragassay.metrics.judge_error import corrected_mean, simple_strata
 
-    prior = prior_calibration(model, SUPPORT_PROMPT_VERSION, threshold)
-    assert prior is not None, f"no bundled prior for {model} {SUPPORT_PROMPT_VERSION} at {threshold}"
+    [prior] = [
+        rates for rates in measured_elsewhere(model, SUPPORT_PROMPT_VERSION, threshold) if "MEMERAG" in rates.collection
+    ]
     groups = sorted({item.group for item in items})
     rows: dict[str, list[tuple[bool, float, bool]]] = {"plain": [], "aligned": [], "prior": []}
     used = 0
@@ -107,7 +109,7 @@ def held_out(items: list, model: str, threshold: float, labelled_share: float) -
         for name, strata, verdicts in (
             ("plain", plain_labels, plain_verdicts),
             ("aligned", aligned_labels, aligned_verdicts),
-            ("prior", list(prior.strata), plain_verdicts),
+            ("prior", [prior.stratum()], plain_verdicts),
         ):
             values, people = answer_means(evaluated, verdicts)
             corrected = corrected_mean(values, strata, seed=SEED + split)

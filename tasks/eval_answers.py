@@ -67,8 +67,7 @@ def load_judge_calibration(
 ) -> JudgeCalibration | None:
     """The labels the judged metrics are corrected with: the collections' own (each labelled
     statement's verdict by this judge, or by its aligned judge where the evaluation used one; one
-    judged anew only when another judge or prompt made its stored verdict), else the judge's
-    bundled prior, else none."""
+    judged anew only when another judge or prompt made its stored verdict), else none."""
     return calibration.judge_calibration(
         home,
         collections,

@@ -206,14 +206,14 @@ def render_judge_calibration(calibration: CalibrationSummary | None) -> None:
     """One line on the labels behind the corrected numbers (or that there are none)."""
     if calibration is None:
         out.print(
-            "judged metrics are the judge's own numbers: no labels for this judge (`ragassay judge label`)",
+            "judged metrics are the judge's own numbers: no labels of these documents for this judge "
+            "(`ragassay judge label`)",
             style="yellow",
             highlight=False,
         )
         return
-    source = "a general prior" if calibration.source == "prior" else "this collection's labels"
     out.print(
-        f"corrected with {source} ({calibration.description}): {calibration.summary}",
+        f"corrected with {calibration.source_words} ({calibration.description}): {calibration.summary}",
         style="dim",
         highlight=False,
     )

@@ -100,21 +100,20 @@ def judge_error_lines(calibration: CalibrationSummary | None) -> list[str]:
     """What the judged metrics' corrected numbers rest on, and what their intervals cover."""
     if calibration is None:
         return [
-            "No labels for this judge and no bundled prior: faithfulness, context recall and citation precision are "
-            "the judge's own numbers, and their intervals leave its error out. Label some of its verdicts with "
-            "`ragassay judge label --batch BATCH_ID`."
+            "No labels of these documents for this judge: faithfulness, context recall and citation precision are "
+            "the judge's own numbers, and their intervals leave its error out. A judge's error rates differ between "
+            "collections (the warnings give the default judge's on two), so no other collection's labels stand in. "
+            "Label some of its verdicts with `ragassay judge label --batch BATCH_ID`."
         ]
-    source = "a general prior" if calibration.source == "prior" else "this collection's labels"
     return [
-        f"Corrected with {source}: {calibration.description}. Judge `{calibration.judge_model}` "
+        f"Corrected with {calibration.source_words}: {calibration.description}. Judge `{calibration.judge_model}` "
         f"({calibration.prompt_version}, supported when P >= {calibration.support_threshold}): "
         f"sensitivity {_rate(calibration, 'sensitivity')}, specificity {_rate(calibration, 'specificity')}; "
         f"{calibration.summary}.",
         "",
         "A corrected interval covers the sampling of questions and of the labels, under the assumption that the "
         "judge errs at rates that depend only on whether a statement is supported; it does not cover judge errors "
-        "that differ between configurations or documents (nor, with a prior, how far the prior transfers to these "
-        "documents). In a paired difference the judge's offset cancels: the corrected difference has the raw one's "
+        "that differ between configurations or documents. In a paired difference the judge's offset cancels: the corrected difference has the raw one's "
         "sign and p, rescaled to what people would have said.",
     ]
 

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import polars as pl
 
+from ragassay.judge.judge import support_threshold_for
+from ragassay.judge.measured_rates import no_labels_reason
+from ragassay.judge.prompts import SUPPORT_PROMPT_VERSION
 from ragassay.metrics.conversations import question_groups
 from ragassay.metrics.corrected_rows import (
     ANSWER_COMPARISON_SCHEMA,
@@ -90,16 +93,15 @@ def corrected_metrics(intervals: pl.DataFrame) -> dict[str, dict[str, float]]:
 
 
 def calibration_warnings(calibration: JudgeCalibration | None, judge_model: str) -> list[RunWarning]:
-    """What the corrected numbers rest on, as warnings: no labels and no prior for this judge, a
-    prior from other documents, too few labels, a judge the labels do not show separating the
-    classes."""
+    """What the corrected numbers rest on, as warnings: no labels of these documents for this judge
+    (and why no other collection's can stand in), too few labels, a judge the labels do not show
+    separating the classes."""
     metric = ", ".join(JUDGED_METRICS)
     if calibration is None:
         return [
             RunWarning(
                 metric=metric,
-                reason=f"no labelled statements for judge {judge_model} and no bundled prior: the judged metrics are "
-                "the judge's own numbers, without its error; label some with `ragassay judge label`",
+                reason=no_labels_reason(judge_model, SUPPORT_PROMPT_VERSION, support_threshold_for(judge_model)),
             )
         ]
     return [RunWarning(metric=metric, reason=note) for note in calibration.warnings()]
@@ -150,8 +152,9 @@ def correction_fit_warnings(intervals: pl.DataFrame, calibration: JudgeCalibrati
 
 class CalibrationSummary(ErrorRates):
     """The labels behind a batch's corrected numbers, for reports and --json: where they come from
-    (source: `labels` or `prior`, and in words), the judge they measured, the aligned judges its
-    verdicts were read by, and the judge's error rates with their intervals (ErrorRates)."""
+    (source: `labels`, or `prior` in a batch logged before 2026-12-05, and in words), the judge
+    they measured, the aligned judges its verdicts were read by, and the judge's error rates with
+    their intervals (ErrorRates)."""
 
     source: str
     description: str
@@ -159,6 +162,13 @@ class CalibrationSummary(ErrorRates):
     prompt_version: str
     support_threshold: float
     aligned_judges: list[str]
+
+    @property
+    def source_words(self) -> str:
+        """Where the labels come from, in words; an old batch's prior says what became of it."""
+        if self.source == "prior":
+            return "a general prior from other documents (before 2026-12-05; no longer used: it did not carry over)"
+        return "this collection's labels"
 
 
 def calibration_summary(calibration: JudgeCalibration | None) -> CalibrationSummary | None:

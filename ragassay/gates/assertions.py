@@ -10,7 +10,8 @@ which was cited or declined as it should be.
 
 A bound on a judged metric's plain name bounds the raw mean, the judge's own number: it keeps the
 meaning it had when the gate was written, whatever labels are added later. `.corrected_low`
-bounds what the labels let one claim; with the bundled prior only, or few labels, it is low."""
+bounds what the labels let one claim; with few labels it is low, and without labels of the
+collection there is no corrected estimate to bound."""
 
 from __future__ import annotations
 

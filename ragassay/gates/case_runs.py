@@ -159,7 +159,9 @@ def grounded_share(rows: list[dict], calibration: JudgeCalibration | None) -> Gr
         corrected_low=corrected.low if corrected else None,
         corrected_high=corrected.high if corrected else None,
         calibration=f"{calibration.source}: {calibration.description}" if calibration else None,
-        notes=calibration.warnings() if calibration else ["no labels for this judge: the share is the judge's own"],
+        notes=calibration.warnings()
+        if calibration
+        else ["no labels of these documents for this judge: the share is the judge's own"],
     )
 
 

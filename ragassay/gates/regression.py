@@ -203,7 +203,7 @@ def compare_batches(
         if corrected and not calibration:
             raise ConfigError(
                 f"--max-drop {bound.metric}: the candidate batch holds no labels of its judge to correct with "
-                "(a batch logged before judge-corrected estimates, or a judge without labels or prior)"
+                "(a batch logged before judge-corrected estimates, or no labels of its documents for its judge)"
             )
         labels = [bound.label] if bound.label else [label for label in shared if column in baseline[label].columns]
         if not labels or any(label not in shared for label in labels):

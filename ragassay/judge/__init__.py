@@ -15,5 +15,6 @@
 - calibration_log: what a calibration run logs to MLflow (params, metrics, rows).
 - alignment: the aligned judge: the judge's P(supported) and cheap signals beside it read into a
   collection's verdict by a model fitted on its labels, cross-fitted, used only when ahead (pure).
-- priors: the bundled calibration of the default judge on other documents (MEMERAG-EXT counts).
+- measured_rates: the default judge's error rates on two other collections (MEMERAG-EXT, SciFact
+  counts), and why no other collection's labels correct a team's numbers.
 """

@@ -36,7 +36,6 @@ from ragassay.judge.labels import (
     labelled_statements,
     load_labels,
 )
-from ragassay.judge.priors import prior_calibration
 from ragassay.judge.prompts import PREFERENCE_PROMPT_VERSION, SUPPORT_PROMPT_VERSION, passages_of
 from ragassay.llm.cache import CompletionCache
 from ragassay.llm.registry import ChatModels
@@ -633,7 +632,8 @@ def judge_calibration(
     """What the judged numbers of an evaluation are corrected with: the labels of its collections
     when they hold any (each labelled statement's verdict by this judge, from its P(supported):
     stored with the label when this judge made it, else asked again through rejudge(label row) ->
-    P(supported)), else the bundled prior of this judge (judge/priors.py), else None (no correction).
+    P(supported)), else None: no correction. Never another collection's labels: the judge's error
+    rates differ between collections too much for them to correct these (judge/measured_rates.py).
 
     In a collection with an aligned judge the verdicts are the aligned judge's, as the evaluation
     gave them: for the labels it was fitted on, their cross-fitted verdicts (never a prediction of
@@ -660,7 +660,7 @@ def judge_calibration(
                 verdicts[item] = fitted.supported(rows[item]["statement"], rows[item]["context"], p)
     labels = pl.concat(tables) if tables else JUDGE_LABELS.empty()
     if labels.height == 0:
-        return prior_calibration(judge_model, SUPPORT_PROMPT_VERSION, threshold)
+        return None
     strata = label_strata(labels, verdicts)
     batches = labels["batch_id"].n_unique()
     description = (

@@ -41,9 +41,10 @@ estimates"): 93-97% of 4,000 seeded replications cover the true rate at rates 0.
 labels and 5-150 questions, where the raw interval covers it in 0-10% at 150 questions.
 
 What the interval does not cover: judge errors that depend on more than the true class (a judge
-worse on one configuration's style, or on documents unlike the labelled ones: a prior from
-other documents transfers only as far as that assumption holds), labels that people would give
-differently, and the choice of the judge's threshold on the labels themselves.
+worse on one configuration's style, or on documents unlike the labelled ones: the default
+judge's error rates measured on two other collections differ by far more than their intervals,
+judge/measured_rates.py, which is why only a collection's own labels correct its numbers), labels
+that people would give differently, and the choice of the judge's threshold on the labels themselves.
 
 A paired difference of two configurations judged by one judge is (m_b - m_a) / J: the judge's
 offset 1 - Sp cancels and only the scale 1 / J is left, so the sign and the randomization p of
@@ -340,8 +341,8 @@ def simple_strata(labels: Sequence[bool], verdicts: Sequence[bool], name: str = 
 @dataclass(frozen=True)
 class JudgeCalibration:
     """The labels that one judge's numbers are corrected with: the collection's own (source
-    `labels`) or a bundled prior measured on other documents (`prior`), as strata, and the judge
-    they describe (model, prompt version, threshold)."""
+    `labels`; `prior`, a bundled prior from other documents, only in batches logged before
+    2026-12-05), as strata, and the judge they describe (model, prompt version, threshold)."""
 
     source: str
     description: str
@@ -359,15 +360,10 @@ class JudgeCalibration:
         return error_rates(self.strata)
 
     def warnings(self) -> list[str]:
-        """What a reader of the corrected numbers must know: a prior from other documents, too few
-        labels of a class, a judge the labels do not show separating the classes."""
+        """What a reader of the corrected numbers must know: too few labels of a class, a judge the
+        labels do not show separating the classes."""
         rates = self.rates
         notes = list(self.alignment_notes)
-        if self.source == "prior":
-            notes.append(
-                f"corrected with a general prior ({self.description}), not with labels of these documents: "
-                "label some of this collection's verdicts with `ragassay judge label`"
-            )
         fewest = min(rates.labelled_supported, rates.labelled_unsupported)
         if fewest < MIN_LABELS_PER_CLASS:
             notes.append(

@@ -339,7 +339,7 @@ JUDGE_CALIBRATION = TableSpec(
     1,
     pl.Schema(
         {
-            "source": pl.String,  # labels (the collection's) or prior (bundled, other documents)
+            "source": pl.String,  # labels (the collection's); prior (bundled, other documents) before 2026-12-05
             "stratum": pl.String,
             "population": pl.Float64,
             "supported_judged_supported": pl.Int64,

@@ -325,11 +325,12 @@ def test_judged_metrics_carry_their_corrected_estimate_in_intervals_differences_
     assert bare["corrected_low"].null_count() == bare.height
     [warning] = calibration_warnings(None, "judge")
     assert "the judge's own numbers" in warning.reason and "No labels" in judge_error_lines(None)[0]
+    assert "depends on the documents" not in warning.reason, "a judge never measured elsewhere has no rates to cite"
     few = JudgeCalibration(
-        "prior", "other documents", tuple(simple_strata([True] * 9 + [False] * 3, [True] * 12)), "j", "p", 0.5
+        "labels", "12 statements", tuple(simple_strata([True] * 9 + [False] * 3, [True] * 12)), "j", "p", 0.5
     )
     reasons = " | ".join(w.reason for w in calibration_warnings(few, "j"))
-    assert "general prior" in reasons and "fewer than 10 of a class" in reasons and "cannot tell" in reasons
+    assert "fewer than 10 of a class" in reasons and "cannot tell" in reasons
 
 
 def test_a_regression_gate_bounds_the_judge_corrected_drop():

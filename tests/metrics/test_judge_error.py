@@ -143,18 +143,25 @@ def test_the_corrected_interval_covers_the_true_rate_on_small_batches(rate, ques
     assert 0.93 <= covered[:, 0].mean() <= 0.97, f"corrected coverage {covered[:, 0].mean():.3f}"
 
 
-def test_the_default_judge_has_its_bundled_prior_and_no_other_judge_has_one():
+def test_the_default_judges_rates_elsewhere_differ_beyond_their_intervals_so_none_corrects_a_collection():
+    """Why a collection without labels gets no corrected numbers: the default judge's error rates on
+    two other collections lie outside each other's 95% intervals, so neither can stand in for a third."""
+    from ragassay.evaluation.judge_correction import calibration_warnings
     from ragassay.judge.judge import support_threshold_for
-    from ragassay.judge.priors import prior_calibration
+    from ragassay.judge.measured_rates import measured_elsewhere
     from ragassay.judge.prompts import SUPPORT_PROMPT_VERSION
     from ragassay.llm.settings import DEFAULT_JUDGE, model_id_of
 
     judge = model_id_of(DEFAULT_JUDGE)
-    prior = prior_calibration(judge, SUPPORT_PROMPT_VERSION, support_threshold_for(judge))
-    assert prior.source == "prior" and "not these documents" in prior.description
-    assert prior.rates.labelled == 66 and prior.rates.separable, "measured on the development half, 66 sentences"
-    assert prior_calibration(judge, "support-probability/3", support_threshold_for(judge)) is None, "another prompt"
-    assert prior_calibration("gguf:other.gguf", SUPPORT_PROMPT_VERSION, 0.5) is None
+    memerag, scifact = measured_elsewhere(judge, SUPPORT_PROMPT_VERSION, support_threshold_for(judge))
+    memerag_rates, scifact_rates = error_rates([memerag.stratum()]), error_rates([scifact.stratum()])
+    assert memerag_rates.labelled == 66 and scifact_rates.labelled == 300
+    assert not memerag_rates.sensitivity_low <= scifact.sensitivity <= memerag_rates.sensitivity_high
+    assert not scifact_rates.specificity_low <= memerag.specificity <= scifact_rates.specificity_high
+    [warning] = calibration_warnings(None, judge)
+    assert "no labels of these documents" in warning.reason and "sensitivity 0.76, 0.50" in warning.reason
+    assert measured_elsewhere(judge, "support-probability/3", support_threshold_for(judge)) == (), "another prompt"
+    assert measured_elsewhere("gguf:other.gguf", SUPPORT_PROMPT_VERSION, 0.5) == ()
 
 
 def _drawn_strata(rng, count: int, sensitivity: float, specificity: float, rate: float = 0.7) -> list[LabelStratum]:

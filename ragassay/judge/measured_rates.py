@@ -1,0 +1,121 @@
+"""The default judge's error rates measured on people's labels of collections other than a team's
+own, and why none of them corrects a team's numbers.
+
+On MEMERAG-EXT's development half (66 sentences of RAG answers on Wikipedia) the judge's
+sensitivity was 0.77 and its specificity 0.67; on 300 SciFact claims against the abstracts
+people marked as supporting or contradicting them, 0.50 and 0.93 (benchmarks/bench_judge_scifact.py).
+Until 2026-12-05 the first was a bundled prior that corrected the judged numbers of every
+collection without labels; on SciFact its corrected interval held people's supported rate in 0 of
+50 draws (BENCHMARKS.md, "A second collection"). A judge's error depends on the documents, so a
+judged number is corrected only with labels of its own collection (judge/calibration.judge_calibration);
+these rates are kept to say so in numbers (`no_labels_reason`) and for the benchmarks.
+
+Only counts are kept here, never the data (read from ../shared).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ragassay.metrics.judge_error import LabelStratum
+
+
+@dataclass(frozen=True)
+class MeasuredRates:
+    """A judge's (label, verdict) counts on the labelled statements of one collection."""
+
+    catalog_name: str
+    prompt_version: str
+    support_threshold: float
+    collection: str
+    supported_judged_supported: int
+    supported_judged_unsupported: int
+    unsupported_judged_supported: int
+    unsupported_judged_unsupported: int
+
+    @property
+    def sensitivity(self) -> float:
+        """P(judged supported | supported) = TP / (TP + FN)."""
+        return self.supported_judged_supported / (self.supported_judged_supported + self.supported_judged_unsupported)
+
+    @property
+    def specificity(self) -> float:
+        """P(judged unsupported | unsupported) = TN / (TN + FP)."""
+        return self.unsupported_judged_unsupported / (
+            self.unsupported_judged_unsupported + self.unsupported_judged_supported
+        )
+
+    def stratum(self) -> LabelStratum:
+        """The counts as one simple random sample's stratum (what corrected_mean reads)."""
+        counts = (
+            self.supported_judged_supported,
+            self.supported_judged_unsupported,
+            self.unsupported_judged_supported,
+            self.unsupported_judged_unsupported,
+        )
+        return LabelStratum(self.collection, float(sum(counts)), *counts)
+
+    def serves(self, judge_model: str, prompt_version: str, support_threshold: float) -> bool:
+        """Whether these counts are of this judge: catalog model, prompt version and threshold."""
+        return (judge_model.split(":", 1)[0], prompt_version, support_threshold) == (
+            self.catalog_name,
+            self.prompt_version,
+            self.support_threshold,
+        )
+
+
+_MEMERAG_4 = MeasuredRates(
+    catalog_name="qwen2.5-1.5b",
+    prompt_version="support-probability/4",
+    support_threshold=0.85,
+    collection="MEMERAG-EXT development half (66 sentences of RAG answers on Wikipedia)",
+    # benchmarks/bench_judge_correction.py, 2026-12-02: sensitivity 0.765, specificity 0.667.
+    supported_judged_supported=39,
+    supported_judged_unsupported=12,
+    unsupported_judged_supported=5,
+    unsupported_judged_unsupported=10,
+)
+
+MEASURED = (
+    _MEMERAG_4,
+    # Measured again with version 5 (fewer passages asked; benchmarks/bench_judge_selection.py
+    # after, 2026-12-03): the same four counts.
+    replace(_MEMERAG_4, prompt_version="support-probability/5"),
+    MeasuredRates(
+        catalog_name="qwen2.5-1.5b",
+        prompt_version="support-probability/5",
+        support_threshold=0.85,
+        collection="SciFact (300 claims against the abstract people marked as supporting or contradicting each)",
+        # benchmarks/bench_judge_scifact.py judge --pairs 300, 2026-12-05: sensitivity 0.502, specificity 0.929.
+        supported_judged_supported=101,
+        supported_judged_unsupported=100,
+        unsupported_judged_supported=7,
+        unsupported_judged_unsupported=92,
+    ),
+)
+
+
+def measured_elsewhere(judge_model: str, prompt_version: str, support_threshold: float) -> tuple[MeasuredRates, ...]:
+    """This judge's counts on other collections (none for a judge never measured here)."""
+    return tuple(rates for rates in MEASURED if rates.serves(judge_model, prompt_version, support_threshold))
+
+
+def no_labels_reason(judge_model: str, prompt_version: str, support_threshold: float) -> str:
+    """Why a judged number without labels of its collection is the judge's own, in one sentence,
+    with this judge's rates on other collections where they were measured."""
+    elsewhere = measured_elsewhere(judge_model, prompt_version, support_threshold)
+    reason = (
+        f"no labels of these documents for judge {judge_model}: the judged metrics are the judge's own numbers, "
+        "without its error"
+    )
+    if len(elsewhere) > 1:
+        reason += (
+            " (its error depends on the documents: sensitivity "
+            + ", ".join(f"{r.sensitivity:.2f}" for r in elsewhere)
+            + " and specificity "
+            + ", ".join(f"{r.specificity:.2f}" for r in elsewhere)
+            + " on "
+            + " and ".join(r.collection.split(" (", 1)[0] for r in elsewhere)
+            + ", so another collection's labels cannot correct these)"
+        )
+    return reason + "; label some of its verdicts with `ragassay judge label`"
