@@ -45,6 +45,11 @@ class MeasuredRates:
             self.unsupported_judged_unsupported + self.unsupported_judged_supported
         )
 
+    @property
+    def name(self) -> str:
+        """The collection's name without its description in parentheses."""
+        return self.collection.split(" (", 1)[0]
+
     def stratum(self) -> LabelStratum:
         """The counts as one simple random sample's stratum (what corrected_mean reads)."""
         counts = (
@@ -68,7 +73,7 @@ _MEMERAG_4 = MeasuredRates(
     catalog_name="qwen2.5-1.5b",
     prompt_version="support-probability/4",
     support_threshold=0.85,
-    collection="MEMERAG-EXT development half (66 sentences of RAG answers on Wikipedia)",
+    collection="MEMERAG-EXT's development half (66 sentences of RAG answers on Wikipedia)",
     # benchmarks/bench_judge_correction.py, 2026-12-02: sensitivity 0.765, specificity 0.667.
     supported_judged_supported=39,
     supported_judged_unsupported=12,
@@ -109,13 +114,11 @@ def no_labels_reason(judge_model: str, prompt_version: str, support_threshold: f
         "without its error"
     )
     if len(elsewhere) > 1:
+        first, *others = elsewhere
         reason += (
-            " (its error depends on the documents: sensitivity "
-            + ", ".join(f"{r.sensitivity:.2f}" for r in elsewhere)
-            + " and specificity "
-            + ", ".join(f"{r.specificity:.2f}" for r in elsewhere)
-            + " on "
-            + " and ".join(r.collection.split(" (", 1)[0] for r in elsewhere)
-            + ", so another collection's labels cannot correct these)"
+            f" (its error depends on the documents: sensitivity {first.sensitivity:.2f} and specificity "
+            f"{first.specificity:.2f} on {first.name}, "
+            + ", ".join(f"{r.sensitivity:.2f} and {r.specificity:.2f} on {r.name}" for r in others)
+            + ", so no other collection's labels can correct these)"
         )
     return reason + "; label some of its verdicts with `ragassay judge label`"
