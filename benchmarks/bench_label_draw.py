@@ -5,6 +5,11 @@ labels where the stratified variance is (Neyman's allocation, proportional alloc
 finer strata by closeness to the threshold, on seeded simulated batches.
 
     .venv/bin/python benchmarks/bench_label_draw.py [--replicates 40] [--seed 0]
+    .venv/bin/python benchmarks/bench_label_draw.py --judged /tmp/scifact.json
+
+With --judged (what `bench_judge_scifact.py judge --out` writes), the world is not simulated: it
+is SciFact's judged claims, each its own question, with people's labels and the judge's P, and
+every draw labels claims of that one batch (so at n near its size every draw labels nearly all).
 
 A world: Q questions of 4 statements; each statement's true label is supported with probability
 `rate`; the judge's P(supported) is drawn from Beta(8, 1.5) for supported statements and Beta(2, 2)
@@ -25,6 +30,8 @@ without labels would.
 from __future__ import annotations
 
 import argparse
+import json
+from pathlib import Path
 
 import numpy as np
 
@@ -42,6 +49,14 @@ def world(rate: float, questions: int, seed: int) -> tuple[np.ndarray, np.ndarra
     labels = rng.random(statements) < rate
     p = np.where(labels, rng.beta(8, 1.5, statements), rng.beta(2, 2, statements))
     return labels, p, np.repeat(np.arange(questions), 4)
+
+
+def judged_world(path: Path) -> tuple[str, np.ndarray, np.ndarray, np.ndarray]:
+    """SciFact's judged claims as a world: people's labels, the judge's P, one question a claim."""
+    pairs = [pair for pair in json.loads(path.read_text())["pairs"] if pair["p"] is not None]
+    labels = np.array([pair["label"] == "supported" for pair in pairs])
+    title = f"SciFact, {len(pairs)} claims people labelled, true rate {labels.mean():.2f}"
+    return title, labels, np.array([pair["p"] for pair in pairs]), np.arange(len(pairs))
 
 
 def strata_of(p: np.ndarray, banded: bool) -> np.ndarray:
@@ -144,13 +159,19 @@ def main() -> None:
     parser.add_argument("--replicates", type=int, default=40)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--target", type=float, default=0.25)
+    parser.add_argument("--judged", type=Path, help="judged SciFact claims (bench_judge_scifact.py judge --out)")
     args = parser.parse_args()
-    for rate, questions in ((0.85, 150), (0.7, 150), (0.5, 150)):
-        labels, p, question = world(rate, questions, args.seed)
+    worlds = (
+        [judged_world(args.judged)]
+        if args.judged
+        else [
+            (f"true rate {rate}, {q} questions", *world(rate, q, args.seed))
+            for rate, q in ((0.85, 150), (0.7, 150), (0.5, 150))
+        ]
+    )
+    for title, labels, p, question in worlds:
         judged = float(np.mean(p >= THRESHOLD))
-        print(
-            f"world: true rate {rate}, {questions} questions, judged supported {judged:.2f}, target width {args.target}"
-        )
+        print(f"world: {title}, judged supported {judged:.2f}, target width {args.target}")
         needed = {}
         for name, how, banded in DRAWS:
             medians = [

@@ -499,12 +499,21 @@ def _figure(value, digits: int = 3) -> str:
     return "undefined" if value is None else f"{value:.{digits}f}"
 
 
+def _label_origin(report) -> str:
+    """Where a collection's labels come from: batches they were sampled from, files imported."""
+    parts = []
+    if report.batches:
+        parts.append(f"sampled from {len(report.batches)} batch{'es' if len(report.batches) != 1 else ''}")
+    if report.imported_files:
+        parts.append(f"imported from {report.imported_files} file{'s' if report.imported_files != 1 else ''}")
+    return " and ".join(parts)
+
+
 def _render_support(report: SupportCalibration) -> None:
     from ragassay.judge.calibration_reports import CollectionCalibration
 
     source = (
-        f"collection {report.collection} (labelled by {', '.join(report.people)}, sampled from "
-        f"{len(report.batches)} batch{'es' if len(report.batches) != 1 else ''})"
+        f"collection {report.collection} (labelled by {', '.join(report.people)}, {_label_origin(report)})"
         if isinstance(report, CollectionCalibration)
         else report.labels_file
     )
@@ -522,11 +531,11 @@ def _render_support(report: SupportCalibration) -> None:
     # Each balanced accuracy printed names the statements it is over: the sample as drawn (half of
     # each verdict) and the batches' statements it stands for differ, and unnamed they read as a
     # contradiction.
-    population = (
-        "on the labelled statements as drawn (about half of each judge verdict)"
-        if isinstance(report, CollectionCalibration)
-        else "on these labelled statements"
-    )
+    population = "on these labelled statements"
+    if isinstance(report, CollectionCalibration) and report.batches:
+        population = "on the labelled statements as drawn (about half of each judge verdict)" + (
+            " and imported" if report.imported_files else ""
+        )
     out.print(
         f"{population}: accuracy {_figure(report.accuracy)}   balanced accuracy "
         f"{_figure(report.balanced_accuracy)}   Cohen's kappa {_figure(report.kappa)} "
@@ -590,14 +599,19 @@ def _render_collection_figures(report: CollectionCalibration) -> None:
     """What only a collection's labels give: the judge's error rates weighted to the batches the
     labels stand for, the aligned judge, the label budget, and labels people gave differently."""
     weighted = report.weighted
+    population = (
+        "on the batches' statements the labels stand for (each stratum weighted by its size: what the "
+        "judge-corrected estimates use)"
+        if report.batches
+        else "weighted as the judge-corrected estimates weigh them (imported labels stand for themselves)"
+    )
     out.print(
-        f"on the batches' statements the labels stand for (each stratum weighted by its size: what the "
-        f"judge-corrected estimates use): sensitivity {_interval(weighted, 'sensitivity')}, specificity "
+        f"{population}: sensitivity {_interval(weighted, 'sensitivity')}, specificity "
         f"{_interval(weighted, 'specificity')}, balanced accuracy {_interval(weighted, 'balanced_accuracy')}",
         highlight=False,
     )
     out.print(weighted.summary, style="green" if weighted.separable else "yellow", highlight=False)
-    _render_alignment(report.aligned_judge)
+    _render_alignment(report.aligned_judge, "as drawn" if report.batches else "")
     if report.budget is not None:
         _render_budget(report.budget)
     if report.disagreements:
@@ -608,7 +622,7 @@ def _render_collection_figures(report: CollectionCalibration) -> None:
         )
 
 
-def _render_alignment(aligned: AlignmentSummary) -> None:
+def _render_alignment(aligned: AlignmentSummary, how: str) -> None:
     """The aligned judge against the plain threshold on the collection's labels, and whether
     evaluations of the collection use it."""
     from ragassay.judge.alignment import USE_RULE
@@ -617,7 +631,7 @@ def _render_alignment(aligned: AlignmentSummary) -> None:
     if comparison is not None:
         table = Table(
             title=(
-                f"aligned judge: cross-validated on the {comparison.labelled} labelled statements as drawn, "
+                f"aligned judge: cross-validated on the {comparison.labelled} labelled statements{' ' + how if how else ''}, "
                 f"from {comparison.groups} questions ({comparison.folds} folds, questions held out whole)"
             )
         )

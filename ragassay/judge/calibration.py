@@ -206,19 +206,20 @@ class CalibrationRequest:
 def calibrate(
     home: Path, config: ChatModelConfig, request: CalibrationRequest
 ) -> SupportCalibration | PairwiseCalibration:
-    """Run the calibration a request names with the judge of config (the collection's own labels
-    through the workspace's completion cache: a verdict an evaluation already asked costs
-    nothing). ConfigError naming a collection that does not exist."""
+    """Run the calibration a request names with the judge of config. Support verdicts (a labels
+    file's, a collection's own labels') go through the workspace's completion cache: a verdict an
+    evaluation or an earlier calibration already asked costs nothing, and is the same verdict.
+    ConfigError naming a collection that does not exist."""
     models = ChatModels()
+    cache = CompletionCache(completion_cache_path(home)) if config.cache else None
     try:
         if request.collection is not None:
             collection_paths(home, request.collection)
         if request.labels is not None:
             return calibrate_judge(
-                models, config, request.labels, request.max_items, request.seed, home, request.collection
+                models, config, request.labels, request.max_items, request.seed, home, request.collection, cache
             )
         if request.collection is not None:
-            cache = CompletionCache(completion_cache_path(home)) if config.cache else None
             judge = Judge(models.get(config, cache))
             return calibrate_collection(judge, home, request.collection, request.seed, request.budget)
         return calibrate_pairwise(models, config, request.pairwise, request.max_items, request.seed)
@@ -234,9 +235,11 @@ def calibrate_judge(
     seed: int = 0,
     home: Path | None = None,
     collection: str | None = None,
+    cache: CompletionCache | None = None,
 ) -> SupportCalibration:
-    """The judge's support verdicts against the people's labels of a file (`calibrate_statements`).
-    The labels are read (and a bad file refused) before the judge is loaded.
+    """The judge's support verdicts against the people's labels of a file (`calibrate_statements`),
+    its calls through `cache` when given (benchmarks time them without one). The labels are read
+    (and a bad file refused) before the judge is loaded.
 
     With a collection, also the judge as that collection's evaluations use it (`as_used`: its
     aligned judge when one is in use, else the plain judge, and why) on the same labels, which
@@ -244,7 +247,7 @@ def calibrate_judge(
     labelled = seeded_sample(read_labelled_statements(path), max_items, seed)
     if collection is not None:
         refuse_overlap(labelled, home, collection)
-    judge = Judge(chat_models.get(config))
+    judge = Judge(chat_models.get(config, cache))
     report = calibrate_statements(judge, labelled, seed)
     as_used = judge_as_used(home, collection, judge, labelled, report, seed) if collection is not None else None
     return report.model_copy(update={"labels_file": str(path), "max_items": max_items, "as_used": as_used})
@@ -378,8 +381,9 @@ def calibrate_statements(
         too_long=len(rows) - len(fitting),
         reused_verdicts=len(labelled) - len(to_ask),
         **agreement([item.supported for item in fitting], verdicts, seed).model_dump(),
-        # A statement's verdict is one call per passage: the time is per statement asked.
-        seconds_per_verdict=usage.seconds / len(asked) if usage.calls else None,
+        # A statement's verdict is one call per passage: the time is per statement asked, counting
+        # only the statements the model was asked about (not those the completion cache answered).
+        seconds_per_verdict=usage.seconds / sum(1 for r in asked.values() if r.usage.calls) if usage.calls else None,
         usage=usage,
         rows=rows,
     )
@@ -506,7 +510,8 @@ def calibrate_collection(
         rows=report.rows,
         usage=report.usage,
         collection=collection,
-        batches=sorted(set(labels["batch_id"].to_list())),
+        batches=sorted(set(labels["batch_id"].to_list()) - {""}),
+        imported_files=labels.filter(pl.col("sample_id").str.starts_with("imported/"))["sample_id"].n_unique(),
         people=sorted(set(labels["who"].to_list())),
         skipped=labels.filter(pl.col("label") == "skipped")["item_id"].n_unique(),
         disagreements=disagreements(labels),

@@ -128,7 +128,8 @@ class CollectionCalibration(SupportCalibration):
     when asked."""
 
     collection: str
-    batches: list[str]
+    batches: list[str]  # the answer batches the labels were sampled from
+    imported_files: int = 0  # labelled statements imported in the calibration shape, by file
     people: list[str]
     skipped: int
     disagreements: int

@@ -543,3 +543,9 @@ def test_labels_written_elsewhere_are_imported_and_the_judge_as_used_is_measured
     used = json.loads(result.stdout)["as_used"]
     assert used["aligned"] is True and used["recall_supported"] == 0.0 and used["recall_unsupported"] == 1.0
     assert "as collection lab's evaluations use it (its aligned judge" in " ".join(shown.output.split())
+
+    # The collection's own calibration says where its labels come from: the file is not a batch.
+    calibrated = runner.invoke(app, ["judge", "calibrate", "--collection", "lab"], env=env)
+    assert calibrated.exit_code == 0, calibrated.output
+    origin = " ".join(calibrated.output.split())
+    assert "imported from 1 file)" in origin and "sampled from 0" not in origin
