@@ -113,8 +113,8 @@ def judge_error_lines(calibration: CalibrationSummary | None) -> list[str]:
         "",
         "A corrected interval covers the sampling of questions and of the labels, under the assumption that the "
         "judge errs at rates that depend only on whether a statement is supported; it does not cover judge errors "
-        "that differ between configurations or documents. In a paired difference the judge's offset cancels: the corrected difference has the raw one's "
-        "sign and p, rescaled to what people would have said.",
+        "that differ between configurations or documents. In a paired difference the judge's offset cancels: the "
+        "corrected difference has the raw one's sign and p, rescaled to what people would have said.",
     ]
 
 

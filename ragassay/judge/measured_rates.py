@@ -2,7 +2,7 @@
 own, and why none of them corrects a team's numbers.
 
 On MEMERAG-EXT's development half (66 sentences of RAG answers on Wikipedia) the judge's
-sensitivity was 0.77 and its specificity 0.67; on 300 SciFact claims against the abstracts
+sensitivity was 0.76 and its specificity 0.67; on 300 SciFact claims against the abstracts
 people marked as supporting or contradicting them, 0.50 and 0.93 (benchmarks/bench_judge_scifact.py).
 Until 2026-12-05 the first was a bundled prior that corrected the judged numbers of every
 collection without labels; on SciFact its corrected interval held people's supported rate in 0 of
