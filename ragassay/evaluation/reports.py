@@ -275,8 +275,13 @@ def answer_sections(report: AnswerEvalReport) -> list[str]:
     lines = [
         *interval_lines(report.intervals, REPORTED_ANSWER_METRICS),
         "",
-        "Each cell: mean [95% CI], the questions it scored, and for a judged metric its judge-corrected estimate with "
-        "a 95% interval that includes the judge's error; `-`: no question could be scored.",
+        "Each cell: mean [95% CI], the questions it scored"
+        + (
+            ", and for a judged metric its judge-corrected estimate with a 95% interval that includes the judge's error"
+            if report.judge_calibration is not None
+            else ""
+        )
+        + "; `-`: no question could be scored.",
         "",
         "## The judge's error",
         "",
