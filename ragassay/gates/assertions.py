@@ -123,7 +123,14 @@ def check_assertions(assertions: list[Assertion], means: dict[str, dict[str, flo
         value = means[assertion.label].get(metric_key(assertion.bounded))
         # A metric nothing could score (no unanswerable questions, say) fails its gate: it is unknown.
         passed = value is not None and bool(_OPERATORS[assertion.op](value, assertion.bound))
-        results.append(AssertionResult(assertion=str(assertion), value=value, passed=passed))
+        # A corrected bound is unknown for its own reason: nothing to correct with.
+        reason = (
+            "no judge-corrected estimate: no labels of these documents for this judge, or labels that do not show "
+            "it separating the classes (`ragassay judge label`)"
+            if value is None and assertion.bounded in CORRECTED_METRICS
+            else None
+        )
+        results.append(AssertionResult(assertion=str(assertion), value=value, passed=passed, reason=reason))
     return results
 
 

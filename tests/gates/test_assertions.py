@@ -70,6 +70,11 @@ def test_a_judged_metrics_corrected_estimate_can_be_bounded_and_goes_to_answers(
         ("hybrid:faithfulness.corrected_low>=0.6", 0.55, False),
         ("hybrid:faithfulness>=0.7", 0.8, True),  # the plain name is the raw mean
     ]
+    # Without labels there is no corrected estimate: the bound fails, and says why.
+    [unknown] = check_assertions(
+        [parse_answer_assertion("hybrid:faithfulness.corrected_low>=0.6")], {"hybrid": {"faithfulness": 0.8}}
+    )
+    assert not unknown.passed and unknown.value is None and "no labels of these documents" in unknown.reason
     # Nothing to correct: a metric without judge verdicts has no corrected estimate.
     with pytest.raises(ConfigError, match="answer metric must be one of"):
         parse_config(
