@@ -410,7 +410,8 @@ def latest_labelled_batch(home: Path, collection: str) -> str:
     labels = collection_labels(home, [collection]).filter(pl.col("batch_id") != "").sort("labelled_at")
     if labels.height == 0:
         raise ConfigError(
-            f"collection {collection!r} has no labels sampled from a batch: give --batch BATCH_ID for the budget"
+            f"collection {collection!r} has no labels sampled from a batch (imported labels stand for no batch's "
+            "statements): give --batch BATCH_ID of an answer batch for the budget"
         )
     return labels["batch_id"][-1]
 
