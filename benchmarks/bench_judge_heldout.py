@@ -79,13 +79,12 @@ def answer_means(items: list, verdicts: list[bool]) -> tuple[list[float], float]
 
 def held_out(items: list, model: str, threshold: float, labelled_share: float) -> None:
     from ragassay.judge.alignment import align_judge
-    from ragassay.judge.measured_rates import measured_elsewhere
+    from ragassay.judge.measured_rates import measured_on
     from ragassay.judge.prompts import SUPPORT_PROMPT_VERSION
     from ragassay.metrics.judge_error import corrected_mean, simple_strata
 
-    [prior] = [
-        rates for rates in measured_elsewhere(model, SUPPORT_PROMPT_VERSION, threshold) if "MEMERAG" in rates.collection
-    ]
+    prior = measured_on("MEMERAG-EXT's development half", model, SUPPORT_PROMPT_VERSION, threshold)
+    assert prior is not None, f"no counts of {model} {SUPPORT_PROMPT_VERSION} at {threshold} on MEMERAG-EXT"
     groups = sorted({item.group for item in items})
     rows: dict[str, list[tuple[bool, float, bool]]] = {"plain": [], "aligned": [], "prior": []}
     used = 0

@@ -5,7 +5,7 @@ retrieval benchmarks read). Nothing was chosen or tuned on it: the judge, its th
 aligned judge's features and its use rule are what ships, as MEMERAG-EXT's development half set
 them.
 
-    .venv/bin/python benchmarks/bench_judge_scifact.py judge --pairs 240 --out /tmp/scifact.json
+    .venv/bin/python benchmarks/bench_judge_scifact.py judge --pairs 300 --out /tmp/scifact.json
     .venv/bin/python benchmarks/bench_judge_scifact.py align /tmp/scifact.json
 
 `judge`: a seeded sample of claims, one labelled abstract each (SUPPORT -> supported, CONTRADICT
@@ -156,16 +156,15 @@ def whole_set(items: list, threshold: float) -> None:
 
 def align(path: Path) -> None:
     from ragassay.judge.alignment import align_judge
-    from ragassay.judge.measured_rates import measured_elsewhere
+    from ragassay.judge.measured_rates import measured_on
     from ragassay.judge.prompts import SUPPORT_PROMPT_VERSION
     from ragassay.metrics.judge_error import corrected_mean, simple_strata
 
     items, model, threshold = judged_items(path)
     whole_set(items, threshold)
     # The bundled prior until 2026-12-05: the judge's counts on MEMERAG-EXT's development half.
-    [prior] = [
-        rates for rates in measured_elsewhere(model, SUPPORT_PROMPT_VERSION, threshold) if "MEMERAG" in rates.collection
-    ]
+    prior = measured_on("MEMERAG-EXT's development half", model, SUPPORT_PROMPT_VERSION, threshold)
+    assert prior is not None, f"no counts of {model} {SUPPORT_PROMPT_VERSION} at {threshold} on MEMERAG-EXT"
     for count in LABEL_COUNTS:
         rows = []
         for sample in range(SAMPLES):
@@ -178,8 +177,8 @@ def align(path: Path) -> None:
             plain = _figures(rest, plain_verdicts, [item.p_supported for item in rest])
             if aligned.mean:  # fitted (enough labels of each class), used or not
                 scores = [aligned.probability(i.statement, i.context, i.p_supported) for i in rest]
-                fitted = _figures(rest, [s >= 0.5 for s in scores], scores)
                 fitted_verdicts = [s >= 0.5 for s in scores]
+                fitted = _figures(rest, fitted_verdicts, scores)
             else:
                 fitted, fitted_verdicts = plain, plain_verdicts
             used = aligned.used
@@ -245,7 +244,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
     judging = commands.add_parser("judge")
-    judging.add_argument("--pairs", type=int, default=240)
+    judging.add_argument("--pairs", type=int, default=300)
     judging.add_argument("--out", type=Path, required=True)
     aligning = commands.add_parser("align")
     aligning.add_argument("judged", type=Path)

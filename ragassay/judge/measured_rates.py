@@ -105,9 +105,15 @@ def measured_elsewhere(judge_model: str, prompt_version: str, support_threshold:
     return tuple(rates for rates in MEASURED if rates.serves(judge_model, prompt_version, support_threshold))
 
 
+def measured_on(name: str, judge_model: str, prompt_version: str, support_threshold: float) -> MeasuredRates | None:
+    """This judge's counts on the collection called `name` (MeasuredRates.name), or None."""
+    return next((r for r in measured_elsewhere(judge_model, prompt_version, support_threshold) if r.name == name), None)
+
+
 def no_labels_reason(judge_model: str, prompt_version: str, support_threshold: float) -> str:
     """Why a judged number without labels of its collection is the judge's own, in one sentence,
-    with this judge's rates on other collections where they were measured."""
+    with this judge's rates on other collections where two or more were measured (how far they
+    differ is the reason)."""
     elsewhere = measured_elsewhere(judge_model, prompt_version, support_threshold)
     reason = (
         f"no labels of these documents for judge {judge_model}: the judged metrics are the judge's own numbers, "
