@@ -7,6 +7,10 @@ them.
 
     .venv/bin/python benchmarks/bench_judge_scifact.py judge --pairs 300 --out /tmp/scifact.json
     .venv/bin/python benchmarks/bench_judge_scifact.py align /tmp/scifact.json
+    .venv/bin/python benchmarks/bench_judge_scifact.py few-shot /tmp/scifact.json --out /tmp/later.json
+    .venv/bin/python benchmarks/bench_judge_scifact.py align /tmp/scifact.json --held-out /tmp/later.json
+    .venv/bin/python benchmarks/bench_judge_scifact.py judge --pairs 1000 --exclude /tmp/scifact.json \
+        /tmp/later.json --out /tmp/rest.json    # every labelled claim neither file read
 
 `judge`: a seeded sample of claims, one labelled abstract each (SUPPORT -> supported, CONTRADICT
 -> unsupported; SciFact's "not enough info" claims name no abstract in this copy), each judged by
@@ -24,6 +28,13 @@ the corrected supported rate of the pairs not drawn (metrics/judge_error.correct
 rates from the drawn labels) against people's rate: coverage and width, beside the interval
 MEMERAG-EXT's rates give (the bundled prior that corrected every collection without labels until
 this benchmark showed it does not carry over; out of sample here). Nothing is judged again.
+
+`few-shot`: the issue's other candidate, demonstrations drawn from the labels into the prompt,
+judged on claims outside the judged file (a later batch of the collection), beside the plain
+judge on the same claims (`few_shot`). `align --held-out` reads the same draws' aligned judges
+on that later batch instead of on the judged file's other claims: labels and batch are then no
+longer two halves of one fixed set. `judge --exclude` judges claims outside earlier files (a
+further batch).
 """
 
 from __future__ import annotations
@@ -73,21 +84,15 @@ def labelled_pairs() -> list[dict]:
     return pairs
 
 
-def judge(count: int, out: Path) -> None:
+def plain_judged(pairs: list[dict]) -> tuple[dict[str, float | None], str, float, float]:
+    """Each pair's P(supported) from the plain judge through calibrate_statements (what `ragassay
+    judge calibrate` runs), with the judge's model id, threshold and the seconds it took."""
     from ragassay.judge.calibration import LabelledStatement, calibrate_statements
     from ragassay.judge.judge import Judge
     from ragassay.llm.registry import ChatModels
     from ragassay.llm.settings import ChatModelConfig
 
-    pairs = labelled_pairs()
-    chosen = random.Random(SEED).sample(pairs, count)
-    print(
-        f"{len(pairs)} labelled pairs; judging {count}: "
-        f"{sum(p['label'] == 'supported' for p in chosen)} supported, "
-        f"{sum(p['label'] == 'unsupported' for p in chosen)} unsupported",
-        flush=True,
-    )
-    labelled = [LabelledStatement(p["id"], p["context"], p["statement"], p["label"] == "supported") for p in chosen]
+    labelled = [LabelledStatement(p["id"], p["context"], p["statement"], p["label"] == "supported") for p in pairs]
     models = ChatModels()
     support_judge = Judge(models.get(ChatModelConfig(backend="qwen2.5-1.5b")))
     started = time.perf_counter()
@@ -95,18 +100,29 @@ def judge(count: int, out: Path) -> None:
     seconds = time.perf_counter() - started
     models.close()
     p_by_id = {row.source: row.p_supported for row in report.rows}
+    return p_by_id, support_judge.model_id, support_judge.support_threshold, seconds
+
+
+def judge(count: int, out: Path, exclude: list[Path] | None = None) -> None:
+    """A seeded sample of `count` labelled pairs judged plain, leaving out the pairs of the judged
+    files in `exclude` (a later batch: claims no earlier file read)."""
+    excluded = {pair["id"] for path in exclude or [] for pair in json.loads(path.read_text())["pairs"]}
+    pairs = [pair for pair in labelled_pairs() if pair["id"] not in excluded]
+    chosen = random.Random(SEED).sample(pairs, min(count, len(pairs)))
+    count = len(chosen)
+    print(
+        f"{len(pairs)} labelled pairs"
+        + (f" outside {', '.join(p.name for p in exclude)}" if exclude else "")
+        + f"; judging {count}: "
+        f"{sum(p['label'] == 'supported' for p in chosen)} supported, "
+        f"{sum(p['label'] == 'unsupported' for p in chosen)} unsupported",
+        flush=True,
+    )
+    p_by_id, model, threshold, seconds = plain_judged(chosen)
     for pair in chosen:
         pair["p"] = p_by_id[pair["id"]]
     out.write_text(
-        json.dumps(
-            {
-                "model": support_judge.model_id,
-                "support_threshold": support_judge.support_threshold,
-                "seconds": seconds,
-                "pairs": chosen,
-            },
-            indent=1,
-        )
+        json.dumps({"model": model, "support_threshold": threshold, "seconds": seconds, "pairs": chosen}, indent=1)
     )
     print(f"{count} pairs in {seconds:.0f} s ({seconds / count:.1f} s a pair); {out}")
 
@@ -154,14 +170,60 @@ def whole_set(items: list, threshold: float) -> None:
     )
 
 
-def align(path: Path) -> None:
+def _on_evaluated(aligned, labelled: list, evaluated: list, threshold: float, seed: int) -> dict:
+    """One draw's figures on the evaluated pairs: balanced accuracy and AUC of the plain judge, of
+    the fitted aligned judge (used or not) and of what an evaluation uses; the supported rate of
+    the evaluated pairs as the judge says it, corrected with the drawn labels' error rates
+    (cross-fitted verdicts where the aligned judge is used), against people's."""
+    from ragassay.metrics.judge_error import corrected_mean, simple_strata
+
+    plain_verdicts = [item.p_supported >= threshold for item in evaluated]
+    plain = _figures(evaluated, plain_verdicts, [item.p_supported for item in evaluated])
+    if aligned.mean:  # fitted (enough labels of each class), used or not
+        scores = [aligned.probability(i.statement, i.context, i.p_supported) for i in evaluated]
+        fitted_verdicts = [s >= 0.5 for s in scores]
+        fitted = _figures(evaluated, fitted_verdicts, scores)
+    else:
+        fitted, fitted_verdicts = plain, plain_verdicts
+    used = aligned.used
+    label_strata = simple_strata(
+        [item.supported for item in labelled],
+        [aligned.cross_fitted[i.item_id] if used else i.p_supported >= threshold for i in labelled],
+    )
+    people = float(np.mean([item.supported for item in evaluated]))
+    verdicts = fitted_verdicts if used else plain_verdicts
+    corrected = corrected_mean([float(v) for v in verdicts], label_strata, seed=seed)
+    return {
+        "used": used,
+        "fitted": bool(aligned.mean),
+        "plain": plain,
+        "fitted_figures": fitted,
+        "evaluation": fitted if used else plain,
+        "covered": corrected.low <= people <= corrected.high,
+        "width": corrected.high - corrected.low,
+        "no_estimate": corrected.estimate is None,
+        "plain_verdicts": plain_verdicts,
+        "people": people,
+    }
+
+
+def align(path: Path, held_out: Path | None = None) -> None:
+    """The table of "A second collection"; with held_out (plain verdicts of claims outside `path`,
+    as `few-shot --out` and `judge --exclude` write them), the same draws' aligned judges read on
+    those claims instead: a later batch of the collection that no label was drawn from."""
     from ragassay.judge.alignment import align_judge
     from ragassay.judge.measured_rates import measured_on
     from ragassay.judge.prompts import SUPPORT_PROMPT_VERSION
-    from ragassay.metrics.judge_error import corrected_mean, simple_strata
+    from ragassay.metrics.judge_error import corrected_mean
 
     items, model, threshold = judged_items(path)
     whole_set(items, threshold)
+    later = None
+    if held_out is not None:
+        later, later_model, later_threshold = judged_items(held_out)
+        assert (later_model, later_threshold) == (model, threshold), f"{held_out} is of another judge"
+        print(f"\nread on {held_out.name}, a later batch no label is drawn from:")
+        whole_set(later, threshold)
     # The bundled prior until 2026-12-05: the judge's counts on MEMERAG-EXT's development half.
     prior = measured_on("MEMERAG-EXT's development half", model, SUPPORT_PROMPT_VERSION, threshold)
     assert prior is not None, f"no counts of {model} {SUPPORT_PROMPT_VERSION} at {threshold} on MEMERAG-EXT"
@@ -171,55 +233,31 @@ def align(path: Path) -> None:
             rng = random.Random(SEED + sample)
             drawn = set(rng.sample(range(len(items)), count))
             labelled = [items[i] for i in sorted(drawn)]
-            rest = [item for i, item in enumerate(items) if i not in drawn]
+            evaluated = later if later is not None else [item for i, item in enumerate(items) if i not in drawn]
             aligned = align_judge("scifact", labelled, model, SUPPORT_PROMPT_VERSION, threshold, SEED + sample)
-            plain_verdicts = [item.p_supported >= threshold for item in rest]
-            plain = _figures(rest, plain_verdicts, [item.p_supported for item in rest])
-            if aligned.mean:  # fitted (enough labels of each class), used or not
-                scores = [aligned.probability(i.statement, i.context, i.p_supported) for i in rest]
-                fitted_verdicts = [s >= 0.5 for s in scores]
-                fitted = _figures(rest, fitted_verdicts, scores)
-            else:
-                fitted, fitted_verdicts = plain, plain_verdicts
-            used = aligned.used
-            verdicts = fitted_verdicts if used else plain_verdicts
-            label_strata = simple_strata(
-                [item.supported for item in labelled],
-                [aligned.cross_fitted[i.item_id] if used else i.p_supported >= threshold for i in labelled],
+            row = _on_evaluated(aligned, labelled, evaluated, threshold, SEED + sample)
+            from_prior = corrected_mean(
+                [float(v) for v in row["plain_verdicts"]], [prior.stratum()], seed=SEED + sample
             )
-            people = float(np.mean([item.supported for item in rest]))
-            values = [float(v) for v in verdicts]
-            corrected = corrected_mean(values, label_strata, seed=SEED + sample)
-            from_prior = corrected_mean([float(v) for v in plain_verdicts], [prior.stratum()], seed=SEED + sample)
-            rows.append(
-                {
-                    "used": used,
-                    "fitted": bool(aligned.mean),
-                    "plain": plain,
-                    "fitted_figures": fitted,
-                    "evaluation": fitted if used else plain,
-                    "covered": corrected.low <= people <= corrected.high,
-                    "width": corrected.high - corrected.low,
-                    "no_estimate": corrected.estimate is None,
-                    "prior_covered": from_prior.low <= people <= from_prior.high,
-                    "prior_width": from_prior.high - from_prior.low,
-                }
-            )
-        _report(count, rows)
+            row["prior_covered"] = from_prior.low <= row["people"] <= from_prior.high
+            row["prior_width"] = from_prior.high - from_prior.low
+            rows.append(row)
+        _report(count, rows, "the later batch" if later is not None else "the pairs not drawn")
 
 
-def _report(count: int, rows: list[dict]) -> None:
-    def mean(key: str, index: int, where=lambda row: True) -> str:
-        chosen = [row[key][index] for row in rows if where(row)]
+def _report(count: int, rows: list[dict], where: str) -> None:
+    def mean(key: str, index: int, keep=lambda row: True) -> str:
+        chosen = [row[key][index] for row in rows if keep(row)]
         return f"{np.mean(chosen):.3f}" if chosen else "-"
 
     evaluation_ba = np.array([row["evaluation"][0] for row in rows])
+    fitted_ba = np.array([row["fitted_figures"][0] for row in rows if row["fitted"]])
     print(
         f"\n{count} labels, {len(rows)} seeded draws: aligned judge fitted in {sum(r['fitted'] for r in rows)}, "
         f"used in {sum(r['used'] for r in rows)}"
     )
     print(
-        f"  on the pairs not drawn, mean balanced accuracy / AUC: plain {mean('plain', 0)} / {mean('plain', 1)}; "
+        f"  on {where}, mean balanced accuracy / AUC: plain {mean('plain', 0)} / {mean('plain', 1)}; "
         f"fitted aligned judge (used or not) {mean('fitted_figures', 0, lambda r: r['fitted'])} / "
         f"{mean('fitted_figures', 1, lambda r: r['fitted'])}; what the evaluation uses {mean('evaluation', 0)} / "
         f"{mean('evaluation', 1)}"
@@ -227,17 +265,138 @@ def _report(count: int, rows: list[dict]) -> None:
     print(
         f"  evaluation's balanced accuracy >= {GOAL_BALANCED_ACCURACY}: {np.mean(evaluation_ba >= GOAL_BALANCED_ACCURACY):.0%} "
         f"of draws (quartiles {np.percentile(evaluation_ba, 25):.3f} / {np.median(evaluation_ba):.3f} / "
-        f"{np.percentile(evaluation_ba, 75):.3f})"
+        f"{np.percentile(evaluation_ba, 75):.3f}); the fitted aligned judge's (used or not): "
+        + (
+            f"{np.mean(fitted_ba >= GOAL_BALANCED_ACCURACY):.0%} of the draws it was fitted in"
+            if fitted_ba.size
+            else "-"
+        )
     )
     covered = np.array([r["covered"] for r in rows])
     widths = np.array([r["width"] for r in rows])
     none = np.array([r["no_estimate"] for r in rows])
     print(
-        f"  corrected supported rate of the rest, error rates from the labels: holds people's rate in "
+        f"  corrected supported rate of {where}, error rates from the labels: holds people's rate in "
         f"{covered.mean():.0%}, median width {np.median(widths):.3f}, no estimate {none.mean():.0%}; "
         f"from MEMERAG-EXT's rates (the bundled prior until 2026-12-05): holds {np.mean([r['prior_covered'] for r in rows]):.0%}, "
         f"median width {np.median([r['prior_width'] for r in rows]):.3f}"
     )
+
+
+def demonstrations(labelled: list, shots: int, rng: random.Random) -> list:
+    """The worked examples of a few-shot prompt, drawn from a team's labels: shots / 2 of each class
+    at random among the labelled pairs whose context is no longer than the labels' median (so that
+    shots examples and the longest statement to judge fit the judge's 4,096 tokens), in random
+    order."""
+    median = float(np.median([len(item.context) for item in labelled]))
+    short = [item for item in labelled if len(item.context) <= median]
+    chosen = [
+        example
+        for supported in (True, False)
+        for example in rng.sample([item for item in short if item.supported == supported], shots // 2)
+    ]
+    rng.shuffle(chosen)
+    return chosen
+
+
+def few_shot_support_messages(examples: list, context: str, statement: str) -> list[dict]:
+    """The support prompt with worked examples: its guidelines, then each example's request as the
+    plain prompt writes it with people's label as the judge's answer, then the statement to judge.
+    Every statement shares the guidelines and examples as a prompt prefix, which llama.cpp keeps."""
+    from ragassay.judge.prompts import support_messages
+
+    guidelines, request = support_messages(context, statement)
+    turns = []
+    for example in examples:
+        turns += [
+            support_messages(example.context, example.statement)[1],
+            {"role": "assistant", "content": "supported" if example.supported else "unsupported"},
+        ]
+    return [guidelines, *turns, request]
+
+
+def few_shot(judged: Path, count: int, draws: int, shots: int, out: Path) -> None:
+    """Few-shot demonstrations, the issue's other candidate, on claims nobody here has read: for each
+    of `draws` seeded draws of 60 labels from the judged pairs (the align command's 60-label draws),
+    `shots` demonstrations from them (`demonstrations`); then `count` SciFact pairs outside the
+    judged file, each judged plain (calibrate_statements) and with each draw's demonstrations.
+    Compared as alignment.compare compares an aligned judge: the plain verdict at the judge's
+    threshold, the few-shot one at P >= 0.5 (its examples show the collection's classes; a
+    threshold chosen for the plain prompt belongs to that prompt), AUC of each P."""
+    from ragassay.judge.alignment import auc, balanced_accuracy, compare
+    from ragassay.judge.prompts import SUPPORT_OPTIONS, support_messages
+    from ragassay.llm.completion import option_spellings
+    from ragassay.llm.registry import ChatModels
+    from ragassay.llm.settings import ChatModelConfig
+
+    items, model_id, threshold = judged_items(judged)
+    judged_ids = {item.item_id for item in items}
+    unread = [pair for pair in labelled_pairs() if pair["id"] not in judged_ids]
+    chosen = random.Random(SEED + 1_000).sample(unread, count)
+    print(
+        f"{len(unread)} labelled pairs outside {judged.name}; judging {count} "
+        f"({sum(p['label'] == 'supported' for p in chosen)} supported): plain first",
+        flush=True,
+    )
+    plain_p, plain_model, _, seconds = plain_judged(chosen)
+    assert plain_model == model_id, f"{judged} was judged by {model_id}, not {plain_model}"
+    print(f"  plain: {seconds:.0f} s ({seconds / count:.1f} s a pair)", flush=True)
+    readable = [pair for pair in chosen if plain_p[pair["id"]] is not None]
+    labels = np.array([pair["label"] == "supported" for pair in readable])
+    plain = np.array([plain_p[pair["id"]] for pair in readable])
+    spelled = {
+        option: tuple(s for w in words for s in option_spellings(w)) for option, words in SUPPORT_OPTIONS.items()
+    }
+    models = ChatModels()
+    llm = models.get(ChatModelConfig(backend="qwen2.5-1.5b"))
+    # The direct call below reads the plain prompt as calibrate_statements did (same P): checked on one pair.
+    first = readable[0]
+    direct = llm.option_probabilities(support_messages(first["context"], first["statement"]), spelled)
+    assert abs(direct.probabilities["supported"] - plain_p[first["id"]]) < 1e-3, (
+        direct.probabilities,
+        plain_p[first["id"]],
+    )
+    results = {"model": model_id, "support_threshold": threshold, "shots": shots, "pairs": readable, "draws": []}
+    for pair in readable:
+        pair["p"] = plain_p[pair["id"]]
+    print(
+        f"plain judge on {len(readable)} readable pairs: balanced accuracy {balanced_accuracy(labels, plain >= threshold):.3f} "
+        f"at P >= {threshold}, AUC {auc(labels, plain):.3f}",
+        flush=True,
+    )
+    for draw in range(draws):
+        rng = random.Random(SEED + draw)
+        labelled = [items[i] for i in sorted(rng.sample(range(len(items)), 60))]
+        examples = demonstrations(labelled, shots, random.Random(SEED + draw))
+        started = time.perf_counter()
+        few = []
+        for pair in readable:
+            answer = llm.option_probabilities(
+                few_shot_support_messages(examples, pair["context"], pair["statement"]), spelled
+            )
+            few.append(answer.probabilities["supported"])
+        seconds = time.perf_counter() - started
+        few_p = np.array(few)
+        comparison = compare(labels, plain, threshold, few_p, [p["id"] for p in readable], folds=0, seed=SEED + draw)
+        results["draws"].append({"examples": [e.item_id for e in examples], "p": few, "seconds": seconds})
+        print(
+            f"draw {draw} ({', '.join(('S' if e.supported else 'U') + e.item_id for e in examples)}; "
+            f"{seconds / len(readable):.1f} s a pair):\n"
+            f"  balanced accuracy plain {comparison.plain_balanced_accuracy:.3f} "
+            f"[{comparison.plain_balanced_accuracy_low:.3f}, {comparison.plain_balanced_accuracy_high:.3f}], "
+            f"few-shot at P >= 0.5 {comparison.aligned_balanced_accuracy:.3f} "
+            f"[{comparison.aligned_balanced_accuracy_low:.3f}, {comparison.aligned_balanced_accuracy_high:.3f}] "
+            f"(ahead in {comparison.ahead_share:.0%} of replicates; at P >= {threshold}: "
+            f"{balanced_accuracy(labels, few_p >= threshold):.3f})\n"
+            f"  AUC plain {comparison.plain_auc:.3f} [{comparison.plain_auc_low:.3f}, {comparison.plain_auc_high:.3f}], "
+            f"few-shot {comparison.aligned_auc:.3f} [{comparison.aligned_auc_low:.3f}, {comparison.aligned_auc_high:.3f}] "
+            f"(below in {comparison.auc_behind_share:.0%} of replicates); "
+            f"sensitivity / specificity few-shot {(few_p >= 0.5)[labels].mean():.2f} / {(few_p < 0.5)[~labels].mean():.2f}, "
+            f"plain {(plain >= threshold)[labels].mean():.2f} / {(plain < threshold)[~labels].mean():.2f}",
+            flush=True,
+        )
+        out.write_text(json.dumps(results, indent=1))
+    models.close()
 
 
 def main() -> None:
@@ -246,13 +405,25 @@ def main() -> None:
     judging = commands.add_parser("judge")
     judging.add_argument("--pairs", type=int, default=300)
     judging.add_argument("--out", type=Path, required=True)
+    judging.add_argument("--exclude", type=Path, nargs="*", help="judged files whose pairs are left out")
     aligning = commands.add_parser("align")
     aligning.add_argument("judged", type=Path)
+    aligning.add_argument(
+        "--held-out", type=Path, help="plain verdicts of later claims (`few-shot --out`, `judge --exclude`)"
+    )
+    shooting = commands.add_parser("few-shot")
+    shooting.add_argument("judged", type=Path)
+    shooting.add_argument("--pairs", type=int, default=120)
+    shooting.add_argument("--draws", type=int, default=2)
+    shooting.add_argument("--shots", type=int, default=4)
+    shooting.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     if args.command == "judge":
-        judge(args.pairs, args.out)
+        judge(args.pairs, args.out, args.exclude)
+    elif args.command == "align":
+        align(args.judged, args.held_out)
     else:
-        align(args.judged)
+        few_shot(args.judged, args.pairs, args.draws, args.shots, args.out)
 
 
 if __name__ == "__main__":

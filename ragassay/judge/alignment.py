@@ -10,7 +10,9 @@ and cheap signals beside it, into this collection's verdict, fitted on the label
   one that maximizes balanced accuracy on the labels, the figure the correction's divisor
   J = Se + Sp - 1 is made of. Measured against isotonic calibration of P alone and the same
   regression on P alone on MEMERAG-EXT's development half (benchmarks/bench_judge_alignment.py;
-  BENCHMARKS.md, "Aligned judge").
+  BENCHMARKS.md, "Aligned judge"), and against few-shot demonstrations drawn from the labels into
+  the prompt on SciFact claims (benchmarks/bench_judge_scifact.py few-shot): those ranked claims
+  no better than the plain prompt and took 1.2-1.4x the seconds, so labels teach through this model.
 - **Cross-fitting**: the labels are split into folds by question (StratifiedGroupKFold: the
   statements of one question's answers are never on both sides), each fold predicted by a model
   fitted on the others. These out-of-fold predictions are the only ones the comparison and the

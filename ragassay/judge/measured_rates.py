@@ -2,8 +2,8 @@
 own, and why none of them corrects a team's numbers.
 
 On MEMERAG-EXT's development half (66 sentences of RAG answers on Wikipedia) the judge's
-sensitivity was 0.76 and its specificity 0.67; on 300 SciFact claims against the abstracts
-people marked as supporting or contradicting them, 0.50 and 0.93 (benchmarks/bench_judge_scifact.py).
+sensitivity was 0.76 and its specificity 0.67; on all 693 SciFact claims with one abstract people
+marked as supporting or contradicting them, 0.47 and 0.89 (benchmarks/bench_judge_scifact.py).
 Until 2026-12-05 the first was a bundled prior that corrected the judged numbers of every
 collection without labels; on SciFact its corrected interval held people's supported rate in 0 of
 50 draws (BENCHMARKS.md, "A second collection"). A judge's error depends on the documents, so a
@@ -90,12 +90,15 @@ MEASURED = (
         catalog_name="qwen2.5-1.5b",
         prompt_version="support-probability/5",
         support_threshold=0.85,
-        collection="SciFact (300 claims against the abstract people marked as supporting or contradicting each)",
-        # benchmarks/bench_judge_scifact.py judge --pairs 300, 2026-12-05: sensitivity 0.502, specificity 0.929.
-        supported_judged_supported=101,
-        supported_judged_unsupported=100,
-        unsupported_judged_supported=7,
-        unsupported_judged_unsupported=92,
+        collection="SciFact (693 claims against the abstract people marked as supporting or contradicting each)",
+        # benchmarks/bench_judge_scifact.py, 2026-12-05: every claim with one such abstract, judged in
+        # three parts (`judge --pairs 300`: sensitivity 0.502, specificity 0.929; `few-shot`'s plain
+        # verdicts of 120 others: 0.413, 0.800; `judge --exclude` of the other 273: 0.456, 0.903);
+        # all 693: sensitivity 0.469, specificity 0.895.
+        supported_judged_supported=214,
+        supported_judged_unsupported=242,
+        unsupported_judged_supported=25,
+        unsupported_judged_unsupported=212,
     ),
 )
 
