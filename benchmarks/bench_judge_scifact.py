@@ -53,6 +53,8 @@ SEED = 2026
 SAMPLES = 50
 LABEL_COUNTS = (30, 60, 100)
 GOAL_BALANCED_ACCURACY = 0.65
+# The labels a team has when few-shot examples are drawn: the issue's 60 (align's 60-label draws).
+FEW_SHOT_LABELS = 60
 
 
 def labelled_pairs() -> list[dict]:
@@ -84,21 +86,24 @@ def labelled_pairs() -> list[dict]:
     return pairs
 
 
-def plain_judged(pairs: list[dict]) -> tuple[dict[str, float | None], str, float, float]:
+def default_judge_model(models):
+    """The default judge's model (no completion cache: every verdict is asked and timed)."""
+    from ragassay.llm.settings import ChatModelConfig
+
+    return models.get(ChatModelConfig(backend="qwen2.5-1.5b"))
+
+
+def plain_judged(pairs: list[dict], models) -> tuple[dict[str, float | None], str, float, float]:
     """Each pair's P(supported) from the plain judge through calibrate_statements (what `ragassay
     judge calibrate` runs), with the judge's model id, threshold and the seconds it took."""
     from ragassay.judge.calibration import LabelledStatement, calibrate_statements
     from ragassay.judge.judge import Judge
-    from ragassay.llm.registry import ChatModels
-    from ragassay.llm.settings import ChatModelConfig
 
     labelled = [LabelledStatement(p["id"], p["context"], p["statement"], p["label"] == "supported") for p in pairs]
-    models = ChatModels()
-    support_judge = Judge(models.get(ChatModelConfig(backend="qwen2.5-1.5b")))
+    support_judge = Judge(default_judge_model(models))
     started = time.perf_counter()
     report = calibrate_statements(support_judge, labelled)
     seconds = time.perf_counter() - started
-    models.close()
     p_by_id = {row.source: row.p_supported for row in report.rows}
     return p_by_id, support_judge.model_id, support_judge.support_threshold, seconds
 
@@ -118,7 +123,11 @@ def judge(count: int, out: Path, exclude: list[Path] | None = None) -> None:
         f"{sum(p['label'] == 'unsupported' for p in chosen)} unsupported",
         flush=True,
     )
-    p_by_id, model, threshold, seconds = plain_judged(chosen)
+    from ragassay.llm.registry import ChatModels
+
+    models = ChatModels()
+    p_by_id, model, threshold, seconds = plain_judged(chosen, models)
+    models.close()
     for pair in chosen:
         pair["p"] = p_by_id[pair["id"]]
     out.write_text(
@@ -325,9 +334,8 @@ def few_shot(judged: Path, count: int, draws: int, shots: int, out: Path) -> Non
     threshold chosen for the plain prompt belongs to that prompt), AUC of each P."""
     from ragassay.judge.alignment import auc, balanced_accuracy, compare
     from ragassay.judge.prompts import SUPPORT_OPTIONS, support_messages
-    from ragassay.llm.completion import option_spellings
+    from ragassay.llm.completion import spelled_options
     from ragassay.llm.registry import ChatModels
-    from ragassay.llm.settings import ChatModelConfig
 
     items, model_id, threshold = judged_items(judged)
     judged_ids = {item.item_id for item in items}
@@ -338,17 +346,17 @@ def few_shot(judged: Path, count: int, draws: int, shots: int, out: Path) -> Non
         f"({sum(p['label'] == 'supported' for p in chosen)} supported): plain first",
         flush=True,
     )
-    plain_p, plain_model, _, seconds = plain_judged(chosen)
+    models = ChatModels()
+    plain_p, plain_model, _, seconds = plain_judged(chosen, models)
     assert plain_model == model_id, f"{judged} was judged by {model_id}, not {plain_model}"
     print(f"  plain: {seconds:.0f} s ({seconds / count:.1f} s a pair)", flush=True)
     readable = [pair for pair in chosen if plain_p[pair["id"]] is not None]
     labels = np.array([pair["label"] == "supported" for pair in readable])
     plain = np.array([plain_p[pair["id"]] for pair in readable])
-    spelled = {
-        option: tuple(s for w in words for s in option_spellings(w)) for option, words in SUPPORT_OPTIONS.items()
-    }
-    models = ChatModels()
-    llm = models.get(ChatModelConfig(backend="qwen2.5-1.5b"))
+    for pair in readable:
+        pair["p"] = plain_p[pair["id"]]
+    spelled = spelled_options(SUPPORT_OPTIONS)
+    llm = default_judge_model(models)  # the model plain_judged loaded
     # The direct call below reads the plain prompt as calibrate_statements did (same P): checked on one pair.
     first = readable[0]
     direct = llm.option_probabilities(support_messages(first["context"], first["statement"]), spelled)
@@ -357,8 +365,6 @@ def few_shot(judged: Path, count: int, draws: int, shots: int, out: Path) -> Non
         plain_p[first["id"]],
     )
     results = {"model": model_id, "support_threshold": threshold, "shots": shots, "pairs": readable, "draws": []}
-    for pair in readable:
-        pair["p"] = plain_p[pair["id"]]
     print(
         f"plain judge on {len(readable)} readable pairs: balanced accuracy {balanced_accuracy(labels, plain >= threshold):.3f} "
         f"at P >= {threshold}, AUC {auc(labels, plain):.3f}",
@@ -366,7 +372,7 @@ def few_shot(judged: Path, count: int, draws: int, shots: int, out: Path) -> Non
     )
     for draw in range(draws):
         rng = random.Random(SEED + draw)
-        labelled = [items[i] for i in sorted(rng.sample(range(len(items)), 60))]
+        labelled = [items[i] for i in sorted(rng.sample(range(len(items)), FEW_SHOT_LABELS))]
         examples = demonstrations(labelled, shots, random.Random(SEED + draw))
         started = time.perf_counter()
         few = []

@@ -34,7 +34,7 @@ from ragassay.judge.prompts import (
     implied_question_messages,
     support_messages,
 )
-from ragassay.llm.completion import ChatModel, option_spellings
+from ragassay.llm.completion import ChatModel, spelled_options
 from ragassay.llm.messages import one_line
 from ragassay.llm.structured import Structured, Usage, generate_structured, unreadable
 from ragassay.llm.threads import in_order
@@ -258,10 +258,7 @@ class Judge:
         probability. Remembered under key_parts."""
 
         def ask() -> Structured:
-            spelled = {
-                option: tuple(s for word in words for s in option_spellings(word)) for option, words in options.items()
-            }
-            answer = self.model.option_probabilities(messages, spelled)
+            answer = self.model.option_probabilities(messages, spelled_options(options))
             completion = answer.completion
             if answer.coverage < MIN_OPTION_COVERAGE:
                 error = f"the judge put only {answer.coverage:.2f} of its probability on {' or '.join(repr(o) for o in options)}"

@@ -56,6 +56,12 @@ def option_spellings(word: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys((word, word.capitalize(), f" {word}", f" {word.capitalize()}")))
 
 
+def spelled_options(options: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
+    """Each option with every spelling (option_spellings) of each word that may start it: what
+    ChatModel.option_probabilities reads."""
+    return {option: tuple(s for word in words for s in option_spellings(word)) for option, words in options.items()}
+
+
 @dataclass(frozen=True)
 class OptionProbabilities:
     """How likely the model was to answer each option, normalized over the options, and the share

@@ -8,7 +8,7 @@ import pytest
 from ragassay.judge.judge import SUPPORT_THRESHOLDS, Judge, support_threshold_for
 from ragassay.judge.passage_choice import passages_to_ask
 from ragassay.judge.prompts import SUPPORT_OPTIONS, support_messages
-from ragassay.llm.completion import option_spellings
+from ragassay.llm.completion import spelled_options
 from ragassay.llm.registry import ChatModels, load_chat_model
 from ragassay.llm.settings import ChatModelConfig
 from tests.llm.test_models import chat_server  # noqa: F401 (fixture)
@@ -92,9 +92,7 @@ def test_thresholds_are_per_model_and_default_to_one_half():
 def test_option_probabilities_agree_in_process_and_over_http(chat_server):  # noqa: F811
     """The same SmolLM2 file, in-process and behind llama-cpp-python's server: the same
     probabilities for the support options (the server reports top log-probabilities)."""
-    options = {
-        option: tuple(s for word in words for s in option_spellings(word)) for option, words in SUPPORT_OPTIONS.items()
-    }
+    options = spelled_options(SUPPORT_OPTIONS)
     messages = support_messages(CONTEXT, "The Langstroth hive was patented in 1852.")
     models = ChatModels()
     local = models.get(ChatModelConfig()).option_probabilities(messages, options)
