@@ -11,6 +11,8 @@ them.
     .venv/bin/python benchmarks/bench_judge_scifact.py align /tmp/scifact.json --held-out /tmp/later.json
     .venv/bin/python benchmarks/bench_judge_scifact.py judge --pairs 1000 --exclude /tmp/scifact.json \
         /tmp/later.json --out /tmp/rest.json    # every labelled claim neither file read
+    .venv/bin/python benchmarks/bench_judge_scifact.py without-evidence --claims 200 --out /tmp/without.json
+    .venv/bin/python benchmarks/bench_judge_scifact.py align /tmp/without.json
 
 `judge`: a seeded sample of claims, one labelled abstract each (SUPPORT -> supported, CONTRADICT
 -> unsupported; SciFact's "not enough info" claims name no abstract in this copy), each judged by
@@ -35,6 +37,12 @@ judge on the same claims (`few_shot`). `align --held-out` reads the same draws' 
 on that later batch instead of on the judged file's other claims: labels and batch are then no
 longer two halves of one fixed set. `judge --exclude` judges claims outside earlier files (a
 further batch).
+
+`without-evidence`: a third collection from the same annotations, where the judge is weaker: each
+supported claim against its whole abstract (supported) and against the abstract with the
+sentences the annotators marked as its evidence taken out (unsupported; `evidence_pairs`). That
+is how a RAG answer goes wrong most often: the passage is on the topic and lacks the fact. `align`
+reads it as it reads the first file.
 """
 
 from __future__ import annotations
@@ -42,6 +50,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 import time
 from pathlib import Path
 
@@ -53,6 +62,8 @@ SEED = 2026
 SAMPLES = 50
 LABEL_COUNTS = (30, 60, 100)
 GOAL_BALANCED_ACCURACY = 0.65
+# alignment.AHEAD_SHARE until 2026-12-06 (BENCHMARKS.md, "A collection where the evidence is missing").
+AHEAD_SHARE_BEFORE = 0.9
 # The labels a team has when few-shot examples are drawn: the issue's 60 (align's 60-label draws).
 FEW_SHOT_LABELS = 60
 
@@ -84,6 +95,89 @@ def labelled_pairs() -> list[dict]:
             }
         )
     return pairs
+
+
+# Sentence boundaries of the BEIR copy: its text is SciFact's sentence list joined by spaces, so a
+# boundary is end punctuation, space, then a capital, digit or bracket. An abstract holding an
+# abbreviation or an initial (where that rule would cut a sentence in two) is left out, so the
+# annotators' sentence numbers name the sentences this split gives.
+SENTENCE_BOUNDARY = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(\[\"])")
+SPLIT_RISK = re.compile(
+    r"\b(et al|e\.g|i\.e|vs|figs?|approx|ca|no|dr|st|cf|resp|ref|eq|inc|co|ltd|spp?)\.\s|(?:^|\s)[A-Z]\.\s", re.I
+)
+# Fewest sentences left once the evidence is removed: a passage still about the claim's topic.
+FEWEST_LEFT = 3
+
+
+def evidence_pairs() -> list[dict]:
+    """A harder collection from the same annotations, the case RAG answers fail in: a passage on the
+    claim's topic that lacks its evidence. For each claim SciFact's annotators marked as supported
+    by an abstract, two items grouped by the claim: the whole abstract (supported), and the
+    abstract without every sentence they marked as its evidence, nor the sentences either side
+    of those (unsupported: by their marks no evidence is left, and a split one sentence off
+    still removes it). No title: titles often state the finding and were not annotated."""
+    corpus = {}
+    for line in (SCIFACT / "corpus.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        corpus[row["_id"]] = row["text"]
+    pairs = []
+    for line in (SCIFACT / "queries.jsonl").read_text().splitlines():
+        query = json.loads(line)
+        evidence = sorted(query["metadata"].items())
+        if not evidence:
+            continue
+        document, annotations = evidence[0]
+        if {annotation["label"] for annotation in annotations} != {"SUPPORT"} or document not in corpus:
+            continue
+        text = corpus[document]
+        if SPLIT_RISK.search(text):
+            continue
+        sentences = SENTENCE_BOUNDARY.split(text)
+        marked = {index for annotation in annotations for index in annotation["sentences"]}
+        if max(marked) >= len(sentences):
+            continue  # the split does not match the annotators' numbering
+        removed = {index + offset for index in marked for offset in (-1, 0, 1)}
+        left = [sentence for index, sentence in enumerate(sentences) if index not in removed]
+        if len(left) < FEWEST_LEFT:
+            continue
+        for suffix, context, label in (("whole", text, "supported"), ("without", " ".join(left), "unsupported")):
+            pairs.append(
+                {
+                    "id": f"scifact-{query['_id']}-{document}-{suffix}",
+                    "claim": query["_id"],
+                    "statement": query["text"],
+                    "context": context,
+                    "label": label,
+                }
+            )
+    return pairs
+
+
+def judge_without_evidence(claims: int, out: Path, exclude: list[Path] | None = None) -> None:
+    """A seeded sample of `claims` claims of evidence_pairs, both items of each judged plain,
+    leaving out the claims of the judged files in `exclude` (a later batch)."""
+    excluded = {pair["claim"] for path in exclude or [] for pair in json.loads(path.read_text())["pairs"]}
+    by_claim: dict[str, list[dict]] = {}
+    for pair in evidence_pairs():
+        if pair["claim"] not in excluded:
+            by_claim.setdefault(pair["claim"], []).append(pair)
+    chosen_claims = random.Random(SEED + 2_000).sample(sorted(by_claim), min(claims, len(by_claim)))
+    chosen = [pair for claim in chosen_claims for pair in by_claim[claim]]
+    print(
+        f"{len(by_claim)} claims with evidence to remove; judging {len(chosen_claims)} claims, {len(chosen)} items",
+        flush=True,
+    )
+    from ragassay.llm.registry import ChatModels
+
+    models = ChatModels()
+    p_by_id, model, threshold, seconds = plain_judged(chosen, models)
+    models.close()
+    for pair in chosen:
+        pair["p"] = p_by_id[pair["id"]]
+    out.write_text(
+        json.dumps({"model": model, "support_threshold": threshold, "seconds": seconds, "pairs": chosen}, indent=1)
+    )
+    print(f"{len(chosen)} items in {seconds:.0f} s ({seconds / len(chosen):.1f} s an item); {out}")
 
 
 def default_judge_model(models):
@@ -195,6 +289,8 @@ def _on_evaluated(aligned, labelled: list, evaluated: list, threshold: float, se
     else:
         fitted, fitted_verdicts = plain, plain_verdicts
     used = aligned.used
+    # The use rule until 2026-12-06 wanted the fit ahead in >= 90% of replicates, not 50%.
+    used_before = used and aligned.comparison.ahead_share >= AHEAD_SHARE_BEFORE
     label_strata = simple_strata(
         [item.supported for item in labelled],
         [aligned.cross_fitted[i.item_id] if used else i.p_supported >= threshold for i in labelled],
@@ -208,6 +304,8 @@ def _on_evaluated(aligned, labelled: list, evaluated: list, threshold: float, se
         "plain": plain,
         "fitted_figures": fitted,
         "evaluation": fitted if used else plain,
+        "used_before": used_before,
+        "evaluation_before": fitted if used_before else plain,
         "covered": corrected.low <= people <= corrected.high,
         "width": corrected.high - corrected.low,
         "no_estimate": corrected.estimate is None,
@@ -280,6 +378,20 @@ def _report(count: int, rows: list[dict], where: str) -> None:
             if fitted_ba.size
             else "-"
         )
+    )
+    for index, name in ((0, "balanced accuracy"), (1, "AUC")):
+        gains = np.array([r["fitted_figures"][index] - r["plain"][index] for r in rows if r["fitted"]])
+        if gains.size:
+            low, high = np.percentile(gains, [2.5, 97.5])
+            print(
+                f"  fitted aligned judge minus plain, {name}: mean {gains.mean():+.3f}, 95% of draws in "
+                f"[{low:+.3f}, {high:+.3f}], ahead in {np.mean(gains > 0):.0%}"
+            )
+    before_ba = np.array([row["evaluation_before"][0] for row in rows])
+    print(
+        f"  under the use rule before 2026-12-06 (ahead in >= {AHEAD_SHARE_BEFORE:.0%} of replicates): used in "
+        f"{sum(r['used_before'] for r in rows)}, what the evaluation uses {before_ba.mean():.3f}, "
+        f">= {GOAL_BALANCED_ACCURACY} in {np.mean(before_ba >= GOAL_BALANCED_ACCURACY):.0%} of draws"
     )
     covered = np.array([r["covered"] for r in rows])
     widths = np.array([r["width"] for r in rows])
@@ -417,6 +529,10 @@ def main() -> None:
     aligning.add_argument(
         "--held-out", type=Path, help="plain verdicts of later claims (`few-shot --out`, `judge --exclude`)"
     )
+    removing = commands.add_parser("without-evidence")
+    removing.add_argument("--claims", type=int, default=200)
+    removing.add_argument("--out", type=Path, required=True)
+    removing.add_argument("--exclude", type=Path, nargs="*", help="judged files whose claims are left out")
     shooting = commands.add_parser("few-shot")
     shooting.add_argument("judged", type=Path)
     shooting.add_argument("--pairs", type=int, default=120)
@@ -426,6 +542,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.command == "judge":
         judge(args.pairs, args.out, args.exclude)
+    elif args.command == "without-evidence":
+        judge_without_evidence(args.claims, args.out, args.exclude)
     elif args.command == "align":
         align(args.judged, args.held_out)
     else:

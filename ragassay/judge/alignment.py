@@ -21,10 +21,15 @@ and cheap signals beside it, into this collection's verdict, fitted on the label
 - **When it is used** (`USE_RULE`): at least MIN_LABELS_PER_CLASS labels of each class and
   MIN_GROUPS questions, and the cross-fitted balanced accuracy ahead of the plain threshold's in
   at least AHEAD_SHARE of cluster-bootstrap replicates (questions resampled, both judges read on
-  the same replicate), and its cross-fitted AUC not clearly below the plain P's (below in fewer
-  than AHEAD_SHARE of them: an aligned judge may move the cut without ranking better; it may not
-  rank clearly worse). Otherwise the plain
-  judge stays and the report says which condition failed.
+  the same replicate: ahead more often than behind), and its cross-fitted AUC not clearly below
+  the plain P's (below in fewer than AUC_BELOW_SHARE of them: an aligned judge may move the cut
+  without ranking better; it may not rank clearly worse). Otherwise the plain judge stays and the
+  report says which condition failed. AHEAD_SHARE was 0.9 until 2026-12-06: on collections where
+  the fit was level with the plain judge, using it whenever it is ahead more often than behind
+  cost at most 0.005 balanced accuracy on average, and where it was ahead (a collection whose
+  passages lack the evidence, SciFact's later batch) the 0.9 rule kept it out of half the
+  evaluations it would have improved (BENCHMARKS.md, "A collection where the evidence is
+  missing"). The corrected estimates stay honest either way: their error rates are cross-fitted.
 
 Pure: scikit-learn and numpy, no file or model. The stored form is JSON (`as_json`), never pickle.
 """
@@ -48,7 +53,8 @@ FEATURES = ("judge_log_odds", "lexical_overlap", "numbers_found")
 EPSILON = 1e-4
 MIN_GROUPS = 6
 MAX_FOLDS = 5
-AHEAD_SHARE = 0.9
+AHEAD_SHARE = 0.5
+AUC_BELOW_SHARE = 0.9
 RESAMPLES = 1_000
 # Inverse regularization strength of the logistic regression (scikit-learn's default): three
 # features, tens of labels; not tuned.
@@ -58,7 +64,7 @@ USE_RULE = (
     f"used when there are >= {MIN_LABELS_PER_CLASS} labels of each class from >= {MIN_GROUPS} questions, its "
     f"cross-fitted balanced accuracy is ahead of the plain threshold's in >= {AHEAD_SHARE:.0%} of "
     f"{RESAMPLES} question-level bootstrap replicates, and its cross-fitted AUC is not clearly below the plain "
-    f"P's (below in fewer than {AHEAD_SHARE:.0%} of them)"
+    f"P's (below in fewer than {AUC_BELOW_SHARE:.0%} of them)"
 )
 
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
@@ -372,8 +378,8 @@ def _verdict_on(comparison: Comparison) -> tuple[bool, str]:
         f"AUC {comparison.aligned_auc:.3f} against {comparison.plain_auc:.3f}"
     )
     if comparison.ahead_share < AHEAD_SHARE:
-        return False, f"not clearly ahead of the plain threshold: {figures}; the plain judge stays"
-    if comparison.auc_behind_share >= AHEAD_SHARE:
+        return False, f"not ahead of the plain threshold in most replicates: {figures}; the plain judge stays"
+    if comparison.auc_behind_share >= AUC_BELOW_SHARE:
         return False, (
             f"its AUC is below the plain P's in {comparison.auc_behind_share:.0%} of replicates: {figures}; "
             "the plain judge stays"

@@ -95,18 +95,26 @@ def test_an_aligned_judge_ahead_of_the_plain_threshold_is_used_with_figures_out_
 
 def test_a_fit_that_does_not_beat_the_plain_threshold_is_stored_unused_with_why():
     rng = random.Random(5)
-    # The labels are noise to every feature: nothing to learn, so nothing is clearly ahead.
-    items = [_judgement(n, rng.random() < 0.6, rng.uniform(0.5, 0.95), n // 2) for n in range(60)]
+    # The plain threshold is right on every label and the other features are alike for all: a fit
+    # can at best tie it, and a tie is not ahead.
+    p_supported = [rng.uniform(0.5, 0.99) for _ in range(60)]
     items = [
         LabelledJudgement(
-            i.item_id, i.group, _judgement(n, True, 0, 0).statement, i.context, i.p_supported, i.supported
+            f"item-{n}",
+            f"q{n // 2}",
+            _judgement(n, True, 0, 0).statement,
+            _judgement(n, True, 0, 0).context,
+            p,
+            p >= THRESHOLD,
         )
-        for n, i in enumerate(items)
+        for n, p in enumerate(p_supported)
     ]
     aligned = align_judge("c", items, JUDGE, SUPPORT_PROMPT_VERSION, THRESHOLD)
     assert not aligned.used
+    assert aligned.reason.startswith("not ahead of the plain threshold in most replicates")
     assert "the plain judge stays" in aligned.reason
     assert aligned.comparison is not None and aligned.comparison.ahead_share < alignment.AHEAD_SHARE
+    assert aligned.comparison.plain_balanced_accuracy == 1.0
 
 
 def test_too_few_labels_of_a_class_or_too_few_questions_keep_the_plain_judge():
