@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import random
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
@@ -115,6 +116,17 @@ def test_a_fit_that_does_not_beat_the_plain_threshold_is_stored_unused_with_why(
     assert "the plain judge stays" in aligned.reason
     assert aligned.comparison is not None and aligned.comparison.ahead_share < alignment.AHEAD_SHARE
     assert aligned.comparison.plain_balanced_accuracy == 1.0
+
+
+def test_the_use_rule_wants_the_fit_ahead_more_often_than_behind_and_its_auc_not_clearly_below():
+    """The thresholds of USE_RULE, read on one real comparison with its bootstrap shares moved: a
+    fit ahead in 60% of replicates is used (the rule wanted 90% until 2026-12-06); one ahead in
+    40%, or whose AUC is below the plain P's in 95% of them, is not."""
+    comparison = align_judge("c", _off_threshold(), JUDGE, SUPPORT_PROMPT_VERSION, THRESHOLD).comparison
+    for ahead, auc_below, used in ((0.6, 0.3, True), (0.4, 0.3, False), (0.6, 0.95, False)):
+        verdict, reason = alignment._verdict_on(replace(comparison, ahead_share=ahead, auc_behind_share=auc_below))
+        assert verdict is used, reason
+        assert f"ahead in {ahead:.0%} of replicates" in reason
 
 
 def test_too_few_labels_of_a_class_or_too_few_questions_keep_the_plain_judge():
