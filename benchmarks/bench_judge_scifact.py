@@ -68,21 +68,30 @@ AHEAD_SHARE_BEFORE = 0.9
 FEW_SHOT_LABELS = 60
 
 
-def labelled_pairs() -> list[dict]:
-    """Every (claim, abstract) pair SciFact's annotators labelled, one per claim: the claim's first
-    labelled abstract in id order (a claim with two is one judgement, not two correlated ones)."""
-    corpus = {}
-    for line in (SCIFACT / "corpus.jsonl").read_text().splitlines():
-        row = json.loads(line)
-        corpus[row["_id"]] = f"{row['title']}. {row['text']}".strip()
-    pairs = []
+def scifact_abstracts() -> dict[str, dict]:
+    """SciFact's abstracts by id (`title`, `text`), as the BEIR copy holds them."""
+    rows = (json.loads(line) for line in (SCIFACT / "corpus.jsonl").read_text().splitlines())
+    return {row["_id"]: row for row in rows}
+
+
+def annotated_claims():
+    """Each claim whose annotators labelled an abstract (SciFact's "not enough info" claims name
+    none in this copy): the query row, its first labelled abstract in id order and their marks
+    on it (a claim with two abstracts is one judgement, not two correlated ones)."""
     for line in (SCIFACT / "queries.jsonl").read_text().splitlines():
         query = json.loads(line)
         evidence = sorted(query["metadata"].items())
-        if not evidence:
-            continue
-        document, annotations = evidence[0]
-        labels = {annotation["label"] for annotation in annotations}
+        if evidence:
+            yield query, *evidence[0]
+
+
+def labelled_pairs() -> list[dict]:
+    """Every (claim, abstract) pair SciFact's annotators labelled, one per claim: the claim's first
+    labelled abstract in id order (a claim with two is one judgement, not two correlated ones)."""
+    corpus = {key: f"{row['title']}. {row['text']}".strip() for key, row in scifact_abstracts().items()}
+    pairs = []
+    for query, document, marks in annotated_claims():
+        labels = {annotation["label"] for annotation in marks}
         if len(labels) != 1 or document not in corpus:
             continue  # a pair its annotators labelled both ways is no one's verdict
         pairs.append(
@@ -116,24 +125,16 @@ def evidence_pairs() -> list[dict]:
     abstract without every sentence they marked as its evidence, nor the sentences either side
     of those (unsupported: by their marks no evidence is left, and a split one sentence off
     still removes it). No title: titles often state the finding and were not annotated."""
-    corpus = {}
-    for line in (SCIFACT / "corpus.jsonl").read_text().splitlines():
-        row = json.loads(line)
-        corpus[row["_id"]] = row["text"]
+    corpus = {key: row["text"] for key, row in scifact_abstracts().items()}
     pairs = []
-    for line in (SCIFACT / "queries.jsonl").read_text().splitlines():
-        query = json.loads(line)
-        evidence = sorted(query["metadata"].items())
-        if not evidence:
-            continue
-        document, annotations = evidence[0]
-        if {annotation["label"] for annotation in annotations} != {"SUPPORT"} or document not in corpus:
+    for query, document, marks in annotated_claims():
+        if {annotation["label"] for annotation in marks} != {"SUPPORT"} or document not in corpus:
             continue
         text = corpus[document]
         if SPLIT_RISK.search(text):
             continue
         sentences = SENTENCE_BOUNDARY.split(text)
-        marked = {index for annotation in annotations for index in annotation["sentences"]}
+        marked = {index for annotation in marks for index in annotation["sentences"]}
         if max(marked) >= len(sentences):
             continue  # the split does not match the annotators' numbering
         removed = {index + offset for index in marked for offset in (-1, 0, 1)}
@@ -167,17 +168,7 @@ def judge_without_evidence(claims: int, out: Path, exclude: list[Path] | None = 
         f"{len(by_claim)} claims with evidence to remove; judging {len(chosen_claims)} claims, {len(chosen)} items",
         flush=True,
     )
-    from ragassay.llm.registry import ChatModels
-
-    models = ChatModels()
-    p_by_id, model, threshold, seconds = plain_judged(chosen, models)
-    models.close()
-    for pair in chosen:
-        pair["p"] = p_by_id[pair["id"]]
-    out.write_text(
-        json.dumps({"model": model, "support_threshold": threshold, "seconds": seconds, "pairs": chosen}, indent=1)
-    )
-    print(f"{len(chosen)} items in {seconds:.0f} s ({seconds / len(chosen):.1f} s an item); {out}")
+    write_judged(chosen, out)
 
 
 def default_judge_model(models):
@@ -217,17 +208,23 @@ def judge(count: int, out: Path, exclude: list[Path] | None = None) -> None:
         f"{sum(p['label'] == 'unsupported' for p in chosen)} unsupported",
         flush=True,
     )
+    write_judged(chosen, out)
+
+
+def write_judged(pairs: list[dict], out: Path) -> None:
+    """The pairs judged plain (plain_judged), each with its P(supported), written to `out` with
+    the judge's model id, threshold and seconds: the judged file `align` and `few-shot` read."""
     from ragassay.llm.registry import ChatModels
 
     models = ChatModels()
-    p_by_id, model, threshold, seconds = plain_judged(chosen, models)
+    p_by_id, model, threshold, seconds = plain_judged(pairs, models)
     models.close()
-    for pair in chosen:
+    for pair in pairs:
         pair["p"] = p_by_id[pair["id"]]
     out.write_text(
-        json.dumps({"model": model, "support_threshold": threshold, "seconds": seconds, "pairs": chosen}, indent=1)
+        json.dumps({"model": model, "support_threshold": threshold, "seconds": seconds, "pairs": pairs}, indent=1)
     )
-    print(f"{count} pairs in {seconds:.0f} s ({seconds / count:.1f} s a pair); {out}")
+    print(f"{len(pairs)} pairs in {seconds:.0f} s ({seconds / len(pairs):.1f} s a pair); {out}")
 
 
 def judged_items(path: Path) -> tuple[list, str, float]:
