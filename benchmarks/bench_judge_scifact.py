@@ -272,30 +272,21 @@ def whole_set(items: list, threshold: float) -> None:
 
 def _gain_lower_bounds(evaluated: list, scores: list[float], threshold: float, seed: int) -> tuple[float, float]:
     """Lower ends of the paired 95% intervals of the fitted aligned judge's balanced accuracy and AUC
-    minus the plain judge's on the evaluated pairs: 1,000 bootstrap replicates of their groups
+    minus the plain judge's on the evaluated pairs: alignment.group_replicates of their groups
     (claims), both judges read on the same replicate."""
-    from ragassay.judge.alignment import auc, balanced_accuracy
+    from ragassay.judge.alignment import auc, balanced_accuracy, group_replicates
 
     labels = np.array([item.supported for item in evaluated])
     plain_p = np.array([item.p_supported for item in evaluated])
     aligned_p = np.array(scores)
-    by_group: dict[str, list[int]] = {}
-    for index, item in enumerate(evaluated):
-        by_group.setdefault(item.group, []).append(index)
-    members = list(by_group.values())
-    rng = np.random.default_rng(seed)
-    gains = []
-    while len(gains) < 1_000:
-        rows = np.concatenate([members[g] for g in rng.integers(0, len(members), len(members))])
-        if labels[rows].all() or not labels[rows].any():
-            continue
-        gains.append(
-            (
-                balanced_accuracy(labels[rows], aligned_p[rows] >= 0.5)
-                - balanced_accuracy(labels[rows], plain_p[rows] >= threshold),
-                auc(labels[rows], aligned_p[rows]) - auc(labels[rows], plain_p[rows]),
-            )
+    gains = [
+        (
+            balanced_accuracy(labels[rows], aligned_p[rows] >= 0.5)
+            - balanced_accuracy(labels[rows], plain_p[rows] >= threshold),
+            auc(labels[rows], aligned_p[rows]) - auc(labels[rows], plain_p[rows]),
         )
+        for rows in group_replicates(labels, [item.group for item in evaluated], seed)
+    ]
     low_ba, low_auc = np.percentile(np.array(gains), 2.5, axis=0)
     return float(low_ba), float(low_auc)
 

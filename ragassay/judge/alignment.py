@@ -256,6 +256,23 @@ def auc(labels: np.ndarray, scores: np.ndarray) -> float:
     return float((rankdata(scores)[labels].sum() - positives * (positives + 1) / 2) / (positives * negatives))
 
 
+def group_replicates(labels: np.ndarray, groups: Sequence[str], seed: int = 0) -> list[np.ndarray]:
+    """RESAMPLES cluster-bootstrap replicates of labelled items, as row indices: groups drawn with
+    replacement, each bringing all its items; a replicate holding one class is drawn again."""
+    by_group: dict[str, list[int]] = {}
+    for index, group in enumerate(groups):
+        by_group.setdefault(group, []).append(index)
+    members = list(by_group.values())
+    rng = np.random.default_rng(seed)
+    replicates = []
+    while len(replicates) < RESAMPLES:
+        rows = np.concatenate([members[g] for g in rng.integers(0, len(members), len(members))])
+        if labels[rows].all() or not labels[rows].any():
+            continue
+        replicates.append(rows)
+    return replicates
+
+
 def compare(
     labels: np.ndarray,
     plain_p: np.ndarray,
@@ -269,26 +286,17 @@ def compare(
     ones (aligned_p >= 0.5; AUC of aligned_p) on the same labels, with a cluster bootstrap over
     groups (RESAMPLES replicates; a replicate holding one class is drawn again)."""
     plain_verdicts, aligned_verdicts = plain_p >= threshold, aligned_p >= 0.5
-    by_group: dict[str, list[int]] = {}
-    for index, group in enumerate(groups):
-        by_group.setdefault(group, []).append(index)
-    members = list(by_group.values())
-    rng = np.random.default_rng(seed)
-    draws = []
-    while len(draws) < RESAMPLES:
-        chosen = rng.integers(0, len(members), len(members))
-        rows = np.concatenate([members[g] for g in chosen])
-        if labels[rows].all() or not labels[rows].any():
-            continue
-        draws.append(
+    drawn = np.array(
+        [
             (
                 balanced_accuracy(labels[rows], plain_verdicts[rows]),
                 auc(labels[rows], plain_p[rows]),
                 balanced_accuracy(labels[rows], aligned_verdicts[rows]),
                 auc(labels[rows], aligned_p[rows]),
             )
-        )
-    drawn = np.array(draws)
+            for rows in group_replicates(labels, groups, seed)
+        ]
+    )
     low, high = np.percentile(drawn, [2.5, 97.5], axis=0)
     point = (
         balanced_accuracy(labels, plain_verdicts),
@@ -301,7 +309,7 @@ def compare(
         int(labels.size),
         int(labels.sum()),
         int((~labels).sum()),
-        len(members),
+        len(set(groups)),
         folds,
         *figures,
         ahead_share=float(np.mean(drawn[:, 2] > drawn[:, 0])),
