@@ -3,6 +3,8 @@ the real answer path, judged, compared pairwise, and logged as one MLflow batch.
 
 from __future__ import annotations
 
+from typing import Any
+
 from prefect import flow
 from prefect.runtime import flow_run
 
@@ -10,9 +12,11 @@ from flows.finished import finished
 from flows.run_names import run_name
 from flows.runners import WorkClock, task_runner
 from ragassay.config import AnswerEvalConfig
+from ragassay.config_errors import with_overrides
 from ragassay.evaluation.answer_judging import configuration_pairs
 from ragassay.evaluation.outcomes import AnswerEvalReport
 from ragassay.evaluation.questions import whole_dialogue_parts
+from ragassay.gates.assertions import raise_on_failed
 from ragassay.llm.settings import model_id_of
 from ragassay.systems.settings import SystemConfiguration
 from ragassay.tracking import Batch
@@ -34,9 +38,13 @@ from tasks.resources import locate_models
 
 
 @flow(name="eval-answers", flow_run_name=run_name, validate_parameters=True)
-def eval_answers_flow(config: AnswerEvalConfig, batch: Batch | None = None) -> AnswerEvalReport:
+def eval_answers_flow(
+    config: AnswerEvalConfig, batch: Batch | None = None, overrides: dict[str, Any] | None = None
+) -> AnswerEvalReport:
     """Answer every question under each configuration, judge, compare, log one batch (or into the
-    pipeline's batch), and show the outcome on the flow run."""
+    pipeline's batch), and show the outcome on the flow run. overrides: dotted keys changed in
+    config (config_errors.with_overrides)."""
+    config = with_overrides(config, overrides)
     locate_models(config.chat_models())
     questions = load_answer_questions(config)
     evaluation = str(flow_run.id)  # the judges' memory lasts one evaluation (tasks/resources.worker_judge)
@@ -94,4 +102,7 @@ def eval_answers_flow(config: AnswerEvalConfig, batch: Batch | None = None) -> A
         config, questions, model_id_of(config.judge), summaries, preferences, judge_calibration, batch, clock.spans()
     )
     publish_answer_report(config, report, describe_batch=batch is None)
-    return finished(report)
+    finished(report)
+    if batch is None:  # in a pipeline, the pipeline's flow run carries the verdict
+        raise_on_failed(report.assertions)
+    return report

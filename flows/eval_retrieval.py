@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from prefect import flow
 
 from flows.finished import finished
 from flows.run_names import run_name
 from flows.runners import WorkClock, task_runner
 from ragassay.config import RetrievalEvalConfig
+from ragassay.config_errors import with_overrides
 from ragassay.evaluation.outcomes import RetrievalEvalReport
+from ragassay.gates.assertions import raise_on_failed
 from ragassay.systems.settings import SystemConfiguration
 from ragassay.tracking import Batch
 from tasks.eval_retrieval import (
@@ -26,9 +30,13 @@ from tasks.resources import locate_models
 
 
 @flow(name="eval-retrieval", flow_run_name=run_name, validate_parameters=True)
-def eval_retrieval_flow(config: RetrievalEvalConfig, batch: Batch | None = None) -> RetrievalEvalReport:
+def eval_retrieval_flow(
+    config: RetrievalEvalConfig, batch: Batch | None = None, overrides: dict[str, Any] | None = None
+) -> RetrievalEvalReport:
     """Search every golden question under each configuration, score, compare, log one batch (or
-    into the pipeline's batch), and show the outcome on the flow run."""
+    into the pipeline's batch), and show the outcome on the flow run. overrides: dotted keys
+    changed in config (config_errors.with_overrides)."""
+    config = with_overrides(config, overrides)
     locate_models(config.chat_models())
     questions, context = load_golden_questions(config)
     # Configurations are searched where config.task_runner says (threads here, or Dask workers).
@@ -66,4 +74,7 @@ def eval_retrieval_flow(config: RetrievalEvalConfig, batch: Batch | None = None)
     summary = summarize_retrieval(config, per_question, coverage)
     report = log_retrieval_batch(config, context, searched, per_question, summary, batch, clock.spans())
     publish_retrieval_report(config, report, describe_batch=batch is None)
-    return finished(report)
+    finished(report)
+    if batch is None:  # in a pipeline, the pipeline's flow run carries the verdict
+        raise_on_failed(report.assertions)
+    return report

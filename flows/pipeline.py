@@ -2,11 +2,13 @@
 stage a subflow of one flow run and every MLflow run in one batch. Stages switched off in the
 config are skipped; a stage whose inputs are missing fails before it starts, naming the stage
 that provides them; a failed stage fails the flow run with the stage named, and what earlier
-stages wrote stays."""
+stages wrote stays. A run whose assertions do not all hold ends Failed once everything is logged,
+its message naming each failed one."""
 
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from prefect import flow
 
@@ -18,7 +20,9 @@ from flows.index import index_flow
 from flows.ingest import ingest_flow
 from flows.run_names import TAG_PIPELINE, run_name, tagged
 from ragassay.config import PipelineConfig
+from ragassay.config_errors import with_overrides
 from ragassay.errors import RagassayError
+from ragassay.gates.assertions import raise_on_failed
 from ragassay.pipeline_stages import PipelineReport, StageReports
 from ragassay.tracking import Batch
 from ragassay.work_span import WorkSpan, now_ms
@@ -83,8 +87,11 @@ STAGES = {
 
 
 @flow(name="pipeline", flow_run_name=run_name, validate_parameters=True)
-def pipeline_flow(config: PipelineConfig) -> PipelineReport:
-    """Run every enabled stage of one collection as subflows, logged as one MLflow batch."""
+def pipeline_flow(config: PipelineConfig, overrides: dict[str, Any] | None = None) -> PipelineReport:
+    """Run every enabled stage of one collection as subflows, logged as one MLflow batch.
+    overrides: dotted keys changed in config (`{"answers.max_questions": 2}`), so a deployment's
+    run can send only what differs from its parameters (config_errors.with_overrides)."""
+    config = with_overrides(config, overrides)
     started = time.time()
     locate_models(config.chat_models())
     batch = open_pipeline_batch(config)
@@ -100,10 +107,13 @@ def pipeline_flow(config: PipelineConfig) -> PipelineReport:
                 mark_pipeline_failed(config, batch, stage, f"{type(error).__name__}: {error}")
                 raise StageFailed(f"pipeline stage {stage} failed: {error}") from error
             seconds[stage] = round(time.perf_counter() - stage_started, 3)
-        return finished(finish_pipeline(config, batch, started, seconds, StageReports(**reports)))
+        report = finished(finish_pipeline(config, batch, started, seconds, StageReports(**reports)))
     except BaseException as stop:
         if not isinstance(stop, Exception):
             # Ctrl-C, SIGTERM, or the flow run cancelled from the Prefect UI (its worker's
             # SIGTERM): the batch ends KILLED with what its stages logged, not RUNNING for ever.
             end_stopped_runs(f"stopped: {type(stop).__name__}")
         raise
+    # Everything is logged and published: a failed assertion now fails the flow run, naming it.
+    raise_on_failed(report.assertions)
+    return report

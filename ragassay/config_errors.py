@@ -1,11 +1,12 @@
 """A config's validation errors as a user reads them: pydantic's ValidationError turned into one
 ConfigError naming each bad field as written (a list index without pydantic's kind tag), an
-unknown key with the keys allowed there. Kept apart from the declarations in config.py, which
-say what each setting is, not how a mistake in one is worded."""
+unknown key with the keys allowed there; and a validated config with a few dotted keys changed
+(a deployment's `overrides`), validated the same way. Kept apart from the declarations in
+config.py, which say what each setting is, not how a mistake in one is worded."""
 
 from __future__ import annotations
 
-from typing import get_args
+from typing import Any, get_args
 
 from pydantic import BaseModel, ValidationError
 
@@ -34,6 +35,40 @@ def parse_config(config_class: type[BaseModel], /, **values) -> BaseModel:
                 message = "unknown key" + (f"; allowed keys: {', '.join(allowed)}" if allowed else "")
             problems.append(f"{field}: {message}")
         raise ConfigError("invalid configuration: " + listed_problems(problems)) from None
+
+
+def with_overrides(config: BaseModel, overrides: dict[str, Any] | None) -> BaseModel:
+    """config with each dotted key set to its value (`answers.max_questions`: 2; a list item by
+    its index, `retrieval.configurations.0.k`), validated exactly as a config file is: a key that
+    is no setting, or a value it does not take, is a ConfigError naming the key. Settings the
+    overrides do not name keep their values."""
+    if not overrides:
+        return config
+    values = config.model_dump(mode="json", exclude_unset=True)
+    for key, value in overrides.items():
+        parts = [int(part) if part.isdigit() else part for part in str(key).split(".")]
+        if "" in parts:
+            raise ConfigError(f"overrides: {key!r} is not a dotted key such as 'answers.max_questions'")
+        holder: Any = values
+        for position, part in enumerate(parts[:-1]):
+            if isinstance(holder, dict) and isinstance(part, str):
+                holder = holder.setdefault(part, {})
+            elif isinstance(holder, list) and isinstance(part, int) and part < len(holder):
+                holder = holder[part]
+            else:
+                reached = ".".join(map(str, parts[: position + 1]))
+                raise ConfigError(f"overrides: {key!r}: {reached} is not a section or a list item of the configuration")
+        last = parts[-1]
+        if (isinstance(holder, list) and isinstance(last, int) and last < len(holder)) or (
+            isinstance(holder, dict) and isinstance(last, str)
+        ):
+            holder[last] = value
+        else:
+            raise ConfigError(f"overrides: {key!r} is not a setting of the configuration")
+    try:
+        return parse_config(type(config), **values)
+    except ConfigError as error:
+        raise ConfigError(f"overrides {', '.join(map(str, overrides))}: {error}") from None
 
 
 def _shown_location(location: tuple) -> tuple:

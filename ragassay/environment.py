@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from ragassay.errors import ConfigError
@@ -62,6 +62,18 @@ class Environment(BaseSettings):
         description="Where MLflow's UI serves the workspace's own store, for the links reports give (a tracking "
         "server's links use its address).",
     )
+
+    @field_validator("home", "models", "cache", mode="before")
+    @classmethod
+    def _no_unfilled_template(cls, value):
+        # `prefect deploy` writes `{{ $RAGASSAY_MODELS }}` as it stands when the deployer's shell
+        # lacks the variable, and a worker would then look for models in a folder of that name.
+        if isinstance(value, str) and "{{" in value:
+            raise ValueError(
+                f"{value!r} is a Prefect template left unfilled: set the variable where `prefect deploy --all` "
+                "runs and deploy again (README.md, \"Team set-up\")"
+            )
+        return value
 
 
 def environment() -> Environment:

@@ -9,7 +9,7 @@ from pydantic import BaseModel
 
 from ragassay.config import PipelineConfig
 from ragassay.errors import RagassayError
-from ragassay.evaluation.outcomes import AnswerEvalReport, RetrievalEvalReport
+from ragassay.evaluation.outcomes import AnswerEvalReport, RetrievalEvalReport, published_intervals
 from ragassay.evaluation.reports import (
     answer_sections,
     assertion_lines,
@@ -98,6 +98,19 @@ class GoldenStageReport(BaseModel):
     file: GoldenFileOutcome | None
     generation: GenerationReport | None
     totals: GenerationTotals
+
+
+def generation_text(golden: GoldenStageReport) -> str:
+    """What generation added up to for this seed (accepted of candidates, then each discard
+    reason's count), or that it was switched off for this run."""
+    if golden.generation is None:
+        return "generation: off in this run"
+    totals = golden.totals
+    discards = ", ".join(f"{count} {reason}" for reason, count in totals.discarded.items()) or "none"
+    return (
+        f"generation (seed {totals.seed}): {totals.accepted} accepted of {totals.candidates} candidates; "
+        f"discarded: {discards}"
+    )
 
 
 def golden_file_outcome(changes: list[GoldenChange]) -> GoldenFileOutcome:
@@ -230,6 +243,20 @@ def pipeline_metrics(report: PipelineReport) -> dict[str, float]:
     return metrics
 
 
+def pipeline_metric_rows(report: PipelineReport) -> list[dict]:
+    """The batch's metrics table as the pipeline's flow run shows it (where a CI client reads it):
+    each evaluation stage's rows as its own flow run publishes them (published_intervals), with
+    the stage first; the same columns on every row (a retrieval row has no corrected estimate)."""
+    rows = []
+    if report.retrieval is not None:
+        headline = retrieval_headline(report.retrieval)
+        rows += [{"stage": "retrieval", **row} for row in published_intervals(report.retrieval.intervals, headline)]
+    if report.answers is not None:
+        rows += [{"stage": "answers", **row} for row in published_intervals(report.answers.intervals)]
+    columns = dict.fromkeys(key for row in rows for key in row)
+    return [{key: row.get(key) for key in columns} for row in rows]
+
+
 def cache_lines(reports: StageReports) -> dict[str, str]:
     """Per stage, what was served from a cache instead of done again."""
     lines = {}
@@ -308,13 +335,7 @@ def pipeline_markdown(report: PipelineReport) -> str:
         for stage in report.stages
     ]
     if report.golden:
-        totals = report.golden.totals
-        lines += [
-            "",
-            f"Golden set: {totals.golden_size} entries; generation (seed {totals.seed}): {totals.accepted} accepted of "
-            f"{totals.candidates} candidates"
-            + "".join(f", {count} {reason}" for reason, count in totals.discarded.items()),
-        ]
+        lines += ["", f"Golden set: {report.golden.totals.golden_size} entries; {generation_text(report.golden)}"]
     lines += assertion_lines(report.assertions)
     lines += warning_lines(report.warnings)
     if not report.mlflow_url:

@@ -26,7 +26,7 @@ from ragassay.metrics.judge_error import JudgeCalibration
 from ragassay.systems.settings import SystemConfiguration
 from ragassay.tracking import Batch
 from ragassay.work_span import WorkSpan
-from tasks.publish import flow_run_line, publish, stage_batch
+from tasks.publish import flow_run_line, publish, publish_verdict, stage_batch
 from tasks.resources import MODEL_SERVER_RETRIES, TRACKING_RETRIES, worker_judge, worker_resources
 
 
@@ -196,3 +196,4 @@ def publish_answer_report(config: AnswerEvalConfig, report: AnswerEvalReport, de
     )
     if describe_batch:
         tracking.describe_run(config.home, report.parent_run_id, markdown + flow_run_line())
+        publish_verdict("answers", list(config.collections), report.assertions)

@@ -32,7 +32,7 @@ from ragassay.metrics.names import MetricName, headline_retrieval_metrics
 from ragassay.systems.settings import SystemConfiguration
 from ragassay.tracking import Batch
 from ragassay.work_span import WorkSpan
-from tasks.publish import flow_run_line, publish, stage_batch
+from tasks.publish import flow_run_line, publish, publish_verdict, stage_batch
 from tasks.resources import MODEL_SERVER_RETRIES, TRACKING_RETRIES, worker_resources
 
 
@@ -156,3 +156,4 @@ def publish_retrieval_report(
     )
     if describe_batch:
         tracking.describe_run(config.home, report.parent_run_id, markdown + flow_run_line())
+        publish_verdict("retrieval", list(config.collections), report.assertions)

@@ -12,12 +12,13 @@ from prefect.runtime import flow_run
 
 from ragassay import pipeline_stages, tracking
 from ragassay.config import PipelineConfig
+from ragassay.gates.assertions import assertion_rows, verdict_of
 from ragassay.golden import store
 from ragassay.golden.generation import GenerationReport
 from ragassay.pipeline_stages import GoldenFileOutcome, GoldenStageReport, PipelineReport, StageReports
 from ragassay.tracking import Batch
 from ragassay.work_span import WorkSpan
-from tasks.publish import flow_run_url, name_flow_run, publish, run_origin
+from tasks.publish import flow_run_url, name_flow_run, publish, publish_verdict, run_origin
 from tasks.resources import TRACKING_RETRIES
 
 
@@ -91,7 +92,8 @@ def finish_pipeline(
     config: PipelineConfig, batch: Batch, started: float, stage_seconds: dict[str, float], reports: StageReports
 ) -> PipelineReport:
     """The pipeline's figures on the batch's parent run (stage seconds, documents, golden-set size,
-    the gates), the run finished, the summary published on the flow run; the report."""
+    the gates) with its verdict, the run finished; the summary, the batch's metrics and its
+    assertions published on the flow run; the report."""
     flow_run_id = flow_run.root_flow_run_id or flow_run.id
     report = pipeline_stages.pipeline_report(
         config,
@@ -106,6 +108,15 @@ def finish_pipeline(
     mlflow_client = tracking.client(config.home)
     tracking.log_values(mlflow_client, batch.parent_run_id, {}, pipeline_stages.pipeline_metrics(report))
     tracking.describe_run(config.home, batch.parent_run_id, markdown)
+    verdict = verdict_of(report.assertions)
+    tracking.log_verdict(mlflow_client, batch, "pipeline", verdict, assertion_rows(report.assertions))
     tracking.finish(mlflow_client, batch.parent_run_id)
-    publish("pipeline", [config.collection], [], markdown, f"pipeline run, MLflow batch {batch.batch_id}")
+    publish(
+        "pipeline",
+        [config.collection],
+        pipeline_stages.pipeline_metric_rows(report),
+        markdown,
+        f"pipeline run, MLflow batch {batch.batch_id}, verdict {verdict}",
+    )
+    publish_verdict("pipeline", [config.collection], report.assertions)
     return report

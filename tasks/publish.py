@@ -11,6 +11,7 @@ from prefect.runtime import flow_run
 from prefect.settings import PREFECT_UI_URL
 
 from ragassay import tracking
+from ragassay.gates.assertions import AssertionResult, assertion_rows, failed_assertions_text, verdict_of
 from ragassay.work_span import WorkSpan
 
 
@@ -37,19 +38,32 @@ def flow_run_line() -> str:
     return f"\nPrefect flow run [{flow_run_id}]({url})\n" if url else f"\nPrefect flow run `{flow_run_id}`\n"
 
 
-def _key(text: str) -> str:
-    """Prefect artifact keys: lowercase letters, digits and dashes."""
-    return re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")
+def _stage_key(stage: str, collection_names: list[str]) -> str:
+    """The start of a stage's artifact keys (Prefect's keys: lowercase letters, digits and
+    dashes): `retrieval-sample`."""
+    return re.sub(r"[^a-z0-9-]+", "-", f"{stage}-{'-'.join(collection_names)}".lower()).strip("-")
 
 
 def publish(stage: str, collection_names: list[str], table: list[dict], markdown: str, description: str) -> None:
     """A table artifact (when there is a table) and a Markdown artifact on the current flow run,
     under keys that stay the same from run to run (`retrieval-sample-metrics`,
     `retrieval-sample-report`), so the UI shows their history."""
-    key = _key(f"{stage}-{'-'.join(collection_names)}")
+    key = _stage_key(stage, collection_names)
     if table:
         create_table_artifact(table=table, key=f"{key}-metrics", description=description)
     create_markdown_artifact(markdown=markdown, key=f"{key}-report", description=description)
+
+
+def publish_verdict(stage: str, collection_names: list[str], assertions: list[AssertionResult]) -> None:
+    """The assertions' rows (each one's text, configuration, metric, bound, measured value, outcome
+    and reason) as a table artifact on the current flow run, `<stage>-<collections>-assertions`;
+    none without assertions."""
+    if assertions:
+        create_table_artifact(
+            table=assertion_rows(assertions),
+            key=f"{_stage_key(stage, collection_names)}-assertions",
+            description=f"{verdict_of(assertions)}: {failed_assertions_text(assertions) or 'every assertion held'}",
+        )
 
 
 def stage_batch(

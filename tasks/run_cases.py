@@ -8,11 +8,12 @@ from prefect.cache_policies import NO_CACHE
 
 from ragassay import tracking
 from ragassay.gates import case_runs
+from ragassay.gates.assertions import assertion_rows, verdict_of
 from ragassay.gates.case_runs import CaseReport, SuiteResult
 from ragassay.gates.suite import CaseSuite
 from ragassay.judge.judge import Judge
 from ragassay.metrics.judge_error import JudgeCalibration
-from tasks.publish import run_origin
+from tasks.publish import publish_verdict, run_origin
 from tasks.resources import MODEL_SERVER_RETRIES, worker_resources
 
 
@@ -24,11 +25,17 @@ def run_suite(suite: CaseSuite, judge: Judge, calibration: JudgeCalibration | No
 
 @task(name="log-cases-run", cache_policy=NO_CACHE)
 def log_cases_run(suite: CaseSuite, result: SuiteResult, judge_model_id: str) -> CaseReport:
-    """One MLflow run for the suite: its settings, pass/fail counts and the per-case table."""
+    """One MLflow run for the suite: its settings, pass/fail counts, the per-case table and its
+    verdict (each case an assertion); the verdict's table on the flow run too."""
     params = tracking.flatten_params(case_runs.suite_params(suite, judge_model_id))
     batch = tracking.open_batch(suite.home, list(suite.collections), "cases", params, run_origin("ragassay cases run"))
     mlflow_client = tracking.client(suite.home)
     tracking.log_values(mlflow_client, batch.parent_run_id, {}, result.metrics)
     tracking.log_tables(mlflow_client, batch.parent_run_id, {"cases": result.results})
+    report = case_runs.case_report(suite, result, judge_model_id, tracking.locate_batch(suite.home, batch))
+    tracking.log_verdict(
+        mlflow_client, batch, "cases", verdict_of(report.assertions), assertion_rows(report.assertions)
+    )
     tracking.finish(mlflow_client, batch.parent_run_id)
-    return case_runs.case_report(suite, result, judge_model_id, tracking.locate_batch(suite.home, batch))
+    publish_verdict("cases", list(suite.collections), report.assertions)
+    return report

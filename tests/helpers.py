@@ -54,3 +54,19 @@ def build_collection(
 def search_hits(home: Path, collections: list[str], query: str, k: int = 10, **settings) -> list[SearchHit]:
     """The hits `ragassay search` returns with these settings."""
     return run_search(SESSION_RESOURCES, home, collections, query, SearchSettings(**settings), k).hits
+
+
+def report_of(flow_object, *args, **kwargs):
+    """A flow's report, also when its flow run ended Failed on a failed assertion (the run fails
+    only after everything is logged; the report is what the command prints): the way the CLI
+    reads it (cli/common.run_flow)."""
+    from flows.finished import take
+    from ragassay.gates.assertions import AssertionsFailed
+
+    take(flow_object.name)
+    try:
+        return flow_object(*args, **kwargs)
+    except AssertionsFailed:
+        report = take(flow_object.name)
+        assert report is not None, "a flow that failed on its verdict keeps its report"
+        return report

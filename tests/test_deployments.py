@@ -217,7 +217,10 @@ def test_pipeline_deployment_runs_on_real_servers(servers, tmp_path):
     deployment = httpx.get(f"{api}/deployments/name/pipeline/sample-pipeline-nightly", timeout=30).json()
     assert deployment["schedules"][0]["schedule"]["cron"] == "0 2 * * *"
     assert deployment["job_variables"]["env"]["RAGASSAY_HOME"] == env["RAGASSAY_HOME"]
+    assert deployment["job_variables"]["env"]["RAGASSAY_MODELS"] == env["RAGASSAY_MODELS"]
     assert deployment["job_variables"]["env"]["MLFLOW_TRACKING_URI"] == servers["mlflow"]
+    for name in ("pipeline/sample-pipeline-nightly", "eval-retrieval/prod-rag-nightly", "run-cases/sample-cases"):
+        assert name in deployed.stdout, "the three deployments README.md names"
 
     started = prefect_cli(
         "deployment",
@@ -264,6 +267,34 @@ def test_pipeline_deployment_runs_on_real_servers(servers, tmp_path):
     assert all(row["ci_low"] <= row["mean"] <= row["ci_high"] and row["scored"] == 30 for row in table)
     assert servers["mlflow"] in artifacts["retrieval-sample-report"]["data"], "the report links to the MLflow run"
 
+    # The verdict and the batch's metrics on the pipeline's own flow run, where a client looks.
+    mine = {
+        a["key"]: json.loads(a["data"])
+        for a in httpx.post(
+            f"{api}/artifacts/filter", json={"artifacts": {"flow_run_id": {"any_": [pipeline_run["id"]]}}}, timeout=30
+        ).json()
+        if a["type"] == "table"
+    }
+    assert [(row["assertion"], row["outcome"]) for row in mine["pipeline-sample-assertions"]] == [
+        ("hybrid:recall@5>=0.5", "passed")
+    ]
+    assert {(row["stage"], row["configuration"]) for row in mine["pipeline-sample-metrics"]} == {
+        ("retrieval", "fulltext"),
+        ("retrieval", "semantic"),
+        ("retrieval", "hybrid"),
+        ("answers", "hybrid"),
+    }
+    published = next(
+        row
+        for row in mine["pipeline-sample-metrics"]
+        if (row["configuration"], row["metric"]) == ("hybrid", "recall@5")
+    )
+    assert published == {
+        **next(row for row in table if row["configuration"] == "hybrid" and row["metric"] == "recall@5"),
+        "stage": "retrieval",
+        **dict.fromkeys(("corrected", "corrected_low", "corrected_high")),
+    }
+
     # MLflow: one batch, its parent carrying summary metrics, plots and the Prefect flow run; the
     # configurations and stages as children.
     from mlflow.tracking import MlflowClient
@@ -278,6 +309,8 @@ def test_pipeline_deployment_runs_on_real_servers(servers, tmp_path):
     assert parent.data.tags["ragassay.prefect.flow_run_url"].endswith(f"/runs/flow-run/{pipeline_run['id']}")
     assert parent.data.tags["mlflow.user"] and parent.data.tags["mlflow.source.name"] == "ragassay run"
     assert parent.data.metrics["retrieval/hybrid/recall_at_5"] >= 0.5 and parent.data.metrics["gates/failed"] == 0
+    assert parent.data.tags["ragassay.verdict"] == "passed" and parent.info.run_name.endswith(" passed")
+    assert parent.data.metrics["retrieval/hybrid/recall_at_5"] == pytest.approx(published["mean"], abs=5e-5)
     assert {"answers/hybrid/refusal_recall", "seconds/answers", "documents/ingested"} <= set(parent.data.metrics)
     plots = {a.path for a in client.list_artifacts(parent.info.run_id, "plots")}
     assert {"plots/retrieval_metrics.png", "plots/retrieval_recall_at_k.png", "plots/answer_metrics.png"} <= plots
@@ -316,12 +349,80 @@ def test_pipeline_deployment_runs_on_real_servers(servers, tmp_path):
     report = json.loads(evaluated.stdout)
     assert report["mlflow_url"].startswith(servers["mlflow"]) and report["means"]["fulltext"]["recall@5"] > 0
 
+    hybrid = next(run for run in children if run.info.run_name == "retrieval/hybrid")
+    assert hybrid.data.metrics["recall_at_5_ci_low"] == pytest.approx(published["ci_low"], abs=5e-5)
+    assert hybrid.data.tags["ragassay.verdict"] == "passed"
+
     if servers["database"]:
         import psycopg2
 
         with psycopg2.connect(servers["database"]) as connection, connection.cursor() as cursor:
             cursor.execute("SELECT count(*) FROM runs")
             assert cursor.fetchone()[0] == 1 + len(children) + 2, "MLflow's runs live in PostgreSQL"
+
+    # From CI over plain HTTP: the shipped script creates a run of the deployment with only what
+    # changes (`overrides`), waits, and reads the verdict and metrics from both servers' APIs.
+    # Retrieval only, over what the first run built: a bound that cannot hold, then one that does.
+    worker, worker_log = servers["services"].start(
+        "ci-worker",
+        [PREFECT, "worker", "start", "--pool", "ragassay-local", "--prefetch-seconds", "5"],
+        {**env, "PREFECT_WORKER_QUERY_SECONDS": "2"},
+    )
+    quick = ["--set", "golden.generate=false", "--set", "answers.enabled=false"]
+
+    def ci(*bounds: str, extra: tuple[str, ...] = ()) -> tuple[int, dict, str]:
+        done = subprocess.run(
+            [
+                sys.executable,
+                str(REPO / "scripts" / "ci_evaluate.py"),
+                "--prefect-api",
+                api,
+                "--deployment",
+                "pipeline/sample-pipeline-nightly",
+                "--mlflow",
+                servers["mlflow"],
+                "--poll",
+                "1",
+                "--timeout",
+                "600",
+                *quick,
+                "--set",
+                f"retrieval.assertions={json.dumps(list(bounds))}",
+                *extra,
+            ],
+            env={key: value for key, value in env.items() if key != "PYTHONPATH"},
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        return (
+            done.returncode,
+            json.loads(done.stdout) if done.stdout.strip() else {},
+            done.stderr + worker_log.read_text()[-3000:],
+        )
+
+    code, failed, log = ci("fulltext:recall@1<=0.01", "hybrid:recall@5>=0.5")
+    assert code == 1, log
+    assert failed["state"] == "FAILED" and failed["verdict"] == "failed"
+    assert "1 of 2 assertions failed: fulltext:recall@1<=0.01 (measured " in failed["message"]
+    assert [row["outcome"] for row in failed["assertions"]] == ["failed", "passed"]
+    assert failed["mlflow"]["verdict"] == "failed" and failed["mlflow"]["batch_id"]
+    assert {row["stage"] for row in failed["metrics"]} == {"retrieval"}, "answers were switched off by an override"
+    code, passed, log = ci("hybrid:recall@5>=0.5")
+    assert code == 0, log
+    assert passed["state"] == "COMPLETED" and passed["verdict"] == "passed" and passed["mlflow"]["verdict"] == "passed"
+    assert passed["mlflow"]["metrics"]["retrieval/hybrid/recall_at_5"] == pytest.approx(
+        next(
+            row["mean"] for row in passed["metrics"] if (row["configuration"], row["metric"]) == ("hybrid", "recall@5")
+        ),
+        abs=5e-5,
+    )
+    # A key that is no setting fails the run at once, naming it; no verdict, exit 2.
+    code, refused, log = ci("hybrid:recall@5>=0.5", extra=("--set", "answers.max_question=2"))
+    assert code == 2 and refused["state"] == "FAILED", log
+    assert "answers.max_question: unknown key" in refused["message"]
+    os.killpg(worker.pid, signal.SIGTERM)
+    worker.wait(timeout=60)
 
     # Cancelled from the Prefect UI (its API) while models answer: the worker stops the run, and
     # the pipeline's MLflow batch ends KILLED with what its stages logged, not RUNNING for ever.

@@ -102,7 +102,8 @@ def test_pipeline_runs_every_stage_then_reruns_from_cache(home, tmp_path):
     )
     assert set(view["groupsExpanded"]) >= {f"tag.{tracking.TAG_KIND}.{kind}" for kind in ("retrieval", "answers")}
     assert (
-        view["selectedColumns"][0].startswith("metrics.`recall_at_")
+        view["selectedColumns"][0] == f"tags.`{tracking.TAG_VERDICT}`"
+        and view["selectedColumns"][1].startswith("metrics.`recall_at_")
         and "metrics.`faithfulness`" in view["selectedColumns"]
     )
     assert first.runs_view_url and f"]({first.runs_view_url})" in parent.data.tags[tracking.DESCRIPTION_TAG]

@@ -72,7 +72,8 @@ def prefect_defaults() -> None:
 
 
 def run_flow(flow_object, *args: Any) -> Any:
-    """The flow's report. When Prefect fails after the flow's work finished (its server lost, so the
+    """The flow's report, also when its flow run ended Failed on a failed assertion. When Prefect
+    fails after the flow's work finished (its server lost, so the
     final state cannot be recorded), the report the work produced, with a warning: every table is
     written and MLflow holds the batch, so the command prints its results and exits with the code
     the work earned (flows/finished.py)."""
@@ -82,6 +83,8 @@ def run_flow(flow_object, *args: Any) -> Any:
     take(flow_object.name)
     for argument in args:
         check_parameter_size(argument)
+    from ragassay.gates.assertions import AssertionsFailed
+
     try:
         with tagged(args[0] if args else None):
             return flow_object(*args)
@@ -89,6 +92,9 @@ def run_flow(flow_object, *args: Any) -> Any:
         report = take(flow_object.name)
         if report is None:
             raise
+        if isinstance(error, AssertionsFailed):
+            # The flow run ended Failed on its verdict; the command prints it and exits 1 as before.
+            return report
         from rich.markup import escape
 
         from ragassay.redaction import redact

@@ -132,6 +132,8 @@ def render_pipeline(report) -> None:
 
 def _render_golden(golden) -> None:
     """The golden set's size, what its files added, and the generation's accepted and discarded."""
+    from ragassay.pipeline_stages import generation_text
+
     totals, file_outcome = golden.totals, golden.file
     added = (
         f"golden file: {file_outcome.added} added, {file_outcome.already_stored} already stored; "
@@ -140,9 +142,4 @@ def _render_golden(golden) -> None:
     )
     if file_outcome and file_outcome.dialogues:
         added += f"{file_outcome.dialogues} golden dialogues ({file_outcome.dialogues_added} added); "
-    discards = ", ".join(f"{count} {reason}" for reason, count in totals.discarded.items()) or "none"
-    out.print(
-        f"golden set: {totals.golden_size} entries. {added}generation seed {totals.seed}: {totals.accepted} accepted "
-        f"of {totals.candidates} candidates; discarded: {discards}",
-        highlight=False,
-    )
+    out.print(f"golden set: {totals.golden_size} entries. {added}{generation_text(golden)}", highlight=False)

@@ -349,7 +349,9 @@ def _feedback(
             failing = [
                 v["statement"] for v in verdicts if v["metric"] == name and v["verdict"] in ("unsupported", "incorrect")
             ]
-            rationale = ("not supported: " + " | ".join(failing)) if failing else None
+            # Each metric's own word for what failed: answer correctness grades the whole answer.
+            failed_as = "judged incorrect" if name == "answer_correctness" else "not supported"
+            rationale = (f"{failed_as}: " + " | ".join(failing)) if failing else None
             # Left out by design (a refusal, no reference answer, no contexts) is no error; the
             # judge's unreadable output is.
             unreadable = scored.value is None and (scored.excluded or "").startswith(UNREADABLE)

@@ -79,13 +79,12 @@ def corrected_comparisons(
 
 
 def corrected_metrics(intervals: pl.DataFrame) -> dict[str, dict[str, float]]:
-    """Each judged metric's run metrics beside its mean: the raw 95% interval (METRIC_low, _high)
-    and the judge-corrected estimate with its interval (METRIC_corrected, _low, _high; no estimate,
-    only the interval, where the labels do not show the judge separating the classes)."""
+    """Each judged metric's judge-corrected estimate with its interval as run metrics beside its
+    mean and raw interval (METRIC_corrected, _corrected_low, _corrected_high; no estimate, only the
+    interval, where the labels do not show the judge separating the classes)."""
     metrics: dict[str, dict[str, float]] = {}
     for row in intervals.filter(pl.col("corrected_low").is_not_null()).iter_rows(named=True):
         values = metrics.setdefault(row["configuration"], {})
-        values[f"{row['metric']}_low"], values[f"{row['metric']}_high"] = row["ci_low"], row["ci_high"]
         for part in CORRECTED_COLUMNS:
             if row[part] is not None:
                 values[f"{row['metric']}_{part}"] = row[part]

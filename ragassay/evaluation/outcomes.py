@@ -37,7 +37,15 @@ from ragassay.evaluation.judge_correction import (
 from ragassay.evaluation.questions import EvalQuestion, GoldenContext
 from ragassay.evaluation.retrieval_scoring import SearchedConfiguration
 from ragassay.evaluation.system_runs import records_table
-from ragassay.gates.assertions import AssertionResult, check_assertions, parse_answer_assertion, parse_assertion
+from ragassay.gates.assertions import (
+    AssertionResult,
+    assertion_rows,
+    check_assertions,
+    configuration_verdicts,
+    parse_answer_assertion,
+    parse_assertion,
+    verdict_of,
+)
 from ragassay.judge.judge import support_threshold_for
 from ragassay.judge.prompts import PROMPT_VERSIONS
 from ragassay.llm.registry import model_verification
@@ -45,10 +53,12 @@ from ragassay.llm.settings import model_id_of
 from ragassay.metrics.averaging import (
     IntervalRow,
     answer_scores,
+    interval_metrics,
     interval_rows,
     interval_table,
     mean_scores,
     scored_questions,
+    subset_interval_table,
 )
 from ragassay.metrics.conversations import (
     CONVERSATION_SUCCESS,
@@ -185,6 +195,10 @@ def answered_nothing(coverage: dict[str, float]) -> list[AssertionResult]:
             value=share,
             passed=False,
             reason=f"{label} answered none of the questions, so nothing of it was measured",
+            configuration=label,
+            metric="coverage",
+            operator=">",
+            bound=0.0,
         )
         for label, share in coverage.items()
         if share == 0
@@ -222,12 +236,15 @@ def retrieval_record(
     description and the span of its work; on the parent the headline means, the comparisons,
     warnings and intervals, and two pictures."""
     headline = headline_retrieval_metrics(config.ks)
+    names = [str(m) for m in config.metrics()]
+    bounds = interval_metrics(pl.concat([summary.intervals, subset_interval_table(per_question, names, config.seed)]))
+    verdicts = configuration_verdicts(summary.assertions)
     configurations = [
         ConfigurationRecord(
             label=c.label,
             params={**shared, **flatten_params({"config": c.applicable_settings()})},
             # A mean nothing was scored for is None, and not logged: MLflow shows no value, not 0.
-            metrics={**summary.means[c.label], **searched[c.label].costs},
+            metrics={**summary.means[c.label], **bounds.get(c.label, {}), **searched[c.label].costs},
             tables=_retrieval_tables(searched[c.label], per_question[c.label]),
             description=configuration_markdown(
                 f"retrieval/{c.label}: configuration {c.label} of retrieval batch {batch_id}, "
@@ -236,6 +253,7 @@ def retrieval_record(
                 headline,
             ),
             work_span=(work_spans or {}).get(c.label),
+            verdict=verdicts[c.label],
         )
         for c in config.configurations
     ]
@@ -260,6 +278,8 @@ def retrieval_record(
                 interval_rows(summary.intervals), list(config.ks), f"recall@k, batch {batch_id}"
             ),
         },
+        verdict=verdict_of(summary.assertions),
+        assertions=assertion_rows(summary.assertions),
     )
 
 
@@ -383,15 +403,18 @@ def summarize_answer_batch(
     calibration: JudgeCalibration | None = None,
 ) -> AnswerBatchSummary:
     """Intervals and paired differences of every answer metric, with the judged metrics'
-    judge-corrected estimates beside them (added to each configuration's run metrics as
-    METRIC_corrected, _low, _high), warnings, and the bounds checked. With golden dialogues, each
+    judge-corrected estimates beside them (each mean's 95% interval added to its configuration's
+    run metrics as METRIC_ci_low, _ci_high, and a corrected one as METRIC_corrected,
+    _corrected_low, _corrected_high), warnings, and the bounds checked. With golden dialogues, each
     metric's mean over their first turns and over their follow-ups (run metrics `first_…`,
     `followup_…`), the gap between them, and the share of dialogues handled turn after turn
     (conversation_success)."""
     per_question = {label: answer_scores(s.answers) for label, s in summaries.items()}
     intervals = corrected_intervals(answer_intervals(per_question, config.seed), per_question, calibration, config.seed)
-    for label, values in corrected_metrics(intervals).items():
-        summaries[label].metrics.update(values)
+    subsets = subset_interval_table(per_question, list(REPORTED_ANSWER_METRICS), config.seed)
+    for bounds in (interval_metrics(intervals), interval_metrics(subsets), corrected_metrics(intervals)):
+        for label, values in bounds.items():
+            summaries[label].metrics.update(values)
     for label, table in per_question.items():
         summaries[label].metrics.update(subset_means(table, REPORTED_ANSWER_METRICS))
         success, dialogues = conversation_success(table)
@@ -497,6 +520,7 @@ def _answer_configuration_record(
         else [],
         description=_answer_description(configuration, batch_id, judge_model_id, summary),
         work_span=(work_spans or {}).get(configuration.label),
+        verdict=configuration_verdicts(summary.assertions)[configuration.label],
     )
 
 
@@ -554,6 +578,8 @@ def answer_record(
                 answer_comparison_rows(summary.comparisons),
             )
         },
+        verdict=verdict_of(summary.assertions),
+        assertions=assertion_rows(summary.assertions),
     )
 
 
@@ -608,9 +634,12 @@ def answer_report(
         answered_by={c.label: answered_by(c) for c in config.configurations},
         followup_gaps=summary.followup_gaps,
         dialogues=questions.context.dialogues,
+        # Only where some answer has a statement judged unsupported: a link to none would open
+        # "No traces found".
         unfaithful_traces_urls={
             label: traces_below_url(config.home, logged.experiment_id, run_id, "faithfulness")
             for label, run_id in logged.run_ids.items()
+            if (summary.summaries[label].answers["faithfulness"] < 1).any()
         }
         if config.traces
         else {},

@@ -88,6 +88,13 @@ def _comparison_lines(comparisons: Sequence[ComparisonRow], metrics: list[str]) 
         "|---|---|---|---:|---|---:|---|" + ("---|" if corrected else ""),
     ]
     for c in shown:
+        if not c.questions:
+            # One side scored nothing (or nothing the other scored): there is no difference to show.
+            lines.append(
+                f"| {c.configuration_a} | {c.configuration_b} | {c.metric} | - | - | - | "
+                "no comparison: no question scored by both |" + (" - |" if corrected else "")
+            )
+            continue
         verdict = "significant" if c.p_value < ALPHA else "not significant"
         lines.append(
             f"| {c.configuration_a} | {c.configuration_b} | {c.metric} | {signed(c.mean_difference, 4)} "

@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import operator
 import re
+from collections import defaultdict
 from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict
 
+from ragassay.errors import RagassayError
 from ragassay.metrics.conversations import CONVERSATION_SUCCESS, TURN_SUBSETS
 from ragassay.metrics.names import CORRECTED_METRICS, REPORTED_ANSWER_METRICS, MetricName, metric_key, parse_metric
 
@@ -105,8 +107,9 @@ def coverage_label(text: str) -> str | None:
 
 
 class AssertionResult(BaseModel):
-    """An assertion checked: its text, the value measured (None when nothing was scored), whether
-    it holds, and why it failed where the check says (a system that answered nothing)."""
+    """An assertion checked: its text, the configuration, metric, operator and bound it names, the
+    value measured (None when nothing was scored), whether it holds, and why it failed where the
+    check says (a system that answered nothing)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -114,6 +117,18 @@ class AssertionResult(BaseModel):
     value: float | None
     passed: bool
     reason: str | None = None
+    configuration: str | None = None
+    metric: str | None = None
+    operator: str | None = None
+    bound: float | None = None
+
+    @property
+    def outcome(self) -> str:
+        return PASSED if self.passed else FAILED
+
+
+# A batch's verdict: every assertion held, one failed, or the batch had none to check.
+PASSED, FAILED, NO_ASSERTIONS = "passed", "failed", "none"
 
 
 def check_assertions(assertions: list[Assertion], means: dict[str, dict[str, float]]) -> list[AssertionResult]:
@@ -130,7 +145,18 @@ def check_assertions(assertions: list[Assertion], means: dict[str, dict[str, flo
             if value is None and assertion.bounded in CORRECTED_METRICS
             else None
         )
-        results.append(AssertionResult(assertion=str(assertion), value=value, passed=passed, reason=reason))
+        results.append(
+            AssertionResult(
+                assertion=str(assertion),
+                value=value,
+                passed=passed,
+                reason=reason,
+                configuration=assertion.label,
+                metric=assertion.bounded,
+                operator=assertion.op,
+                bound=assertion.bound,
+            )
+        )
     return results
 
 
@@ -139,3 +165,60 @@ def measured(result: AssertionResult) -> str:
     reason where the check says one (a system that answered nothing)."""
     value = "nothing scored" if result.value is None else f"measured {result.value:.4f}"
     return f"{value}: {result.reason}" if result.reason else value
+
+
+def verdict_of(results: list[AssertionResult]) -> str:
+    """A batch's verdict: `failed` when an assertion failed, `passed` when every one held, `none`
+    when it had none."""
+    if not results:
+        return NO_ASSERTIONS
+    return FAILED if any(not r.passed for r in results) else PASSED
+
+
+def configuration_verdicts(results: list[AssertionResult]) -> defaultdict[str, str]:
+    """Each configuration's verdict on the assertions that name it (verdict_of; `none` for one
+    that none names)."""
+    named: defaultdict[str, list[AssertionResult]] = defaultdict(list)
+    for result in results:
+        named[result.configuration or ""].append(result)
+    return defaultdict(lambda: NO_ASSERTIONS, {label: verdict_of(found) for label, found in named.items()})
+
+
+def failed_assertions_text(results: list[AssertionResult]) -> str:
+    """Each failed assertion with its bound and what was measured, as one line ('' when none
+    failed): `2 of 3 assertions failed: hybrid:recall@5>=0.9 (measured 0.8000); …`."""
+    failed = [r for r in results if not r.passed]
+    if not failed:
+        return ""
+    listed = "; ".join(f"{r.assertion} ({measured(r)})" for r in failed)
+    return f"{len(failed)} of {len(results)} assertions failed: {listed}"
+
+
+class AssertionsFailed(RagassayError):
+    """A finished evaluation whose assertions did not all hold: everything is logged, and its flow
+    run ends Failed with this message (each failed assertion, its bound and the measured value)."""
+
+
+def raise_on_failed(results: list[AssertionResult]) -> None:
+    """AssertionsFailed naming each failed assertion, when one failed."""
+    text = failed_assertions_text(results)
+    if text:
+        raise AssertionsFailed(text)
+
+
+def assertion_rows(results: list[AssertionResult]) -> list[dict]:
+    """The assertions as a batch's `assertions.json` and its Prefect table show them: each one's
+    text, configuration, metric, operator, bound, measured value, outcome and reason."""
+    return [
+        {
+            "assertion": r.assertion,
+            "configuration": r.configuration,
+            "metric": r.metric,
+            "operator": r.operator,
+            "bound": r.bound,
+            "value": r.value,
+            "outcome": r.outcome,
+            "reason": r.reason,
+        }
+        for r in results
+    ]

@@ -11,6 +11,7 @@ import polars as pl
 from pydantic import BaseModel
 
 from ragassay.answer.answering import answer_question
+from ragassay.gates.assertions import AssertionResult
 from ragassay.gates.cases import (
     CheckResult,
     case_passed,
@@ -170,8 +171,26 @@ def suite_digest(suite: CaseSuite) -> str:
     return hashlib.sha256(suite.model_dump_json(exclude={"home"}).encode()).hexdigest()[:16]
 
 
+def case_assertions(suite: CaseSuite, rows: list[dict]) -> list[AssertionResult]:
+    """Each case as an assertion (`case queen-eggs passes`: every check of it passed), for the
+    suite run's verdict; a failed one's reason names its failed checks."""
+    return [
+        AssertionResult(
+            assertion=f"case {row['case_id']} passes",
+            value=1.0 if row["passed"] else 0.0,
+            passed=row["passed"],
+            reason=None if row["passed"] else f"failed checks: {row['failures']}",
+            configuration=suite.name,
+            metric="passed",
+            operator="==",
+            bound=1.0,
+        )
+        for row in rows
+    ]
+
+
 class CaseReport(BaseModel):
-    """Per-case results, counts, and where the run is."""
+    """Per-case results, counts, each case as an assertion, and where the run is."""
 
     suite: str
     batch_id: str
@@ -183,6 +202,7 @@ class CaseReport(BaseModel):
     judge_model: str
     tracking_uri: str
     grounded: GroundedShare | None = None
+    assertions: list[AssertionResult] = []
 
 
 def suite_params(suite: CaseSuite, judge_model_id: str) -> dict:
@@ -210,4 +230,5 @@ def case_report(suite: CaseSuite, result: SuiteResult, judge_model_id: str, logg
         judge_model=judge_model_id,
         tracking_uri=logged.tracking_uri,
         grounded=result.grounded,
+        assertions=case_assertions(suite, result.rows),
     )

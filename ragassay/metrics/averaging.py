@@ -16,8 +16,8 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict
 
 from ragassay.metrics.answers import Scored
-from ragassay.metrics.conversations import drawn_ratio, group_index, question_groups
-from ragassay.metrics.names import MetricName
+from ragassay.metrics.conversations import FIRST, FOLLOWUP, drawn_ratio, group_index, has_turns, question_groups
+from ragassay.metrics.names import MetricName, metric_key
 
 
 def mean_of_scored(values: Sequence[float | None]) -> tuple[float | None, int]:
@@ -145,6 +145,30 @@ def interval_table(per_question: dict[str, pl.DataFrame], metrics: list[str], se
                 }
             )
     return pl.DataFrame(rows, schema=INTERVAL_SCHEMA)
+
+
+def subset_interval_table(per_question: dict[str, pl.DataFrame], metrics: list[str], seed: int = 0) -> pl.DataFrame:
+    """interval_table over the golden dialogues' first turns and over their follow-ups, each
+    metric named `first.<metric>` / `followup.<metric>` (conversations.subset_means' means); no
+    rows for a configuration without dialogues."""
+    tables = []
+    for subset, turns in ((FIRST, pl.col("turn") == 1), (FOLLOWUP, pl.col("turn") > 1)):
+        chosen = {label: table.filter(turns) for label, table in per_question.items() if has_turns(table)}
+        table = interval_table(chosen, metrics, seed).filter(pl.col("scored") > 0)
+        tables.append(table.with_columns((pl.lit(f"{subset}.") + pl.col("metric")).alias("metric")))
+    return pl.concat(tables)
+
+
+def interval_metrics(intervals: pl.DataFrame) -> dict[str, dict[str, float]]:
+    """Each configuration's 95% interval bounds as run metrics beside its means, from an interval
+    table: `<metric key>_ci_low` and `_ci_high` (`recall@5_ci_low`, `followup_faithfulness_ci_high`);
+    none for a metric nothing was scored on."""
+    metrics: dict[str, dict[str, float]] = {}
+    for row in intervals.filter(pl.col("ci_low").is_not_null()).iter_rows(named=True):
+        values = metrics.setdefault(row["configuration"], {})
+        key = metric_key(row["metric"])
+        values[f"{key}_ci_low"], values[f"{key}_ci_high"] = row["ci_low"], row["ci_high"]
+    return metrics
 
 
 def answer_scores(answers: pl.DataFrame) -> pl.DataFrame:

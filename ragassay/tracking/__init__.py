@@ -37,6 +37,7 @@ from ragassay.tracking.read import (
 )
 from ragassay.tracking.records import Batch, BatchRecord, ConfigurationRecord, LoggedBatch, new_batch_id
 from ragassay.tracking.tags import (
+    ASSERTIONS_ARTIFACT,
     DESCRIPTION_TAG,
     MACHINE,
     MLFLOW_PARENT,
@@ -48,6 +49,7 @@ from ragassay.tracking.tags import (
     TAG_PREFECT_FLOW_RUN,
     TAG_PREFECT_FLOW_RUN_URL,
     TAG_ROLE,
+    TAG_VERDICT,
 )
 from ragassay.tracking.traces import find_traces, log_traces
 from ragassay.tracking.views import (
@@ -72,10 +74,12 @@ from ragassay.tracking.write import (
     log_stage_params,
     log_tables,
     log_values,
+    log_verdict,
     open_batch,
 )
 
 __all__ = [
+    "ASSERTIONS_ARTIFACT",
     "CALIBRATION_EXPERIMENT",
     "DESCRIPTION_TAG",
     "MACHINE",
@@ -90,6 +94,7 @@ __all__ = [
     "TAG_PREFECT_FLOW_RUN",
     "TAG_PREFECT_FLOW_RUN_URL",
     "TAG_ROLE",
+    "TAG_VERDICT",
     "VIEW_TAG_PREFIX",
     "AnswerConfigurationRun",
     "Batch",
@@ -123,6 +128,7 @@ __all__ = [
     "log_tables",
     "log_traces",
     "log_values",
+    "log_verdict",
     "mark_failed",
     "new_batch_id",
     "open_batch",

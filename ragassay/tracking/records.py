@@ -37,8 +37,8 @@ def new_batch_id() -> str:
 class ConfigurationRecord:
     """What one configuration's child run holds: its params, metrics and tables, the traces linked
     to it (evaluation/answer_traces.QuestionTrace: one per question of an answer run), its
-    description, when its work began and ended, and the previews MLflow's UI shows of its tables
-    (log_tables)."""
+    description, when its work began and ended, the previews MLflow's UI shows of its tables
+    (log_tables), and its verdict."""
 
     label: str
     params: dict[str, str]
@@ -48,6 +48,8 @@ class ConfigurationRecord:
     description: str = ""
     work_span: WorkSpan | None = None
     previews: dict[str, pl.DataFrame] = field(default_factory=dict)
+    # The configuration's verdict on the assertions that name it (none: it had none).
+    verdict: str | None = None
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,10 @@ class BatchRecord:
     parent_metrics: dict[str, float]
     tables: dict[str, pl.DataFrame]
     figures: dict[str, object]
+    # The batch's verdict and its assertions' rows (gates/assertions.assertion_rows), logged on the
+    # parent when the stage owns the batch; a pipeline logs its stages' together when it ends.
+    verdict: str | None = None
+    assertions: list[dict] = field(default_factory=list)
 
 
 class LoggedBatch(BaseModel):

@@ -21,6 +21,11 @@ TAG_PREFECT_FLOW_RUN_URL = "ragassay.prefect.flow_run_url"
 
 TAG_INTERRUPTED = "ragassay.interrupted"
 
+# A batch's verdict on its parent (passed, failed, or none without assertions), and a configuration
+# run's verdict on its own assertions; the parent's `assertions.json` artifact holds each one.
+TAG_VERDICT = "ragassay.verdict"
+ASSERTIONS_ARTIFACT = "assertions.json"
+
 # The tag MLflow's UI shows as a run's description (Markdown).
 DESCRIPTION_TAG = "mlflow.note.content"
 

@@ -12,7 +12,7 @@ from ragassay.environment import environment
 from ragassay.metrics.names import mlflow_key
 from ragassay.tracking.client import tracking_uri
 from ragassay.tracking.records import Batch
-from ragassay.tracking.tags import TAG_BATCH, TAG_KIND, TAG_ROLE
+from ragassay.tracking.tags import TAG_BATCH, TAG_KIND, TAG_ROLE, TAG_VERDICT
 
 
 def ui_address(home: Path) -> str:
@@ -53,13 +53,14 @@ def runs_view_columns(metrics: dict[str, dict[str, float]]) -> list[str]:
 def save_runs_view(mlflow_client, batch: Batch, kind: str, columns: list[str]) -> None:
     """Save (or extend, when a pipeline's second stage logs into the batch) the batch's view of
     the runs list (runs_view_url opens it): its configurations' runs grouped by stage, the
-    evaluation stages' groups open, newest first, these columns first. Grouped, because MLflow
+    evaluation stages' groups open, newest first, each run's verdict and these columns first. Grouped, because MLflow
     folds child runs under their parent and a shared view cannot unfold them; a group's header
     row shows MLflow's average of its runs, marked "(average)"."""
     key = VIEW_TAG_PREFIX + batch.batch_id
     stored = mlflow_client.get_experiment(batch.experiment_id).tags.get(key)
     earlier = json.loads(stored) if stored else {}
-    selected = list(dict.fromkeys([*earlier.get("selectedColumns", []), *columns]))
+    # Each configuration's verdict on its assertions leads: which one failed is seen at a glance.
+    selected = list(dict.fromkeys([f"tags.`{TAG_VERDICT}`", *earlier.get("selectedColumns", []), *columns]))
     state = {
         "searchFilter": f"tags.`{TAG_BATCH}` = '{batch.batch_id}' and tags.`{TAG_ROLE}` = 'configuration'",
         "orderByKey": "attributes.start_time",

@@ -24,6 +24,7 @@ from ragassay.tracking.client import (
 from ragassay.tracking.lifecycle import create_run, finish
 from ragassay.tracking.records import Batch, BatchRecord, LoggedBatch, new_batch_id
 from ragassay.tracking.tags import (
+    ASSERTIONS_ARTIFACT,
     DESCRIPTION_TAG,
     MACHINE,
     MLFLOW_PARENT,
@@ -32,6 +33,7 @@ from ragassay.tracking.tags import (
     TAG_KIND,
     TAG_LABEL,
     TAG_ROLE,
+    TAG_VERDICT,
 )
 from ragassay.tracking.traces import log_traces
 from ragassay.tracking.views import run_url, runs_view_columns, runs_view_url, save_runs_view
@@ -91,11 +93,12 @@ def log_configuration_run(
     description: str = "",
     work_span: WorkSpan | None = None,
     previews: dict[str, pl.DataFrame] | None = None,
+    verdict: str | None = None,
 ) -> str:
     """A child run named `kind/label` (what differs between a batch's runs leads; the batch is in
     its tag and in its parent's name): params, metrics (MLflow-safe names) and table artifacts of
-    one configuration (or of one pipeline stage), its description (Markdown) where given, and its
-    start and end those of the work (work_span) where known."""
+    one configuration (or of one pipeline stage), its description (Markdown) where given, its
+    start and end those of the work (work_span) where known, and its verdict where given."""
     shown = fitted_description(description) if description else None
     run = create_run(
         mlflow_client,
@@ -111,6 +114,7 @@ def log_configuration_run(
             MLFLOW_PARENT: batch.parent_run_id,
             **batch.origin,
             **({DESCRIPTION_TAG: shown} if shown else {}),
+            **({TAG_VERDICT: verdict} if verdict else {}),
         },
     )
     run_id = run.info.run_id
@@ -162,6 +166,7 @@ def log_batch_record(home: Path, batch: Batch, record: BatchRecord) -> LoggedBat
             c.description,
             c.work_span,
             c.previews,
+            c.verdict,
         )
         for c in record.configurations
     }
@@ -173,8 +178,21 @@ def log_batch_record(home: Path, batch: Batch, record: BatchRecord) -> LoggedBat
     log_batch_summary(mlflow_client, batch, record.kind, record.headline, record.tables, record.figures)
     save_runs_view(mlflow_client, batch, record.kind, runs_view_columns(record.headline))
     if batch.owned:
+        log_verdict(mlflow_client, batch, record.kind, record.verdict, record.assertions)
         finish(mlflow_client, batch.parent_run_id)
     return locate_batch(home, batch, run_ids).model_copy(update={"runs_view_url": runs_view_url(home, batch)})
+
+
+def log_verdict(mlflow_client, batch: Batch, kind: str, verdict: str | None, assertions: list[dict]) -> None:
+    """A batch's verdict on its parent run: the `ragassay.verdict` tag, the `assertions.json`
+    artifact (each assertion's row), and, for a verdict on assertions, the run's name
+    (`pipeline-2b97… failed`), which MLflow's runs list shows without any column chosen."""
+    if verdict is None:
+        return
+    mlflow_client.set_tag(batch.parent_run_id, TAG_VERDICT, verdict)
+    mlflow_client.log_dict(batch.parent_run_id, {"verdict": verdict, "assertions": assertions}, ASSERTIONS_ARTIFACT)
+    if assertions:
+        mlflow_client.set_tag(batch.parent_run_id, "mlflow.runName", f"{kind}-{batch.batch_id} {verdict}")
 
 
 def locate_batch(home: Path, batch: Batch, run_ids: dict[str, str] | None = None) -> LoggedBatch:

@@ -22,6 +22,7 @@ from ragassay.golden.store import add_from_file
 from ragassay.metrics.conversations import question_groups
 from ragassay.metrics.significance import compare_paired
 from tests.conftest import SAMPLE
+from tests.helpers import report_of
 from tests.systems import served_chat, served_search
 from tests.systems.served_chat import ChatServer
 
@@ -64,7 +65,7 @@ def evaluated(chat_home):
         ],
         assertions=["hybrid:followup.recall@5>=0.7", "without_memory:followup.mrr>=0.99"],
     )
-    return config, eval_retrieval_flow(config)
+    return config, report_of(eval_retrieval_flow, config)
 
 
 def test_follow_ups_search_with_their_conversation_and_are_reported_apart(chat_home, evaluated):

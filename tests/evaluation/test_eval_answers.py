@@ -112,7 +112,9 @@ def test_the_runs_view_opens_the_batch_with_its_headline_metrics_first(evaluated
     assert report.runs_view_url.endswith(
         f"/#/experiments/{experiment.experiment_id}/runs?viewStateShareKey={report.batch_id}"
     )
-    columns = [c.removeprefix("metrics.`").removesuffix("`") for c in view["selectedColumns"]]
+    # Each run's verdict first (the tag), then its metrics.
+    assert view["selectedColumns"][0] == f"tags.`{tracking.TAG_VERDICT}`"
+    columns = [c.removeprefix("metrics.`").removesuffix("`") for c in view["selectedColumns"][1:]]
     assert columns[0] == "faithfulness" and view["columnOrder"] == view["selectedColumns"]
     if "faithfulness_corrected" in columns:
         assert columns[1] == "faithfulness_corrected"

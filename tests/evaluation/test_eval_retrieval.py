@@ -59,6 +59,10 @@ def test_report_has_means_for_every_configuration_and_metric(evaluated):
             "value": report.means["hybrid"]["recall@5"],
             "passed": True,
             "reason": None,
+            "configuration": "hybrid",
+            "metric": "recall@5",
+            "operator": ">=",
+            "bound": 0.8,
         }
     ]
     pairs = {(c.configuration_a, c.configuration_b) for c in report.comparisons}
@@ -139,6 +143,60 @@ def test_a_failed_gate_exits_1_and_names_the_bound(sample_home, monkeypatch):
     assert "assertion failed: fulltext:recall@1>=1.01" in result.stderr
     assert "fulltext:mrr>=0" not in result.stderr
     assert "batch" in result.stdout
+
+    # Everything is logged, and the verdict is where users look: MLflow's parent run (tag, name,
+    # assertions.json), the configuration's run, and the Prefect flow run, which ended Failed.
+    [parent] = [
+        r for r in tracking.find_runs(sample_home, role="batch") if r.data.tags[tracking.TAG_KIND] == "retrieval"
+    ][:1]
+    assert parent.info.status == "FINISHED" and parent.data.tags[tracking.TAG_VERDICT] == "failed"
+    assert parent.info.run_name.endswith(" failed")
+    stored = tracking.client(sample_home).download_artifacts(parent.info.run_id, tracking.ASSERTIONS_ARTIFACT)
+    rows = json.loads(Path(stored).read_text())
+    recall = tracking.find_runs(sample_home, batch_id=parent.data.tags[tracking.TAG_BATCH], role="configuration")[0]
+    measured = recall.data.metrics["recall_at_1"]
+    expected = [
+        {
+            "assertion": "fulltext:recall@1>=1.01",
+            "configuration": "fulltext",
+            "metric": "recall@1",
+            "operator": ">=",
+            "bound": 1.01,
+            "value": measured,
+            "outcome": "failed",
+            "reason": None,
+        },
+        {
+            "assertion": "fulltext:mrr>=0",
+            "configuration": "fulltext",
+            "metric": "mrr",
+            "operator": ">=",
+            "bound": 0.0,
+            "value": recall.data.metrics["mrr"],
+            "outcome": "passed",
+            "reason": None,
+        },
+    ]
+    assert rows == {"verdict": "failed", "assertions": expected}
+    assert recall.data.tags[tracking.TAG_VERDICT] == "failed"
+    # Every mean has its 95% interval beside it.
+    assert recall.data.metrics["recall_at_1_ci_low"] <= measured <= recall.data.metrics["recall_at_1_ci_high"]
+    assert {f"{m}_ci_low" for m in ("ndcg_at_10", "mrr", "hit_rate_at_5")} <= set(recall.data.metrics)
+
+    from prefect import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
+
+    flow_run_id = parent.data.tags[tracking.TAG_PREFECT_FLOW_RUN]
+    with get_client(sync_client=True) as client:
+        state = client.read_flow_run(flow_run_id).state
+        artifacts = client.read_artifacts(
+            artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id]))
+        )
+    assert state.type.value == "FAILED"
+    assert f"1 of 2 assertions failed: fulltext:recall@1>=1.01 (measured {measured:.4f})" in state.message
+    tables = {a.key: json.loads(a.data) if isinstance(a.data, str) else a.data for a in artifacts if a.type == "table"}
+    assert tables["retrieval-sample-assertions"] == expected
+    assert {row["metric"] for row in tables["retrieval-sample-metrics"]} >= {"recall@1", "mrr"}
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import yaml
@@ -74,6 +75,21 @@ def test_a_failing_check_or_a_judge_error_fails_the_case_and_the_exit_code(works
     assert not judged["passed"] and judged["judge_error"] and judged["judge_score"] is None
     assert "judge FAILED: judge error" in judged["checks"]
     assert report["judge_errors"] == 1 and "1 with judge errors" in result.stderr
+    # Each case is an assertion of the run's verdict: MLflow's run and the Prefect flow run say it.
+    assert [(a["assertion"], a["passed"]) for a in report["assertions"]] == [
+        ("case missing-word passes", False),
+        ("case judged passes", False),
+    ]
+    [run] = list(tracking.find_runs(workspace, batch_id=report["batch_id"]))
+    assert run.data.tags[tracking.TAG_VERDICT] == "failed" and run.info.run_name.endswith(" failed")
+    stored = tracking.client(workspace).download_artifacts(report["run_id"], tracking.ASSERTIONS_ARTIFACT)
+    verdict = json.loads(Path(stored).read_text())
+    assert verdict["verdict"] == "failed" and verdict["assertions"][0]["reason"] == "failed checks: contains"
+    from prefect import get_client
+
+    with get_client(sync_client=True) as client:
+        state = client.read_flow_run(run.data.tags[tracking.TAG_PREFECT_FLOW_RUN]).state
+    assert state.type.value == "FAILED" and "2 of 2 assertions failed: case missing-word passes" in state.message
 
 
 @pytest.mark.flows

@@ -33,7 +33,7 @@ from ragassay.judge.prompts import SUPPORT_PROMPT_VERSION
 from ragassay.store.schemas import JUDGE_LABELS
 from ragassay.store.tables import read_table
 from ragassay.store.workspace import collection_paths
-from tests.helpers import build_collection
+from tests.helpers import build_collection, report_of
 
 pytestmark = [pytest.mark.flows, pytest.mark.slow]
 
@@ -382,7 +382,7 @@ def test_calibrate_on_the_collections_labels_and_the_next_evaluation_is_correcte
     assert stored_budget["configurations"] == budget["configurations"]
 
     corrected_config = config.model_copy(update={"assertions": ("faithful:faithfulness.corrected_low>=0.0",)})
-    second = eval_answers_flow(corrected_config)
+    second = report_of(eval_answers_flow, corrected_config)
     assert second.judge_calibration.source == "labels" and "people labelled" in second.judge_calibration.description
     faithful = second.metrics["faithful"]
     assert 0.0 <= faithful["faithfulness_corrected_low"] <= faithful["faithfulness_corrected_high"] <= 1.0

@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 from ragassay.gates.assertions import check_assertions, parse_answer_assertion, parse_assertion
-from ragassay.metrics.averaging import mean_interval
+from ragassay.metrics.averaging import interval_metrics, interval_table, mean_interval, subset_interval_table
 from ragassay.metrics.conversations import (
     conversation_success,
     followup_gap,
@@ -150,3 +150,32 @@ def test_the_regression_gate_bounds_a_drop_over_follow_ups_alone():
         parse_drop_bound("followup.coverage=0.1")
     with pytest.raises(ConfigError, match="asked no golden dialogue"):
         compare_batches({"hybrid": baseline}, {"hybrid": candidate.drop("turn")}, [bound])
+
+
+def test_every_mean_has_its_interval_as_run_metrics_first_turns_and_follow_ups_too():
+    turns = pl.DataFrame(
+        {
+            "query_collection": ["c"] * 4,
+            "query_id": ["d1#1", "d1#2", "d2#1", "q3"],
+            "dialogue_id": ["d1", "d1", "d2", None],
+            "turn": [1, 2, 1, None],
+            "recall@5": [1.0, 0.0, 1.0, 0.5],
+        }
+    )
+    single = pl.DataFrame(
+        {"query_collection": ["c"], "query_id": ["q1"], "recall@5": [None]}, schema_overrides={"recall@5": pl.Float64}
+    )
+    per_question = {"a": turns, "b": single}
+    bounds = interval_metrics(
+        pl.concat([interval_table(per_question, ["recall@5"]), subset_interval_table(per_question, ["recall@5"])])
+    )
+    # A subset's interval resamples its own turns: two first turns scored 1, one follow-up scored 0.
+    assert {key: value for key, value in bounds["a"].items() if key.startswith(("first", "followup"))} == {
+        "first_recall@5_ci_low": 1.0,
+        "first_recall@5_ci_high": 1.0,
+        "followup_recall@5_ci_low": 0.0,
+        "followup_recall@5_ci_high": 0.0,
+    }
+    assert 0.0 <= bounds["a"]["recall@5_ci_low"] <= 0.625 <= bounds["a"]["recall@5_ci_high"] <= 1.0
+    # Nothing scored, no dialogues: no interval to log (never a 0).
+    assert "b" not in bounds

@@ -36,6 +36,7 @@ from ragassay.systems.calls import UNREACHABLE_AFTER, call_system
 from ragassay.systems.settings import HttpSystem, PythonSystem, SystemConfiguration
 from ragassay.systems.trec import read_trec_run
 from tests.conftest import SAMPLE
+from tests.helpers import report_of
 from tests.systems import served_search
 from tests.systems.served_search import Faults, SearchServer
 
@@ -58,7 +59,7 @@ def _evaluate(home, configurations, **settings):
     config = parse_config(
         RetrievalEvalConfig, collections=["sample"], configurations=configurations, home=home, **settings
     )
-    return eval_retrieval_flow(config)
+    return report_of(eval_retrieval_flow, config)
 
 
 def _scored(home: Path, system: dict, ks=(5, 10), max_rank: int = 100, **configuration) -> dict[str, np.ndarray]:
@@ -533,7 +534,7 @@ def test_answers_of_a_records_system_are_judged_on_a_collection_that_is_not_inde
         home=home,
     )
     config.check_stored()
-    report = eval_answers_flow(config)
+    report = report_of(eval_answers_flow, config)
     metrics = report.metrics["team"]
     assert metrics["answered"] == 2 and metrics["answer_relevancy_scored"] == 2
 

@@ -24,6 +24,7 @@ from ragassay.systems.records import read_records
 from ragassay.systems.settings import COLUMN_PRESETS, RecordsSystem
 from ragassay.systems.trec import read_trec_run
 from tests.conftest import SAMPLE
+from tests.helpers import report_of
 from tests.systems import served_search
 from tests.systems.served_search import Faults, SearchServer
 
@@ -34,7 +35,7 @@ def _evaluate(home, configurations, **settings):
     config = parse_config(
         RetrievalEvalConfig, collections=["sample"], configurations=configurations, home=home, **settings
     )
-    return eval_retrieval_flow(config)
+    return report_of(eval_retrieval_flow, config)
 
 
 def _per_question(home, report, label) -> pl.DataFrame:
@@ -368,7 +369,7 @@ def test_a_systems_own_answers_are_judged_and_what_it_cannot_have_is_not_applica
         save_records=tmp_path / "records",
         assertions=["team-rag:coverage>=0.98", "team-rag:coverage>=0.75"],
     )
-    report = eval_answers_flow(config)
+    report = report_of(eval_answers_flow, config)
     kept = read_records(
         tmp_path / "records" / "team-rag.jsonl", RecordsSystem(kind="records", path=tmp_path).column_names()
     )
@@ -433,7 +434,7 @@ def test_a_collection_holding_only_a_golden_set_evaluates_a_systems_own_ids(home
         configurations=[{"label": "ops-search", "system": {"kind": "trec", "path": str(run_file)}}],
         home=home,
     )
-    result = eval_retrieval_flow(report)
+    result = report_of(eval_retrieval_flow, report)
     assert result.means["ops-search"]["recall@1"] == pytest.approx((1 + 0.5) / 2)
     warnings = " | ".join(w.text() for w in result.warnings)
     assert "ops holds only a golden set" in warnings and "could not be checked" in warnings
