@@ -87,9 +87,9 @@ def test_an_answered_question_is_a_trace_of_its_run_with_passages_verdicts_and_a
     answered = AnsweredQuestion(question, True, answer, usage, 1.0)
     verdicts = [
         {"metric": "faithfulness", "statement_index": 0, "statement": statement.text, "source_number": None,
-         "verdict": "unsupported", "p_supported": 0.4, "error": None},
+         "verdict": "unsupported", "p_supported": 0.4, "error": None, "seconds": 1.5},
         {"metric": "citation_precision", "statement_index": 0, "statement": statement.text, "source_number": 1,
-         "verdict": "supported", "p_supported": 0.97, "error": None},
+         "verdict": "supported", "p_supported": 0.97, "error": None, "seconds": 1.0},
     ]  # fmt: skip
     judgement = AnswerJudgement(
         faithfulness([False]), Scored(None, "no reference answer"), Scored(0.8, None, 1), Scored(1.0, None, 1),
@@ -144,7 +144,10 @@ def test_an_answered_question_is_a_trace_of_its_run_with_passages_verdicts_and_a
     assert (lasted["retrieve"], lasted["answer"], lasted["judge"]) == pytest.approx((0.25, 0.75, 2.5), abs=1e-6)
     assert spans["retrieve"].end_time_ns <= spans["answer"].start_time_ns <= spans["retrieve"].end_time_ns + 1
     assert spans["answer"].end_time_ns <= spans["judge"].start_time_ns <= spans["answer"].end_time_ns + 1
-    # Verdicts have no length, and keep the order they were judged in.
+    # Each verdict lasts its own model seconds, in the order they were judged, within the judge's.
     verdict_spans = sorted((s for s in trace.data.spans if s.span_type == "EVALUATOR"), key=lambda s: s.start_time_ns)
     assert [s.name.split(" ")[0] for s in verdict_spans] == ["faithfulness", "citation_precision"]
+    assert [(s.end_time_ns - s.start_time_ns) / 1e9 for s in verdict_spans] == pytest.approx([1.5, 1.0], abs=1e-6)
+    assert spans["judge"].start_time_ns <= verdict_spans[0].start_time_ns
+    assert verdict_spans[-1].end_time_ns <= spans["judge"].end_time_ns
     assert trace.info.execution_duration == pytest.approx(3500, abs=1)

@@ -172,7 +172,7 @@ def _judgments_frame(
             "configuration": label,
             "query_collection": a.question.query_collection,
             "query_id": a.question.query_id,
-            **verdict,
+            **{key: value for key, value in verdict.items() if key in JUDGMENTS.schema},
         }
         for a in answerable
         if a.key in judgements

@@ -201,8 +201,9 @@ def _steps(
     """A question's (or turn's) steps: the follow-up's query (what it searched with its
     conversation), the retrieval, the answer, and the judge's verdicts. The answer lasts the
     question's model seconds (a rewrite's and a reranking's included; a system under test's: its
-    call), the retrieval the rest of the question's seconds, the judge its model seconds; a
-    verdict's own seconds are not measured (its span has no length)."""
+    call), the retrieval the rest of the question's seconds, the judge its model seconds, and each
+    verdict its own model seconds (none for one the completion cache remembered, or read back from
+    a stored table, which keeps no seconds)."""
     answer = item.answer
     sources = {source.number: source for source in answer.sources}
     reference = item.question.reference_answer if item.answerable else None
@@ -286,6 +287,7 @@ def _verdict_span(
             "p_correct" if correctness else "p_supported": verdict["p_supported"],
             "threshold": threshold,
         },
+        seconds=verdict.get("seconds") or 0.0,
     )
 
 

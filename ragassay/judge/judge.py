@@ -321,7 +321,7 @@ class JudgedAnswer:
 
 class VerdictRow(TypedDict):
     """One verdict of an answer's judgement, as the judgments table, the traces and the labelling
-    sample read it (store/schemas JUDGMENTS holds the same columns)."""
+    sample read it (store/schemas JUDGMENTS holds the same columns but `seconds`)."""
 
     metric: str
     statement_index: int  # -1: the whole answer (answer correctness, a citation of the prose)
@@ -332,6 +332,9 @@ class VerdictRow(TypedDict):
     error: str | None
     context: str
     cited_sources: list[int]
+    # The model seconds this verdict took (over every passage asked; 0 when the completion cache
+    # remembered it): its span's length in the answer's trace. Not a column of the judgments table.
+    seconds: float
 
 
 class _Verdicts:
@@ -367,6 +370,7 @@ class _Verdicts:
                 error=result.error,
                 context=context,
                 cited_sources=cited,
+                seconds=result.usage.seconds,
             )
         )
         return verdict
@@ -504,6 +508,7 @@ def _answer_correctness(verdicts: _Verdicts, answer: GroundedAnswer, reference_a
             error=grade.error,
             context=reference_answer,
             cited_sources=[],
+            seconds=grade.usage.seconds,
         )
     )
     return correct

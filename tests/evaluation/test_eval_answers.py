@@ -128,8 +128,14 @@ def test_the_runs_view_opens_the_batch_with_its_headline_metrics_first(evaluated
     assert view["groupBy"]["groupByKeys"] == [{"mode": "tag", "groupByData": tracking.TAG_KIND}]
     assert view["groupsExpanded"] == {f"tag.{tracking.TAG_KIND}.answers": True}
     # One step from the report to the questions behind a low faithfulness: each configuration's
-    # Traces tab with MLflow's assessment filter in its address.
-    assert set(report.unfaithful_traces_urls) == set(report.run_ids)
+    # Traces tab with MLflow's assessment filter in its address; only where some answer has a
+    # statement judged unsupported (a link to none would open "No traces found").
+    unfaithful = {
+        label
+        for label, run_id in report.run_ids.items()
+        if (_child_tables(sample_home, run_id)[0]["faithfulness"] < 1).any()
+    }
+    assert set(report.unfaithful_traces_urls) == unfaithful
     for label, url in report.unfaithful_traces_urls.items():
         assert url.endswith(
             f"/#/experiments/{experiment.experiment_id}/runs/{report.run_ids[label]}/traces"

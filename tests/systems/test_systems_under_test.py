@@ -288,6 +288,14 @@ def test_a_system_that_cannot_be_reached_stops_after_a_few_calls_and_the_batch_s
     assert costs["errors/connection"] + costs["errors/skipped"] == costs["asked"]
     assert report.means["fulltext"]["recall@5"] > 0, "the other configurations of the batch still finish"
     assert any("unreachable" in w.text() for w in report.warnings)
+    # Nothing of `dead` was scored, so nothing is compared with it: the report's row says so
+    # instead of a difference of +0 that is significant of nothing; the run fails its verdict.
+    from ragassay.evaluation.reports import retrieval_markdown
+
+    markdown = retrieval_markdown(report, ["recall@5"])
+    assert "| fulltext | dead | recall@5 | - | - | - | no comparison: no question scored by both |" in markdown
+    assert "+0.0000 [+0" not in markdown
+    assert [(a.assertion, a.passed) for a in report.assertions] == [("dead:coverage>0", False)]
 
 
 @pytest.mark.flows
