@@ -71,7 +71,7 @@ class Environment(BaseSettings):
         if isinstance(value, str) and "{{" in value:
             raise ValueError(
                 f"{value!r} is a Prefect template left unfilled: set the variable where `prefect deploy --all` "
-                "runs and deploy again (README.md, \"Team set-up\")"
+                'runs and deploy again (README.md, "Team set-up")'
             )
         return value
 

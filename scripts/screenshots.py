@@ -3,10 +3,12 @@ pipeline of the sample corpus against it (SmolLM2 answering and judging, so it t
 an hour), starts MLflow's UI on the run's store, takes headless Chromium screenshots, and stops
 both servers.
 
-Screenshots (PNG, in --out): the MLflow batch's parent run (its description: the report), the
-batch's view of the runs list, the Traces view of one question of an answer run (its retrieved
-passages, verdicts and assessments), the run's Traces tab, the Prefect flow run's page, its
-pipeline report artifact and the runs list; then the three clicks README "What it shows" walks
+The pipeline has one bound that cannot hold, so the batch shown is a failed one. Screenshots (PNG,
+in --out): the MLflow batch's parent run (its description: the report), the batch's view of the
+runs list, the Traces view of one question of an answer run (its retrieved passages, verdicts and
+assessments), the run's Traces tab, MLflow's runs list (the batch named `… failed`), the Prefect
+flow run's page (Failed, the bound named), its pipeline report and assertions artifacts and the
+runs list; then the three clicks README "What it shows" walks
 through (click-0 … click-3: the batch, its answers whose faithfulness is below 1, a question,
 the statement judged unsupported beside its passage), each a real click on the screen before.
 
@@ -110,7 +112,9 @@ def pipeline_file(folder: Path) -> Path:
             "file": [str(REPO / "data/sample/golden.jsonl"), str(REPO / "data/sample/dialogues.jsonl")],
             "generate": False,
         },
-        "retrieval": {"ks": [1, 3, 5, 10]},
+        # One bound that holds and one that cannot: the batch a user sees is a failed one (its
+        # flow run Failed with the bound named, its MLflow run named and tagged `failed`).
+        "retrieval": {"ks": [1, 3, 5, 10], "assertions": ["hybrid:recall@5>=0.5", "fulltext:recall@1>=0.99"]},
         "answers": {
             "unanswerable": str(unanswerable),
             "max_questions": 4,
@@ -291,9 +295,14 @@ def main() -> None:
             )
         )
         wait_for(f"{ui}/health")
-        artifacts = httpx.post(
-            f"{api}/artifacts/filter", json={"artifacts": {"key": {"any_": ["pipeline-sample-report"]}}}, timeout=30
-        ).json()
+        artifacts = {
+            a["key"]: a
+            for a in httpx.post(
+                f"{api}/artifacts/filter",
+                json={"artifacts": {"flow_run_id": {"any_": [report["prefect_flow_run_id"]]}}},
+                timeout=30,
+            ).json()
+        }
         prefect_ui = f"http://127.0.0.1:{port['prefect']}"
         runs = f"{ui}/#/experiments/{experiment_id}/runs"
         pages = {
@@ -303,7 +312,8 @@ def main() -> None:
             "mlflow-run-traces.png": f"{runs}/{answer_run}/traces",
             "mlflow-runs.png": runs,
             "prefect-flow-run.png": f"{prefect_ui}/runs/flow-run/{report['prefect_flow_run_id']}",
-            "prefect-report.png": f"{prefect_ui}/artifacts/artifact/{artifacts[0]['id']}",
+            "prefect-report.png": f"{prefect_ui}/artifacts/artifact/{artifacts['pipeline-sample-report']['id']}",
+            "prefect-assertions.png": f"{prefect_ui}/artifacts/artifact/{artifacts['pipeline-sample-assertions']['id']}",
             "prefect-runs.png": f"{prefect_ui}/runs",
         }
         with sync_playwright() as playwright:

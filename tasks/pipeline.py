@@ -12,7 +12,7 @@ from prefect.runtime import flow_run
 
 from ragassay import pipeline_stages, tracking
 from ragassay.config import PipelineConfig
-from ragassay.gates.assertions import assertion_rows, verdict_of
+from ragassay.gates.assertions import assertion_rows, batch_verdict
 from ragassay.golden import store
 from ragassay.golden.generation import GenerationReport
 from ragassay.pipeline_stages import GoldenFileOutcome, GoldenStageReport, PipelineReport, StageReports
@@ -108,7 +108,7 @@ def finish_pipeline(
     mlflow_client = tracking.client(config.home)
     tracking.log_values(mlflow_client, batch.parent_run_id, {}, pipeline_stages.pipeline_metrics(report))
     tracking.describe_run(config.home, batch.parent_run_id, markdown)
-    verdict = verdict_of(report.assertions)
+    verdict = batch_verdict(report.assertions)
     tracking.log_verdict(mlflow_client, batch, "pipeline", verdict, assertion_rows(report.assertions))
     tracking.finish(mlflow_client, batch.parent_run_id)
     publish(

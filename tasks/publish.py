@@ -11,7 +11,7 @@ from prefect.runtime import flow_run
 from prefect.settings import PREFECT_UI_URL
 
 from ragassay import tracking
-from ragassay.gates.assertions import AssertionResult, assertion_rows, failed_assertions_text, verdict_of
+from ragassay.gates.assertions import AssertionResult, assertion_rows, batch_verdict, failed_assertions_text
 from ragassay.work_span import WorkSpan
 
 
@@ -62,7 +62,7 @@ def publish_verdict(stage: str, collection_names: list[str], assertions: list[As
         create_table_artifact(
             table=assertion_rows(assertions),
             key=f"{_stage_key(stage, collection_names)}-assertions",
-            description=f"{verdict_of(assertions)}: {failed_assertions_text(assertions) or 'every assertion held'}",
+            description=f"{batch_verdict(assertions)}: {failed_assertions_text(assertions) or 'every assertion held'}",
         )
 
 

@@ -8,7 +8,7 @@ from prefect.cache_policies import NO_CACHE
 
 from ragassay import tracking
 from ragassay.gates import case_runs
-from ragassay.gates.assertions import assertion_rows, verdict_of
+from ragassay.gates.assertions import assertion_rows, batch_verdict
 from ragassay.gates.case_runs import CaseReport, SuiteResult
 from ragassay.gates.suite import CaseSuite
 from ragassay.judge.judge import Judge
@@ -34,7 +34,7 @@ def log_cases_run(suite: CaseSuite, result: SuiteResult, judge_model_id: str) ->
     tracking.log_tables(mlflow_client, batch.parent_run_id, {"cases": result.results})
     report = case_runs.case_report(suite, result, judge_model_id, tracking.locate_batch(suite.home, batch))
     tracking.log_verdict(
-        mlflow_client, batch, "cases", verdict_of(report.assertions), assertion_rows(report.assertions)
+        mlflow_client, batch, "cases", batch_verdict(report.assertions), assertion_rows(report.assertions)
     )
     tracking.finish(mlflow_client, batch.parent_run_id)
     publish_verdict("cases", list(suite.collections), report.assertions)

@@ -40,11 +40,11 @@ from ragassay.evaluation.system_runs import records_table
 from ragassay.gates.assertions import (
     AssertionResult,
     assertion_rows,
+    batch_verdict,
     check_assertions,
     configuration_verdicts,
     parse_answer_assertion,
     parse_assertion,
-    verdict_of,
 )
 from ragassay.judge.judge import support_threshold_for
 from ragassay.judge.prompts import PROMPT_VERSIONS
@@ -278,7 +278,7 @@ def retrieval_record(
                 interval_rows(summary.intervals), list(config.ks), f"recall@k, batch {batch_id}"
             ),
         },
-        verdict=verdict_of(summary.assertions),
+        verdict=batch_verdict(summary.assertions),
         assertions=assertion_rows(summary.assertions),
     )
 
@@ -578,7 +578,7 @@ def answer_record(
                 answer_comparison_rows(summary.comparisons),
             )
         },
-        verdict=verdict_of(summary.assertions),
+        verdict=batch_verdict(summary.assertions),
         assertions=assertion_rows(summary.assertions),
     )
 

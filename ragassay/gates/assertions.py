@@ -167,7 +167,7 @@ def measured(result: AssertionResult) -> str:
     return f"{value}: {result.reason}" if result.reason else value
 
 
-def verdict_of(results: list[AssertionResult]) -> str:
+def batch_verdict(results: list[AssertionResult]) -> str:
     """A batch's verdict: `failed` when an assertion failed, `passed` when every one held, `none`
     when it had none."""
     if not results:
@@ -176,12 +176,12 @@ def verdict_of(results: list[AssertionResult]) -> str:
 
 
 def configuration_verdicts(results: list[AssertionResult]) -> defaultdict[str, str]:
-    """Each configuration's verdict on the assertions that name it (verdict_of; `none` for one
+    """Each configuration's verdict on the assertions that name it (batch_verdict; `none` for one
     that none names)."""
     named: defaultdict[str, list[AssertionResult]] = defaultdict(list)
     for result in results:
         named[result.configuration or ""].append(result)
-    return defaultdict(lambda: NO_ASSERTIONS, {label: verdict_of(found) for label, found in named.items()})
+    return defaultdict(lambda: NO_ASSERTIONS, {label: batch_verdict(found) for label, found in named.items()})
 
 
 def failed_assertions_text(results: list[AssertionResult]) -> str:

@@ -11,12 +11,12 @@ from ragassay.errors import ConfigError
 from ragassay.gates.assertions import (
     AssertionsFailed,
     assertion_rows,
+    batch_verdict,
     check_assertions,
     configuration_verdicts,
     failed_assertions_text,
     parse_assertion,
     raise_on_failed,
-    verdict_of,
 )
 
 MEANS = {"hybrid": {"recall@5": 0.8333, "mrr": 0.9}, "fulltext": {"recall@5": 0.95}}
@@ -64,10 +64,10 @@ def test_each_assertion_row_names_its_configuration_metric_bound_value_and_outco
 
 
 def test_the_verdict_is_failed_passed_or_none_and_each_configuration_has_its_own():
-    assert verdict_of([]) == "none"
-    assert verdict_of(checked("hybrid:mrr>=0.5")) == "passed"
+    assert batch_verdict([]) == "none"
+    assert batch_verdict(checked("hybrid:mrr>=0.5")) == "passed"
     mixed = checked("hybrid:recall@5>=0.9", "fulltext:recall@5>=0.9")
-    assert verdict_of(mixed) == "failed"
+    assert batch_verdict(mixed) == "failed"
     verdicts = configuration_verdicts(mixed)
     assert (verdicts["hybrid"], verdicts["fulltext"], verdicts["semantic"]) == ("failed", "passed", "none")
 
