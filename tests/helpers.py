@@ -70,3 +70,19 @@ def report_of(flow_object, *args, **kwargs):
         report = take(flow_object.name)
         assert report is not None, "a flow that failed on its verdict keeps its report"
         return report
+
+
+def flow_run_outcome(flow_run_id: str):
+    """A flow run as Prefect's API has it: its final state, and its artifacts by key (a table's
+    rows parsed from JSON, a Markdown artifact's text)."""
+    import json
+
+    from prefect import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
+
+    with get_client(sync_client=True) as client:
+        state = client.read_flow_run(flow_run_id).state
+        artifacts = client.read_artifacts(
+            artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id]))
+        )
+    return state, {a.key: json.loads(a.data) if a.type == "table" else a.data for a in artifacts}

@@ -218,10 +218,8 @@ def test_a_stage_without_its_inputs_names_the_stage_to_run(home):
 def test_a_failed_bound_fails_the_pipeline_run_after_everything_is_logged(home, tmp_path, monkeypatch):
     """`ragassay run` exits 1 as before; the Prefect flow run ends Failed naming the bound and its
     measured value, and MLflow's batch, its runs and the flow run's artifacts are all there."""
-    from prefect import get_client
-    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
-
     from ragassay import tracking
+    from tests.helpers import flow_run_outcome
 
     monkeypatch.setenv("RAGASSAY_HOME", str(home))
     written = tmp_path / "pipeline.yaml"
@@ -242,25 +240,18 @@ def test_a_failed_bound_fails_the_pipeline_run_after_everything_is_logged(home, 
     children = tracking.find_runs(home, batch_id=parent.data.tags[tracking.TAG_BATCH], role="configuration")
     assert {run.info.run_name for run in children} == {"ingest/sample", "index/sample", "retrieval/fulltext"}
     measured = next(run for run in children if run.info.run_name == "retrieval/fulltext").data.metrics["recall_at_1"]
-    flow_run_id = parent.data.tags[tracking.TAG_PREFECT_FLOW_RUN]
-    with get_client(sync_client=True) as client:
-        state = client.read_flow_run(flow_run_id).state
-        artifacts = client.read_artifacts(
-            artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id]))
-        )
+    state, tables = flow_run_outcome(parent.data.tags[tracking.TAG_PREFECT_FLOW_RUN])
     assert state.type.value == "FAILED"
     assert f"AssertionsFailed: 1 of 2 assertions failed: fulltext:recall@1<=0.01 (measured {measured:.4f})" in (
         state.message
     )
-    tables = {a.key: json.loads(a.data) for a in artifacts if a.type == "table"}
     assert [(row["assertion"], row["outcome"]) for row in tables["pipeline-sample-assertions"]] == [
         ("fulltext:recall@1<=0.01", "failed"),
         ("fulltext:mrr>=0.5", "passed"),
     ]
     recall = next(row for row in tables["pipeline-sample-metrics"] if row["metric"] == "recall@1")
     assert recall["stage"] == "retrieval" and recall["mean"] == pytest.approx(measured, abs=5e-5)
-    markdown = next(a.data for a in artifacts if a.key == "pipeline-sample-report")
-    assert "generation: off in this run" in markdown
+    assert "generation: off in this run" in tables["pipeline-sample-report"]
 
 
 def test_the_pipeline_file_is_read_as_written_and_checked_before_any_work(home, tmp_path):

@@ -20,6 +20,7 @@ from ragassay.store.schemas import GOLDEN
 from ragassay.store.tables import write_table
 from ragassay.store.workspace import collection_paths
 from tests.conftest import SAMPLE
+from tests.helpers import flow_run_outcome
 
 pytestmark = pytest.mark.flows  # every test here runs flows
 
@@ -183,18 +184,9 @@ def test_a_failed_gate_exits_1_and_names_the_bound(sample_home, monkeypatch):
     assert recall.data.metrics["recall_at_1_ci_low"] <= measured <= recall.data.metrics["recall_at_1_ci_high"]
     assert {f"{m}_ci_low" for m in ("ndcg_at_10", "mrr", "hit_rate_at_5")} <= set(recall.data.metrics)
 
-    from prefect import get_client
-    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
-
-    flow_run_id = parent.data.tags[tracking.TAG_PREFECT_FLOW_RUN]
-    with get_client(sync_client=True) as client:
-        state = client.read_flow_run(flow_run_id).state
-        artifacts = client.read_artifacts(
-            artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id]))
-        )
+    state, tables = flow_run_outcome(parent.data.tags[tracking.TAG_PREFECT_FLOW_RUN])
     assert state.type.value == "FAILED"
     assert f"1 of 2 assertions failed: fulltext:recall@1>=1.01 (measured {measured:.4f})" in state.message
-    tables = {a.key: json.loads(a.data) if isinstance(a.data, str) else a.data for a in artifacts if a.type == "table"}
     assert tables["retrieval-sample-assertions"] == expected
     assert {row["metric"] for row in tables["retrieval-sample-metrics"]} >= {"recall@1", "mrr"}
 

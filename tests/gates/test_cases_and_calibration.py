@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from ragassay import tracking
 from ragassay.cli.main import app
 from tests.conftest import REPO
+from tests.helpers import flow_run_outcome
 
 runner = CliRunner()
 LABELS = REPO / "data" / "judge" / "labelled_statements.jsonl"
@@ -85,11 +86,9 @@ def test_a_failing_check_or_a_judge_error_fails_the_case_and_the_exit_code(works
     stored = tracking.client(workspace).download_artifacts(report["run_id"], tracking.ASSERTIONS_ARTIFACT)
     verdict = json.loads(Path(stored).read_text())
     assert verdict["verdict"] == "failed" and verdict["assertions"][0]["reason"] == "failed checks: contains"
-    from prefect import get_client
-
-    with get_client(sync_client=True) as client:
-        state = client.read_flow_run(run.data.tags[tracking.TAG_PREFECT_FLOW_RUN]).state
+    state, tables = flow_run_outcome(run.data.tags[tracking.TAG_PREFECT_FLOW_RUN])
     assert state.type.value == "FAILED" and "2 of 2 assertions failed: case missing-word passes" in state.message
+    assert tables["cases-sample-assertions"] == verdict["assertions"]
 
 
 @pytest.mark.flows
