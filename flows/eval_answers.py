@@ -8,7 +8,7 @@ from typing import Any
 from prefect import flow
 from prefect.runtime import flow_run
 
-from flows.finished import finished
+from flows.finished import finished, with_verdict
 from flows.run_names import run_name
 from flows.runners import WorkClock, task_runner
 from ragassay.config import AnswerEvalConfig
@@ -16,7 +16,6 @@ from ragassay.config_errors import with_overrides
 from ragassay.evaluation.answer_judging import configuration_pairs
 from ragassay.evaluation.outcomes import AnswerEvalReport
 from ragassay.evaluation.questions import whole_dialogue_parts
-from ragassay.gates.assertions import raise_on_failed
 from ragassay.llm.settings import model_id_of
 from ragassay.systems.settings import SystemConfiguration
 from ragassay.tracking import Batch
@@ -103,6 +102,5 @@ def eval_answers_flow(
     )
     publish_answer_report(config, report, describe_batch=batch is None)
     finished(report)
-    if batch is None:  # in a pipeline, the pipeline's flow run carries the verdict
-        raise_on_failed(report.assertions)
-    return report
+    # In a pipeline, the pipeline's flow run carries the verdict.
+    return with_verdict(report, report.assertions) if batch is None else report

@@ -6,13 +6,12 @@ from typing import Any
 
 from prefect import flow
 
-from flows.finished import finished
+from flows.finished import finished, with_verdict
 from flows.run_names import run_name
 from flows.runners import WorkClock, task_runner
 from ragassay.config import RetrievalEvalConfig
 from ragassay.config_errors import with_overrides
 from ragassay.evaluation.outcomes import RetrievalEvalReport
-from ragassay.gates.assertions import raise_on_failed
 from ragassay.systems.settings import SystemConfiguration
 from ragassay.tracking import Batch
 from tasks.eval_retrieval import (
@@ -75,6 +74,5 @@ def eval_retrieval_flow(
     report = log_retrieval_batch(config, context, searched, per_question, summary, batch, clock.spans())
     publish_retrieval_report(config, report, describe_batch=batch is None)
     finished(report)
-    if batch is None:  # in a pipeline, the pipeline's flow run carries the verdict
-        raise_on_failed(report.assertions)
-    return report
+    # In a pipeline, the pipeline's flow run carries the verdict.
+    return with_verdict(report, report.assertions) if batch is None else report

@@ -5,13 +5,17 @@ API is lost then (a Prefect server stopped or unreachable after the work succeed
 engine retries and then raises instead of returning, and the command would print nothing
 although every table is written and MLflow holds the finished batch. A flow hands its report to
 `finished` as it returns it, so the CLI (cli/common.run_flow) can still print the results, with a
-warning, and exit with the code the work earned."""
+warning, and exit with the code the work earned; the same holds for a flow that ends Failed on a
+failed assertion (`with_verdict`)."""
 
 from __future__ import annotations
 
 from typing import TypeVar
 
 from prefect.context import FlowRunContext
+from prefect.states import Failed, State
+
+from ragassay.gates.assertions import AssertionResult, failed_assertions_text
 
 Report = TypeVar("Report")
 _reports: dict[str, object] = {}
@@ -28,3 +32,12 @@ def finished(report: Report) -> Report:
 def take(flow_name: str) -> object | None:
     """The report the named flow finished in this process since the last take, or None."""
     return _reports.pop(flow_name, None)
+
+
+def with_verdict(report: Report, assertions: list[AssertionResult]) -> Report | State:
+    """How a flow ends on its verdict, once everything is logged: its report when every assertion
+    held (or it had none); else a Failed state whose message names each failed assertion, its
+    bound and the measured value, so the flow run ends Failed (red in the Prefect UI, a trigger
+    for its automations). The report stays with `finished` for the command to print."""
+    text = failed_assertions_text(assertions)
+    return Failed(message=text) if text else report

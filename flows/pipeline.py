@@ -14,7 +14,7 @@ from prefect import flow
 
 from flows.eval_answers import eval_answers_flow
 from flows.eval_retrieval import eval_retrieval_flow
-from flows.finished import finished
+from flows.finished import finished, with_verdict
 from flows.generate_golden import generate_golden_flow
 from flows.index import index_flow
 from flows.ingest import ingest_flow
@@ -22,7 +22,6 @@ from flows.run_names import TAG_PIPELINE, run_name, tagged
 from ragassay.config import PipelineConfig
 from ragassay.config_errors import with_overrides
 from ragassay.errors import RagassayError
-from ragassay.gates.assertions import raise_on_failed
 from ragassay.pipeline_stages import PipelineReport, StageReports
 from ragassay.tracking import Batch
 from ragassay.work_span import WorkSpan, now_ms
@@ -115,5 +114,4 @@ def pipeline_flow(config: PipelineConfig, overrides: dict[str, Any] | None = Non
             end_stopped_runs(f"stopped: {type(stop).__name__}")
         raise
     # Everything is logged and published: a failed assertion now fails the flow run, naming it.
-    raise_on_failed(report.assertions)
-    return report
+    return with_verdict(report, report.assertions)

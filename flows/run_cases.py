@@ -7,10 +7,9 @@ from typing import Any
 from prefect import flow
 from prefect.runtime import flow_run
 
-from flows.finished import finished
+from flows.finished import finished, with_verdict
 from flows.run_names import run_name
 from ragassay.config_errors import with_overrides
-from ragassay.gates.assertions import raise_on_failed
 from ragassay.gates.case_runs import CaseReport
 from ragassay.gates.suite import CaseSuite
 from tasks.eval_answers import load_judge, load_judge_calibration
@@ -27,5 +26,4 @@ def run_cases_flow(suite: CaseSuite, overrides: dict[str, Any] | None = None) ->
     judge = load_judge(suite.judge, suite.home)
     calibration = load_judge_calibration(suite.judge, suite.home, suite.collections, str(flow_run.id))
     report = finished(log_cases_run(suite, run_suite(suite, judge, calibration), judge.model_id))
-    raise_on_failed(report.assertions)  # logged: a failed case now fails the flow run, naming it
-    return report
+    return with_verdict(report, report.assertions)  # logged: a failed case now fails the flow run

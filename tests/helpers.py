@@ -60,13 +60,14 @@ def report_of(flow_object, *args, **kwargs):
     """A flow's report, also when its flow run ended Failed on a failed assertion (the run fails
     only after everything is logged; the report is what the command prints): the way the CLI
     reads it (cli/common.run_flow)."""
+    from prefect.exceptions import FailedRun
+
     from flows.finished import take
-    from ragassay.gates.assertions import AssertionsFailed
 
     take(flow_object.name)
     try:
         return flow_object(*args, **kwargs)
-    except AssertionsFailed:
+    except FailedRun:
         report = take(flow_object.name)
         assert report is not None, "a flow that failed on its verdict keeps its report"
         return report

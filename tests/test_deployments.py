@@ -309,7 +309,7 @@ def test_pipeline_deployment_runs_on_real_servers(servers, tmp_path):
     assert parent.data.tags["ragassay.prefect.flow_run_url"].endswith(f"/runs/flow-run/{pipeline_run['id']}")
     assert parent.data.tags["mlflow.user"] and parent.data.tags["mlflow.source.name"] == "ragassay run"
     assert parent.data.metrics["retrieval/hybrid/recall_at_5"] >= 0.5 and parent.data.metrics["gates/failed"] == 0
-    assert parent.data.tags["ragassay.verdict"] == "passed" and parent.info.run_name.endswith(" passed")
+    assert parent.data.tags["ragassay.verdict"] == "passed" and parent.info.run_name.startswith("passed: pipeline-")
     assert parent.data.metrics["retrieval/hybrid/recall_at_5"] == pytest.approx(published["mean"], abs=5e-5)
     assert {"answers/hybrid/refusal_recall", "seconds/answers", "documents/ingested"} <= set(parent.data.metrics)
     plots = {a.path for a in client.list_artifacts(parent.info.run_id, "plots")}

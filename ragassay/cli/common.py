@@ -83,7 +83,7 @@ def run_flow(flow_object, *args: Any) -> Any:
     take(flow_object.name)
     for argument in args:
         check_parameter_size(argument)
-    from ragassay.gates.assertions import AssertionsFailed
+    from prefect.exceptions import FailedRun
 
     try:
         with tagged(args[0] if args else None):
@@ -92,8 +92,9 @@ def run_flow(flow_object, *args: Any) -> Any:
         report = take(flow_object.name)
         if report is None:
             raise
-        if isinstance(error, AssertionsFailed):
-            # The flow run ended Failed on its verdict; the command prints it and exits 1 as before.
+        if isinstance(error, FailedRun) and any(not a.passed for a in getattr(report, "assertions", [])):
+            # The flow run ended Failed on its verdict (flows/finished.with_verdict); the command
+            # prints the report and exits 1 as before.
             return report
         from rich.markup import escape
 

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict
 
-from ragassay.errors import RagassayError
 from ragassay.metrics.conversations import CONVERSATION_SUCCESS, TURN_SUBSETS
 from ragassay.metrics.names import CORRECTED_METRICS, REPORTED_ANSWER_METRICS, MetricName, metric_key, parse_metric
 
@@ -194,27 +193,21 @@ def failed_assertions_text(results: list[AssertionResult]) -> str:
     return f"{len(failed)} of {len(results)} assertions failed: {listed}"
 
 
-class AssertionsFailed(RagassayError):
-    """A finished evaluation whose assertions did not all hold: everything is logged, and its flow
-    run ends Failed with this message (each failed assertion, its bound and the measured value)."""
-
-
-def raise_on_failed(results: list[AssertionResult]) -> None:
-    """AssertionsFailed naming each failed assertion, when one failed."""
-    text = failed_assertions_text(results)
-    if text:
-        raise AssertionsFailed(text)
+# How a row names its operator: in words, since Prefect's table artifact reads each cell as
+# Markdown, where a leading `>` starts a quotation (`>=` showed as a bar and `=`).
+OPERATOR_WORDS = {">=": "at least", ">": "above", "<=": "at most", "<": "below", "==": "equal to"}
 
 
 def assertion_rows(results: list[AssertionResult]) -> list[dict]:
     """The assertions as a batch's `assertions.json` and its Prefect table show them: each one's
-    text, configuration, metric, operator, bound, measured value, outcome and reason."""
+    text, configuration, metric, operator (in words: `at least`), bound, measured value, outcome
+    and reason."""
     return [
         {
             "assertion": r.assertion,
             "configuration": r.configuration,
             "metric": r.metric,
-            "operator": r.operator,
+            "operator": OPERATOR_WORDS.get(r.operator, r.operator),
             "bound": r.bound,
             "value": r.value,
             "outcome": r.outcome,

@@ -185,14 +185,15 @@ def log_batch_record(home: Path, batch: Batch, record: BatchRecord) -> LoggedBat
 
 def log_verdict(mlflow_client, batch: Batch, kind: str, verdict: str | None, assertions: list[dict]) -> None:
     """A batch's verdict on its parent run: the `ragassay.verdict` tag, the `assertions.json`
-    artifact (each assertion's row), and, for a verdict on assertions, the run's name
-    (`pipeline-2b97… failed`), which MLflow's runs list shows without any column chosen."""
+    artifact (each assertion's row), and, for a verdict on assertions, the start of the run's name
+    (`failed: pipeline-2b97…`), which MLflow's runs list shows without any column chosen (its
+    narrow name column cuts a name's end)."""
     if verdict is None:
         return
     mlflow_client.set_tag(batch.parent_run_id, TAG_VERDICT, verdict)
     mlflow_client.log_dict(batch.parent_run_id, {"verdict": verdict, "assertions": assertions}, ASSERTIONS_ARTIFACT)
     if assertions:
-        mlflow_client.set_tag(batch.parent_run_id, "mlflow.runName", f"{kind}-{batch.batch_id} {verdict}")
+        mlflow_client.set_tag(batch.parent_run_id, "mlflow.runName", f"{verdict}: {kind}-{batch.batch_id}")
 
 
 def locate_batch(home: Path, batch: Batch, run_ids: dict[str, str] | None = None) -> LoggedBatch:

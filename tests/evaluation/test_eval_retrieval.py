@@ -151,7 +151,7 @@ def test_a_failed_gate_exits_1_and_names_the_bound(sample_home, monkeypatch):
         r for r in tracking.find_runs(sample_home, role="batch") if r.data.tags[tracking.TAG_KIND] == "retrieval"
     ][:1]
     assert parent.info.status == "FINISHED" and parent.data.tags[tracking.TAG_VERDICT] == "failed"
-    assert parent.info.run_name.endswith(" failed")
+    assert parent.info.run_name.startswith("failed: retrieval-")
     stored = tracking.client(sample_home).download_artifacts(parent.info.run_id, tracking.ASSERTIONS_ARTIFACT)
     rows = json.loads(Path(stored).read_text())
     recall = tracking.find_runs(sample_home, batch_id=parent.data.tags[tracking.TAG_BATCH], role="configuration")[0]
@@ -161,7 +161,7 @@ def test_a_failed_gate_exits_1_and_names_the_bound(sample_home, monkeypatch):
             "assertion": "fulltext:recall@1>=1.01",
             "configuration": "fulltext",
             "metric": "recall@1",
-            "operator": ">=",
+            "operator": "at least",
             "bound": 1.01,
             "value": measured,
             "outcome": "failed",
@@ -171,7 +171,7 @@ def test_a_failed_gate_exits_1_and_names_the_bound(sample_home, monkeypatch):
             "assertion": "fulltext:mrr>=0",
             "configuration": "fulltext",
             "metric": "mrr",
-            "operator": ">=",
+            "operator": "at least",
             "bound": 0.0,
             "value": recall.data.metrics["mrr"],
             "outcome": "passed",

@@ -82,7 +82,7 @@ def test_a_failing_check_or_a_judge_error_fails_the_case_and_the_exit_code(works
         ("case judged passes", False),
     ]
     [run] = list(tracking.find_runs(workspace, batch_id=report["batch_id"]))
-    assert run.data.tags[tracking.TAG_VERDICT] == "failed" and run.info.run_name.endswith(" failed")
+    assert run.data.tags[tracking.TAG_VERDICT] == "failed" and run.info.run_name.startswith("failed: cases-")
     stored = tracking.client(workspace).download_artifacts(report["run_id"], tracking.ASSERTIONS_ARTIFACT)
     verdict = json.loads(Path(stored).read_text())
     assert verdict["verdict"] == "failed" and verdict["assertions"][0]["reason"] == "failed checks: contains"
