@@ -44,7 +44,8 @@ def with_overrides(config: BaseModel, overrides: dict[str, Any] | None) -> BaseM
     overrides do not name keep their values."""
     if not overrides:
         return config
-    values = config.model_dump(mode="json", exclude_unset=True)
+    # Python values, not JSON: a secret header stays a secret, not its mask `**********`.
+    values = _with_lists(config.model_dump(exclude_unset=True))
     for key, value in overrides.items():
         parts = [int(part) if part.isdigit() else part for part in str(key).split(".")]
         if "" in parts:
@@ -69,6 +70,15 @@ def with_overrides(config: BaseModel, overrides: dict[str, Any] | None) -> BaseM
         return parse_config(type(config), **values)
     except ConfigError as error:
         raise ConfigError(f"overrides {', '.join(map(str, overrides))}: {error}") from None
+
+
+def _with_lists(value: Any) -> Any:
+    """A dumped config with its tuples as lists, so an override can set one item."""
+    if isinstance(value, dict):
+        return {key: _with_lists(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_with_lists(item) for item in value]
+    return value
 
 
 def _shown_location(location: tuple) -> tuple:

@@ -122,3 +122,20 @@ def test_a_bad_override_is_a_config_error_naming_the_key(pipeline, overrides, me
     with pytest.raises(ConfigError, match="overrides") as raised:
         with_overrides(pipeline, overrides)
     assert message in str(raised.value)
+
+
+def test_overrides_keep_a_secret_header_a_secret_not_its_mask(home):
+    from ragassay.config import RetrievalEvalConfig
+
+    system = {
+        "kind": "http",
+        "url": "http://127.0.0.1:9/rag",
+        "headers": {"Authorization": "Bearer literal-token"},
+        "response": {"documents": "$.ids[*]"},
+    }
+    config = parse_config(
+        RetrievalEvalConfig, collections=["sample"], configurations=[{"label": "prod", "system": system}]
+    )
+    changed = with_overrides(config, {"max_questions": 3})
+    header = changed.configurations[0].system.headers["Authorization"]
+    assert changed.max_questions == 3 and header.get_secret_value() == "Bearer literal-token"
