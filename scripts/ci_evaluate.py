@@ -38,17 +38,32 @@ class Unreachable(Exception):
     """A server could not be asked, or answered with an error."""
 
 
+# A busy server's answers that a later try may not get (Prefect's API answers 503 while its
+# database is locked): tried again after 1, 2, 4 and 8 seconds.
+TRANSIENT = (429, 502, 503, 504)
+TRIES = 5
+
+
 def call(method: str, url: str, body: object | None = None, timeout: float = 30) -> object:
-    """One JSON request; Unreachable naming the URL and what the server said when it fails."""
+    """One JSON request, tried again on a transient answer or no connection; Unreachable naming
+    the URL and what the server said when it still fails."""
     data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            return json.loads(response.read() or b"null")
-    except urllib.error.HTTPError as error:
-        raise Unreachable(f"{method} {url}: HTTP {error.code}: {error.read()[:500].decode(errors='replace')}") from None
-    except (urllib.error.URLError, TimeoutError, OSError) as error:
-        raise Unreachable(f"{method} {url}: {error}") from None
+    for attempt in range(TRIES):
+        request = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as response:
+                return json.loads(response.read() or b"null")
+        except urllib.error.HTTPError as error:
+            said = f"{method} {url}: HTTP {error.code}: {error.read()[:500].decode(errors='replace')}"
+            if error.code not in TRANSIENT or attempt == TRIES - 1:
+                raise Unreachable(said) from None
+        except (urllib.error.URLError, TimeoutError, OSError) as error:
+            said = f"{method} {url}: {error}"
+            if attempt == TRIES - 1:
+                raise Unreachable(said) from None
+        print(f"{said}; trying again", file=sys.stderr)
+        time.sleep(2**attempt)
+    raise AssertionError("unreachable: the last try returns or raises")
 
 
 def parsed_overrides(settings: list[str]) -> dict[str, object]:
