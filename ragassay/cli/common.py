@@ -54,6 +54,9 @@ def prefect_defaults() -> None:
     """Quiet, offline-friendly Prefect settings unless the user chose otherwise, and a temporary
     Prefect server that stops with this process when no Prefect server is configured."""
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    # The client's side of it: ragassay runs offline, and Prefect's first-run telemetry notice
+    # would print over the command's own first lines.
+    os.environ.setdefault("DO_NOT_TRACK", "1")
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
     if sys.stderr.isatty():
         # On a terminal the progress bars show the work; Prefect's INFO lines would print onto the
