@@ -21,7 +21,9 @@ def gate(
         ..., "--baseline", help="Batch id of the accepted state (from `ragassay run`, `eval` or `runs list`)."
     ),
     candidate: str | None = typer.Option(
-        None, "--candidate", help="Batch id of the change (default: the newest other batch over the same collections)."
+        None,
+        "--candidate",
+        help="Batch id of the change (default: the newest other finished batch over the same collections).",
     ),
     max_drop: list[str] = typer.Option(
         ...,

@@ -37,6 +37,7 @@ def _run_row(run) -> dict:
         "configuration": tags.get(tracking.TAG_LABEL),
         "collections": tags.get(tracking.TAG_COLLECTIONS),
         "status": run.info.status,
+        "verdict": tags.get(tracking.TAG_VERDICT),
         "metrics": {display_name(k): v for k, v in run.data.metrics.items()},
     }
 
@@ -60,10 +61,15 @@ def runs_list(
                 for k, v in row["metrics"].items()
                 if k in HEADLINE_METRICS
             )
+            # A batch's status (a RUNNING one was stopped while it logged) and its verdict.
+            state = f"{row['status'].lower()}, {row['verdict'] or 'no verdict'}" if row["role"] == "batch" else ""
             out.print(
                 f"{row['started'][:16].replace('T', ' ')}  {row['kind']:<9} batch {row['batch_id']}  "
-                f"{row['configuration'] or '(batch)':<12} {row['run_id']}  ({row['collections']})  {headline}",
+                f"{row['configuration'] or '(batch)':<12} {row['run_id']}  ({row['collections']})  "
+                + (f"[{state}]  " if state else "")
+                + headline,
                 highlight=False,
+                markup=False,
             )
 
     emit(as_json, rows, render)

@@ -41,7 +41,8 @@ def gate_batches(
     home: Path, baseline: str, candidate: str | None, max_drop: list[str], alpha: float, seed: int
 ) -> GateOutcome:
     """Compare the candidate batch with the baseline under each `--max-drop` bound; a ConfigError
-    (exit 2) when a batch is unknown or no bound can be compared."""
+    (exit 2) when a batch is unknown or unfinished, or no bound can be compared. Without a
+    candidate, the newest finished batch over the baseline's collections."""
     bounds = [parse_drop_bound(text) for text in max_drop]
     collections = tracking.batch_collections(home, baseline)
     if collections is None:
@@ -51,8 +52,16 @@ def gate_batches(
         raise ConfigError(
             f"no candidate batch {candidate!r}"
             if candidate
-            else f"no other batch over {collections} to compare with {baseline}"
+            else f"no other finished batch over {collections} to compare with {baseline}"
         )
+    for role, named in (("baseline", baseline), ("candidate", candidate)):
+        status = tracking.batch_status(home, named)
+        if status != "FINISHED":
+            raise ConfigError(
+                f"{role} batch {named} is {status}, not finished (a run stopped while it logged, or a stage that "
+                "failed): its tables may be incomplete, so it is not compared; `ragassay runs list` shows each "
+                "batch's status"
+            )
     before, after = tracking.batch_tables(home, baseline), tracking.batch_tables(home, candidate)
     results, warnings = [], []
     for kind in ("retrieval", "answers"):

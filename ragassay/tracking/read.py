@@ -142,16 +142,25 @@ def batch_parent_table(home: Path, batch_id: str, name: str) -> pl.DataFrame | N
 
 
 def latest_batch(home: Path, collections: str, excluding: str) -> str | None:
-    """The newest batch over the same collections, other than `excluding` (the default candidate)."""
+    """The newest finished batch over the same collections, other than `excluding` (the default
+    candidate). One still RUNNING (its process killed while it logged) or FAILED is never chosen:
+    its tables may be half there."""
     for run in find_runs(home, role="batch"):
         batch = run.data.tags.get(TAG_BATCH)
         if (
             batch != excluding
+            and run.info.status == "FINISHED"
             and run.data.tags.get(TAG_COLLECTIONS) == collections
             and run.data.tags.get(TAG_KIND) in ("retrieval", "answers", "pipeline")
         ):
             return batch
     return None
+
+
+def batch_status(home: Path, batch_id: str) -> str | None:
+    """A batch's parent run's MLflow status (FINISHED, RUNNING, FAILED, KILLED); None when unknown."""
+    runs = find_runs(home, batch_id=batch_id, role="batch")
+    return runs[0].info.status if runs else None
 
 
 def batch_collections(home: Path, batch_id: str) -> str | None:

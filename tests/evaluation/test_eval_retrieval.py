@@ -20,7 +20,7 @@ from ragassay.store.schemas import GOLDEN
 from ragassay.store.tables import write_table
 from ragassay.store.workspace import collection_paths
 from tests.conftest import SAMPLE
-from tests.helpers import flow_run_outcome
+from tests.helpers import flow_run_outcome, report_of
 
 pytestmark = pytest.mark.flows  # every test here runs flows
 
@@ -396,3 +396,34 @@ def test_the_regression_gate_fails_a_significant_drop_and_passes_noise(evaluated
     assert "which does not exist" in missing.output and any(
         str(folder) in missing.output.replace("\n", "") for folder in folders
     )
+
+
+def test_the_gate_compares_only_finished_batches_and_runs_list_shows_each_status(evaluated, sample_home, monkeypatch):
+    _, baseline = evaluated
+    monkeypatch.setenv("RAGASSAY_HOME", str(sample_home))
+    finished = report_of(
+        eval_retrieval_flow,
+        parse_config(RetrievalEvalConfig, collections=["sample"], configurations=CONFIGURATIONS[:1], home=sample_home),
+    )
+    # What a process killed while it logged leaves: the newest batch's parent run still RUNNING.
+    stopped = tracking.open_batch(sample_home, ["sample"], "retrieval", {}, {})
+
+    chosen = runner.invoke(
+        app, ["gate", "--baseline", baseline.batch_id, "--max-drop", "fulltext:recall@5=1", "--json"]
+    )
+    assert chosen.exit_code == 0, chosen.output
+    assert json.loads(chosen.stdout)["candidate"] == finished.batch_id, "never the batch that did not finish"
+    for named in (["--candidate", stopped.batch_id], ["--baseline", stopped.batch_id]):
+        arguments = ["gate", "--baseline", baseline.batch_id, "--max-drop", "fulltext:recall@5=1", *named]
+        refused = runner.invoke(app, arguments)
+        assert refused.exit_code == 2 and f"batch {stopped.batch_id} is RUNNING, not finished" in refused.output
+
+    listed = runner.invoke(app, ["runs", "list", "-c", "sample"])
+    assert f"batch {stopped.batch_id}  (batch)" in listed.stdout
+    line = next(line for line in listed.stdout.splitlines() if stopped.batch_id in line)
+    assert "[running, no verdict]" in line
+    line = next(line for line in listed.stdout.splitlines() if finished.batch_id in line and "(batch)" in line)
+    assert "[finished, none]" in line
+    rows = json.loads(runner.invoke(app, ["runs", "list", "--batch", baseline.batch_id, "--json"]).stdout)
+    parent = next(row for row in rows if row["role"] == "batch")
+    assert (parent["status"], parent["verdict"]) == ("FINISHED", "passed")
