@@ -53,7 +53,9 @@ def read_jsonl(path: Path, what: str) -> list[tuple[str, Any]]:
     back as a ValueError saying why, in its place: each caller decides whether a bad line refuses
     the whole file or only itself."""
     rows: list[tuple[str, Any]] = []
-    for number, line in enumerate(read_user_text(path, what).splitlines(), start=1):
+    # Lines end at "\n" only: U+2028, U+0085 and the other breaks str.splitlines() knows may
+    # stand inside a JSON string (json.dumps(..., ensure_ascii=False) writes them as they are).
+    for number, line in enumerate(read_user_text(path, what).split("\n"), start=1):
         if not line.strip():
             continue
         where = f"{path}:{number}"

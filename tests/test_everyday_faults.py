@@ -170,3 +170,36 @@ def test_a_prefect_server_lost_after_the_work_still_prints_the_results_with_a_wa
     assert result.returncode == 0, result.stderr[-3000:]
     assert "results: {'recall@5': 0.75}" in result.stdout
     assert "the work finished, but Prefect could not record the flow run's end" in result.stderr
+
+
+def test_json_lines_holding_unicode_line_breaks_inside_strings_are_read_as_written(home, tmp_path, monkeypatch):
+    """`json.dumps(..., ensure_ascii=False)` writes U+2028, U+2029 and U+0085 as they are, inside a
+    string: a JSON Lines file ends its lines at "\\n" only, so each row reads back whole (these were
+    refused as invalid JSON, at line numbers past the end of the file)."""
+    from ragassay.golden.store import load_golden
+    from ragassay.store.workspace import collection_paths
+    from ragassay.user_files import read_jsonl
+    from tests.conftest import SAMPLE
+    from tests.helpers import build_collection
+
+    questions = ["Which line\u2028breaks here?", "And here\u0085or\u2029there, with a \r\nCRLF ending?"]
+    golden = tmp_path / "golden.jsonl"
+    golden.write_text(
+        "".join(
+            json.dumps(
+                {"id": f"q{n}", "question": q, "expected_document_ids": ["guides/overview.md"]}, ensure_ascii=False
+            )
+            + ("\r\n" if n else "\n")
+            for n, q in enumerate(questions)
+        ),
+        encoding="utf-8",
+    )
+    assert [(where.rsplit(":", 1)[1], row["question"]) for where, row in read_jsonl(golden, "golden file")] == [
+        ("1", questions[0]),
+        ("2", questions[1]),
+    ]
+    build_collection(home, "sample", (SAMPLE / "corpus",))
+    monkeypatch.setenv("RAGASSAY_HOME", str(home))
+    added = runner.invoke(app, ["golden", "add", "-c", "sample", "-f", str(golden)])
+    assert added.exit_code == 0, added.output
+    assert sorted(load_golden(collection_paths(home, "sample"))["question"].to_list()) == sorted(questions)
