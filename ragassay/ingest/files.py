@@ -3,6 +3,9 @@ fails becomes a typed rejection and the others go on), and the report of what an
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
 import unicodedata
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -62,20 +65,56 @@ def _is_hidden(path: Path, root: Path) -> bool:
     return any(part.startswith(".") for part in path.relative_to(root).parts)
 
 
+def _followed(path: Path) -> Path:
+    """The path made absolute with its links followed; a link loop as written (absolute), to be
+    rejected by name (not_a_file) rather than end the ingest."""
+    try:
+        return path.resolve()
+    except (RuntimeError, OSError):
+        return path.absolute()
+
+
 def discover_files(paths: tuple[Path, ...]) -> list[tuple[Path, Path]]:
-    """(root, file) pairs: every file under each folder (hidden ones skipped), or the file itself."""
+    """(root, file) pairs: everything but folders under each folder (hidden ones skipped), or the
+    path itself. What is not a regular file (a FIFO, a device, a socket, a link loop or a broken
+    link) is kept here, to be rejected by name and counted (extract_documents), never read."""
     found: list[tuple[Path, Path]] = []
     for given in paths:
-        path = given.expanduser().resolve()
+        path = _followed(given.expanduser())
         if path.is_dir():
             found.extend(
-                (path, file) for file in sorted(path.rglob("*")) if file.is_file() and not _is_hidden(file, path)
+                (path, file) for file in sorted(path.rglob("*")) if not file.is_dir() and not _is_hidden(file, path)
             )
-        elif path.is_file():
+        elif os.path.lexists(path):
             found.append((path.parent, path))
         else:
             raise ConfigError(f"ingest path {given} does not exist")
     return found
+
+
+def not_a_regular_file(file: Path) -> ExtractionError | None:
+    """Why a path is no file to read (reading a FIFO would wait for ever, a device may never end):
+    a link loop, a broken link, or a FIFO, device or socket; None for a regular file."""
+    try:
+        mode = file.stat().st_mode
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            return ExtractionError("not_a_file", "a symbolic link loop")
+        if file.is_symlink():
+            return ExtractionError("not_a_file", f"a broken link to {os.readlink(file)}")
+        return ExtractionError("unreadable", f"cannot read file: {error.strerror or error}")
+    if stat.S_ISREG(mode):
+        return None
+    kind = next((name for test, name in _SPECIAL_KINDS if test(mode)), "special file")
+    return ExtractionError("not_a_file", f"a {kind}, not a regular file")
+
+
+_SPECIAL_KINDS = (
+    (stat.S_ISFIFO, "FIFO (named pipe)"),
+    (stat.S_ISCHR, "character device"),
+    (stat.S_ISBLK, "block device"),
+    (stat.S_ISSOCK, "socket"),
+)
 
 
 def unsafe_characters(name: str) -> list[str]:
@@ -102,6 +141,9 @@ def extract_documents(
             # two files whose names differ only in that form are a duplicate, not two documents.
             identifier = unicodedata.normalize("NFC", doc_id or file.relative_to(root).as_posix())
             try:
+                problem = not_a_regular_file(file)
+                if problem is not None:
+                    raise problem
                 if identifier in seen:
                     raise ExtractionError("duplicate_id", f"doc_id {identifier!r} is also {seen[identifier]}")
                 if not file.resolve().is_relative_to(root.resolve()):

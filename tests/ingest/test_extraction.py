@@ -275,3 +275,43 @@ def test_html_depth_counts_only_elements_that_nest():
     # closes them itself) never make a page deeper, however many there are.
     assert not html_nesting_exceeds("<div>" + "<p>para<br><li>item<img src=x><span/>" * 1000 + "</div>", 3)
     assert not html_nesting_exceeds("<div></div>" * 1000, 1), "siblings are not nesting"
+
+
+@pytest.mark.flows
+def test_fifos_devices_and_link_loops_are_rejected_by_name_and_counted_never_read(tmp_path):
+    """In a folder, or given themselves: a FIFO (reading it would wait for ever), a device, a link
+    loop and a broken link are each a `not_a_file` rejection, and the regular files go on (a
+    folder's were skipped uncounted, a loop given itself ended the ingest with exit 3, a FIFO
+    given itself was "does not exist")."""
+    import os
+
+    from typer.testing import CliRunner
+
+    from ragassay.cli.main import app
+    from tests.helpers import ingest
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "kept.txt").write_text("Bees keep the hive at 35 degrees.")
+    os.mkfifo(corpus / "pipe.txt")
+    (corpus / "loop-a.md").symlink_to(corpus / "loop-b.md")
+    (corpus / "loop-b.md").symlink_to(corpus / "loop-a.md")
+    (corpus / "gone.txt").symlink_to(tmp_path / "nowhere.txt")
+    (corpus / "null.txt").symlink_to("/dev/null")
+    report = ingest(tmp_path / "ws", "c", (corpus,))
+    assert report.ingested == ["kept.txt"]
+    rejected = {Path(r.path).name: (r.reason, r.detail) for r in report.rejected}
+    assert rejected == {
+        "pipe.txt": ("not_a_file", "a FIFO (named pipe), not a regular file"),
+        "loop-a.md": ("not_a_file", "a symbolic link loop"),
+        "loop-b.md": ("not_a_file", "a symbolic link loop"),
+        "gone.txt": ("not_a_file", f"a broken link to {tmp_path / 'nowhere.txt'}"),
+        "null.txt": ("not_a_file", "a character device, not a regular file"),
+    }
+    assert report.counts["rejected"] == 5
+
+    runner = CliRunner()
+    for given, reason in ((corpus / "loop-a.md", "a symbolic link loop"), (corpus / "pipe.txt", "a FIFO")):
+        result = runner.invoke(app, ["ingest", "-c", "c", str(given)], env={"RAGASSAY_HOME": str(tmp_path / "ws")})
+        assert result.exit_code == 1, result.output
+        assert "0 ingested" in result.output and f"not_a_file ({reason}" in result.output

@@ -8,8 +8,17 @@ from typing import Literal
 # duplicate_id: two files of one ingest would get the same doc_id (e.g. the same relative path
 # under two roots); the first is kept.
 # too_slow: extraction ran past the per-file time bound (ingest/isolation.py).
+# not_a_file: a FIFO, device, socket, link loop or broken link (ingest/files.not_a_regular_file).
 RejectReason = Literal[
-    "unsupported_type", "too_large", "unreadable", "empty", "duplicate_id", "outside_root", "unsafe_name", "too_slow"
+    "unsupported_type",
+    "too_large",
+    "unreadable",
+    "empty",
+    "duplicate_id",
+    "outside_root",
+    "unsafe_name",
+    "too_slow",
+    "not_a_file",
 ]
 
 REJECT_REASONS: tuple[RejectReason, ...] = (
@@ -21,6 +30,7 @@ REJECT_REASONS: tuple[RejectReason, ...] = (
     "outside_root",
     "unsafe_name",
     "too_slow",
+    "not_a_file",
 )
 
 
