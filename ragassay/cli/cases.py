@@ -24,6 +24,7 @@ from ragassay.cli.common import (
     out,
     prefect_defaults,
     run_flow,
+    styled,
 )
 from ragassay.errors import ConfigError, RagassayError
 
@@ -75,10 +76,11 @@ def cases_run(
         table.add_column("result", no_wrap=True)
         table.add_column("checks (judge score and reason; grounded claims and passages)", overflow="fold")
         for case in report.cases:
-            result = "[green]pass[/green]" if case["passed"] else "[red]FAIL[/red]"
+            result = styled(("pass", "green") if case["passed"] else ("FAIL", "red"))
             if case["judge_error"]:
-                result += "\n[red]judge error[/red]"
-            table.add_row(case["case_id"], f"{result}\n{case['outcome']}", case["checks"])
+                result.append("\njudge error", style="red")
+            result.append(f"\n{case['outcome']}")
+            table.add_row(case["case_id"], result, case["checks"])
         out.print(table)
         grounded = report.grounded
         if grounded is not None:
@@ -92,7 +94,7 @@ def cases_run(
                 highlight=False,
             )
             for note in grounded.notes:
-                out.print(f"[yellow]note[/yellow] {note}", highlight=False)
+                out.print(styled(("note", "yellow"), f" {note}"), highlight=False)
         out.print(f"MLflow run {report.run_id} ({report.tracking_uri})", style="dim", highlight=False)
 
     emit(as_json, report.model_dump(), render)

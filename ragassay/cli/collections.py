@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from ragassay.cli.common import EXIT_PARTIAL, JSON_OPTION, emit, err, fail, out
+from ragassay.cli.common import EXIT_PARTIAL, JSON_OPTION, emit, err, fail, out, styled
 from ragassay.config import workspace_home
 from ragassay.errors import RagassayError
 
@@ -65,7 +65,7 @@ def collections_check(
                 name,
                 Embedders().get,
                 DEFAULT_EMBEDDING_MODEL,
-                progress=lambda step: err.print(f"[dim]{step}[/dim]", highlight=False),
+                progress=lambda step: err.print(step, style="dim", highlight=False),
             )
             health, payload = report.after, report.model_dump()
         else:
@@ -92,7 +92,7 @@ def collections_check(
         )
         out.print(f"collection {name}: {counts}; index {health.index}", highlight=False)
         for finding in health.findings:
-            out.print(f"  [red]{finding.table}[/red]: {finding.problem}", highlight=False)
+            out.print(styled("  ", (finding.table, "red"), f": {finding.problem}"), highlight=False)
             out.print(f"    repair: {finding.repair}", highlight=False)
         if health.healthy:
             out.print("  every table verified, and they agree with each other and the index", highlight=False)

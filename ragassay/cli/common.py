@@ -12,7 +12,7 @@ from typing import Any, NoReturn
 import typer
 from pydantic import BaseModel
 from rich.console import Console
-from rich.markup import escape
+from rich.text import Text
 
 from ragassay.errors import ConfigError
 
@@ -20,8 +20,18 @@ from ragassay.errors import ConfigError
 # 3 is a crash (an error ragassay did not expect), so CI can tell it from a partial success.
 EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, EXIT_CRASH = 0, 1, 2, 3
 
-out = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
+# Markup off: what is printed is text as it is. A document id, an answer or a warning from a team's
+# system may hold `[/bold]` (which crashed a summary after the batch was logged) or
+# `[link=http://x]install.md[/link]` (which printed as install.md); ragassay's own styles are
+# given as styles (styled), never written into the text.
+out = Console(soft_wrap=True, markup=False)
+err = Console(stderr=True, soft_wrap=True, markup=False)
+
+
+def styled(*parts: str | tuple[str, str]) -> Text:
+    """A line of text with some words styled: each part is plain text (never read as markup), or
+    (text, style) such as ("warning", "yellow")."""
+    return Text.assemble(*parts)
 
 
 def field_option(model: type[BaseModel], name: str, *declarations: str, required: bool = False, **options) -> Any:
@@ -99,15 +109,16 @@ def run_flow(flow_object, *args: Any) -> Any:
             # The flow run ended Failed on its verdict (flows/finished.with_verdict); the command
             # prints the report and exits 1 as before.
             return report
-        from rich.markup import escape
-
         from ragassay.redaction import redact
 
         err.print(
-            "[yellow]warning:[/yellow] the work finished, but Prefect could not record the flow run's end "
-            f"({type(error).__name__}: {escape(redact(str(error)))[:300]}; PREFECT_API_URL="
-            f"{escape(redact(os.environ.get('PREFECT_API_URL', 'unset')))}); the results below are this "
-            "process's, and MLflow holds the batch",
+            styled(
+                ("warning:", "yellow"),
+                " the work finished, but Prefect could not record the flow run's end "
+                f"({type(error).__name__}: {redact(str(error))[:300]}; PREFECT_API_URL="
+                f"{redact(os.environ.get('PREFECT_API_URL', 'unset'))}); the results below are this "
+                "process's, and MLflow holds the batch",
+            ),
             highlight=False,
         )
         return report
@@ -177,7 +188,7 @@ def fail(error: Exception) -> NoReturn:
         import traceback
 
         sys.stderr.write(redact("".join(traceback.format_exception(error))))
-    err.print("[red]error:[/red] " + escape(redact(str(error))), highlight=False)
+    err.print(styled(("error:", "red"), " " + redact(str(error))), highlight=False)
     raise typer.Exit(EXIT_USAGE)
 
 

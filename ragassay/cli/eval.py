@@ -29,6 +29,7 @@ from ragassay.cli.common import (
     override_option,
     prefect_defaults,
     run_flow,
+    styled,
     with_task_runner,
 )
 from ragassay.cli.render import (
@@ -141,7 +142,7 @@ def eval_retrieval(
         render_comparisons(report.comparisons, [f"ndcg@{max(config.ks)}", "mrr"])
         render_followups(report.followup_gaps, [f"recall@{min(5, max(config.ks))}", "mrr"])
         for warning in report.warnings:
-            out.print(f"[yellow]warning[/yellow] {warning.text()}", highlight=False)
+            out.print(styled(("warning", "yellow"), f" {warning.text()}"), highlight=False)
         render_assertions(report.assertions)
         render_mlflow_location(report)
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import typer
 from rich.table import Table
 
-from ragassay.cli.common import EXIT_OK, EXIT_PARTIAL, JSON_OPTION, dumped, emit, err, fail, out
+from ragassay.cli.common import EXIT_OK, EXIT_PARTIAL, JSON_OPTION, dumped, emit, err, fail, out, styled
 from ragassay.errors import RagassayError
 from ragassay.evaluation.interval_text import signed, signed_interval
 from ragassay.metrics.significance import ALPHA
@@ -102,9 +102,9 @@ def _render_gate(baseline: str, candidate: str, alpha: float, results: list[Drop
             signed_interval(r.ci_low, r.ci_high, 4),
             f"{r.p_value:.4f}",
             f"{r.max_drop:g}",
-            "[red]FAILED[/red]" if r.failed else "[green]ok[/green]",
+            styled(("FAILED", "red") if r.failed else ("ok", "green")),
         )
     table.caption = "questions: compared (both batches scored) / asked in both"
     out.print(table)
     for line in warnings:
-        out.print(f"[yellow]warning[/yellow] {line}", highlight=False)
+        out.print(styled(("warning", "yellow"), f" {line}"), highlight=False)

@@ -31,6 +31,7 @@ from ragassay.cli.common import (
     model_settings,
     out,
     run_flow,
+    styled,
 )
 from ragassay.config import GenerateSettings, workspace_home
 from ragassay.errors import ConfigError, RagassayError
@@ -46,17 +47,24 @@ def _report_change(change, as_json: bool) -> None:
             else ""
         )
         out.print(
-            f"golden set of [bold]{change.collection}[/bold]: {len(change.added)} added, "
-            f"{len(change.problems)} refused, {change.size} entries in all{dialogues}"
+            styled(
+                "golden set of ",
+                (change.collection, "bold"),
+                f": {len(change.added)} added, {len(change.problems)} refused, {change.size} entries in all{dialogues}",
+            )
         )
         for problem in change.problems:
             out.print(
-                f"[red]refused[/red] {problem['source']}: {problem['reason']} ({problem['detail']})", highlight=False
+                styled(("refused", "red"), f" {problem['source']}: {problem['reason']} ({problem['detail']})"),
+                highlight=False,
             )
         if not change.ids_checked:
             out.print(
-                f"[yellow]note[/yellow] {change.collection} holds only a golden set: expected document ids were not "
-                "checked (ingest the corpus for that check, and for built-in search and generation)",
+                styled(
+                    ("note", "yellow"),
+                    f" {change.collection} holds only a golden set: expected document ids were not "
+                    "checked (ingest the corpus for that check, and for built-in search and generation)",
+                ),
                 highlight=False,
             )
 
@@ -176,7 +184,7 @@ def golden_generate(
 
     def render() -> None:
         out.print(
-            f"generated for [bold]{report.collection}[/bold] with seed {report.seed} ({report.model_id}, {report.prompt_version}; "
+            f"generated for {report.collection} with seed {report.seed} ({report.model_id}, {report.prompt_version}; "
             f"answers checked by {report.judge_model_id}): "
             f"requested {report.requested}, attempted {report.attempted}, accepted {len(report.accepted)} "
             f"(acceptance rate {report.acceptance_rate:.0%})",
@@ -189,8 +197,11 @@ def golden_generate(
         if len(report.accepted) < report.requested:
             what = "dialogues" if dialogues is not None else "questions"
             out.print(
-                f"[yellow]only {len(report.accepted)} of {report.requested} {what} passed the gate[/yellow]: "
-                "a fact about this corpus and model, see the discarded candidates in MLflow run " + str(report.run_id)
+                styled(
+                    (f"only {len(report.accepted)} of {report.requested} {what} passed the gate", "yellow"),
+                    ": a fact about this corpus and model, see the discarded candidates in MLflow run "
+                    + str(report.run_id),
+                )
             )
         out.print(f"model time {report.seconds_in_model:.1f}s of {report.seconds:.1f}s", style="dim")
 

@@ -37,6 +37,7 @@ from ragassay.cli.common import (
     override_option,
     prefect_defaults,
     run_flow,
+    styled,
     with_task_runner,
 )
 from ragassay.cli.documents import documents_app
@@ -109,13 +110,18 @@ def ingest(
 
     def render() -> None:
         counts = report.counts
-        out.print(f"collection [bold]{report.collection}[/bold]: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+        out.print(
+            styled("collection ", (report.collection, "bold"), ": " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+        )
         if report.queries:
             out.print(f"BEIR: {report.queries} test queries and {report.qrels} judgements stored")
         for doc_id_truncated in report.truncated:
-            out.print(f"[yellow]truncated[/yellow] {doc_id_truncated} (text capped)")
+            out.print(styled(("truncated", "yellow"), f" {doc_id_truncated} (text capped)"))
         for rejection in report.rejected:
-            out.print(f"[red]rejected[/red] {rejection.path}: {rejection.reason} ({rejection.detail})", highlight=False)
+            out.print(
+                styled(("rejected", "red"), f" {rejection.path}: {rejection.reason} ({rejection.detail})"),
+                highlight=False,
+            )
         if counts["ingested"] or counts["replaced"]:
             out.print(f"next: ragassay index --collection {report.collection}")
 
@@ -157,9 +163,13 @@ def index(
 
     def render() -> None:
         out.print(
-            f"indexed [bold]{report.collection}[/bold]: {report.chunks} chunks, {report.embedded} embedded, "
-            f"{report.reused_embeddings} from cache ({report.embedding_model_id}); "
-            f"embedding {report.seconds_embedding:.2f}s, bm25 {report.seconds_bm25:.2f}s; index {report.index_digest}"
+            styled(
+                "indexed ",
+                (report.collection, "bold"),
+                f": {report.chunks} chunks, {report.embedded} embedded, "
+                f"{report.reused_embeddings} from cache ({report.embedding_model_id}); "
+                f"embedding {report.seconds_embedding:.2f}s, bm25 {report.seconds_bm25:.2f}s; index {report.index_digest}",
+            )
         )
 
     emit(as_json, report.model_dump(), render)
@@ -214,13 +224,19 @@ def search(
 
     def render() -> None:
         out.print(
-            f"[bold]{config.search_type}[/bold] search for {query!r}: {len(hits)} results in {elapsed * 1000:.0f} ms"
+            styled(
+                (config.search_type, "bold"), f" search for {query!r}: {len(hits)} results in {elapsed * 1000:.0f} ms"
+            )
         )
         for hit in hits:
             document = hit.doc_id if len(collection) == 1 else f"{hit.collection}/{hit.doc_id}"
             page = f", page {hit.page}" if hit.page else ""
             out.print(
-                f"{hit.rank:>3}. {hit.score:.4f}  [bold]{document}[/bold]  ({hit.chunk_id}, chars {hit.char_start}-{hit.char_end}{page})",
+                styled(
+                    f"{hit.rank:>3}. {hit.score:.4f}  ",
+                    (document, "bold"),
+                    f"  ({hit.chunk_id}, chars {hit.char_start}-{hit.char_end}{page})",
+                ),
                 highlight=False,
             )
             out.print(f"     {hit.snippet}", style="dim", highlight=False)
@@ -420,7 +436,6 @@ def main() -> None:
             sys.exit(interrupts.exit_code())
         if debug:
             traceback.print_exc()
-        from rich.markup import escape
 
         from ragassay.errors import environment_problem
         from ragassay.redaction import redact
@@ -428,10 +443,12 @@ def main() -> None:
         problem = environment_problem(error)
         if problem is not None:
             # The machine is in the way (read-only, full, a permission): what to fix, exit 2.
-            err.print("[red]error:[/red] " + escape(redact(problem)), highlight=False)
+            err.print(styled(("error:", "red"), " " + redact(problem)), highlight=False)
             sys.exit(EXIT_USAGE)
 
-        err.print(f"[red]unexpected error[/red] {type(error).__name__}: " + escape(redact(str(error))), highlight=False)
+        err.print(
+            styled(("unexpected error", "red"), f" {type(error).__name__}: " + redact(str(error))), highlight=False
+        )
         err.print("this is a bug in ragassay or its environment; rerun with --debug for the traceback", style="dim")
         sys.exit(EXIT_CRASH)
     except BaseException:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from rich.table import Table
 
-from ragassay.cli.common import out
+from ragassay.cli.common import out, styled
 from ragassay.evaluation.answer_judging import PairwiseTally
 from ragassay.evaluation.interval_text import counted, signed, signed_estimate, signed_interval
 from ragassay.evaluation.judge_correction import CalibrationSummary
@@ -245,7 +245,7 @@ def render_pairwise(pairwise: Sequence[PairwiseTally]) -> None:
 def render_warnings(warnings: list[RunWarning]) -> None:
     out.print(f"{len(warnings)} warnings" + (":" if warnings else ""), highlight=False)
     for w in warnings:
-        out.print(f"[yellow]warning[/yellow] {w.text()}", highlight=False)
+        out.print(styled(("warning", "yellow"), f" {w.text()}"), highlight=False)
 
 
 def render_mlflow_location(report, prefix: str = "") -> None:
@@ -325,5 +325,5 @@ COST_ROWS = {
 
 def render_assertions(assertions: list[AssertionResult]) -> None:
     for result in assertions:
-        status = "[green]passed[/green]" if result.passed else "[red]FAILED[/red]"
-        out.print(f"assert {result.assertion}: {status} ({measured(result)})", highlight=False)
+        status = ("passed", "green") if result.passed else ("FAILED", "red")
+        out.print(styled(f"assert {result.assertion}: ", status, f" ({measured(result)})"), highlight=False)

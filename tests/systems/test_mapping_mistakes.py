@@ -638,3 +638,21 @@ def test_a_secret_echoed_by_the_server_is_masked_everywhere_and_never_reaches_pr
         assert TOKEN not in text and LITERAL not in text, where
     assert "upstream refused Authorization=***" in texts["MLflow warnings"]
     assert '"X-Tenant": "**********"' in texts["Prefect parameters"], "Prefect stores the header masked"
+
+
+# Issue 58, case 4: a system's text printed as rich markup.
+
+
+@pytest.mark.flows
+def test_a_systems_ids_are_printed_as_they_are_never_read_as_terminal_markup(served, tmp_path):
+    """`[/bold]` as a document id crashed the summary (exit 3, after the batch was logged), and
+    `[link=http://x]install.md[/link]` printed as `install.md`, so the warning misled."""
+    run = tmp_path / "hostile.trec"
+    run.write_text("g01 Q0 [/bold] 1 10 t\ng01 Q0 [link=http://x]install.md[/link] 2 9 t\n")
+    configs = tmp_path / "configs.yaml"
+    configs.write_text(f"configurations:\n  - {{label: team, system: {{kind: trec, path: {run}}}}}\n")
+    result = runner.invoke(
+        app, ["eval", "retrieval", "-c", "sample", "--configs", str(configs)], env={"RAGASSAY_HOME": str(served)}
+    )
+    assert result.exit_code == 0, result.output
+    assert "(e.g. [/bold], [link=http://x]install.md[/link])" in result.stdout
