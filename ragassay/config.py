@@ -208,9 +208,14 @@ class GenerateConfig(OneCollection, GenerateSettings):
 
 
 DEFAULT_KS = (1, 3, 5, 10)
-# An evaluation's question sample, declared once for retrieval and answer evaluations.
+# An evaluation's question sample, declared once for retrieval and answer evaluations (0: no single
+# question, for a run of the golden dialogues alone).
 MaxQuestions = Annotated[
-    int | None, Field(ge=1, description="Evaluate a seeded sample of at most this many questions.")
+    int | None,
+    Field(
+        ge=0,
+        description="Evaluate a seeded sample of at most this many questions (0: none, the golden dialogues alone).",
+    ),
 ]
 # The golden dialogues an evaluation asks, each with all its turns (0: none).
 MaxDialogues = Annotated[

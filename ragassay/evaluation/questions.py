@@ -145,6 +145,11 @@ def gather_golden_questions(
             f"no golden questions in {', '.join(collections)}; add some with `ragassay golden add` or `golden import`"
         )
     sampled = sample_questions(questions, max_questions, seed) + sample_dialogues(turns, max_dialogues, seed)
+    if not sampled:
+        raise RagassayError(
+            f"nothing to evaluate in {', '.join(collections)}: max_questions {max_questions} leaves no single "
+            f"question, and {'no golden dialogue is sampled (max_dialogues 0)' if turns else 'there are no golden dialogues'}"
+        )
     context = GoldenContext(
         questions=[{"collection": q.query_collection, "id": q.query_id} for q in sampled],
         warnings=warnings,

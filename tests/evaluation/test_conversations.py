@@ -298,3 +298,24 @@ def test_a_remembered_conversation_is_served_whole_or_asked_again_whole(chat_hom
     # Only the dialogue whose turn failed (so was not remembered) is asked again, every turn of it.
     assert "d02" in asked_first and len(asked_first) == 3
     assert [r["message"] for r in again] == [turn["question"] for turn in DIALOGUES[1]["turns"]]
+
+
+def test_max_questions_0_evaluates_the_golden_dialogues_alone(tmp_path):
+    """Issue 58, case 8: `--max-questions 0` was refused, so there was no dialogues-only run. With
+    single questions and dialogues stored, it asks the dialogues' turns alone; with no dialogue
+    to ask either, it says there is nothing to evaluate (exit 2), not an empty batch."""
+    from tests.helpers import build_collection
+
+    build_collection(tmp_path, "sample", (SAMPLE / "corpus",))
+    add_from_file(tmp_path, "sample", SAMPLE / "golden.jsonl")
+    add_from_file(tmp_path, "sample", SAMPLE / "dialogues.jsonl")
+    env = {"RAGASSAY_HOME": str(tmp_path)}
+    base = ["eval", "retrieval", "-c", "sample", "--mode", "fulltext"]
+    result = runner.invoke(app, [*base, "--max-questions", "0", "--json"], env=env)
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    # Retrieval scores a dialogue's answerable turns: every one of them, and no single question.
+    scored_turns = sum(turn.get("answerable", True) for d in DIALOGUES for turn in d["turns"])
+    assert (report["dialogues"], report["questions"]) == (len(DIALOGUES), scored_turns)
+    refused = runner.invoke(app, [*base, "--max-questions", "0", "--max-dialogues", "0"], env=env)
+    assert refused.exit_code == 2 and "nothing to evaluate in sample: max_questions 0" in refused.output
