@@ -410,7 +410,11 @@ def judge_answer(
         else []
     )
     reference_results, answer_results = over_passages[: len(asked_references)], over_passages[len(asked_references) :]
-    recall = _context_recall(verdicts, answer, context, reference_statements, reference_results)
+    recall = (
+        _context_recall(verdicts, answer, context, reference_statements, reference_results)
+        if reference_statements or not (reference_answer or "").strip()
+        else Scored(None, "the reference answer states nothing to look for (a bare answer such as 'Yes.')")
+    )
     if answer.outcome == "refused":
         not_scored = Scored(None, REFUSED)
         judgement = AnswerJudgement(not_scored, recall, not_scored, not_scored, not_scored, None, verdicts.rows)

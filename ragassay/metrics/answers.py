@@ -134,10 +134,25 @@ class AnswerJudgement:
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
+# Words that answer a question without stating anything a passage could hold: a sentence of these
+# alone ("Yes.", "No, not really.") is no statement. Counted, "Yes." halved the context recall of
+# "Yes. The drug reduces X." although the passage held the fact.
+BARE_ANSWER_WORDS = frozenset({
+    "yes", "no", "yeah", "nope", "not", "really", "correct", "incorrect", "true", "false", "right", "wrong",
+    "indeed", "exactly", "sure", "ok", "okay", "maybe", "partly", "partially", "ja", "nein", "oui", "non", "si", "sí",
+})  # fmt: skip
+
+
+def has_content(sentence: str) -> bool:
+    """Whether a sentence states something: a word that is not a bare answer (BARE_ANSWER_WORDS)."""
+    return any(word not in BARE_ANSWER_WORDS for word in re.findall(r"\w+", sentence.lower()))
 
 
 def split_statements(text: str | None) -> list[str]:
-    """A reference answer cut into sentences, the statements context recall looks for.
+    """A reference answer (or a system's answer) cut into sentences, the statements context recall
+    (or faithfulness) judges: split after `.`, `!` or `?` followed by space and a capital, a digit,
+    a quote or a bracket; a sentence without content (only bare answers such as "Yes." or "No,
+    not really.") is not a statement and is left out.
 
     Deterministic on purpose: reference answers are short, written by people, one fact a
     sentence; a model-made split would add a source of error to every context-recall score.
@@ -145,7 +160,7 @@ def split_statements(text: str | None) -> list[str]:
     """
     if not text or not text.strip():
         return []
-    return [part.strip() for part in _SENTENCE_END.split(one_line(text)) if part.strip()]
+    return [part.strip() for part in _SENTENCE_END.split(one_line(text)) if part.strip() and has_content(part)]
 
 
 PairOutcome = Literal["a", "b", "tie", "inconsistent", "unreadable"]

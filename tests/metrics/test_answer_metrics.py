@@ -97,6 +97,12 @@ def test_means_count_only_scored_questions():
         ),
         ("  ", []),
         (None, []),
+        # A sentence without content is no statement: "Yes." halved the context recall of a
+        # reference whose fact the passage held.
+        ("Yes. The drug reduces X.", ["The drug reduces X."]),
+        ("No, not really. Hives need shade.", ["Hives need shade."]),
+        ("Yes.", []),
+        ("Yes, it does.", ["Yes, it does."]),
     ],
 )
 def test_reference_answers_split_into_sentences(text, statements):
