@@ -203,3 +203,31 @@ def test_json_lines_holding_unicode_line_breaks_inside_strings_are_read_as_writt
     added = runner.invoke(app, ["golden", "add", "-c", "sample", "-f", str(golden)])
     assert added.exit_code == 0, added.output
     assert sorted(load_golden(collection_paths(home, "sample"))["question"].to_list()) == sorted(questions)
+
+
+def test_piped_output_keeps_every_label_whole(tmp_path):
+    """Issue 58, case 8: piped into a file or a CI log, tables were laid out 80 columns wide and a
+    label printed as "haysta…". Off a terminal (COLUMNS unset) lines are as wide as their content."""
+    from ragassay.golden.store import add_from_file
+    from tests.conftest import SAMPLE
+    from tests.helpers import build_collection
+
+    build_collection(tmp_path / "workspace", "sample", (SAMPLE / "corpus",))
+    add_from_file(tmp_path / "workspace", "sample", SAMPLE / "golden.jsonl")
+    labels = ["haystack-hybrid-bm25-plus-embeddings-reranked", "fulltext-baseline-of-the-previous-release"]
+    configs = tmp_path / "configs.yaml"
+    configs.write_text(
+        f"configurations:\n  - {{label: {labels[0]}, search_type: hybrid}}\n  - {{label: {labels[1]}, search_type: fulltext}}\n"
+    )
+    env = {key: value for key, value in os.environ.items() if key != "COLUMNS"}
+    result = subprocess.run(
+        [RAGASSAY, "eval", "retrieval", "-c", "sample", "--configs", str(configs), "--max-questions", "3"],
+        env={**env, "RAGASSAY_HOME": str(tmp_path / "workspace")},
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    header = next(line for line in result.stdout.splitlines() if "metric" in line)
+    assert all(label in header for label in labels) and "…" not in result.stdout

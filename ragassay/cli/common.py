@@ -28,6 +28,21 @@ out = Console(soft_wrap=True, markup=False)
 err = Console(stderr=True, soft_wrap=True, markup=False)
 
 
+# Off a terminal (piped into a file or a CI log) nobody's window bounds a line: tables are as wide
+# as their content (at 80 columns a label printed as "haysta…"). COLUMNS, when set, still rules.
+PIPED_WIDTH = 1000
+
+
+def widen_when_piped() -> None:
+    """Each console that does not write to a terminal, with COLUMNS unset, lays lines out
+    PIPED_WIDTH columns wide, so no label or number is cut."""
+    if os.environ.get("COLUMNS"):
+        return
+    for console in (out, err):
+        if not console.is_terminal:
+            console.width = PIPED_WIDTH
+
+
 def styled(*parts: str | tuple[str, str]) -> Text:
     """A line of text with some words styled: each part is plain text (never read as markup), or
     (text, style) such as ("warning", "yellow")."""

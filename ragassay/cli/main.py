@@ -415,13 +415,14 @@ def main() -> None:
     import sys
     import traceback
 
-    from ragassay.cli.common import EXIT_CRASH, EXIT_USAGE, err
+    from ragassay.cli.common import EXIT_CRASH, EXIT_USAGE, err, widen_when_piped
 
     debug = "--debug" in sys.argv[1:]
     if debug:
         sys.argv.remove("--debug")
         os.environ["PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL"] = "INFO"
         os.environ["RAGASSAY_DEBUG"] = "1"
+    widen_when_piped()
     from ragassay.cli import interrupts
 
     interrupts.install()
