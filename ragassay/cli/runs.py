@@ -76,8 +76,17 @@ def runs_list(
 
 
 @runs_app.command("show")
-def runs_show(run_id: str = typer.Argument(..., help="MLflow run id."), as_json: bool = JSON_OPTION) -> None:
-    """Show one run: tags, params and metrics."""
+def runs_show(
+    run_id: str = typer.Argument(..., help="MLflow run id."),
+    questions: bool = typer.Option(
+        False,
+        "--questions",
+        help="Also each question's values: a retrieval configuration's per-question metrics, an answer "
+        "configuration's answers and scores (the run's Parquet table, whose location is shown).",
+    ),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Show one run: tags, params and metrics (and with --questions, each question's values)."""
     from mlflow.exceptions import MlflowException
 
     from ragassay import tracking
@@ -87,6 +96,18 @@ def runs_show(run_id: str = typer.Argument(..., help="MLflow run id."), as_json:
     except MlflowException:
         fail(RagassayError(f"no run {run_id!r} in {tracking.tracking_uri(workspace_home())}"))
     payload = {**_run_row(run), "params": dict(run.data.params), "tags": dict(run.data.tags)}
+    table = None
+    if questions:
+        name = tracking.PER_QUESTION_TABLES.get(payload["kind"] or "")
+        table = (
+            tracking.download_table(workspace_home(), run_id, name)
+            if payload["role"] == "configuration" and name
+            else None
+        )
+        if table is None:
+            fail(RagassayError(f"run {run_id} keeps no per-question table: --questions needs a configuration's run"))
+        payload["questions_table"] = f"{run.info.artifact_uri}/{tracking.MACHINE}/{name}.parquet"
+        payload["questions"] = table.to_dicts()
 
     def render() -> None:
         out.print(
@@ -96,8 +117,31 @@ def runs_show(run_id: str = typer.Argument(..., help="MLflow run id."), as_json:
             out.print(f"  param {name} = {value}", highlight=False)
         for name, value in payload["metrics"].items():
             out.print(f"  metric {name} = {value:.6f}", highlight=False)
+        if table is not None:
+            render_question_rows(table)
+            out.print(f"each question's values (Parquet): {payload['questions_table']}", highlight=False)
 
     emit(as_json, payload, render)
+
+
+def render_question_rows(table) -> None:
+    """A per-question table as rows: the question's collection and id, then each number column."""
+    from rich.table import Table
+
+    numbers = [c for c, kind in table.schema.items() if kind.is_numeric()]
+    shown = Table(title=f"{table.height} questions")
+    for column in ("query_collection", "query_id", *numbers):
+        shown.add_column(column, justify="right" if column in numbers else "left")
+    for row in table.iter_rows(named=True):
+        shown.add_row(
+            row["query_collection"],
+            row["query_id"],
+            *(
+                "-" if row[c] is None else f"{row[c]:.4f}" if isinstance(row[c], float) else str(row[c])
+                for c in numbers
+            ),
+        )
+    out.print(shown)
 
 
 @runs_app.command("compare")

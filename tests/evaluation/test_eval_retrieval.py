@@ -108,6 +108,16 @@ def test_runs_commands_list_show_and_compare_the_batch(evaluated, sample_home, m
     assert {r["run_id"] for r in listed} <= {r["run_id"] for r in by_collection}
     shown = json.loads(runner.invoke(app, ["runs", "show", report.run_ids["semantic"], "--json"]).stdout)
     assert shown["configuration"] == "semantic" and shown["params"]["config.search_type"] == "semantic"
+    # Each question's values, and where their Parquet table is (issue 58, case 8).
+    arguments = ["runs", "show", report.run_ids["semantic"], "--questions"]
+    questions = json.loads(runner.invoke(app, [*arguments, "--json"]).stdout)
+    stored = tracking.download_table(sample_home, report.run_ids["semantic"], "per_question")
+    assert questions["questions"] == stored.to_dicts() and len(questions["questions"]) == 30
+    assert questions["questions_table"].endswith("/machine/per_question.parquet")
+    human = runner.invoke(app, arguments, env={"COLUMNS": "400"})
+    assert human.exit_code == 0 and "30 questions" in human.stdout and questions["questions_table"] in human.stdout
+    parent = runner.invoke(app, ["runs", "show", report.parent_run_id, "--questions"])
+    assert parent.exit_code == 2 and "--questions needs a configuration's run" in parent.output
     compared = runner.invoke(app, ["runs", "compare", report.batch_id, "--json"])
     assert compared.exit_code == 0
     payload = json.loads(compared.stdout)
