@@ -97,8 +97,9 @@ def call_system(
     A conversation's turns are asked one after another, each sent the conversation so far: its
     earlier questions, and the answers of those whose calls succeeded (a turn whose call failed
     leaves its answer out, and each later turn's record says so in its `note`). Conversations and
-    single questions go `concurrency` at a time. After a conversation's last turn its session is
-    cleared where the system says how (`clear_session`); a failure to clear is noted on that turn.
+    single questions go `concurrency` at a time. After a conversation's last turn (or a single
+    question asked of the system) its session is cleared where the system says how
+    (`clear_session`); a failure to clear is noted on that record.
     A conversation is served from the cache whole or asked again whole."""
     caller = _Caller(system, [system_question(question) for question in questions], cache, on_progress)
     try:
@@ -152,27 +153,28 @@ class _Caller:
                 self.reached = self.reached or record.error_kind != "connection"
             self.on_progress(self.done, len(self.asked))
 
-    def ask(self, question: SystemQuestion, conversation: _Conversation, read_cache: bool) -> SystemRecord:
-        """One call (or its remembered record), retried as _with_retries does, secrets masked."""
+    def ask(self, question: SystemQuestion, conversation: _Conversation, read_cache: bool) -> tuple[SystemRecord, bool]:
+        """One call (or its remembered record), retried as _with_retries does, secrets masked; and
+        whether the system was called (so a session may have been opened)."""
         key = self.key_of(question, list(conversation.history))
         remembered = self.cache.get(key) if read_cache and self.remembers else None
         if remembered is not None:
             record = record_from_fields(remembered, _OWN_NAMES, "cached call")
             self.counted()
-            return record
+            return record, False
         with self.lock:
             skip = self.unreachable >= UNREACHABLE_AFTER and not self.reached
         if skip:
             reason = f"not asked: {UNREACHABLE_AFTER} calls found the system unreachable and none reached it"
             record = failed_record(question.query_id, question.question, "skipped", reason, None)
             self.counted()
-            return record
+            return record, False
         asked = _with_retries(self.system, self.call, question.query_id, question.question, conversation)
         record = _masked(asked, self.secrets)
         if record.answered and self.remembers:
             self.cache.put(key, record.as_json())
         self.counted(True, record)
-        return record
+        return record, True
 
     def remembered_conversation(self, unit: list[int]) -> list[SystemRecord] | None:
         """Every turn of a conversation from the cache, or None when one is not there: then the
@@ -195,7 +197,12 @@ class _Caller:
         are there), then its session cleared."""
         first = self.asked[unit[0]]
         if first.conversation_id is None:
-            self.records[unit[0]] = self.ask(first, _Conversation(session=self._session(first)), read_cache=True)
+            # A single question has a session of its own too, cleared after it: a system that
+            # keeps sessions would otherwise hold one for every question of every nightly run.
+            session = self._session(first)
+            self.records[unit[0]], called = self.ask(first, _Conversation(session=session), read_cache=True)
+            if called:
+                self._clear(session, unit[0])
             return
         remembered = self.remembered_conversation(unit)
         if remembered is not None:
@@ -217,7 +224,7 @@ class _Caller:
         for position in unit:
             question = self.asked[position]
             conversation = _Conversation(tuple(history), session, question.conversation_id, question.turn)
-            record = self.ask(question, conversation, read_cache=False)
+            record, _ = self.ask(question, conversation, read_cache=False)
             note = (
                 f"the answers of turns {', '.join(missing)} are not in the history it was sent: their calls failed"
                 if missing
@@ -228,11 +235,15 @@ class _Caller:
             )
             history = _history_after(history, question, record)
             missing += [] if record.answered else [str(question.turn)]
+        self._clear(session, unit[-1])
+
+    def _clear(self, session: str, position: int) -> None:
+        """The session cleared where the system says how; a failure noted on the record at position."""
         problem = self.clear(session) if self.clear is not None else None
         if problem is not None:
-            last = self.records[unit[-1]]
+            last = self.records[position]
             cleared = f"its session could not be cleared: {mask_secrets(problem, self.secrets)}"
-            self.records[unit[-1]] = replace(last, note=f"{last.note}; {cleared}" if last.note else cleared)
+            self.records[position] = replace(last, note=f"{last.note}; {cleared}" if last.note else cleared)
 
 
 def _with_retries(system, call, query_id: str, question: str, conversation: _Conversation) -> SystemRecord:

@@ -319,3 +319,26 @@ def test_max_questions_0_evaluates_the_golden_dialogues_alone(tmp_path):
     assert (report["dialogues"], report["questions"]) == (len(DIALOGUES), scored_turns)
     refused = runner.invoke(app, [*base, "--max-questions", "0", "--max-dialogues", "0"], env=env)
     assert refused.exit_code == 2 and "nothing to evaluate in sample: max_questions 0" in refused.output
+
+
+def test_a_single_questions_session_is_cleared_after_it_too(tmp_path):
+    """Issue 58, case 8: single questions sent to a chat that keeps sessions got a `{{session}}`
+    never cleared (300 orphan sessions a nightly run). Each is cleared after its question."""
+    from tests.helpers import build_collection
+
+    build_collection(tmp_path, "sample", (SAMPLE / "corpus",))
+    add_from_file(tmp_path, "sample", SAMPLE / "golden.jsonl")
+    with ChatServer() as server:
+        system = _chat_system(server, clear_session={"url": f"{server.url}/sessions/{{{{session}}}}"})
+        config = parse_config(
+            RetrievalEvalConfig,
+            collections=["sample"],
+            home=tmp_path,
+            max_questions=4,
+            configurations=[{"label": "chat", "system": {**system, "cache": False}}],
+        )
+        report = report_of(eval_retrieval_flow, config)
+        sessions = {request["session"] for request in server.received}
+        cleared, left = list(server.cleared), dict(server.sessions)
+    assert report.questions == 4 and len(sessions) == 4
+    assert sorted(cleared) == sorted(sessions) and not left, "each question's session cleared, none left open"
