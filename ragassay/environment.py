@@ -53,7 +53,7 @@ class Environment(BaseSettings):
         64, gt=0, description="Largest golden, question or label file read (MB), checked before parsing."
     )
     model_threads: int | None = Field(
-        None, ge=1, description="Threads of an in-process model (default: the cores free when it loads)."
+        None, ge=1, description="Threads of an in-process model (default: the cores the process may use)."
     )
     debug: bool = Field(False, description="Tracebacks for expected errors too (set by --debug).")
     mlflow_ui_url: str = Field(

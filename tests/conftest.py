@@ -17,6 +17,13 @@ REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "data" / "sample"
 
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+# pytest-xdist runs test files in several worker processes at once, each loading its own models:
+# each gets its share of the cores, as a Dask LocalCluster's workers do (llm/threads.default_threads).
+if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
+    os.environ.setdefault(
+        "RAGASSAY_MODEL_THREADS",
+        str(max(1, len(os.sched_getaffinity(0)) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))),
+    )
 
 
 def _outer_models_dir() -> Path:

@@ -293,6 +293,7 @@ def render_estimate(estimate: AnswerEstimate) -> None:
     for row in estimate.configurations:
         out.print(f"answer model rates ({row.configuration}): {row.answer_rate_basis}", style="dim", highlight=False)
     out.print(f"judge rates: {estimate.judge_rate_basis}", style="dim", highlight=False)
+    out.print(f"assumes: {estimate.assumes}", style="dim", highlight=False)
     total = estimate.total_seconds
     out.print(
         f"total: {estimate.total_calls:,} model calls, about {'an unknown time' if total is None else f'{total / 60:.1f} minutes'}",

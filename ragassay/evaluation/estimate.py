@@ -38,6 +38,7 @@ from ragassay.config import AnswerEvalConfig
 from ragassay.evaluation.questions import gather_golden_questions, read_unanswerable
 from ragassay.judge.passage_choice import MAX_PASSAGES_ASKED
 from ragassay.llm.settings import ChatModelConfig, model_id_of
+from ragassay.llm.threads import default_threads
 from ragassay.metrics.answers import split_statements
 from ragassay.systems.settings import SystemConfiguration
 
@@ -144,6 +145,8 @@ class AnswerEstimate(BaseModel):
     judge_rate_basis: str
     total_calls: int
     total_seconds: float | None
+    # What the seconds assume of this machine.
+    assumes: str = ""
 
 
 def _system_cost(config: AnswerEvalConfig, configuration: SystemConfiguration, calls: int) -> tuple[dict, str]:
@@ -244,6 +247,8 @@ def estimate_answer_eval(config: AnswerEvalConfig) -> AnswerEstimate:
         judge_rate_basis=judge_rate.basis if judge_rate else "no measurement for this model",
         total_calls=sum(row.answer.calls + row.judge.calls for row in rows) + pairwise.calls,
         total_seconds=round(sum(known), 1) if None not in known else None,
+        assumes=f"an in-process model on {default_threads()} threads (RAGASSAY_MODEL_THREADS, else the cores this "
+        "process may use) of a machine doing nothing else, at the seconds a call took where the rates were measured",
     )
 
 

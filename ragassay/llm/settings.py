@@ -33,7 +33,7 @@ class ChatModelConfig(ConfigModel):
     context_size: int = Field(
         4096, ge=256, le=131_072, description="Model context in tokens; sources are fitted to it."
     )
-    # None: as many threads as cores not busy with other work when the model loads (default_threads).
+    # None: as many threads as the process may use cores (default_threads).
     threads: int | None = Field(None, ge=1, description="CPU threads for in-process models.")
     gpu_layers: int = Field(0, ge=-1, description="Layers offloaded to a GPU for in-process models.")
     timeout_seconds: float = Field(300, gt=0)

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 from ragassay.environment import environment
 
@@ -18,31 +16,18 @@ def usable_cores() -> int:
 
 
 def default_threads() -> int:
-    """Cores free for a model now: the usable cores less the processes that keep running.
+    """The threads of an in-process model: RAGASSAY_MODEL_THREADS when set, else the cores this
+    process may use.
 
-    llama.cpp slows down sharply when it runs more threads than free cores (measured on 2 cores:
-    with one other busy process, 2 threads generated 2.2x slower than 1; idle, 2 threads were 1.5-2x
-    faster than 1: BENCHMARKS.md, "Judge speed"). Other processes are counted as the fewest
-    runnable in five looks 20 ms apart: a process busy for a moment (Prefect's server answering
-    this run's own calls) is not one that will compete for the whole evaluation.
-
-    RAGASSAY_MODEL_THREADS, when set, is the answer: a Dask LocalCluster gives each of its worker
-    processes its share of the cores (flows/runners.py), as workers load their models at once and
-    would each see the machine idle."""
+    Not the cores free at the moment it loads: a model loads once and runs for the whole
+    evaluation, and a machine busy for that moment (another command starting) left a judge on one
+    thread of an idle 2-core machine for half an hour. Where several processes load models at once
+    each is given its share: a Dask LocalCluster's workers (flows/runners.py) through
+    RAGASSAY_MODEL_THREADS. (More threads than free cores slows llama.cpp sharply, measured on 2
+    cores with one other busy process: 2 threads generated 2.2x slower than 1; BENCHMARKS.md,
+    "Judge speed": give a shared machine its share the same way.)"""
     chosen = environment().model_threads
-    if chosen is not None:
-        return chosen
-    cores = usable_cores()
-    others = []
-    for look in range(5):
-        try:
-            # /proc/loadavg's 4th field is "runnable/total" right now, this process included.
-            others.append(int(Path("/proc/loadavg").read_text().split()[3].split("/")[0]) - 1)
-        except (OSError, ValueError, IndexError):
-            return cores
-        if look < 4:
-            time.sleep(0.02)
-    return max(1, min(cores, cores - min(others)))
+    return chosen if chosen is not None else usable_cores()
 
 
 def in_order(

@@ -369,6 +369,10 @@ def test_estimate_counts_calls_before_running(evaluated, sample_home, unanswerab
     # at that rate. The workspace is the session's, so another test's batch can be the newest one.
     basis = estimate["judge_rate_basis"]
     assert basis.startswith("measured in batch ")
+    # And what the seconds assume of this machine: the threads an in-process model will run on.
+    from ragassay.llm.threads import default_threads
+
+    assert estimate["assumes"].startswith(f"an in-process model on {default_threads()} threads")
     batch = basis.removeprefix("measured in batch ")
     batch_runs = [
         run.data.metrics
