@@ -1,7 +1,9 @@
 """Field types and checks that every config shares: the frozen base model (config_model.py),
-collection names, configuration labels."""
+collection names, configuration labels, and the characters no id may hold."""
 
 from __future__ import annotations
+
+import unicodedata
 
 from ragassay.config_model import ConfigModel
 from ragassay.store.workspace import COLLECTION_NAME
@@ -32,3 +34,10 @@ def unique_labels(configurations) -> list[str]:
     if repeated:
         raise ValueError(f"configuration labels must be unique; repeated: {', '.join(repeated)}")
     return labels
+
+
+def unsafe_characters(name: str) -> list[str]:
+    """Control and format characters (newlines, right-to-left overrides, zero-width marks) in a
+    name or id, as code points: an id holding them would print as something it is not (a newline
+    in a golden id starts a new line of a report, a table row or a log)."""
+    return [f"U+{ord(c):04X}" for c in name if unicodedata.category(c) in ("Cc", "Cf")]

@@ -231,3 +231,30 @@ def test_piped_output_keeps_every_label_whole(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     header = next(line for line in result.stdout.splitlines() if "metric" in line)
     assert all(label in header for label in labels) and "…" not in result.stdout
+
+
+def test_a_golden_id_with_control_characters_is_refused_as_a_document_id_is(home, tmp_path, monkeypatch):
+    """Issue 58, case 4: a golden id with a newline landed raw in reports, tables and spans (a
+    new line of a Markdown table); ingest already refused such document ids."""
+    from tests.conftest import SAMPLE
+    from tests.helpers import build_collection
+
+    build_collection(home, "sample", (SAMPLE / "corpus",))
+    monkeypatch.setenv("RAGASSAY_HOME", str(home))
+    expected = ["guides/overview.md"]
+    rows = [
+        {"id": "fine", "question": "How warm is a hive?", "expected_document_ids": expected},
+        {"id": "two\nlines", "question": "What is a nuc?", "expected_document_ids": expected},
+        {"id": "a\u202eb", "question": "Who lays eggs?", "expected_document_ids": expected},
+    ]
+    golden = tmp_path / "golden.jsonl"
+    golden.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    turns = [{"question": "What is a smoker?", "expected_document_ids": expected}] * 2
+    dialogues = tmp_path / "dialogues.jsonl"
+    dialogues.write_text(json.dumps({"id": "d\tx", "turns": turns}) + "\n", encoding="utf-8")
+    added = runner.invoke(app, ["golden", "add", "-c", "sample", "-f", str(golden)])
+    assert "1 added, 2 refused" in added.output
+    assert r"bad_id (entry id 'two\nlines' holds control or bidirectional characters ['U+000A'])" in added.output
+    assert "['U+202E']" in added.output
+    refused = runner.invoke(app, ["golden", "add", "-c", "sample", "-f", str(dialogues)])
+    assert r"bad_id (dialogue id 'd\tx' holds control or bidirectional characters ['U+0009'])" in refused.output

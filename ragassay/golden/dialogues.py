@@ -17,6 +17,7 @@ from datetime import datetime
 
 import polars as pl
 
+from ragassay.fields import unsafe_characters
 from ragassay.golden.entries import MAX_GRADE, GoldenProblem, Origin, normalize_question
 from ragassay.store.schemas import DIALOGUES
 
@@ -186,6 +187,11 @@ def _problem(
     dialogue_id = candidate.dialogue_id or default_dialogue_id([turn.question for turn in candidate.turns])
     if TURN_SEPARATOR in dialogue_id:
         return "bad_id", f"dialogue id {dialogue_id!r} holds {TURN_SEPARATOR!r}, which separates a turn's number"
+    if unsafe_characters(dialogue_id):
+        return (
+            "bad_id",
+            f"dialogue id {dialogue_id!r} holds control or bidirectional characters {unsafe_characters(dialogue_id)}",
+        )
     if dialogue_id in seen_ids:
         return "duplicate_id", f"dialogue id {dialogue_id} is already in the golden dialogues"
     taken = sorted(golden_ids & {turn_id(dialogue_id, n) for n in range(1, len(candidate.turns) + 1)})

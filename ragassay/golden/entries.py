@@ -18,6 +18,7 @@ from typing import Literal
 
 import polars as pl
 
+from ragassay.fields import unsafe_characters
 from ragassay.store.schemas import GOLDEN
 
 Origin = Literal["manual", "imported", "generated"]
@@ -119,6 +120,11 @@ def _problem(
     if key in seen_questions:
         return "duplicate_question", f"same question as entry {seen_questions[key]}"
     entry_id = candidate.entry_id or default_entry_id(candidate.question)
+    if unsafe_characters(entry_id):
+        return (
+            "bad_id",
+            f"entry id {entry_id!r} holds control or bidirectional characters {unsafe_characters(entry_id)}",
+        )
     if entry_id in seen_ids:
         return "duplicate_id", f"entry id {entry_id} is already in the golden set (or a dialogue's turn)"
     return None

@@ -15,6 +15,7 @@ import polars as pl
 from pydantic import BaseModel, computed_field
 
 from ragassay.errors import ConfigError
+from ragassay.fields import unsafe_characters
 from ragassay.ingest.documents import (
     Chunker,
     IncomingDocument,
@@ -115,12 +116,6 @@ _SPECIAL_KINDS = (
     (stat.S_ISBLK, "block device"),
     (stat.S_ISSOCK, "socket"),
 )
-
-
-def unsafe_characters(name: str) -> list[str]:
-    """Control and format characters (newlines, right-to-left overrides, zero-width marks) in a
-    name, as code points: a document id holding them would print as something it is not."""
-    return [f"U+{ord(c):04X}" for c in name if unicodedata.category(c) in ("Cc", "Cf")]
 
 
 def extract_documents(
