@@ -56,7 +56,7 @@ class SystemRecord:
     citations: tuple[str, ...] | None = None
     refused: bool | None = None
     error: str | None = None
-    error_kind: str | None = None  # timeout, http_status, connection, mapping, exception, malformed
+    error_kind: str | None = None  # timeout, http_status, connection, mapping, exception, malformed, too_large
     latency_ms: float | None = None  # the successful (or last) attempt's
     retries: int = 0  # attempts after the first (429, 5xx, timeouts, connection errors)
     call_ms: float | None = None  # the whole call: every attempt and the waits between them

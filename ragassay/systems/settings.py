@@ -103,11 +103,21 @@ class TrecSystem(Frozen):
     path: Path
 
 
+# A response's bytes once decompressed: far above any ranking or answer a RAG system returns
+# (a 1,000-id ranking with its passages is ~1 MB), far below what harms the machine.
+MAX_RESPONSE_BYTES = 20_000_000
+
+
 class _Called(Frozen):
     """What every system that is called shares: how many calls at once, retries, the cache."""
 
     concurrency: int = Field(1, ge=1, le=64)
-    timeout_seconds: float = Field(30.0, gt=0)
+    timeout_seconds: float = Field(
+        30.0,
+        gt=0,
+        description="The most one call may take: connecting, sending, receiving and reading the response "
+        "together; past it the try is a timeout.",
+    )
     max_retries: int = Field(3, ge=0, le=10, description="Tries after the first, with backoff.")
     cache: bool | None = Field(
         None,
@@ -200,6 +210,12 @@ class HttpSystem(_Called):
     concurrency: int = Field(4, ge=1, le=64)
     follow_redirects: bool = Field(
         False, description="Follow HTTP redirects (off: a redirect is that question's http_status error, naming it)."
+    )
+    max_response_bytes: int = Field(
+        MAX_RESPONSE_BYTES,
+        ge=1,
+        description="The most bytes a response may hold once decompressed; past it the question's record is a "
+        "too_large error (a 2 MB gzip body can inflate to 2 GB).",
     )
     clear_session: SessionRequest | None = None
 
