@@ -11,6 +11,7 @@ import time
 
 import httpx
 
+from ragassay.http_bounds import ResponseTooLarge, bounded_content
 from ragassay.llm.catalog import ModelError
 from ragassay.llm.completion import Completion, OptionProbabilities, completion_from_response, normalized_options
 from ragassay.redaction import redact
@@ -45,6 +46,7 @@ class OpenAICompatibleModel:
             limits=httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency),
         )
         self._model = model
+        self._timeout = timeout
         self.model_id = model_id
         self.context_size = context_size
         self.concurrency = concurrency
@@ -74,13 +76,23 @@ class OpenAICompatibleModel:
         for attempt, delay in enumerate((*RETRY_DELAYS, None), start=1):
             try:
                 with self._slots:
-                    response = self._client.post("/v1/chat/completions", json=body)
+                    # The whole request within the timeout, its body within MAX_RESPONSE_BYTES.
+                    deadline = time.monotonic() + self._timeout
+                    with self._client.stream("POST", "/v1/chat/completions", json=body) as response:
+                        content = bounded_content(response, deadline)
+                if content is None:
+                    raise ModelServerError(
+                        f"chat endpoint {self.model_id} sent no whole response in {self._timeout:g} s"
+                    )
                 if response.status_code == 429 or response.status_code >= 500:
                     raise ModelServerError(
-                        f"chat endpoint {self.model_id} answered {response.status_code}: {response.text[:200]}"
+                        f"chat endpoint {self.model_id} answered {response.status_code}: "
+                        f"{content[:200].decode('utf-8', errors='replace')}"
                     )
                 response.raise_for_status()
-                return response.json()
+                return json.loads(content)
+            except ResponseTooLarge as error:
+                raise ModelError(f"chat endpoint {self.model_id}'s response is {error}") from error
             except (httpx.TransportError, ModelServerError) as error:
                 if delay is None:
                     raise ModelServerError(

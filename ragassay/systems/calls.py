@@ -34,6 +34,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from ragassay.errors import ConfigError
+from ragassay.http_bounds import ResponseTooLarge, bounded_content
 from ragassay.llm.cache import CompletionCache, request_key
 from ragassay.redaction import mask_secrets, redact
 from ragassay.systems.records import (
@@ -513,9 +514,11 @@ def _http_caller(system: HttpSystem):
         try:
             response = client.send(request, stream=True)
             try:
-                content = _bounded_body(response, deadline, system.max_response_bytes, url)
+                content = bounded_content(response, deadline, system.max_response_bytes)
             finally:
                 response.close()
+        except ResponseTooLarge as error:
+            raise _Failed("too_large", f"the response from {url} is {error} (max_response_bytes)") from None
         except httpx.TimeoutException:
             raise timeout from None
         except httpx.TooManyRedirects:
@@ -554,21 +557,6 @@ def _http_caller(system: HttpSystem):
 
     call.close = client.close
     return call
-
-
-def _bounded_body(response, deadline: float, limit: int, url: str) -> bytes | None:
-    """A streamed response's bytes, decompressed, read while the call's time lasts (None past its
-    deadline: a server sending a byte a second, or a body without end, is bounded in wall time, not
-    only each read) and up to `limit` bytes (_Failed too_large past it, before it fills memory)."""
-    chunks, size = [], 0
-    for chunk in response.iter_bytes():
-        size += len(chunk)
-        if size > limit:
-            raise _Failed("too_large", f"the response from {url} is over {limit:,} bytes (max_response_bytes)")
-        if time.monotonic() > deadline:
-            return None
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 # The most items of any list in a response that its JSONPaths read: past any max rank (a ranking

@@ -11,6 +11,7 @@ from typing import Annotated, Literal
 from pydantic import Field, SecretStr, field_validator, model_validator
 
 from ragassay.fields import LABEL, Frozen
+from ragassay.http_bounds import MAX_RESPONSE_BYTES
 
 # The field names a records file may use instead of ragassay's (`columns:` takes one of these
 # names, or a mapping of its own): RAGAS' SingleTurnSample, DeepEval's LLMTestCase and
@@ -101,11 +102,6 @@ class TrecSystem(Frozen):
 
     kind: Literal["trec"]
     path: Path
-
-
-# A response's bytes once decompressed: far above any ranking or answer a RAG system returns
-# (a 1,000-id ranking with its passages is ~1 MB), far below what harms the machine.
-MAX_RESPONSE_BYTES = 20_000_000
 
 
 class _Called(Frozen):

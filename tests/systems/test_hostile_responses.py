@@ -1,7 +1,7 @@
-"""What a system under test sends is bounded (issue 58, case 1): a real HTTP server on loopback
-answers with a gzip bomb, a body dripping a byte at a time, a chunked body without end, a redirect
-loop and a ranking of a million ids. Each is that question's error row (or a bounded record),
-never memory, a hang or a crash."""
+"""What a system under test or a served model sends is bounded (issue 58, case 1): a real HTTP
+server on loopback answers with a gzip bomb, a body dripping a byte at a time, a chunked body
+without end, a redirect loop and a ranking of a million ids. Each is that question's error row (or
+a bounded record, or the model call's error), never memory, a hang or a crash."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.rfile.read(int(self.headers.get("Content-Length", 0)))
         route = self.path
         try:
-            if route == "/bomb":
+            if route in ("/bomb", "/v1/chat/completions"):
                 self._send(BODIES["bomb"], {"Content-Encoding": "gzip"})
             elif route == "/many":
                 self._send(BODIES["many"])
@@ -129,3 +129,15 @@ def test_a_ranking_of_a_million_ids_is_read_to_a_bound_within_the_calls_time(hos
     assert record.error is None and len(record.retrieved) == MAX_LIST_ITEMS
     assert [item.doc_id for item in record.retrieved[:2]] == ["doc-0", "doc-1"]
     assert seconds < 10
+
+
+def test_a_served_models_gzip_bomb_is_an_error_before_it_fills_memory(hostile):
+    from ragassay.llm.catalog import ModelError
+    from ragassay.llm.registry import load_chat_model
+    from ragassay.llm.settings import ChatModelConfig
+
+    model = load_chat_model(ChatModelConfig(backend="openai", url=hostile, model="m", timeout_seconds=5))
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with pytest.raises(ModelError, match="response is over 20,000,000 bytes"):
+        model.complete([{"role": "user", "content": "Which hive?"}], None, 8, 0.0, 0)
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 100_000
