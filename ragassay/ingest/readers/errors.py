@@ -3,7 +3,7 @@ with one of them."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 # duplicate_id: two files of one ingest would get the same doc_id (e.g. the same relative path
 # under two roots); the first is kept.
@@ -21,17 +21,7 @@ RejectReason = Literal[
     "not_a_file",
 ]
 
-REJECT_REASONS: tuple[RejectReason, ...] = (
-    "unsupported_type",
-    "too_large",
-    "unreadable",
-    "empty",
-    "duplicate_id",
-    "outside_root",
-    "unsafe_name",
-    "too_slow",
-    "not_a_file",
-)
+REJECT_REASONS: tuple[RejectReason, ...] = get_args(RejectReason)
 
 
 class ExtractionError(Exception):
