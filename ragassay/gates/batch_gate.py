@@ -55,12 +55,13 @@ def gate_batches(
             else f"no other finished batch over {collections} to compare with {baseline}"
         )
     for role, named in (("baseline", baseline), ("candidate", candidate)):
+        # RUNNING: its process was killed while it logged (or it still runs); KILLED: stopped. A
+        # FAILED pipeline batch named on purpose is compared: the stages before the failure are whole.
         status = tracking.batch_status(home, named)
-        if status != "FINISHED":
+        if status in ("RUNNING", "SCHEDULED", "KILLED"):
             raise ConfigError(
-                f"{role} batch {named} is {status}, not finished (a run stopped while it logged, or a stage that "
-                "failed): its tables may be incomplete, so it is not compared; `ragassay runs list` shows each "
-                "batch's status"
+                f"{role} batch {named} is {status}, not finished (stopped or killed while it logged): its tables "
+                "may be incomplete, so it is not compared; `ragassay runs list` shows each batch's status"
             )
     before, after = tracking.batch_tables(home, baseline), tracking.batch_tables(home, candidate)
     results, warnings = [], []
