@@ -5,6 +5,7 @@ to the MLflow run. Pure: numbers in, text out."""
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -255,9 +256,23 @@ def followup_lines(gaps: Sequence[FollowupGapRow], metrics: Sequence[str], dialo
     return [*lines, "", FOLLOWUP_CELLS]
 
 
+# What Markdown reads as markup in running text: links and images ([ ] ( ) !), HTML (< >),
+# emphasis and code (* _ ` ~), table cells (|), and the backslash that escapes them all.
+_MARKDOWN_MARKUP = re.compile(r"([\\`*_\[\]()<>|!~])")
+
+
+def markdown_text(text: str) -> str:
+    """Text from outside (a system's document ids, answers and error messages, file names) as
+    Markdown shows it word for word: every markup character escaped, line breaks as spaces, so
+    `[click](javascript:…)` is no link, `<img onerror=…>` no HTML and a `|` no new table cell, in
+    report.md, MLflow's descriptions and Prefect's artifacts alike."""
+    return _MARKDOWN_MARKUP.sub(r"\\\1", " ".join(text.splitlines()))
+
+
 def warning_lines(warnings: list[RunWarning]) -> list[str]:
-    """A report's warnings, counted ("none" when there are none)."""
-    return ["", f"## Warnings ({len(warnings)})", ""] + ([f"- {w.text()}" for w in warnings] or ["none"])
+    """A report's warnings, counted ("none" when there are none); their text comes from outside
+    (systems' ids and errors, files), so it is shown as text (markdown_text)."""
+    return ["", f"## Warnings ({len(warnings)})", ""] + ([f"- {markdown_text(w.text())}" for w in warnings] or ["none"])
 
 
 def answers_markdown(report: AnswerEvalReport) -> str:

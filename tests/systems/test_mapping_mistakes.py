@@ -656,3 +656,25 @@ def test_a_systems_ids_are_printed_as_they_are_never_read_as_terminal_markup(ser
     )
     assert result.exit_code == 0, result.output
     assert "(e.g. [/bold], [link=http://x]install.md[/link])" in result.stdout
+
+
+@pytest.mark.flows
+def test_a_systems_ids_are_text_in_every_markdown_report_never_links_or_html(served, tmp_path):
+    """Issue 58, case 4: a system's ids landed raw in report.md, MLflow's description and Prefect's
+    Markdown artifact: `[click](javascript:...)` a link, `<img onerror>` HTML, `|` a new cell."""
+    from tests.helpers import flow_run_outcome
+
+    hostile = ["[click](javascript:alert(1))", "<img/src=x/onerror=alert(1)>", "a|b"]  # TREC ids hold no space
+    run = tmp_path / "hostile.trec"
+    run.write_text("".join(f"g01 Q0 {doc} {rank} {10 - rank} t\n" for rank, doc in enumerate(hostile, 1)))
+    configs = tmp_path / "configs.yaml"
+    configs.write_text(f"configurations:\n  - {{label: team, system: {{kind: trec, path: {run}}}}}\n")
+    arguments = ["eval", "retrieval", "-c", "sample", "--configs", str(configs), "--json"]
+    report = json.loads(runner.invoke(app, arguments, env={"RAGASSAY_HOME": str(served)}).stdout)
+    parent = tracking.client(served).get_run(report["parent_run_id"]).data.tags
+    _, artifacts = flow_run_outcome(parent[tracking.TAG_PREFECT_FLOW_RUN])
+    for markdown in (parent[tracking.DESCRIPTION_TAG], artifacts["retrieval-sample-report"]):
+        warning = next(line for line in markdown.splitlines() if "returned ids are no document" in line)
+        assert r"\[click\]\(javascript:alert\(1\)\)" in warning and "](javascript" not in markdown
+        assert r"\<img/src=x/onerror=alert\(1\)\>" in warning and "<img" not in markdown.replace(r"\<img", "")
+        assert r"a\|b" in warning
