@@ -21,6 +21,7 @@ from ragassay.answer.grounding import (
     resolve_answer,
 )
 from ragassay.answer.settings import AnswerSettings
+from ragassay.errors import RagassayError
 from ragassay.llm.settings import model_id_of
 from ragassay.llm.structured import generate_structured
 from ragassay.resources import Resources
@@ -69,14 +70,24 @@ def answer_question(
         reason = f"nothing relevant retrieved (best similarity {relevance:.3f} < {config.min_relevance})"
         return _in_conversation(declined(question, reason, candidates, relevance, searched.usage), *asked_in)
     model = resources.chat_model(config.model, home)
-    shown = [(turn.question, turn.answer) for turn in conversation] if remembered else []
-    # The question and the conversation the prompt shows take the sources' room.
-    asked = " ".join([question, *(f"{q} {a or ''}" for q, a in shown[-CONVERSATION_TURNS:])])
-    budget = model.context_size - config.max_answer_tokens - PROMPT_OVERHEAD_TOKENS - model.count_tokens(asked)
+    shown = [(turn.question, turn.answer) for turn in conversation][-CONVERSATION_TURNS:] if remembered else []
+    # The question and the conversation the prompt shows take the sources' room; a conversation
+    # that leaves none is cut from its oldest turns, and a question that alone does not fit is
+    # that question's too_long outcome (llama.cpp would refuse the prompt, ending the evaluation).
+    room = model.context_size - config.max_answer_tokens - PROMPT_OVERHEAD_TOKENS
+    if model.count_tokens(question) > room:
+        raise PromptTooLong(
+            f"too_long: the question, about {model.count_tokens(question):,} tokens, does not fit the answer model's "
+            f"context of {model.context_size:,} tokens ({config.max_answer_tokens} kept for the answer)"
+        )
+    kept = list(shown)
+    while kept and model.count_tokens(_asked_text(question, kept)) > room:
+        kept.pop(0)
+    budget = room - model.count_tokens(_asked_text(question, kept))
     sources = assemble_sources(candidates, budget, model.count_tokens)
     result = generate_structured(
         model,
-        answer_messages(question, sources, shown),
+        answer_messages(question, sources, kept),
         AnswerOutput,
         schema=answer_schema(len(sources)),
         max_tokens=config.max_answer_tokens,
@@ -86,7 +97,18 @@ def answer_question(
     answer = resolve_answer(question, result.value, sources, config.groundedness, raw=result.raw)
     answer.relevance = relevance
     answer.usage = searched.usage + result.usage
+    answer.history_cut = len(shown) - len(kept)
     return _in_conversation(answer, *asked_in)
+
+
+class PromptTooLong(RagassayError):
+    """A question that does not fit the answer model's context even without its conversation:
+    its evaluation row's too_long outcome (counted, named, in no metric), never the batch's end."""
+
+
+def _asked_text(question: str, turns: Sequence[tuple[str, str | None]]) -> str:
+    """The question and the conversation turns the prompt shows, as one text to count tokens of."""
+    return " ".join([question, *(f"{q} {a or ''}" for q, a in turns)])
 
 
 def _retrieved_sources(

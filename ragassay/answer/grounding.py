@@ -109,6 +109,8 @@ class GroundedAnswer:
     # and what it means in its conversation, as the judge reads it (None: the question itself).
     search_query: str | None = None
     in_context: str | None = None
+    # A follow-up's earlier turns left out of its prompt, the oldest first, to fit the model's context.
+    history_cut: int = 0
 
     @property
     def question_in_context(self) -> str:

@@ -13,7 +13,8 @@ from pathlib import Path
 import polars as pl
 from pydantic import BaseModel, ConfigDict
 
-from ragassay.answer.answering import answer_question
+from ragassay.answer.answering import PromptTooLong, answer_question
+from ragassay.answer.grounding import declined
 from ragassay.answer.settings import AnswerConfiguration
 from ragassay.evaluation.answer_summary import AnsweredQuestion
 from ragassay.evaluation.questions import EvalQuestion, GoldenContext, dialogue_units
@@ -51,10 +52,27 @@ def answer_questions(
         for position in unit:
             question, answerable = questions[position]
             started = time.perf_counter()
-            answer = answer_question(
-                resources, home, list(collections), question.question, configuration, tuple(conversation)
-            )
-            answered.append(AnsweredQuestion(question, answerable, answer, answer.usage, time.perf_counter() - started))
+            try:
+                answer = answer_question(
+                    resources, home, list(collections), question.question, configuration, tuple(conversation)
+                )
+            except PromptTooLong as error:
+                # That question's row (in no metric, its warning naming it); the others go on.
+                answer = declined(question.question, str(error), [], None, Usage())
+                item = AnsweredQuestion(
+                    question, answerable, answer, Usage(), time.perf_counter() - started, str(error)
+                )
+            else:
+                cut = answer.history_cut
+                note = (
+                    f"its conversation's {cut} oldest turns were left out to fit the answer model's context"
+                    if cut
+                    else None
+                )
+                item = AnsweredQuestion(
+                    question, answerable, answer, answer.usage, time.perf_counter() - started, note=note
+                )
+            answered.append(item)
             conversation.append(Exchange(question.question, answer.prose))
             with lock:
                 done[0] += 1

@@ -32,7 +32,8 @@ class AnsweredQuestion:
     answer: GroundedAnswer
     usage: Usage
     seconds: float
-    # Why a system under test gave no answer (its call failed): such a question counts in no metric.
+    # Why a system under test gave no answer (its call failed), or why our answer path could not
+    # ask its model (`too_long: ...`): such a question counts in no metric.
     error: str | None = None
     retries: int = 0  # a system under test's attempts after the first
     # What was noticed of a system's call besides its error (systems/records.SystemRecord.note).
@@ -217,7 +218,9 @@ def _warnings(label: str, answered: list[AnsweredQuestion], judgements: dict[str
                 configuration=label,
                 metric=f"errors/{kind}",
                 question=items[0].key,
-                reason=f"{len(items)} questions got no answer from the system ({items[0].error}); they count in no metric",
+                reason=f"{len(items)} questions got no answer "
+                + ("(the answer model was not asked: " if kind == "too_long" else "from the system (")
+                + f"{items[0].error}); they count in no metric",
             )
         )
     missing = [a.key for a in answered if a.answerable and not a.question.reference_answer]

@@ -515,3 +515,53 @@ def test_each_question_is_an_mlflow_trace_with_its_passages_verdicts_and_scores(
                 row["answerable"], {"refused": "correct refusal", "answered": "missed refusal"}
             )[row["outcome"]]
             assert assessments["refusal"].value == expected
+
+
+def test_a_question_too_long_for_the_answer_model_is_its_own_row_and_the_batch_finishes(tmp_path):
+    """Issue 58, case 2: a golden question of 27,000 characters gave llama.cpp's "Requested tokens
+    exceed context window", exit 3, nothing logged. It is that question's too_long row (in no
+    metric, its warning naming it); the other question is answered and judged."""
+    from tests.helpers import build_collection
+
+    build_collection(tmp_path, "sample", (SAMPLE / "corpus",))
+    long_question = "How warm is a hive in winter? " + "Please consider every detail of the cluster. " * 600
+    golden = tmp_path / "golden.jsonl"
+    golden.write_text(
+        json.dumps({"id": "short", "question": "How many eggs can a queen bee lay per day in summer?",
+                    "expected_document_ids": ["guides/overview.md"]}) + "\n"
+        + json.dumps({"id": "long", "question": long_question, "expected_document_ids": ["guides/overview.md"]}) + "\n"
+    )  # fmt: skip
+    add_from_file(tmp_path, "sample", golden)
+    config = parse_config(
+        AnswerEvalConfig,
+        collections=["sample"],
+        configurations=[{**CONFIGURATIONS[0], "model": SMOLLM2}],
+        judge=SMOLLM2,
+        pairwise=False,
+        home=tmp_path,
+    )
+    report = eval_answers_flow(config)
+    answers = _child_tables(tmp_path, report.run_ids["fulltext"])[0]
+    rows = {row["query_id"]: row for row in answers.iter_rows(named=True)}
+    assert rows["long"]["outcome"] == "error" and rows["short"]["outcome"] != "error"
+    warning = next(w for w in report.warnings if w.metric == "errors/too_long")
+    assert "the answer model was not asked: too_long: the question, about" in warning.reason
+    assert warning.question == "sample/long"
+
+
+def test_a_conversation_too_long_for_the_answer_model_is_cut_from_its_oldest_turns(tmp_path):
+    """Issue 58, case 2: a dialogue of long turns ended the evaluation; the follow-up is answered
+    with the latest turns that fit, the count of those left out on its answer (a row's note)."""
+    from ragassay.search.followups import Exchange
+    from tests.helpers import build_collection
+
+    build_collection(tmp_path, "sample", (SAMPLE / "corpus",))
+    config = parse_config(
+        AnswerEvalConfig,
+        collections=["sample"],
+        configurations=[{**CONFIGURATIONS[0], "model": SMOLLM2, "min_relevance": -1}],
+        home=tmp_path,
+    ).configurations[0]
+    long_turn = Exchange("Tell me everything about the winter cluster. " * 120, "The cluster keeps warm. " * 120)
+    answer = answer_question(Resources(), tmp_path, ["sample"], "And how warm is its centre?", config, (long_turn,) * 4)
+    assert answer.outcome in ("answered", "refused") and 1 <= answer.history_cut <= 4
