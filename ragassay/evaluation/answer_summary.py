@@ -14,6 +14,7 @@ import polars as pl
 
 from ragassay.answer.grounding import GroundedAnswer
 from ragassay.evaluation.questions import EvalQuestion
+from ragassay.judge.judge import TOO_LONG
 from ragassay.llm.structured import Usage
 from ragassay.metrics.answers import NO_CONTEXTS, UNREADABLE, AnswerJudgement, false_refusal_rate, refusal_recall
 from ragassay.metrics.averaging import interval_table, mean_scored
@@ -197,7 +198,17 @@ def _warnings(label: str, answered: list[AnsweredQuestion], judgements: dict[str
         judgement = judgements.get(a.key)
         for name, scored in (judgement.scores() if judgement else {}).items():
             if scored.excluded and scored.excluded.startswith(UNREADABLE):
-                warnings.append(RunWarning(configuration=label, metric=name, question=a.key, reason=scored.excluded))
+                # A prompt the judge's context could not hold was never sent: named for what it is.
+                too_long = [
+                    v for v in judgement.verdicts if v["metric"] == name and (v["error"] or "").startswith(TOO_LONG)
+                ]
+                reason = (
+                    f"{TOO_LONG}: {len(too_long)} of its verdicts did not fit the judge's context (never sent, never "
+                    "cut); not scored"
+                    if too_long
+                    else scored.excluded
+                )
+                warnings.append(RunWarning(configuration=label, metric=name, question=a.key, reason=reason))
     without_contexts = [a.key for a in answered if a.error is None and not a.answer.contexts_returned and a.answerable]
     if without_contexts:
         warnings.append(

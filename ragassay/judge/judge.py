@@ -74,6 +74,10 @@ def support_threshold_for(model_id: str) -> float:
     return SUPPORT_THRESHOLDS.get(model_id.split(":", 1)[0], DEFAULT_SUPPORT_THRESHOLD)
 
 
+# A verdict's error when its prompt did not fit the judge's context: never sent, never cut.
+TOO_LONG = "too_long"
+
+
 class Judge:
     """The judge model: each judgement asked at temperature 0, and remembered by the digest of its
     prompt for the judge's lifetime (one evaluation), so an identical judgement (the same
@@ -125,7 +129,8 @@ class Judge:
             # Cutting the context would turn supported statements into unsupported ones; say so instead.
             result = replace(
                 unreadable(
-                    f"prompt of about {prompt_tokens} tokens does not fit the judge's context of {self.model.context_size}"
+                    f"{TOO_LONG}: prompt of about {prompt_tokens} tokens does not fit the judge's context of "
+                    f"{self.model.context_size}"
                 ),
                 too_long=True,
             )

@@ -536,7 +536,8 @@ def test_a_question_too_long_for_the_answer_model_is_its_own_row_and_the_batch_f
         AnswerEvalConfig,
         collections=["sample"],
         configurations=[{**CONFIGURATIONS[0], "model": SMOLLM2}],
-        judge=SMOLLM2,
+        # A judge whose context holds no passage: its verdicts are never sent, and named too_long.
+        judge={**SMOLLM2, "context_size": 300},
         pairwise=False,
         home=tmp_path,
     )
@@ -547,6 +548,8 @@ def test_a_question_too_long_for_the_answer_model_is_its_own_row_and_the_batch_f
     warning = next(w for w in report.warnings if w.metric == "errors/too_long")
     assert "the answer model was not asked: too_long: the question, about" in warning.reason
     assert warning.question == "sample/long"
+    judged = [w for w in report.warnings if w.question == "sample/short" and w.reason.startswith("too_long: ")]
+    assert judged and all("did not fit the judge's context (never sent, never cut)" in w.reason for w in judged)
 
 
 def test_a_conversation_too_long_for_the_answer_model_is_cut_from_its_oldest_turns(tmp_path):
