@@ -316,8 +316,11 @@ def test_unreadable_judgements_are_excluded_and_warned_never_scored(evaluated, s
     metrics = report.metrics["hybrid"]
     for name in ("faithfulness", "context_recall", "citation_precision"):
         assert name not in metrics and metrics[f"{name}_scored"] == 0
-    unreadable = [w for w in report.warnings if "does not fit" in w.reason or "unreadable" in w.reason]
+    unreadable = [w for w in report.warnings if w.reason.startswith("too_long: ") or "unreadable" in w.reason]
     assert {w.metric for w in unreadable} >= {"context_recall"}
+    # Never sent: named too_long, not the judge's unreadable output.
+    recall = next(w for w in unreadable if w.metric == "context_recall")
+    assert "did not fit the judge's context (never sent, never cut)" in recall.reason
     assert all(w.question.startswith("sample/") and w.configuration == "hybrid" for w in unreadable)
     answers = tracking.download_table(sample_home, report.run_ids["hybrid"], "answers")
     assert answers["context_recall"].null_count() == 1
