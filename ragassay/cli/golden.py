@@ -184,10 +184,14 @@ def golden_generate(
 
     def render() -> None:
         out.print(
-            f"generated for {report.collection} with seed {report.seed} ({report.model_id}, {report.prompt_version}; "
-            f"answers checked by {report.judge_model_id}): "
-            f"requested {report.requested}, attempted {report.attempted}, accepted {len(report.accepted)} "
-            f"(acceptance rate {report.acceptance_rate:.0%})",
+            styled(
+                "generated for ",
+                (report.collection, "bold"),
+                f" with seed {report.seed} ({report.model_id}, {report.prompt_version}; "
+                f"answers checked by {report.judge_model_id}): "
+                f"requested {report.requested}, attempted {report.attempted}, accepted {len(report.accepted)} "
+                f"(acceptance rate {report.acceptance_rate:.0%})",
+            ),
             highlight=False,
         )
         reasons = ", ".join(f"{reason} {n}" for reason, n in report.discarded.items() if n)

@@ -224,14 +224,15 @@ def _warnings(label: str, answered: list[AnsweredQuestion], judgements: dict[str
         if a.error is not None:
             failures.setdefault(a.error_kind, []).append(a)
     for kind, items in failures.items():
+        # too_long: our answer path did not ask its model; any other kind is a system's failed call.
+        whose = "the answer model was not asked: " if kind == TOO_LONG else ""
+        source = "" if kind == TOO_LONG else " from the system"
         warnings.append(
             RunWarning(
                 configuration=label,
                 metric=f"errors/{kind}",
                 question=items[0].key,
-                reason=f"{len(items)} questions got no answer "
-                + ("(the answer model was not asked: " if kind == "too_long" else "from the system (")
-                + f"{items[0].error}); they count in no metric",
+                reason=f"{len(items)} questions got no answer{source} ({whose}{items[0].error}); they count in no metric",
             )
         )
     missing = [a.key for a in answered if a.answerable and not a.question.reference_answer]
