@@ -38,6 +38,14 @@ def with_verdict(report: Report, assertions: list[AssertionResult]) -> Report | 
     """How a flow ends on its verdict, once everything is logged: its report when every assertion
     held (or it had none); else a Failed state whose message names each failed assertion, its
     bound and the measured value, so the flow run ends Failed (red in the Prefect UI, a trigger
-    for its automations). The report stays with `finished` for the command to print."""
+    for its automations). A report its tracking server did not take (`not_logged`) fails the run
+    too, naming the server and where the results are kept. The report stays with `finished` for
+    the command to print."""
     text = failed_assertions_text(assertions)
+    not_logged = getattr(report, "not_logged", None)
+    if not_logged:
+        # The results are computed and kept in the workspace, but MLflow has none of them: the
+        # run is not the success a nightly schedule counts on.
+        kept = f"not logged: {not_logged}; kept in {getattr(report, 'kept_in', None)}"
+        text = f"{text}; {kept}" if text else kept
     return Failed(message=text) if text else report

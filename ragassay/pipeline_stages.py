@@ -180,6 +180,10 @@ class PipelineReport(StageReports):
     runs_view_url: str | None = None
     prefect_flow_run_id: str | None
     prefect_flow_run_url: str | None
+    # Why the batch is not (wholly) in MLflow and where it is kept (tracking/unreachable); None
+    # for a logged one.
+    not_logged: str | None = None
+    kept_in: str | None = None
 
 
 def stage_warnings(reports: StageReports) -> list[RunWarning]:
@@ -294,7 +298,12 @@ def pipeline_markdown(report: PipelineReport) -> str:
     (headline metrics with their 95% intervals, who is ahead, paired differences, the answers'
     judge error and pairwise tallies), stage times, what came from cache, the golden set, gates
     and warnings."""
-    if report.mlflow_url:
+    if report.kept_in:
+        mlflow = (
+            f"Batch `{report.batch_id}` is **not in MLflow** (its tracking server did not answer): kept in "
+            f"`{report.kept_in}`; run the same command again once the server is back to log it"
+        )
+    elif report.mlflow_url:
         mlflow = f"MLflow batch [{report.batch_id}]({report.mlflow_url})"
     else:
         # The local store: the ids here, and at the end the command that opens it (at the top it
@@ -338,7 +347,7 @@ def pipeline_markdown(report: PipelineReport) -> str:
         lines += ["", f"Golden set: {report.golden.totals.golden_size} entries; {generation_text(report.golden)}"]
     lines += assertion_lines(report.assertions)
     lines += warning_lines(report.warnings)
-    if not report.mlflow_url:
+    if not report.mlflow_url and not report.kept_in:
         # No full stop after the command: shown as a block, it would stand on a line of its own.
         lines += ["", f"Open the MLflow batch with: `{report.mlflow_ui_command}`"]
     return "\n".join(lines) + "\n"

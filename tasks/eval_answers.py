@@ -26,7 +26,7 @@ from ragassay.metrics.judge_error import JudgeCalibration
 from ragassay.systems.settings import SystemConfiguration
 from ragassay.tracking import Batch
 from ragassay.work_span import WorkSpan
-from tasks.publish import flow_run_line, publish, publish_verdict, stage_batch
+from tasks.publish import flow_run_line, log_or_keep, publish, publish_verdict
 from tasks.resources import MODEL_SERVER_RETRIES, TRACKING_RETRIES, worker_judge, worker_resources
 
 
@@ -170,11 +170,19 @@ def log_answer_batch(
     summary = outcomes.summarize_answer_batch(config, questions, summaries, preferences, judge_calibration)
     shared = outcomes.answer_params(config, questions, judge_model_id, judge_calibration)
     labels = [c.label for c in config.configurations]
-    batch = stage_batch(
-        config.home, list(config.collections), "answers", shared, batch, "ragassay eval answers", labels, work_spans
+    logged = log_or_keep(
+        config.home,
+        list(config.collections),
+        "answers",
+        shared,
+        batch,
+        "ragassay eval answers",
+        labels,
+        work_spans,
+        lambda batch_id: outcomes.answer_record(
+            config, questions, judge_model_id, summary, shared, batch_id, work_spans
+        ),
     )
-    record = outcomes.answer_record(config, questions, judge_model_id, summary, shared, batch.batch_id, work_spans)
-    logged = tracking.log_batch_record(config.home, batch, record)
     return outcomes.answer_report(
         config, questions, judge_model_id, summary, logged, time.perf_counter() - questions.started
     )
@@ -194,6 +202,9 @@ def publish_answer_report(config: AnswerEvalConfig, report: AnswerEvalReport, de
         markdown,
         f"answer evaluation, MLflow batch {report.batch_id}",
     )
-    if describe_batch:
+    if report.kept_in:
+        tracking.keep_report(report.kept_in, markdown)
+    elif describe_batch:
         tracking.describe_run(config.home, report.parent_run_id, markdown + flow_run_line())
+    if describe_batch:
         publish_verdict("answers", list(config.collections), report.assertions)

@@ -32,7 +32,7 @@ from ragassay.metrics.names import MetricName, headline_retrieval_metrics
 from ragassay.systems.settings import SystemConfiguration
 from ragassay.tracking import Batch
 from ragassay.work_span import WorkSpan
-from tasks.publish import flow_run_line, publish, publish_verdict, stage_batch
+from tasks.publish import flow_run_line, log_or_keep, publish, publish_verdict
 from tasks.resources import MODEL_SERVER_RETRIES, TRACKING_RETRIES, worker_resources
 
 
@@ -127,13 +127,19 @@ def log_retrieval_batch(
     on the parent; the report. Retried: the tracking server may be briefly unreachable."""
     shared = outcomes.retrieval_params(config, context)
     labels = [c.label for c in config.configurations]
-    batch = stage_batch(
-        config.home, list(config.collections), "retrieval", shared, batch, "ragassay eval retrieval", labels, work_spans
+    logged = log_or_keep(
+        config.home,
+        list(config.collections),
+        "retrieval",
+        shared,
+        batch,
+        "ragassay eval retrieval",
+        labels,
+        work_spans,
+        lambda batch_id: outcomes.retrieval_record(
+            config, context, searched, per_question, summary, shared, batch_id, work_spans
+        ),
     )
-    record = outcomes.retrieval_record(
-        config, context, searched, per_question, summary, shared, batch.batch_id, work_spans
-    )
-    logged = tracking.log_batch_record(config.home, batch, record)
     return outcomes.retrieval_report(config, context, searched, summary, logged)
 
 
@@ -154,6 +160,9 @@ def publish_retrieval_report(
         markdown,
         f"retrieval evaluation, MLflow batch {report.batch_id}",
     )
-    if describe_batch:
+    if report.kept_in:
+        tracking.keep_report(report.kept_in, markdown)
+    elif describe_batch:
         tracking.describe_run(config.home, report.parent_run_id, markdown + flow_run_line())
+    if describe_batch:
         publish_verdict("retrieval", list(config.collections), report.assertions)

@@ -31,7 +31,13 @@ def end_stopped_runs(reason: str) -> None:
 @task(name="open-pipeline-batch", cache_policy=NO_CACHE, **TRACKING_RETRIES)
 def open_pipeline_batch(config: PipelineConfig) -> Batch:
     """The pipeline run's MLflow batch: one parent run whose children are every stage's runs.
-    Retried: the tracking server may be briefly unreachable."""
+    Retried: the tracking server may be briefly unreachable; one that does not answer through
+    MLflow's retries fails the run at once with TrackingUnreachable, before any work."""
+    with tracking.unreachable_as_typed(config.home):
+        return _open_batch(config)
+
+
+def _open_batch(config: PipelineConfig) -> Batch:
     params = tracking.flatten_params({"pipeline": config.model_dump(mode="json", exclude={"home"}, exclude_none=True)})
     batch = tracking.open_batch(
         config.home, [config.collection], "pipeline", params, run_origin("ragassay run"), owned=False
@@ -65,10 +71,12 @@ def log_stage_run(
     work_span: WorkSpan | None = None,
 ) -> str:
     """A stage without configurations of its own (ingest, index) as one child run of the batch,
-    over the time the stage took (work_span)."""
-    return tracking.log_configuration_run(
-        tracking.client(config.home), batch, stage, config.collection, params, metrics, {}, work_span=work_span
-    )
+    over the time the stage took (work_span). A tracking server that does not answer fails the
+    stage with TrackingUnreachable, naming it (what the stage stored in the workspace stays)."""
+    with tracking.unreachable_as_typed(config.home):
+        return tracking.log_configuration_run(
+            tracking.client(config.home), batch, stage, config.collection, params, metrics, {}, work_span=work_span
+        )
 
 
 @task(name="summarize-golden-stage", cache_policy=NO_CACHE)
@@ -83,8 +91,13 @@ def summarize_golden_stage(
 @task(name="mark-pipeline-failed", cache_policy=NO_CACHE)
 def mark_pipeline_failed(config: PipelineConfig, batch: Batch, stage: str, error: str) -> None:
     """The batch's parent run ends FAILED, tagged with the stage and the error; what earlier stages
-    logged and wrote stays."""
-    tracking.mark_failed(config.home, batch, stage, error)
+    logged and wrote stays. A tracking server that does not answer is left as it is: the stage's
+    own error says so."""
+    try:
+        with tracking.unreachable_as_typed(config.home):
+            tracking.mark_failed(config.home, batch, stage, error)
+    except tracking.TrackingUnreachable:
+        return
 
 
 @task(name="finish-pipeline", cache_policy=NO_CACHE, **TRACKING_RETRIES)
@@ -104,13 +117,24 @@ def finish_pipeline(
         flow_run_id,
         flow_run_url(flow_run_id),
     )
-    markdown = pipeline_stages.pipeline_markdown(report)
-    mlflow_client = tracking.client(config.home)
-    tracking.log_values(mlflow_client, batch.parent_run_id, {}, pipeline_stages.pipeline_metrics(report))
-    tracking.describe_run(config.home, batch.parent_run_id, markdown)
     verdict = batch_verdict(report.assertions)
-    tracking.log_verdict(mlflow_client, batch, "pipeline", verdict, assertion_rows(report.assertions))
-    tracking.finish(mlflow_client, batch.parent_run_id)
+    not_logged = next((r.not_logged for r in (report.answers, report.retrieval) if r and r.not_logged), None)
+    try:
+        if not_logged:
+            # A stage found the server gone: asking it again would only cost another wait.
+            raise tracking.TrackingUnreachable(not_logged)
+        with tracking.unreachable_as_typed(config.home):
+            mlflow_client = tracking.client(config.home)
+            markdown = pipeline_stages.pipeline_markdown(report)
+            tracking.log_values(mlflow_client, batch.parent_run_id, {}, pipeline_stages.pipeline_metrics(report))
+            tracking.describe_run(config.home, batch.parent_run_id, markdown)
+            tracking.log_verdict(mlflow_client, batch, "pipeline", verdict, assertion_rows(report.assertions))
+            tracking.finish(mlflow_client, batch.parent_run_id)
+    except tracking.TrackingUnreachable as error:
+        kept_in = str(tracking.unlogged_folder(config.home, batch.batch_id))
+        report = report.model_copy(update={"not_logged": str(error), "kept_in": kept_in})
+        markdown = pipeline_stages.pipeline_markdown(report)
+        tracking.keep_report(kept_in, markdown)
     publish(
         "pipeline",
         [config.collection],

@@ -5,6 +5,7 @@ evaluation publishes on its flow run."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.runtime import flow_run
@@ -87,6 +88,32 @@ def stage_batch(
         tracking.log_stage_params(tracking.client(home), batch, kind, params)
     name_flow_run(kind, collections, batch.batch_id, labels)
     return batch
+
+
+def log_or_keep(
+    home,
+    collections: list[str],
+    kind: str,
+    params: dict[str, str],
+    batch: tracking.Batch | None,
+    source: str,
+    labels: list[str],
+    work_spans: dict[str, WorkSpan] | None,
+    record_of: Callable[[str], tracking.BatchRecord],
+) -> tracking.LoggedBatch:
+    """A stage's record (record_of(batch id)) logged into its batch (stage_batch); when the
+    tracking server does not answer, kept in the workspace instead (tracking.keep_unlogged), so
+    the results computed are printed and kept, never lost with the server."""
+    staged, record = batch, None
+    try:
+        with tracking.unreachable_as_typed(home):
+            staged = stage_batch(home, collections, kind, params, batch, source, labels, work_spans)
+            record = record_of(staged.batch_id)
+            return tracking.log_batch_record(home, staged, record)
+    except tracking.TrackingUnreachable as error:
+        batch_id = staged.batch_id if staged is not None else tracking.new_batch_id()
+        record = record if record is not None else record_of(batch_id)
+        return tracking.keep_unlogged(home, collections, record, staged, str(error))
 
 
 def name_flow_run(kind: str, collections: list[str], batch_id: str, labels: list[str] = ()) -> None:

@@ -65,7 +65,11 @@ def healable_tracking_failure(task, task_run, state) -> bool:
     heal in seconds, so it fails at once; anything else (a server briefly away) is tried again."""
     from ragassay.errors import environment_problem
 
+    from ragassay.tracking import TrackingUnreachable
+
     error = state.result(raise_on_failure=False)
+    if isinstance(error, TrackingUnreachable):
+        return False  # MLflow's own retries (tracking/unreachable.py) were already spent on it
     return not (isinstance(error, BaseException) and environment_problem(error) is not None)
 
 

@@ -26,7 +26,13 @@ def run_suite(suite: CaseSuite, judge: Judge, calibration: JudgeCalibration | No
 @task(name="log-cases-run", cache_policy=NO_CACHE)
 def log_cases_run(suite: CaseSuite, result: SuiteResult, judge_model_id: str) -> CaseReport:
     """One MLflow run for the suite: its settings, pass/fail counts, the per-case table and its
-    verdict (each case an assertion); the verdict's table on the flow run too."""
+    verdict (each case an assertion); the verdict's table on the flow run too. A tracking server
+    that does not answer is TrackingUnreachable naming it."""
+    with tracking.unreachable_as_typed(suite.home):
+        return _log_cases_run(suite, result, judge_model_id)
+
+
+def _log_cases_run(suite: CaseSuite, result: SuiteResult, judge_model_id: str) -> CaseReport:
     params = tracking.flatten_params(case_runs.suite_params(suite, judge_model_id))
     batch = tracking.open_batch(suite.home, list(suite.collections), "cases", params, run_origin("ragassay cases run"))
     mlflow_client = tracking.client(suite.home)

@@ -120,9 +120,11 @@ def run_flow(flow_object, *args: Any) -> Any:
         report = take(flow_object.name)
         if report is None:
             raise
-        if isinstance(error, FailedRun) and any(not a.passed for a in getattr(report, "assertions", [])):
-            # The flow run ended Failed on its verdict (flows/finished.with_verdict); the command
-            # prints the report and exits 1 as before.
+        if isinstance(error, FailedRun) and (
+            any(not a.passed for a in getattr(report, "assertions", [])) or getattr(report, "not_logged", None)
+        ):
+            # The flow run ended Failed on its verdict or on a batch MLflow did not take
+            # (flows/finished.with_verdict); the command prints the report and exits as before.
             return report
         from ragassay.redaction import redact
 
@@ -181,6 +183,26 @@ def emit(as_json: bool, payload: Any, render) -> None:
 def dumped(rows, **options) -> list[dict]:
     """Typed rows (pydantic models) as JSON-ready dicts for --json output."""
     return [row.model_dump(mode="json", **options) for row in rows]
+
+
+def exit_unless_logged(report) -> None:
+    """Exit 2 when the report's batch is not in MLflow (its tracking server did not answer),
+    naming the server's error, where the results are kept, and how to log them; else return."""
+    if not getattr(report, "not_logged", None):
+        return
+    from ragassay.redaction import redact
+
+    err.print(
+        styled(
+            ("error:", "red"),
+            f" not logged: {redact(report.not_logged)}. The results above are kept in {report.kept_in} "
+            "(report.md, each configuration's tables as Parquet). Once the server is back, run the same "
+            "command again to log them: answers, verdicts and systems' replies come from the workspace's "
+            "cache, so no model or system is asked again.",
+        ),
+        highlight=False,
+    )
+    raise typer.Exit(EXIT_USAGE)
 
 
 def exit_on_failed_assertions(assertions: list) -> NoReturn:

@@ -21,6 +21,7 @@ from ragassay.cli.common import (
     WORKERS_OPTION,
     emit,
     exit_on_failed_assertions,
+    exit_unless_logged,
     fail,
     field_option,
     judge_override,
@@ -147,6 +148,7 @@ def eval_retrieval(
         render_mlflow_location(report)
 
     emit(as_json, report.model_dump(), render)
+    exit_unless_logged(report)
     exit_on_failed_assertions(report.assertions)
 
 
@@ -260,6 +262,7 @@ def eval_answers(
         raise typer.Exit(EXIT_OK)
 
     emit(as_json, report.model_dump(), lambda: _render_answers(report))
+    exit_unless_logged(report)
     exit_on_failed_assertions(report.assertions)
 
 

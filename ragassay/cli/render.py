@@ -250,7 +250,10 @@ def render_warnings(warnings: list[RunWarning]) -> None:
 
 def render_mlflow_location(report, prefix: str = "") -> None:
     """Where an evaluation's batch is in MLflow, and its view of the runs list (the headline
-    metrics as columns) when one was saved."""
+    metrics as columns) when one was saved; where it is kept when MLflow did not take it."""
+    if report.kept_in:
+        out.print(f"{prefix}batch {report.batch_id} is not in MLflow: kept in {report.kept_in}", highlight=False)
+        return
     out.print(f"{prefix}MLflow experiment {report.experiment!r}; open it with:\n  {report.ui_command}", highlight=False)
     if report.runs_view_url:
         out.print(f"its configurations side by side in the runs list: {report.runs_view_url}", highlight=False)

@@ -10,6 +10,7 @@ from ragassay.cli.common import (
     JSON_OPTION,
     emit,
     exit_on_failed_assertions,
+    exit_unless_logged,
     fail,
     load_config_file,
     out,
@@ -72,6 +73,7 @@ def run(
         fail(error)
 
     emit(as_json, report.model_dump(), lambda: render_pipeline(report))
+    exit_unless_logged(report)
     exit_on_failed_assertions(report.assertions)
 
 
@@ -113,11 +115,14 @@ def render_pipeline(report) -> None:
         render_pairwise(answers.pairwise)
     render_assertions(report.assertions)
     render_warnings(report.warnings)
-    out.print(
-        f"MLflow batch {report.batch_id}: " + (report.mlflow_url or f"open it with: {report.mlflow_ui_command}"),
-        highlight=False,
-    )
-    if report.runs_view_url:
+    if report.kept_in:
+        out.print(f"batch {report.batch_id} is not in MLflow: kept in {report.kept_in}", highlight=False)
+    else:
+        out.print(
+            f"MLflow batch {report.batch_id}: " + (report.mlflow_url or f"open it with: {report.mlflow_ui_command}"),
+            highlight=False,
+        )
+    if report.runs_view_url and not report.kept_in:
         out.print(f"its configurations side by side in MLflow's runs list: {report.runs_view_url}", highlight=False)
     out.print(
         "Prefect: "

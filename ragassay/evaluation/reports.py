@@ -28,6 +28,7 @@ from ragassay.run_warnings import RunWarning
 
 if TYPE_CHECKING:  # (outcomes imports matplotlib; the CLI's tables need only this module's text)
     from ragassay.evaluation.outcomes import AnswerEvalReport, RetrievalEvalReport
+    from ragassay.tracking.records import LoggedBatch
 
 
 # The mark on a mean over fewer questions than another configuration's of the same table.
@@ -62,11 +63,17 @@ def means_rows(means: dict[str, dict[str, float | None]], columns: list[str]) ->
     return rows, marked
 
 
-def batch_link(mlflow_url: str | None, batch_id: str, ui_command: str) -> str:
-    """Where a batch is in MLflow: a link on a tracking server, the command that opens a local store."""
-    if mlflow_url:
-        return f"MLflow batch [`{batch_id}`]({mlflow_url})"
-    return f"MLflow batch `{batch_id}` (open it with `{ui_command}`)"
+def batch_link(report: LoggedBatch) -> str:
+    """Where a batch is in MLflow: a link on a tracking server, the command that opens a local
+    store; or, when its server did not answer, the workspace folder that keeps it."""
+    if report.kept_in:
+        return (
+            f"Batch `{report.batch_id}` is **not in MLflow** (its tracking server did not answer): "
+            f"kept in `{report.kept_in}`; run the same command again once the server is back to log it."
+        )
+    if report.mlflow_url:
+        return f"MLflow batch [`{report.batch_id}`]({report.mlflow_url})"
+    return f"MLflow batch `{report.batch_id}` (open it with `{report.ui_command}`)"
 
 
 def runs_view_lines(runs_view_url: str | None, mlflow_url: str | None) -> list[str]:
@@ -187,7 +194,7 @@ def retrieval_markdown(report: RetrievalEvalReport, headline: list[str]) -> str:
     lines = [
         f"# Retrieval evaluation, {report.questions} golden questions",
         "",
-        batch_link(report.mlflow_url, report.batch_id, report.ui_command),
+        batch_link(report),
         *runs_view_lines(report.runs_view_url, report.mlflow_url),
         "",
         *retrieval_sections(report, headline),
@@ -280,7 +287,7 @@ def answers_markdown(report: AnswerEvalReport) -> str:
     lines = [
         f"# Answer evaluation, {report.questions} answerable + {report.unanswerable} unanswerable questions",
         "",
-        f"Judge: `{report.judge_model}`. " + batch_link(report.mlflow_url, report.batch_id, report.ui_command),
+        f"Judge: `{report.judge_model}`. " + batch_link(report),
         *runs_view_lines(report.runs_view_url, report.mlflow_url),
         *unfaithful_lines(report.unfaithful_traces_urls),
         "",

@@ -9,7 +9,8 @@ set, one parent run per batch, one child run per configuration. Each job is its 
 - `traces`: answer traces and their assessments;
 - `views`: the links a user opens (the runs list's view of a batch, a run's filtered Traces tab);
 - `lifecycle`: runs registered until finished, so an interrupt ends them KILLED;
-- `read`: runs, tables and answer configurations read back.
+- `read`: runs, tables and answer configurations read back;
+- `unreachable`: a tracking server that went away (bounded waits, a typed error, the batch kept).
 
 Callers use the names below (`tracking.download_table`); each module's own names stay its own.
 """
@@ -53,6 +54,13 @@ from ragassay.tracking.tags import (
     TAG_VERDICT,
 )
 from ragassay.tracking.traces import find_traces, log_traces
+from ragassay.tracking.unreachable import (
+    TrackingUnreachable,
+    keep_report,
+    keep_unlogged,
+    unlogged_folder,
+    unreachable_as_typed,
+)
 from ragassay.tracking.views import (
     VIEW_TAG_PREFIX,
     run_url,
@@ -121,6 +129,11 @@ __all__ = [
     "flatten_params",
     "git_commit",
     "latest_batch",
+    "TrackingUnreachable",
+    "keep_report",
+    "keep_unlogged",
+    "unlogged_folder",
+    "unreachable_as_typed",
     "locate_batch",
     "log_batch_record",
     "log_batch_summary",

@@ -46,6 +46,10 @@ def quiet_mlflow() -> None:
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
     # A progress bar per small Parquet file is noise on the terminal of `ragassay runs`.
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    # A tracking server that went away costs seconds, not MLflow's four minutes a request.
+    from ragassay.tracking.unreachable import bound_mlflow_waits
+
+    bound_mlflow_waits()
     # Its INFO lines (database migrations on first use) are not the user's business. Set after
     # MLflow is imported: its import configures its logger at INFO.
     import mlflow  # noqa: F401

@@ -85,3 +85,8 @@ class LoggedBatch(BaseModel):
     # The runs list on this batch with its headline metrics as columns (save_runs_view); None
     # where no view was saved (a stage that logged no configurations' metrics).
     runs_view_url: str | None = None
+    # Why the batch is not in MLflow (its tracking server did not answer), and the workspace
+    # folder that keeps what it would have logged (tracking/unreachable.keep_unlogged); None
+    # for a logged batch.
+    not_logged: str | None = None
+    kept_in: str | None = None
