@@ -64,7 +64,6 @@ def healable_tracking_failure(task, task_run, state) -> bool:
     """Prefect's retry condition for tasks that write to MLflow: a read-only or full store does not
     heal in seconds, so it fails at once; anything else (a server briefly away) is tried again."""
     from ragassay.errors import environment_problem
-
     from ragassay.tracking import TrackingUnreachable
 
     error = state.result(raise_on_failure=False)

@@ -196,7 +196,13 @@ def golden_generate(
         )
         reasons = ", ".join(f"{reason} {n}" for reason, n in report.discarded.items() if n)
         out.print(
-            f"discarded: {reasons or 'none'}; pages skipped as already used: {report.skipped_pages}", highlight=False
+            f"discarded: {reasons or 'none'}; pages skipped as already used: {report.skipped_pages}"
+            + (
+                f"; passed over as another generation's: {report.claimed_elsewhere}"
+                if report.claimed_elsewhere
+                else ""
+            ),
+            highlight=False,
         )
         if len(report.accepted) < report.requested:
             what = "dialogues" if dialogues is not None else "questions"

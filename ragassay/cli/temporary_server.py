@@ -36,7 +36,6 @@ def start_for_this_process() -> str | None:
     """Start a temporary Prefect server tied to this process and point Prefect at it; returns its
     API URL, or None when Prefect already has an API URL (environment or profile) or the user
     switched temporary servers off (then Prefect's own error says what to set)."""
-    from prefect.context import refresh_global_settings_context
     from prefect.settings import get_current_settings
 
     settings = get_current_settings()
@@ -54,6 +53,22 @@ def start_for_this_process() -> str | None:
         "PREFECT__SERVER_FINAL": "1",
     }
     timeout = settings.server.ephemeral.startup_timeout_seconds
+    # Commands started at once each start a server on Prefect's one database; each server creates
+    # or migrates its tables as it starts, and together they raced ("no such table", a server
+    # exiting, another attempt). They start one at a time; once a server answers, the next starts.
+    from ragassay.store.locks import collection_lock
+
+    with collection_lock(
+        settings.home / "ragassay-server-start.lock",
+        timeout=timeout * START_ATTEMPTS * 4,
+        name="the start of another command's temporary Prefect server",
+    ):
+        return _start(server_env, timeout)
+
+
+def _start(server_env: dict[str, str], timeout: float) -> str:
+    from prefect.context import refresh_global_settings_context
+
     for _attempt in range(START_ATTEMPTS):
         port = _free_port()
         process = subprocess.Popen(

@@ -14,6 +14,7 @@ import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +23,7 @@ from pydantic import BaseModel
 
 from ragassay import plots
 from ragassay.config import GenerateConfig
+from ragassay.golden.claims import claimed_page
 from ragassay.golden.entries import GoldenCandidate, validate_candidates
 from ragassay.golden.quality_gate import (
     DISCARD_REASONS,
@@ -102,6 +104,8 @@ class GenerationReport(BaseModel):
     accepted: list[str]
     discarded: dict[str, int]
     skipped_pages: int
+    # Pages passed over because a concurrent generation of the same draw had them (golden/claims.py).
+    claimed_elsewhere: int = 0
     pages_available: int
     acceptance_rate: float
     # What the question model and the judge's gate cost (calls, tokens, seconds, cached calls).
@@ -169,14 +173,23 @@ def run_generation(
     wanted, attempts = still_wanted(config, same_run)
     limit = min(pages.height, attempts)
     rows: list[dict] = []
+    run_key = f"{kind.name}\0{seed}\0{model.model_id}\0{kind.prompt_version}"
+    claimed_elsewhere = 0
     with ProgressReporter(f"generating {kind.name} from {limit} pages", total=limit) as progress:
-        for attempt, page in enumerate(pages.head(limit).iter_rows(named=True), start=1):
-            row = kind.from_page(paths, config, model, judge, embedder, state, page, seed, digests)
-            rows.append(row)
-            _log_candidate(kind.log_path(paths), kind.log_spec, paths, row)
-            progress(attempt, limit)
-            if len(state.accepted) >= wanted:
+        # Every page in draw order, until `limit` were drafted here: a page a concurrent
+        # generation of the same draw finished or is drafting is skipped (golden/claims.py).
+        for page in pages.iter_rows(named=True):
+            if len(rows) >= limit or len(state.accepted) >= wanted:
                 break
+            finished = partial(_page_logged, kind, paths, seed, model.model_id, page["chunk_id"])
+            with claimed_page(paths, run_key, page["chunk_id"], finished) as mine:
+                if not mine:
+                    claimed_elsewhere += 1
+                    continue
+                row = kind.from_page(paths, config, model, judge, embedder, state, page, seed, digests)
+                rows.append(row)
+                _log_candidate(kind.log_path(paths), kind.log_spec, paths, row)
+            progress(len(rows), limit)
     candidates = pl.DataFrame(rows, schema=kind.log_spec.schema)
     return GenerationReport(
         collection=paths.name,
@@ -190,6 +203,7 @@ def run_generation(
         accepted=state.accepted,
         discarded={reason: int((candidates["reason"] == reason).sum()) for reason in DISCARD_REASONS},
         skipped_pages=len(done_pages),
+        claimed_elsewhere=claimed_elsewhere,
         pages_available=pages.height,
         acceptance_rate=len(state.accepted) / candidates.height if candidates.height else 0.0,
         usage=state.usage,
@@ -275,6 +289,18 @@ def _generate_from_page(
         "detail": decision.detail,
         "entry_id": entry_id,
     }
+
+
+def _page_logged(kind: GenerationKind, paths: CollectionPaths, seed: int, model_id: str, chunk_id: str) -> bool:
+    """Whether the candidates log holds this page for this seed, model and prompt, as it is now."""
+    log = read_table_or_empty(kind.log_path(paths), kind.log_spec)
+    same_page = (
+        (pl.col("chunk_id") == chunk_id)
+        & (pl.col("seed") == seed)
+        & (pl.col("model") == model_id)
+        & (pl.col("prompt_version") == kind.prompt_version)
+    )
+    return log.filter(same_page).height > 0
 
 
 def _log_candidate(log_path: Path, spec: TableSpec, paths: CollectionPaths, row: dict) -> None:

@@ -36,8 +36,10 @@ class CollectionBusy(RagassayError):
 
 
 @contextmanager
-def collection_lock(lock_file: Path, timeout: float | None = None) -> Iterator[None]:
-    """Hold the collection's write lock for the block (waiting up to timeout seconds)."""
+def collection_lock(lock_file: Path, timeout: float | None = None, name: str | None = None) -> Iterator[None]:
+    """Hold the collection's write lock for the block (waiting up to timeout seconds). The same
+    lock serializes other shared things (the workspace's MLflow store, temporary Prefect
+    servers' database), named in the timeout's error by name."""
     timeout = environment().lock_timeout if timeout is None else timeout
     with _guard:
         if lock_file in _held:
@@ -50,7 +52,7 @@ def collection_lock(lock_file: Path, timeout: float | None = None) -> Iterator[N
         lock_file.parent.mkdir(parents=True, exist_ok=True)
         descriptor = os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            _acquire(descriptor, lock_file, timeout)
+            _acquire(descriptor, lock_file, timeout, name or f"collection {lock_file.stem!r}")
             holder = {
                 "pid": os.getpid(),
                 "host": socket.gethostname(),
@@ -69,7 +71,7 @@ def collection_lock(lock_file: Path, timeout: float | None = None) -> Iterator[N
             os.close(descriptor)
 
 
-def _acquire(descriptor: int, lock_file: Path, timeout: float) -> None:
+def _acquire(descriptor: int, lock_file: Path, timeout: float, name: str) -> None:
     deadline = time.monotonic() + timeout
     while True:
         try:
@@ -78,7 +80,7 @@ def _acquire(descriptor: int, lock_file: Path, timeout: float) -> None:
         except BlockingIOError:
             if time.monotonic() >= deadline:
                 raise CollectionBusy(
-                    f"collection {lock_file.stem!r} is being written by {_holder(lock_file)}; "
+                    f"{name} is being written by {_holder(lock_file)}; "
                     f"gave up after {timeout:g}s (RAGASSAY_LOCK_TIMEOUT sets how long to wait)"
                 ) from None
             time.sleep(_POLL_SECONDS)

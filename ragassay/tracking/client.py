@@ -62,7 +62,16 @@ def client(home: Path):
     from mlflow.tracking import MlflowClient
 
     home.mkdir(parents=True, exist_ok=True)
-    return MlflowClient(tracking_uri=tracking_uri(home))
+    uri = tracking_uri(home)
+    if uri != local_store_uri(home):
+        return MlflowClient(tracking_uri=uri)
+    # MLflow creates (or migrates) a SQLite store's tables when a process first opens it; commands
+    # starting at once on a new workspace raced on that ("table ... already exists") and lived
+    # only through retries. One at a time; once open, the store is MLflow's cached one.
+    from ragassay.store.locks import collection_lock
+
+    with collection_lock(home / "locks" / "mlflow-store.lock", name="the workspace's MLflow store"):
+        return MlflowClient(tracking_uri=uri)
 
 
 def experiment_name(collections: list[str]) -> str:
