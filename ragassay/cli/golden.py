@@ -198,9 +198,7 @@ def golden_generate(
         out.print(
             f"discarded: {reasons or 'none'}; pages skipped as already used: {report.skipped_pages}"
             + (
-                f"; passed over as another generation's: {report.claimed_elsewhere}"
-                if report.claimed_elsewhere
-                else ""
+                f"; passed over as another generation's: {report.claimed_elsewhere}" if report.claimed_elsewhere else ""
             ),
             highlight=False,
         )

@@ -6,5 +6,6 @@
 - store: adding, importing, listing and deleting a collection's entries and dialogues.
 - generation: seeded page sampling, the question prompt, and the generation loop.
 - dialogue_generation: generated dialogues: the prompt, the loop, the gate turn by turn.
+- claims: a page claimed before it is drafted, so a concurrent generation passes over it.
 - quality_gate: the quality gate every generated question must pass, with each discard reason.
 """

@@ -15,6 +15,9 @@
 - calibration_log: what a calibration run logs to MLflow (params, metrics, rows).
 - alignment: the aligned judge: the judge's P(supported) and cheap signals beside it read into a
   collection's verdict by a model fitted on its labels, cross-fitted, used only when ahead (pure).
+- verdict_features: a statement's word-level support in its passages, in any language (pure).
+- learned_verdict: the verdict fitted on people's labels in five languages (its shipped file,
+  loaded and checked), read from those features.
 - measured_rates: the default judge's error rates on two other collections (MEMERAG-EXT, SciFact
   counts), and why no other collection's labels correct a team's numbers.
 """

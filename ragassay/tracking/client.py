@@ -36,6 +36,16 @@ def ui_command(home: Path) -> str:
     return f"open {uri} in a browser"
 
 
+# MLflow's request bounds as ragassay sets them (unless the environment already does): three
+# retries over about 7 s (urllib3's backoff 0, 2, 4 s with MLflow's jitter of up to 1 s), each
+# request at most 30 s. A server restarting within that is not noticed; a dead one costs seconds.
+BOUNDED_MLFLOW_WAITS = {
+    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "3",
+    "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+    "MLFLOW_HTTP_REQUEST_TIMEOUT": "30",
+}
+
+
 @cache
 def quiet_mlflow() -> None:
     """MLflow's settings for ragassay, made once per process before MLflow is first used."""
@@ -46,10 +56,10 @@ def quiet_mlflow() -> None:
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
     # A progress bar per small Parquet file is noise on the terminal of `ragassay runs`.
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
-    # A tracking server that went away costs seconds, not MLflow's four minutes a request.
-    from ragassay.tracking.unreachable import bound_mlflow_waits
-
-    bound_mlflow_waits()
+    # A tracking server that went away costs seconds, not MLflow's four minutes a request
+    # (tracking/unreachable.py says what happens then).
+    for name, value in BOUNDED_MLFLOW_WAITS.items():
+        os.environ.setdefault(name, value)
     # Its INFO lines (database migrations on first use) are not the user's business. Set after
     # MLflow is imported: its import configures its logger at INFO.
     import mlflow  # noqa: F401

@@ -1,14 +1,15 @@
-"""A tracking server that goes away: MLflow's waits bounded, its failure told as one typed error
-naming the server, and a batch it could not take kept in the workspace instead.
+"""A tracking server that goes away: its failure told as one typed error naming the server, and
+a batch it could not take kept in the workspace instead.
 
 MLflow's client retries a request 7 times over about four minutes, each up to 120 s, and then
-raises a bare MlflowException; an evaluation whose server died while it judged would wait for
-minutes and then lose the results it had computed. Here the waits are a few seconds (the
-environment may set MLflow's own variables to wait longer), the error is TrackingUnreachable, and
-the batch's record is written under `<workspace>/unlogged/<batch>/<stage>/` (its tables as Parquet, its
-params, metrics and assertions as JSON, its report as Markdown) for the command to print and point
-at. Rerunning the same command once the server is back logs the batch: answers, verdicts and
-systems' replies come from the workspace's completion cache, so nothing is asked again."""
+raises a bare MlflowException; an evaluation whose server died while it judged waited for minutes
+and then lost the results it had computed. The waits are now seconds (client.BOUNDED_MLFLOW_WAITS;
+the environment may set MLflow's own variables to wait longer), the error is TrackingUnreachable,
+and the batch's record is written under `<workspace>/unlogged/<batch>/<stage>/` (its tables as
+Parquet, its params, metrics and assertions as JSON, its report as Markdown) for the command to
+print and point at. Rerunning the same command once the server is back logs the batch: answers,
+verdicts and systems' replies come from the workspace's completion cache, so nothing is asked
+again."""
 
 from __future__ import annotations
 
@@ -23,26 +24,12 @@ from ragassay.errors import RagassayError
 from ragassay.tracking.client import experiment_name, tracking_uri, ui_command
 from ragassay.tracking.records import Batch, BatchRecord, LoggedBatch, new_batch_id
 
-# MLflow's request bounds as ragassay sets them (unless the environment already does): three
-# retries over about 7 s (urllib3's backoff 0, 2, 4 s with MLflow's jitter of up to 1 s), each
-# request at most 30 s. A server restarting within that is not noticed; a dead one costs seconds.
-BOUNDED_MLFLOW_WAITS = {
-    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "3",
-    "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
-    "MLFLOW_HTTP_REQUEST_TIMEOUT": "30",
-}
-
 UNLOGGED_FOLDER = "unlogged"
 
 
 class TrackingUnreachable(RagassayError):
     """The MLflow tracking server did not answer (refused, timed out, or failing on its side
     through every retry); the message names it."""
-
-
-def bound_mlflow_waits() -> None:
-    for name, value in BOUNDED_MLFLOW_WAITS.items():
-        os.environ.setdefault(name, value)
 
 
 def unreachable_cause(error: BaseException) -> str | None:

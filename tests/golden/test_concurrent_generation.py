@@ -91,9 +91,13 @@ def test_commands_started_at_once_on_new_databases_start_first_time_without_retr
     home = tmp_path / "workspace"
     runs = [
         subprocess.Popen(
-            [sys.executable, "-c", STARTING, str(home)], env=env, cwd=REPO, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
+            [sys.executable, "-c", STARTING, str(home)],
+            env=env,
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for _ in range(3)
     ]
     outputs = [run.communicate(timeout=300) for run in runs]
