@@ -88,7 +88,15 @@ def figures(y: np.ndarray, p: np.ndarray, verdict: np.ndarray, seed: int = 0) ->
     return {
         name: {"value": round(float(point[i]), 4), "low": round(float(low[i]), 4), "high": round(float(high[i]), 4)}
         for i, name in enumerate(("balanced_accuracy", "auc", "kappa"))
-    } | {"sentences": len(y), "unsupported": int((y == 0).sum())}
+    } | {
+        "sentences": len(y),
+        "unsupported": int((y == 0).sum()),
+        # The (label, verdict) counts, as judge/measured_rates.py reads them.
+        "supported_judged_supported": int(((y == 1) & (verdict == 1)).sum()),
+        "supported_judged_unsupported": int(((y == 1) & (verdict == 0)).sum()),
+        "unsupported_judged_supported": int(((y == 0) & (verdict == 1)).sum()),
+        "unsupported_judged_unsupported": int(((y == 0) & (verdict == 0)).sum()),
+    }
 
 
 def held_out(languages: np.ndarray, x: np.ndarray, y: np.ndarray, language: str) -> dict:
@@ -180,6 +188,7 @@ def main() -> None:
             "ext de/es/fr/hi/en with majority votes; MEMERAG's English base set not used",
             "sentences": len(y),
             "unsupported": int((y == 0).sum()),
+            "languages": sorted(set(languages.tolist())),
             "fitted": date.today().isoformat(),
             "method": "logistic regression, classes balanced, C=1, standardized features; "
             "verdict supported when P >= 0.5",

@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from ragassay.answer.grounding import GroundedAnswer, Source
 from ragassay.judge.alignment import AlignedJudge
+from ragassay.judge.learned_verdict import LEARNED_THRESHOLD, LearnedVerdict, learned_verdict_for
 from ragassay.judge.passage_choice import passages_to_ask
 from ragassay.judge.prompts import (
     CORRECTNESS_MAX_TOKENS,
@@ -69,9 +70,17 @@ PREFERENCE_TIE_MARGIN = 0.05
 CORRECT_THRESHOLD = 0.5
 
 
-def support_threshold_for(model_id: str) -> float:
-    """The calibrated threshold of a catalog model (its id starts with the catalog name), else 0.5."""
+def asking_threshold_for(model_id: str) -> float:
+    """The threshold on a judge model's own P(supported): a catalog model's calibrated one (its id
+    starts with the catalog name), else 0.5. Where a learned verdict reads the judge, it decides
+    only which passages are asked (support_by_passage stops at the first that passes it)."""
     return SUPPORT_THRESHOLDS.get(model_id.split(":", 1)[0], DEFAULT_SUPPORT_THRESHOLD)
+
+
+def support_threshold_for(model_id: str) -> float:
+    """The threshold on a support verdict's P(supported): the learned verdict's where one reads
+    this judge (learned_verdict.LEARNED_THRESHOLD), else asking_threshold_for."""
+    return LEARNED_THRESHOLD if learned_verdict_for(model_id) is not None else asking_threshold_for(model_id)
 
 
 # A verdict's error when its prompt did not fit the judge's context: never sent, never cut.
@@ -89,12 +98,20 @@ class Judge:
     (support_by_passage); every result is what the same prompt asked alone gives, in the same place:
     results are keyed and placed by their prompt, never by when they came back."""
 
-    def __init__(self, model: ChatModel, support_threshold: float | None = None):
+    def __init__(
+        self, model: ChatModel, support_threshold: float | None = None, learned: LearnedVerdict | None | str = "default"
+    ):
         self.model = model
         self.model_id = model.model_id
-        self.support_threshold = (
-            support_threshold_for(model.model_id) if support_threshold is None else support_threshold
-        )
+        # The learned verdict that reads this judge's odds with the statement's passages (the
+        # shipped one for the default judge; None: the judge's own P against its threshold).
+        self.learned = learned_verdict_for(model.model_id) if learned == "default" else learned
+        self.asking_threshold = asking_threshold_for(model.model_id)
+        if support_threshold is None:
+            support_threshold = LEARNED_THRESHOLD if self.learned is not None else self.asking_threshold
+        self.support_threshold = support_threshold
+        if self.learned is None:
+            self.asking_threshold = support_threshold
         self.concurrency = getattr(model, "concurrency", 1)
         self._remembered: dict[str, Structured] = {}
         # Prompts being asked now: a thread asking the same prompt waits for that answer instead of
@@ -152,18 +169,34 @@ class Judge:
     def support(self, context: str, statement: str, question: str | None = None) -> Structured[SupportVerdict]:
         """Supported when P(supported) >= the judge's threshold; unreadable when the model put less
         than MIN_OPTION_COVERAGE of its probability on either word. question: the question the
-        statement's answer responds to, shown to the judge when given."""
+        statement's answer responds to, shown to the judge when given. With a learned verdict,
+        P(supported) is the learned verdict's, read from the judge's and the context's."""
+        return self._learned(self._judged(context, statement, question), statement, [context], question)
+
+    def _judged(self, context: str, statement: str, question: str | None) -> Structured[SupportVerdict]:
+        """The judge model's own verdict: its P(supported) against asking_threshold."""
         messages = support_messages(context, statement, question)
         return self._option_probability(
-            ["support", self.support_threshold, messages],
+            ["support", self.asking_threshold, messages],
             messages,
             SUPPORT_OPTIONS,
             "supported",
             SUPPORT_MAX_TOKENS,
             lambda p: SupportVerdict(
-                verdict="supported" if p >= self.support_threshold else "unsupported", p_supported=round(p, 6)
+                verdict="supported" if p >= self.asking_threshold else "unsupported", p_supported=round(p, 6)
             ),
         )
+
+    def _learned(
+        self, result: Structured[SupportVerdict], statement: str, passages: list[str], question: str | None
+    ) -> Structured[SupportVerdict]:
+        """The judge's verdict read by the learned verdict (none: as it is)."""
+        if self.learned is None or result.value is None:
+            return result
+        judge_p = result.value.p_supported
+        p = self.learned.p_supported(statement, passages, question, judge_p)
+        verdict = "supported" if p >= self.support_threshold else "unsupported"
+        return replace(result, value=SupportVerdict(verdict=verdict, p_supported=round(p, 6), judge_p_supported=judge_p))
 
     def support_by_passage(
         self, passages: list[str], statements: list[str], question: str | None = None
@@ -192,16 +225,19 @@ class Judge:
         round_number = 0
         while waiting:
             pairs = sorted((order[index][round_number], index) for index in waiting)
-            verdicts = self.each(lambda pair: self.support(passages[pair[0]], statements[pair[1]], question), pairs)
+            verdicts = self.each(lambda pair: self._judged(passages[pair[0]], statements[pair[1]], question), pairs)
             for (_, index), verdict in zip(pairs, verdicts):
                 asked[index].append(verdict)
             round_number += 1
             waiting = [
                 index
                 for index in waiting
-                if round_number < len(order[index]) and not _settled(asked[index][-1], self.support_threshold)
+                if round_number < len(order[index]) and not _settled(asked[index][-1], self.asking_threshold)
             ]
-        return [_highest(results) for results in asked]
+        return [
+            self._learned(_highest(results), statement, passages, question)
+            for results, statement in zip(asked, statements, strict=True)
+        ]
 
     def each(
         self, judge: Callable, items: list, on_progress: Callable[[int, int], None] = lambda done, total: None

@@ -27,6 +27,12 @@ from ragassay.judge.verdict_features import FEATURE_NAMES, verdict_features
 
 LEARNED_VERDICT_FILE = Path(__file__).with_name("learned_verdict.json")
 LEARNED_VERDICT_VERSION = "learned-verdict/1"
+# A learned verdict's P(supported) at or above which a statement is supported (classes were
+# balanced in the fit, so 0.5 is where its two errors weigh the same).
+LEARNED_THRESHOLD = 0.5
+# The judge models a learned verdict reads: the default judge, whose odds (or whose absence of
+# odds) it was fitted beside. Another judge keeps its own P against its threshold.
+LEARNED_FOR = ("qwen2.5-1.5b",)
 JUDGE_INPUT = "judge_log_odds"
 # The judge's P(supported) is clipped this far from 0 and 1 before its log-odds are taken.
 ODDS_EPSILON = 1e-4
@@ -67,10 +73,11 @@ class LearnedVerdict:
             for language, results in held_out.items()
             if self.candidate in results
         )
+        languages = self.provenance.get("languages", [])
         return (
-            f"learned verdict fitted on {self.provenance.get('sentences', '?')} people's labels in "
-            f"{len(held_out)} languages ({self.provenance.get('fitted', '?')}); balanced accuracy on each "
-            f"language held out: {figures}"
+            f"learned verdict fitted on {self.provenance.get('sentences', 0):,} people's labels in "
+            f"{len(languages)} languages ({', '.join(languages)}; {self.provenance.get('fitted', '?')}); its "
+            f"balanced accuracy on each language when fitted without it: {figures}"
         )
 
     @property
@@ -111,3 +118,8 @@ def load_learned_verdict(path: Path = LEARNED_VERDICT_FILE) -> LearnedVerdict:
 @cache
 def shipped_learned_verdict() -> LearnedVerdict:
     return load_learned_verdict()
+
+
+def learned_verdict_for(model_id: str) -> LearnedVerdict | None:
+    """The shipped learned verdict where it reads this judge model (LEARNED_FOR), else None."""
+    return shipped_learned_verdict() if model_id.split(":", 1)[0] in LEARNED_FOR else None

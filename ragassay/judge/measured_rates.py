@@ -17,6 +17,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from ragassay.judge.learned_verdict import (
+    LEARNED_FOR,
+    LEARNED_THRESHOLD,
+    learned_verdict_for,
+    shipped_learned_verdict,
+)
+from ragassay.judge.prompts import SUPPORT_PROMPT_VERSION
 from ragassay.metrics.judge_error import LabelStratum
 
 
@@ -103,9 +110,33 @@ MEASURED = (
 )
 
 
+LANGUAGES = {"de": "German", "es": "Spanish", "fr": "French", "hi": "Hindi", "en": "English"}
+
+
+def learned_verdict_rates() -> tuple[MeasuredRates, ...]:
+    """The learned verdict's counts on each MEMERAG language it was not fitted on (fitted on the
+    other four: its provenance's `held_out` figures), as the default judge's rates elsewhere."""
+    verdict = shipped_learned_verdict()
+    return tuple(
+        MeasuredRates(
+            catalog_name=LEARNED_FOR[0],
+            prompt_version=SUPPORT_PROMPT_VERSION,
+            support_threshold=LEARNED_THRESHOLD,
+            collection=f"MEMERAG {LANGUAGES.get(language, language)} (held out of the learned verdict's fit)",
+            supported_judged_supported=figures["supported_judged_supported"],
+            supported_judged_unsupported=figures["supported_judged_unsupported"],
+            unsupported_judged_supported=figures["unsupported_judged_supported"],
+            unsupported_judged_unsupported=figures["unsupported_judged_unsupported"],
+        )
+        for language, candidates in verdict.provenance.get("held_out", {}).items()
+        if "supported_judged_supported" in (figures := candidates.get(verdict.candidate, {}))
+    )
+
+
 def measured_elsewhere(judge_model: str, prompt_version: str, support_threshold: float) -> tuple[MeasuredRates, ...]:
     """This judge's counts on other collections (none for a judge never measured here)."""
-    return tuple(rates for rates in MEASURED if rates.serves(judge_model, prompt_version, support_threshold))
+    every = (*MEASURED, *learned_verdict_rates())
+    return tuple(rates for rates in every if rates.serves(judge_model, prompt_version, support_threshold))
 
 
 def measured_on(name: str, judge_model: str, prompt_version: str, support_threshold: float) -> MeasuredRates | None:
@@ -122,6 +153,8 @@ def no_labels_reason(judge_model: str, prompt_version: str, support_threshold: f
         f"no labels of these documents for judge {judge_model}: the judged metrics are the judge's own numbers, "
         "without its error"
     )
+    if learned_verdict_for(judge_model) is not None:
+        reason += f" (its verdict: the {shipped_learned_verdict().summary()})"
     if len(elsewhere) > 1:
         first, *others = elsewhere
         reason += (

@@ -58,6 +58,9 @@ class SupportVerdict(BaseModel):
 
     verdict: Literal["supported", "unsupported"]
     p_supported: float = Field(ge=0.0, le=1.0)
+    # The judge model's own P(supported) when a learned verdict (judge/learned_verdict.py) read
+    # it into p_supported; None when p_supported is the judge's own.
+    judge_p_supported: float | None = None
 
 
 class CorrectnessGrade(BaseModel):

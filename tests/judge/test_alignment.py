@@ -18,6 +18,7 @@ from sklearn.metrics import balanced_accuracy_score, roc_auc_score
 from ragassay.errors import CollectionDeleted, ConfigError
 from ragassay.judge import alignment, calibration
 from ragassay.judge.alignment import AlignedJudge, LabelledJudgement, align_judge, numbers_found
+from ragassay.judge.judge import support_threshold_for
 from ragassay.judge.prompts import SUPPORT_PROMPT_VERSION
 from ragassay.metrics.judge_error import corrected_mean, simple_strata
 from ragassay.store.schemas import JUDGE_LABELS
@@ -25,7 +26,7 @@ from ragassay.store.tables import write_table
 from ragassay.store.workspace import collection_paths
 
 JUDGE = "qwen2.5-1.5b:test"
-THRESHOLD = 0.85
+THRESHOLD = support_threshold_for(JUDGE)  # the learned verdict's, for the default judge
 TOWNS = ["Nexo", "Arden", "Balk", "Corin", "Dunmore", "Elst", "Fenwick", "Garrow", "Hale", "Ivel"]
 
 
@@ -98,7 +99,7 @@ def test_a_fit_that_does_not_beat_the_plain_threshold_is_stored_unused_with_why(
     rng = random.Random(5)
     # The plain threshold is right on every label and the other features are alike for all: a fit
     # can at best tie it, and a tie is not ahead.
-    p_supported = [rng.uniform(0.5, 0.99) for _ in range(60)]
+    p_supported = [rng.uniform(THRESHOLD - 0.35, THRESHOLD + 0.14) for _ in range(60)]
     items = [
         LabelledJudgement(
             f"item-{n}",

@@ -81,10 +81,13 @@ def test_a_prompt_longer_than_the_context_window_is_never_cut():
 
 
 def test_thresholds_are_per_model_and_default_to_one_half():
-    assert (
-        support_threshold_for("qwen2.5-1.5b:qwen2.5-coder-1.5b-instruct-q4_k_m.gguf@cc324af070c2")
-        == SUPPORT_THRESHOLDS["qwen2.5-1.5b"]
-    )
+    from ragassay.judge.judge import asking_threshold_for
+    from ragassay.judge.learned_verdict import LEARNED_THRESHOLD
+
+    qwen = "qwen2.5-1.5b:qwen2.5-coder-1.5b-instruct-q4_k_m.gguf@cc324af070c2"
+    # The default judge's own odds decide which passages are asked; its verdict is the learned one's.
+    assert asking_threshold_for(qwen) == SUPPORT_THRESHOLDS["qwen2.5-1.5b"]
+    assert support_threshold_for(qwen) == LEARNED_THRESHOLD
     assert support_threshold_for("gguf:other.gguf") == 0.5 and support_threshold_for("openai:qwen@http://x") == 0.5
 
 
