@@ -64,11 +64,9 @@ def judge_logit(p: float) -> float:
 
 
 def fit(x: np.ndarray, y: np.ndarray):
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import StandardScaler
+    from ragassay.judge.learned_verdict import fitted_model
 
-    return make_pipeline(StandardScaler(), LogisticRegression(class_weight="balanced", C=1.0, max_iter=1000)).fit(x, y)
+    return fitted_model(x, y)
 
 
 def figures(y: np.ndarray, p: np.ndarray, verdict: np.ndarray, seed: int = 0) -> dict:
@@ -104,14 +102,6 @@ def held_out(languages: np.ndarray, x: np.ndarray, y: np.ndarray, language: str)
     model = fit(x[train], y[train])
     p = model.predict_proba(x[test])[:, 1]
     return figures(y[test], p, (p >= 0.5).astype(int))
-
-
-def shipped_coefficients(model, names: list[str]) -> dict:
-    """The fitted pipeline as one linear model on raw features: P = sigmoid(intercept + w · x)."""
-    scaler, regression = model.named_steps["standardscaler"], model.named_steps["logisticregression"]
-    weights = regression.coef_[0] / scaler.scale_
-    intercept = regression.intercept_[0] - float(np.sum(regression.coef_[0] * scaler.mean_ / scaler.scale_))
-    return {"intercept": round(float(intercept), 6), "weights": {n: round(float(w), 6) for n, w in zip(names, weights)}}
 
 
 def line(name: str, result: dict) -> str:
@@ -176,13 +166,14 @@ def main() -> None:
     print(f"rule: {'features+judge' if with_judge else 'features'} is shipped")
     if not arguments.write:
         return
-    model = fit(x, y)
+    from ragassay.judge.learned_verdict import fit_coefficients
+
     shipped = {
         "version": LEARNED_VERDICT_VERSION,
         "inputs": list(FEATURE_NAMES),
         "judge_input": False,
         "support_prompt_version": SUPPORT_PROMPT_VERSION,
-        **shipped_coefficients(model, list(FEATURE_NAMES)),
+        **fit_coefficients(x, y, list(FEATURE_NAMES)),
         "provenance": {
             "labels": "MEMERAG multilingual pool (amazon-science/MEMERAG, CC BY-NC 4.0): base de/es/fr/hi and "
             "ext de/es/fr/hi/en with majority votes; MEMERAG's English base set not used",

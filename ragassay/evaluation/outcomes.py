@@ -47,6 +47,7 @@ from ragassay.gates.assertions import (
     parse_assertion,
 )
 from ragassay.judge.judge import support_threshold_for
+from ragassay.judge.learned_verdict import learned_verdict_label
 from ragassay.judge.prompts import PROMPT_VERSIONS
 from ragassay.llm.registry import model_verification
 from ragassay.llm.settings import model_id_of
@@ -365,6 +366,8 @@ def answer_params(
             "judge_model_id": judge_model_id,
             "judge_model_verified": model_verification(config.judge),
             "judge_support_threshold": support_threshold_for(judge_model_id),
+            # Which verdict read the judge: the learned one (its version and fit date) or its own P.
+            "judge_verdict": learned_verdict_label(judge_model_id),
             "prompt_version": {
                 "answer": ANSWER_PROMPT_VERSION,
                 "answer_in_conversation": CONVERSATION_PROMPT_VERSION,

@@ -99,7 +99,7 @@ class Judge:
     results are keyed and placed by their prompt, never by when they came back."""
 
     def __init__(
-        self, model: ChatModel, support_threshold: float | None = None, learned: LearnedVerdict | None | str = "default"
+        self, model: ChatModel, support_threshold: float | None = None, learned: LearnedVerdict | str | None = "default"
     ):
         self.model = model
         self.model_id = model.model_id
@@ -196,7 +196,9 @@ class Judge:
         judge_p = result.value.p_supported
         p = self.learned.p_supported(statement, passages, question, judge_p)
         verdict = "supported" if p >= self.support_threshold else "unsupported"
-        return replace(result, value=SupportVerdict(verdict=verdict, p_supported=round(p, 6), judge_p_supported=judge_p))
+        return replace(
+            result, value=SupportVerdict(verdict=verdict, p_supported=round(p, 6), judge_p_supported=judge_p)
+        )
 
     def support_by_passage(
         self, passages: list[str], statements: list[str], question: str | None = None

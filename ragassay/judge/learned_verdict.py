@@ -115,9 +115,46 @@ def load_learned_verdict(path: Path = LEARNED_VERDICT_FILE) -> LearnedVerdict:
     )
 
 
+def fitted_model(features, supported):
+    """A logistic regression of `supported` (1/0) on the rows of `features`, standardized and with
+    the classes balanced (C=1): what fit_coefficients unfolds. Deterministic (lbfgs, no sampling)."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    return make_pipeline(StandardScaler(), LogisticRegression(class_weight="balanced", C=1.0, max_iter=1000)).fit(
+        features, supported
+    )
+
+
+def fit_coefficients(features, supported, names: list[str]) -> dict:
+    """The learned verdict's coefficients on raw features (intercept, weights by name), from
+    fitted_model: the standardization folded into the weights, so reading a verdict needs no
+    scaler, P = sigmoid(intercept + Σ w_i x_i)."""
+    import numpy as np
+
+    model = fitted_model(features, supported)
+    scaler, regression = model.named_steps["standardscaler"], model.named_steps["logisticregression"]
+    weights = regression.coef_[0] / scaler.scale_
+    intercept = regression.intercept_[0] - float(np.sum(regression.coef_[0] * scaler.mean_ / scaler.scale_))
+    return {
+        "intercept": round(float(intercept), 6),
+        "weights": {n: round(float(w), 6) for n, w in zip(names, weights, strict=True)},
+    }
+
+
 @cache
 def shipped_learned_verdict() -> LearnedVerdict:
     return load_learned_verdict()
+
+
+def learned_verdict_label(model_id: str) -> str:
+    """What reads this judge's verdicts, for a run's params: `learned-verdict/1 (fitted DATE)`, or
+    `the judge's own P(supported)`."""
+    verdict = learned_verdict_for(model_id)
+    if verdict is None:
+        return "the judge's own P(supported)"
+    return f"{LEARNED_VERDICT_VERSION} (fitted {verdict.provenance.get('fitted', '?')})"
 
 
 def learned_verdict_for(model_id: str) -> LearnedVerdict | None:
