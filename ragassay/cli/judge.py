@@ -517,8 +517,9 @@ def _render_support(report: SupportCalibration) -> None:
         if isinstance(report, CollectionCalibration)
         else report.labels_file
     )
+    verdict = "its learned verdict's P" if report.judge_own is not None else "P"
     out.print(
-        f"judge {report.judge_model} ({report.prompt_version}, supported when P >= {report.support_threshold}) "
+        f"judge {report.judge_model} ({report.prompt_version}, supported when {verdict} >= {report.support_threshold}) "
         f"on {report.labelled} labelled statements from {source}",
         highlight=False,
     )
@@ -554,6 +555,14 @@ def _render_support(report: SupportCalibration) -> None:
         highlight=False,
     )
     _render_confusion(report)
+    if report.judge_own is not None:
+        own = report.judge_own
+        out.print(
+            f"beside it, the judge's own rule (its P(supported) >= {report.judge_threshold}) on the same statements: "
+            f"accuracy {_figure(own.accuracy)}   balanced accuracy {_figure(own.balanced_accuracy)}   Cohen's kappa "
+            f"{_figure(own.kappa)} (95% CI {_figure(own.kappa_ci_low)} to {_figure(own.kappa_ci_high)})",
+            highlight=False,
+        )
     if report.as_used is not None:
         used = report.as_used
         how = "its aligned judge" if used.aligned else "the plain judge"

@@ -345,6 +345,7 @@ def calibrate_statements(
     to_ask = [item for item in labelled if item.source not in stored]
     asked = _ask_support(judge, to_ask, len(labelled) - len(to_ask))
     fitting, verdicts, rows = [], [], []
+    own: dict[str, float | None] = {}  # the judge's own P where a learned verdict read it
     for item in labelled:
         if item.source in stored:
             p, verdict, too_long, error = (
@@ -356,6 +357,7 @@ def calibrate_statements(
         else:
             result = asked[item.source]
             p = result.value.p_supported if result.value else None
+            own[item.source] = result.value.judge_p_supported if result.value else None
             verdict, too_long, error = verdict_of(result), result.too_long, result.error
         if not too_long:
             fitting.append(item)
@@ -369,6 +371,7 @@ def calibrate_statements(
                 if too_long
                 else ("unreadable" if verdict is None else ("supported" if verdict else "unsupported")),
                 p_supported=p,
+                judge_p_supported=own.get(item.source),
                 error=error,
             )
         )
@@ -386,7 +389,22 @@ def calibrate_statements(
         seconds_per_verdict=usage.seconds / sum(1 for r in asked.values() if r.usage.calls) if usage.calls else None,
         usage=usage,
         rows=rows,
+        **judge_own_rule(judge, fitting, own, seed),
     )
+
+
+def judge_own_rule(judge: Judge, fitting: list[LabelledStatement], own: dict[str, float | None], seed: int) -> dict:
+    """The judge's own rule (its P(supported) >= its asking threshold) on the labels a learned
+    verdict was measured on, as SupportCalibration's judge_own and judge_threshold; nothing when
+    no learned verdict read the judge (or no verdict of it was asked here)."""
+    if judge.learned is None or not any(own.get(item.source) is not None for item in fitting):
+        return {}
+    asked = [item for item in fitting if item.source in own]
+    verdicts = [None if own[i.source] is None else own[i.source] >= judge.asking_threshold for i in asked]
+    return {
+        "judge_own": agreement([item.supported for item in asked], verdicts, seed),
+        "judge_threshold": judge.asking_threshold,
+    }
 
 
 def collection_labels(home: Path, collections: Iterable[str]) -> pl.DataFrame:

@@ -16,7 +16,7 @@ from ragassay.judge.calibration_reports import CollectionCalibration, PairwiseCa
 # Settings of a report, logged as params where the report has them.
 PARAMS = ("judge_model", "prompt_version", "labels_file", "golden_file", "support_threshold", "max_items", "seed")
 # Numbers of a report that are settings, not figures (logged as params above).
-NOT_FIGURES = ("max_items", "seed", "support_threshold")
+NOT_FIGURES = ("max_items", "seed", "support_threshold", "judge_threshold")
 
 
 def _numbers(values: BaseModel | None, prefix: str = "", leave_out: tuple[str, ...] = ()) -> dict[str, float]:
@@ -38,6 +38,10 @@ def calibration_log_values(
     dumped = report.model_dump()
     params = {key: str(dumped[key]) for key in PARAMS if dumped.get(key) is not None}
     metrics = {**_numbers(report, leave_out=NOT_FIGURES), **report.usage.as_metrics("judge")}
+    if isinstance(report, SupportCalibration) and report.judge_own is not None:
+        # The judge's own rule beside the learned verdict that reads it.
+        params["judge_own_threshold"] = str(report.judge_threshold)
+        metrics |= _numbers(report.judge_own, "judge_own_")
     if isinstance(report, SupportCalibration) and report.as_used is not None:
         used = report.as_used
         params |= {"as_used_collection": used.collection, "as_used_aligned": str(used.aligned)}

@@ -30,6 +30,8 @@ class CalibrationRow(_Report):
     verdict: Literal["supported", "unsupported", "unreadable", "too_long"]
     p_supported: float | None
     error: str | None
+    # The judge model's own P(supported) where a learned verdict read it into p_supported.
+    judge_p_supported: float | None = None
 
 
 class AsUsedAgreement(Agreement):
@@ -119,6 +121,10 @@ class SupportCalibration(_JudgeRun, Agreement):
     labels_file: str | None = None
     max_items: int | None = None
     as_used: AsUsedAgreement | None = None
+    # Where a learned verdict read the judge: the judge's own rule on the same labels (its
+    # P(supported) >= its threshold, `judge_threshold`), for the two side by side.
+    judge_own: Agreement | None = None
+    judge_threshold: float | None = None
 
 
 class CollectionCalibration(SupportCalibration):

@@ -69,7 +69,7 @@ def test_a_file_of_another_version_prompt_or_inputs_is_refused_naming_it(tmp_pat
     data = json.loads(LEARNED_VERDICT_FILE.read_text()) | change
     path = tmp_path / "learned_verdict.json"
     path.write_text(json.dumps(data))
-    with pytest.raises(LearnedVerdictError, match="learned_verdict.json") as refused:
+    with pytest.raises(LearnedVerdictError, match=r"learned_verdict\.json") as refused:
         load_learned_verdict(path)
     assert named in str(refused.value)
     path.write_text("{not json")
