@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import time
 from datetime import date
 from pathlib import Path
 
@@ -125,7 +126,13 @@ def main() -> None:
     from ragassay.judge.verdict_features import FEATURE_NAMES
 
     rows = load_rows()
+    started = time.perf_counter()
     x = feature_matrix(rows)
+    per_statement = (time.perf_counter() - started) / len(rows)
+    print(
+        f"features: {per_statement * 1000:.1f} ms a statement ({len(rows)} statements; the verdict adds this to the "
+        "judge's seconds a verdict, 4.4-5.0 s on 2 cores: BENCHMARKS.md, 'Cheaper verdicts')"
+    )
     y = np.array([r["label"] == "supported" for r in rows], dtype=int)
     languages = np.array([r["language"] for r in rows])
     judged = None
