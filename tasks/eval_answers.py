@@ -173,15 +173,15 @@ def log_answer_batch(
     logged = log_or_keep(
         config.home,
         list(config.collections),
-        "answers",
-        shared,
-        batch,
-        "ragassay eval answers",
-        labels,
-        work_spans,
         lambda batch_id: outcomes.answer_record(
             config, questions, judge_model_id, summary, shared, batch_id, work_spans
         ),
+        kind="answers",
+        params=shared,
+        batch=batch,
+        source="ragassay eval answers",
+        labels=labels,
+        work_spans=work_spans,
     )
     return outcomes.answer_report(
         config, questions, judge_model_id, summary, logged, time.perf_counter() - questions.started

@@ -130,15 +130,15 @@ def log_retrieval_batch(
     logged = log_or_keep(
         config.home,
         list(config.collections),
-        "retrieval",
-        shared,
-        batch,
-        "ragassay eval retrieval",
-        labels,
-        work_spans,
         lambda batch_id: outcomes.retrieval_record(
             config, context, searched, per_question, summary, shared, batch_id, work_spans
         ),
+        kind="retrieval",
+        params=shared,
+        batch=batch,
+        source="ragassay eval retrieval",
+        labels=labels,
+        work_spans=work_spans,
     )
     return outcomes.retrieval_report(config, context, searched, summary, logged)
 

@@ -91,23 +91,16 @@ def stage_batch(
 
 
 def log_or_keep(
-    home,
-    collections: list[str],
-    kind: str,
-    params: dict[str, str],
-    batch: tracking.Batch | None,
-    source: str,
-    labels: list[str],
-    work_spans: dict[str, WorkSpan] | None,
-    record_of: Callable[[str], tracking.BatchRecord],
+    home, collections: list[str], record_of: Callable[[str], tracking.BatchRecord], **staging
 ) -> tracking.LoggedBatch:
-    """A stage's record (record_of(batch id)) logged into its batch (stage_batch); when the
-    tracking server does not answer, kept in the workspace instead (tracking.keep_unlogged), so
-    the results computed are printed and kept, never lost with the server."""
-    staged, record = batch, None
+    """A stage's record (record_of(batch id)) logged into its batch (stage_batch with staging:
+    kind, params, batch, source, labels, work_spans); when the tracking server does not answer,
+    kept in the workspace instead (tracking.keep_unlogged), so the results computed are printed
+    and kept, never lost with the server."""
+    staged, record = staging["batch"], None
     try:
         with tracking.unreachable_as_typed(home):
-            staged = stage_batch(home, collections, kind, params, batch, source, labels, work_spans)
+            staged = stage_batch(home, collections, **staging)
             record = record_of(staged.batch_id)
             return tracking.log_batch_record(home, staged, record)
     except tracking.TrackingUnreachable as error:
