@@ -20,6 +20,7 @@ from ragassay.evaluation.answer_summary import AnsweredQuestion
 from ragassay.evaluation.questions import EvalQuestion, GoldenContext, dialogue_units
 from ragassay.judge.alignment import AlignedJudges
 from ragassay.judge.judge import Judge, JudgedAnswer, judge_answer, judging_cost
+from ragassay.llm.openai_server import ModelResponseTooLarge
 from ragassay.llm.structured import Usage
 from ragassay.llm.threads import in_order
 from ragassay.metrics.answers import AnswerJudgement, pair_outcome, tally_pairs
@@ -56,7 +57,7 @@ def answer_questions(
                 answer = answer_question(
                     resources, home, list(collections), question.question, configuration, tuple(conversation)
                 )
-            except PromptTooLong as error:
+            except (PromptTooLong, ModelResponseTooLarge) as error:
                 # That question's row (in no metric, its warning naming it); the others go on.
                 answer = declined(question.question, str(error), [], None, Usage())
                 item = AnsweredQuestion(

@@ -37,6 +37,7 @@ from ragassay.judge.prompts import (
 )
 from ragassay.llm.completion import ChatModel, spelled_options
 from ragassay.llm.messages import one_line
+from ragassay.llm.openai_server import ModelResponseTooLarge
 from ragassay.llm.structured import Structured, Usage, generate_structured, unreadable
 from ragassay.llm.threads import in_order
 from ragassay.metrics.answers import (
@@ -163,7 +164,9 @@ class Judge:
             [output.__name__, messages, schema],
             max_tokens,
             messages,
-            lambda: generate_structured(self.model, messages, output, max_tokens=max_tokens, schema=schema),
+            lambda: _unless_too_large(
+                lambda: generate_structured(self.model, messages, output, max_tokens=max_tokens, schema=schema)
+            ),
         )
 
     def support(self, context: str, statement: str, question: str | None = None) -> Structured[SupportVerdict]:
@@ -301,7 +304,10 @@ class Judge:
         probability. Remembered under key_parts."""
 
         def ask() -> Structured:
-            answer = self.model.option_probabilities(messages, spelled_options(options))
+            try:
+                answer = self.model.option_probabilities(messages, spelled_options(options))
+            except ModelResponseTooLarge as error:
+                return unreadable(str(error))  # this verdict's outcome, not the evaluation's
             completion = answer.completion
             if answer.coverage < MIN_OPTION_COVERAGE:
                 error = f"the judge put only {answer.coverage:.2f} of its probability on {' or '.join(repr(o) for o in options)}"
@@ -315,6 +321,14 @@ class Judge:
         return self._ask(
             criteria_messages(question, answer, criteria), CriteriaScore, CRITERIA_MAX_TOKENS, criteria_schema()
         )
+
+
+def _unless_too_large(ask: Callable[[], Structured]) -> Structured:
+    """ask(); a served model's response too large to read is that judgement's unreadable outcome."""
+    try:
+        return ask()
+    except ModelResponseTooLarge as error:
+        return unreadable(str(error))
 
 
 def _settled(result: Structured[SupportVerdict], threshold: float) -> bool:

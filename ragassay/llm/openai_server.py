@@ -25,6 +25,11 @@ class ModelServerError(ModelError):
     """A model server could not be reached or failed on its side (worth retrying later)."""
 
 
+class ModelResponseTooLarge(ModelError):
+    """One response of a served model was larger than MAX_RESPONSE_BYTES (decompressed): that
+    call's outcome (a verdict unreadable, a question's error row), never the batch's."""
+
+
 class OpenAICompatibleModel:
     """A chat model behind an OpenAI-compatible /v1/chat/completions endpoint."""
 
@@ -92,7 +97,9 @@ class OpenAICompatibleModel:
                 response.raise_for_status()
                 return json.loads(content)
             except ResponseTooLarge as error:
-                raise ModelError(f"chat endpoint {self.model_id}'s response is {error}") from error
+                raise ModelResponseTooLarge(
+                    f"too_large: chat endpoint {self.model_id}'s response is {error}"
+                ) from error
             except (httpx.TransportError, ModelServerError) as error:
                 if delay is None:
                     raise ModelServerError(

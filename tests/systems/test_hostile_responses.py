@@ -141,3 +141,16 @@ def test_a_served_models_gzip_bomb_is_an_error_before_it_fills_memory(hostile):
     with pytest.raises(ModelError, match="response is over 20,000,000 bytes"):
         model.complete([{"role": "user", "content": "Which hive?"}], None, 8, 0.0, 0)
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 100_000
+
+
+def test_a_served_judges_oversized_response_is_one_unreadable_verdict_not_the_evaluations(hostile):
+    """Issue 58, case 1, for served models: the bomb is that judgement's outcome (unreadable,
+    "too_large", counted like any unreadable verdict), and the judge goes on."""
+    from ragassay.judge.judge import Judge
+    from ragassay.llm.registry import load_chat_model
+    from ragassay.llm.settings import ChatModelConfig
+
+    judge = Judge(load_chat_model(ChatModelConfig(backend="openai", url=hostile, model="m", timeout_seconds=5)))
+    result = judge.support("The Warré hive has boxes.", "The Warré hive has boxes.")
+    assert result.value is None and result.error.startswith("too_large: chat endpoint")
+    assert result.usage.unparseable == 1
