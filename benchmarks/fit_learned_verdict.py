@@ -34,6 +34,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ragassay.judge.learned_verdict import fitted_model, logit
+
 REPO = Path(__file__).resolve().parent.parent
 POOL = REPO.parent / "shared" / "datasets" / "memerag-multilingual" / "labelled_statements.jsonl"
 DEVELOPMENT = ("de", "es", "fr", "hi")
@@ -56,18 +58,6 @@ def feature_matrix(rows: list[dict]) -> np.ndarray:
             for r in rows
         ]
     )
-
-
-def judge_logit(p: float) -> float:
-    from ragassay.judge.learned_verdict import logit
-
-    return logit(p)
-
-
-def fit(x: np.ndarray, y: np.ndarray):
-    from ragassay.judge.learned_verdict import fitted_model
-
-    return fitted_model(x, y)
 
 
 def figures(y: np.ndarray, p: np.ndarray, verdict: np.ndarray, seed: int = 0) -> dict:
@@ -100,7 +90,7 @@ def figures(y: np.ndarray, p: np.ndarray, verdict: np.ndarray, seed: int = 0) ->
 
 def held_out(languages: np.ndarray, x: np.ndarray, y: np.ndarray, language: str) -> dict:
     train, test = languages != language, languages == language
-    model = fit(x[train], y[train])
+    model = fitted_model(x[train], y[train])
     p = model.predict_proba(x[test])[:, 1]
     return figures(y[test], p, (p >= 0.5).astype(int))
 
@@ -149,7 +139,7 @@ def main() -> None:
         print(line("features", table[language]["features"]))
         if judged is not None:
             mask = judged
-            xj = np.column_stack([x[mask], [judge_logit(p) for p in p_judge[mask]]])
+            xj = np.column_stack([x[mask], [logit(p) for p in p_judge[mask]]])
             yj, lj = y[mask], languages[mask]
             test = lj == language
             table[language]["threshold"] = figures(

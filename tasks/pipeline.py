@@ -118,21 +118,22 @@ def finish_pipeline(
         flow_run_url(flow_run_id),
     )
     verdict = batch_verdict(report.assertions)
+    markdown = pipeline_stages.pipeline_markdown(report)
+    # A stage that found the server gone says so: asking it again would only cost another wait.
     not_logged = next((r.not_logged for r in (report.answers, report.retrieval) if r and r.not_logged), None)
-    try:
-        if not_logged:
-            # A stage found the server gone: asking it again would only cost another wait.
-            raise tracking.TrackingUnreachable(not_logged)
-        with tracking.unreachable_as_typed(config.home):
-            mlflow_client = tracking.client(config.home)
-            markdown = pipeline_stages.pipeline_markdown(report)
-            tracking.log_values(mlflow_client, batch.parent_run_id, {}, pipeline_stages.pipeline_metrics(report))
-            tracking.describe_run(config.home, batch.parent_run_id, markdown)
-            tracking.log_verdict(mlflow_client, batch, "pipeline", verdict, assertion_rows(report.assertions))
-            tracking.finish(mlflow_client, batch.parent_run_id)
-    except tracking.TrackingUnreachable as error:
+    if not_logged is None:
+        try:
+            with tracking.unreachable_as_typed(config.home):
+                mlflow_client = tracking.client(config.home)
+                tracking.log_values(mlflow_client, batch.parent_run_id, {}, pipeline_stages.pipeline_metrics(report))
+                tracking.describe_run(config.home, batch.parent_run_id, markdown)
+                tracking.log_verdict(mlflow_client, batch, "pipeline", verdict, assertion_rows(report.assertions))
+                tracking.finish(mlflow_client, batch.parent_run_id)
+        except tracking.TrackingUnreachable as error:
+            not_logged = str(error)
+    if not_logged is not None:
         kept_in = str(tracking.unlogged_folder(config.home, batch.batch_id))
-        report = report.model_copy(update={"not_logged": str(error), "kept_in": kept_in})
+        report = report.model_copy(update={"not_logged": not_logged, "kept_in": kept_in})
         markdown = pipeline_stages.pipeline_markdown(report)
         tracking.keep_report(kept_in, markdown)
     publish(

@@ -107,12 +107,15 @@ class Judge:
         # The learned verdict that reads this judge's odds with the statement's passages (the
         # shipped one for the default judge; None: the judge's own P against its threshold).
         self.learned = learned_verdict_for(model.model_id) if learned == "default" else learned
-        self.asking_threshold = asking_threshold_for(model.model_id)
-        if support_threshold is None:
-            support_threshold = LEARNED_THRESHOLD if self.learned is not None else self.asking_threshold
-        self.support_threshold = support_threshold
+        own_threshold = asking_threshold_for(model.model_id)
         if self.learned is None:
-            self.asking_threshold = support_threshold
+            # The judge's own P is the verdict: one threshold both asks and decides.
+            self.asking_threshold = self.support_threshold = (
+                own_threshold if support_threshold is None else support_threshold
+            )
+        else:
+            self.asking_threshold = own_threshold
+            self.support_threshold = LEARNED_THRESHOLD if support_threshold is None else support_threshold
         self.concurrency = getattr(model, "concurrency", 1)
         self._remembered: dict[str, Structured] = {}
         # Prompts being asked now: a thread asking the same prompt waits for that answer instead of
