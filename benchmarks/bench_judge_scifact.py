@@ -13,6 +13,7 @@ them.
         /tmp/later.json --out /tmp/rest.json    # every labelled claim neither file read
     .venv/bin/python benchmarks/bench_judge_scifact.py without-evidence --claims 200 --out /tmp/without.json
     .venv/bin/python benchmarks/bench_judge_scifact.py align /tmp/without.json
+    .venv/bin/python benchmarks/bench_judge_scifact.py learned
 
 `judge`: a seeded sample of claims, one labelled abstract each (SUPPORT -> supported, CONTRADICT
 -> unsupported; SciFact's "not enough info" claims name no abstract in this copy), each judged by
@@ -43,6 +44,10 @@ supported claim against its whole abstract (supported) and against the abstract 
 sentences the annotators marked as its evidence taken out (unsupported; `evidence_pairs`). That
 is how a RAG answer goes wrong most often: the passage is on the topic and lacks the fact. `align`
 reads it as it reads the first file.
+
+`learned`: the shipped learned verdict (judge/learned_verdict.json, fitted on MEMERAG only) on
+every labelled pair and every evidence pair: SciFact held out as a collection of its own. No model
+is asked; balanced accuracy, AUC and kappa with bootstrap intervals (fit_learned_verdict.figures).
 """
 
 from __future__ import annotations
@@ -539,6 +544,20 @@ def few_shot(judged: Path, count: int, draws: int, shots: int, out: Path) -> Non
     models.close()
 
 
+def learned() -> None:
+    """The shipped learned verdict on both SciFact collections, neither of them seen by its fit."""
+    from fit_learned_verdict import figures, line
+
+    from ragassay.judge.learned_verdict import LEARNED_THRESHOLD, shipped_learned_verdict
+
+    verdict = shipped_learned_verdict()
+    for name, pairs in (("labelled pairs", labelled_pairs()), ("with and without evidence", evidence_pairs())):
+        p = np.array([verdict.p_supported(pair["statement"], [pair["context"]], None, None) for pair in pairs])
+        y = np.array([pair["label"] == "supported" for pair in pairs], dtype=int)
+        print(f"SciFact, {name}: {len(pairs)} pairs, {int((y == 0).sum())} unsupported")
+        print(line("learned", figures(y, p, (p >= LEARNED_THRESHOLD).astype(int))))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -561,8 +580,11 @@ def main() -> None:
     shooting.add_argument("--draws", type=int, default=2)
     shooting.add_argument("--shots", type=int, default=4)
     shooting.add_argument("--out", type=Path, required=True)
+    commands.add_parser("learned")
     args = parser.parse_args()
-    if args.command == "judge":
+    if args.command == "learned":
+        learned()
+    elif args.command == "judge":
         judge(args.pairs, args.out, args.exclude)
     elif args.command == "without-evidence":
         judge_without_evidence(args.claims, args.out, args.exclude)

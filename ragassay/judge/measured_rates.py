@@ -110,6 +110,34 @@ MEASURED = (
 )
 
 
+# The learned verdict (no judge output read, P >= 0.5) on SciFact, a collection its fit never saw
+# (benchmarks/bench_judge_scifact.py learned, 2026-12-06). Support against contradiction is where
+# word overlap says nothing (a claim that contradicts its abstract shares its words): balanced
+# accuracy 0.515, where the judge's own rule reached 0.682 on the same 693 pairs.
+LEARNED_ON_SCIFACT = (
+    MeasuredRates(
+        catalog_name=LEARNED_FOR[0],
+        prompt_version=SUPPORT_PROMPT_VERSION,
+        support_threshold=LEARNED_THRESHOLD,
+        collection="SciFact (693 claims against the abstract people marked as supporting or contradicting each)",
+        supported_judged_supported=262,
+        supported_judged_unsupported=194,
+        unsupported_judged_supported=129,
+        unsupported_judged_unsupported=108,
+    ),
+    MeasuredRates(
+        catalog_name=LEARNED_FOR[0],
+        prompt_version=SUPPORT_PROMPT_VERSION,
+        support_threshold=LEARNED_THRESHOLD,
+        collection="SciFact without its evidence (336 claims against their abstract whole, and with the sentences "
+        "people marked as evidence taken out)",
+        supported_judged_supported=192,
+        supported_judged_unsupported=144,
+        unsupported_judged_supported=72,
+        unsupported_judged_unsupported=264,
+    ),
+)
+
 LANGUAGES = {"de": "German", "es": "Spanish", "fr": "French", "hi": "Hindi", "en": "English"}
 
 
@@ -135,7 +163,7 @@ def learned_verdict_rates() -> tuple[MeasuredRates, ...]:
 
 def measured_elsewhere(judge_model: str, prompt_version: str, support_threshold: float) -> tuple[MeasuredRates, ...]:
     """This judge's counts on other collections (none for a judge never measured here)."""
-    every = (*MEASURED, *learned_verdict_rates())
+    every = (*MEASURED, *learned_verdict_rates(), *LEARNED_ON_SCIFACT)
     return tuple(rates for rates in every if rates.serves(judge_model, prompt_version, support_threshold))
 
 
@@ -154,7 +182,12 @@ def no_labels_reason(judge_model: str, prompt_version: str, support_threshold: f
         "without its error"
     )
     if learned_verdict_for(judge_model) is not None:
-        reason += f" (its verdict: the {shipped_learned_verdict().summary()})"
+        contradicted = LEARNED_ON_SCIFACT[0]
+        reason += (
+            f" (its verdict: the {shipped_learned_verdict().summary()}; "
+            f"{(contradicted.sensitivity + contradicted.specificity) / 2:.2f} on SciFact's claims against abstracts that "
+            "support or contradict them: it reads words, and a contradiction shares them)"
+        )
     if len(elsewhere) > 1:
         first, *others = elsewhere
         reason += (

@@ -168,6 +168,9 @@ def test_the_default_judges_rates_elsewhere_differ_beyond_their_intervals_so_non
     assert "no labels of these documents" in warning.reason
     assert "learned verdict fitted on 3,171 people's labels in 5 languages" in warning.reason
     assert "specificity 0.72 on MEMERAG German" in warning.reason
+    # ...and where it is no better than chance: support against contradiction (SciFact).
+    assert "0.52 on SciFact's claims against abstracts that support or contradict them" in warning.reason
+    assert "0.46 on SciFact," in warning.reason
     assert measured_elsewhere(judge, "support-probability/3", support_threshold_for(judge)) == (), "another prompt"
     assert measured_elsewhere("gguf:other.gguf", SUPPORT_PROMPT_VERSION, 0.5) == ()
 
