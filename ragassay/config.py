@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -26,6 +27,7 @@ from ragassay.gates.assertions import (
 )
 from ragassay.llm.settings import DEFAULT_JUDGE, ChatModelConfig
 from ragassay.metrics.names import MetricName, standard_metrics
+from ragassay.search.served_embeddings import ServedEmbeddingModel
 from ragassay.search.settings import SEARCH_TYPES, SearchSettings, SearchType
 from ragassay.store.workspace import collection_paths, workspace_home
 from ragassay.systems.settings import SystemConfiguration
@@ -163,11 +165,26 @@ class IndexSettings(Frozen):
     chunks_per_task: chunk texts one embedding task embeds on the task runner (and one row group
     of the embedding cache holds); batch_size: texts per model call within it."""
 
-    embedding_model: str = Field(
-        DEFAULT_EMBEDDING_MODEL, description="fastembed model name, or a folder with model.onnx and tokenizer files."
+    embedding_model: str | ServedEmbeddingModel = Field(
+        DEFAULT_EMBEDDING_MODEL,
+        description="fastembed model name, a folder with model.onnx and tokenizer files, or a served model "
+        '(a mapping, or its JSON: {"backend": "openai" or "ollama", "url": ..., "model": ...}).',
     )
     batch_size: int = Field(64, ge=1, le=4096, description="Chunks embedded per batch.")
     chunks_per_task: int = Field(CHUNKS_PER_TASK, ge=1)
+
+    @field_validator("embedding_model", mode="before")
+    @classmethod
+    def _served_from_json(cls, value):
+        """A served model given as JSON text (the CLI's --embedding-model '{"backend": ...}')."""
+        if isinstance(value, str) and value.lstrip().startswith("{"):
+            return json.loads(value)  # a JSONDecodeError is a ValueError: the error names the field
+        return value
+
+    def embedding_model_setting(self) -> str | dict:
+        """The setting as a manifest records it: a name, or the served model's settings."""
+        model = self.embedding_model
+        return model.model_dump(mode="json") if isinstance(model, ServedEmbeddingModel) else model
 
 
 class IndexConfig(OneCollection, IndexSettings, OnTaskRunner):

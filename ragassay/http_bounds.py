@@ -1,11 +1,18 @@
 """Reading an HTTP response within bounds: its bytes once decompressed (a 2 MB gzip body can
 inflate to 2 GB), and the wall time of the whole call (a server sending a byte a second passes
-every per-read timeout). Used by every call ragassay makes to a server it does not run: a
-system under test, a served chat model."""
+every per-read timeout); and the rules of headers and waits those calls share (secrets from
+${VAR}, which header names hold secrets, Retry-After). Used by every call ragassay makes to a
+server it does not run: a system under test, a served chat or embedding model."""
 
 from __future__ import annotations
 
+import email.utils
+import os
+import re
 import time
+from datetime import UTC, datetime
+
+from ragassay.errors import ConfigError
 
 # A response's bytes once decompressed: far above any ranking, answer or completion a server
 # returns (a 1,000-id ranking with its passages is ~1 MB), far below what harms the machine.
@@ -28,3 +35,48 @@ def bounded_content(response, deadline: float, limit: int = MAX_RESPONSE_BYTES) 
             return None
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+# ${VAR} in a header value: taken from the environment when the call is made, never written down.
+HEADER_VARIABLE = re.compile(r"\$\{(\w+)\}")
+# Header names whose values are secrets even when no setting names them.
+SECRET_LOOKING_HEADER = re.compile(r"auth|key|token|secret|cookie|password|signature", re.IGNORECASE)
+
+
+def resolved_headers(headers: dict[str, str], owner: str = "the system") -> dict[str, str]:
+    """Headers with each ${VAR} taken from the environment; a ConfigError naming a variable that
+    is not set (its value is never shown). owner: whose headers, for the message."""
+    missing = sorted({v for value in headers.values() for v in HEADER_VARIABLE.findall(value)} - set(os.environ))
+    if missing:
+        raise ConfigError(f"{owner}'s headers name ${{{missing[0]}}}, which is not set in the environment")
+    return {name: HEADER_VARIABLE.sub(lambda match: os.environ[match[1]], value) for name, value in headers.items()}
+
+
+def header_secrets(templates: dict[str, str], is_secret=SECRET_LOOKING_HEADER.search) -> frozenset[str]:
+    """The values no text may show: each ${VAR}'s value in the headers, and the resolved value of
+    every secret header (is_secret(name)), with its scheme word (`Bearer x`) and without."""
+    secrets: set[str] = set()
+    for name, template in templates.items():
+        secrets |= {os.environ[variable] for variable in HEADER_VARIABLE.findall(template) if variable in os.environ}
+        if is_secret(name):
+            value = HEADER_VARIABLE.sub(lambda match: os.environ.get(match[1], ""), template)
+            secrets |= {value, value.partition(" ")[2]}
+    return frozenset(secret for secret in secrets if secret)
+
+
+def retry_after_seconds(value: str | None) -> float | None:
+    """The seconds a Retry-After header asks to wait: a number of seconds or an HTTP date; None
+    when absent or unreadable (the backoff applies)."""
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())

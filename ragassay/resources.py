@@ -42,8 +42,10 @@ class Resources:
     def collection_embedder(self, home: Path, collection: str) -> Embedder:
         """The embedding model a collection was indexed with, or the default one before it is
         indexed (loaded once; the index itself is not opened)."""
-        manifest = read_manifest(collection_paths(home, collection)) or {}
-        return self.embedders.get(resolve_model(manifest.get("embedding_model", DEFAULT_MODEL_NAME), models_dir()))
+        manifest = read_manifest(collection_paths(home, collection))
+        if manifest is None or "embedding_model_id" not in manifest:
+            return self.embedders.get(resolve_model(DEFAULT_MODEL_NAME, models_dir()))
+        return self.embedders.indexed(manifest, models_dir(), collection)
 
     def completion_cache(self, home: Path) -> CompletionCache:
         """The workspace's completion cache (model calls, and calls to systems under test)."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import shutil
 import time
@@ -69,15 +70,17 @@ class IndexInputs:
     snapshot: CollectionPaths
     documents: pl.DataFrame
     chunks: pl.DataFrame
-    embedding_model: str
+    embedding_model: str | dict  # as the manifest records it: a name, or a served model's settings
     spec: EmbeddingModelSpec
 
 
-def read_index_inputs(home: Path, collection: str, embedding_model: str) -> IndexInputs:
+def read_index_inputs(home: Path, collection: str, embedding_model) -> IndexInputs:
     """The collection's documents and chunks (without text) from a snapshot of its tables, and the
-    embedding model resolved offline."""
+    embedding model resolved (offline, or by one probe of a served model)."""
     paths = collection_paths(home, collection)
     spec = resolve_model(embedding_model, models_dir())
+    if spec.served is not None:
+        embedding_model = json.loads(spec.served)
     # Under the write lock: never the chunks of one ingest beside the documents of another.
     with paths.write_lock():
         snapshot = link_tables(paths, staging_folder(paths).with_suffix(".inputs"))
@@ -133,16 +136,25 @@ class EmbeddingWork:
     groups: tuple[pl.DataFrame, ...]  # text_sha256 only: each group's texts are read where it is embedded
     model_id: str
     planned_at: float  # time.time(), for the seconds the embedding took, across processes
-    # Where the index flow's tasks write each group's rows (a staging folder, so a killed build's
-    # parts are removed as leftovers).
+    # Where the index flow's tasks write each group's rows. It outlives a build that stops before
+    # the cache is written (a killed process, a server that went away), so the next build of the
+    # same model takes the groups that finished instead of embedding them again (`resumed`).
     parts_folder: Path
+    # Parts of an earlier build of this model, and the texts taken from them (none in the cache).
+    resumed: tuple[Path, ...] = ()
+    resumed_texts: pl.Series | None = None
 
     @property
     def missing(self) -> int:
         return sum(group.height for group in self.groups)
 
+    @property
+    def writes(self) -> bool:
+        """Whether the cache gains rows: groups to embed, or groups an earlier build embedded."""
+        return bool(self.missing or self.resumed)
+
     def part(self, number: int) -> Path:
-        return self.parts_folder / f"group-{number:06d}.parquet"
+        return self.parts_folder / f"group-{self.planned_at * 1000:.0f}-{number:06d}.parquet"
 
 
 def plan_embedding(
@@ -161,10 +173,45 @@ def plan_embedding(
             .collect()
         )
         missing = texts.join(cached, on="text_sha256", how="anti", maintain_order="left")
+    parts_folder = paths.root / EMBEDDING_PARTS
+    resumed, resumed_texts = _finished_parts(parts_folder, spec.model_id, missing["text_sha256"])
+    missing = missing.filter(~pl.col("text_sha256").is_in(resumed_texts.implode()))
     groups = tuple(missing.slice(start, group_rows) for start in range(0, missing.height, group_rows))
-    return EmbeddingWork(
-        texts["text_sha256"], groups, spec.model_id, planned_at, staging_folder(paths).with_suffix(".embeddings")
-    )
+    return EmbeddingWork(texts["text_sha256"], groups, spec.model_id, planned_at, parts_folder, resumed, resumed_texts)
+
+
+# A collection's folder of embedded groups not yet in its embedding cache (EmbeddingWork.parts_folder).
+EMBEDDING_PARTS = ".embedding-parts"
+
+
+def _finished_parts(folder: Path, model_id: str, wanted: pl.Series) -> tuple[tuple[Path, ...], pl.Series]:
+    """The parts an earlier build of this model left (each written whole, by write_table) that hold
+    texts still wanted, and those texts. A part of another model, or one that cannot be read, is
+    passed over (the next complete build removes the folder)."""
+    parts, found = [], []
+    for part in sorted(folder.glob("group-*.parquet")) if folder.is_dir() else ():
+        try:
+            rows = pl.read_parquet(part, columns=["text_sha256", "model_id"])
+        except (OSError, pl.exceptions.PolarsError):
+            continue
+        if rows.height and (rows["model_id"] == model_id).all():
+            useful = rows["text_sha256"].filter(rows["text_sha256"].is_in(wanted.implode()))
+            if useful.len():
+                parts.append(part)
+                found.append(useful)
+    texts = pl.concat(found).unique(maintain_order=True) if found else pl.Series("text_sha256", [], pl.String)
+    return tuple(parts), texts
+
+
+def resumed_rows(work: EmbeddingWork) -> Iterator[pl.DataFrame]:
+    """The rows of the parts an earlier build left, each text once, one part at a time."""
+    taken: set[str] = set()
+    for frame in read_embedded_parts(work.resumed):
+        frame = frame.filter(
+            pl.col("text_sha256").is_in(work.resumed_texts.implode()) & ~pl.col("text_sha256").is_in(list(taken))
+        )
+        taken.update(frame["text_sha256"].to_list())
+        yield frame
 
 
 def read_group_texts(snapshot: CollectionPaths, group: pl.DataFrame) -> pl.DataFrame:
@@ -216,13 +263,13 @@ def store_embeddings(
     The cache holds one vector width: rows of a model with another width are dropped. dimension:
     the model's, when known before embedding (a local ONNX folder does not say).
     """
-    embedded = iter(embedded)
+    embedded = chain(resumed_rows(work), embedded)
     # The first new group tells the width the kept rows must have.
-    first = next(embedded, None) if work.missing else None
+    first = next(embedded, None) if work.writes else None
     cached_dimension = pl.read_parquet_schema(paths.embeddings)["vector"].size if paths.embeddings.exists() else None
     dimension = first.schema["vector"].size if first is not None else cached_dimension or dimension or 0
     keeps_cache = cached_dimension == dimension
-    if work.missing or not keeps_cache or _holds_other_texts(paths.embeddings, work.texts):
+    if work.writes or not keeps_cache or _holds_other_texts(paths.embeddings, work.texts):
         # The cache's current rows are read a row group at a time as they are written on.
         kept = _cache_rows_of(paths.embeddings, dimension, work.texts) if keeps_cache else iter(())
         frames = chain(kept, [first] if first is not None else [], embedded)

@@ -6,6 +6,7 @@
 - ranking: ranking documents fulltext, semantic or hybrid; filters; snippets.
 - lexical: BM25 with bm25s and PyStemmer.
 - dense: fastembed embedding models, loaded offline, and their cache (Embedders).
+- served_embeddings: an embedding model behind an HTTP API (OpenAI's /v1/embeddings, Ollama's /api/embed).
 - fusion: reciprocal-rank fusion.
 - rerank: the LLM reranker's prompt and ordering rule.
 - collections: opening an indexed collection for search, and the cache of opened ones.

@@ -15,7 +15,7 @@ import polars as pl
 from ragassay.environment import models_dir
 from ragassay.errors import IndexMissing
 from ragassay.ingest.documents import check_consistent, index_input_digest
-from ragassay.search.dense import Embedders, resolve_model
+from ragassay.search.dense import Embedders
 from ragassay.search.lexical import LexicalIndex
 from ragassay.search.ranking import SearchableCollection
 from ragassay.store.schemas import CHUNKS, embeddings_spec
@@ -61,7 +61,7 @@ def load_searchable(home: Path, name: str, need_dense: bool, embedders: Embedder
     doc_position = {doc_id: i for i, doc_id in enumerate(documents["doc_id"].to_list())}
     dense, embed_queries = None, None
     if need_dense:
-        embedder = embedders.get(resolve_model(manifest["embedding_model"], models_dir()))
+        embedder = embedders.indexed(manifest, models_dir(), name)
         dense = _dense_matrix(paths, chunks, manifest["embedding_model_id"], manifest["dimension"])
         embed_queries = embedder.embed
     return SearchableCollection(

@@ -22,6 +22,12 @@ from pathlib import Path
 import numpy as np
 
 from ragassay.errors import EmbeddingModelError
+from ragassay.search.served_embeddings import (
+    ServedEmbeddingClient,
+    ServedEmbeddingModel,
+    served_model_id,
+    served_model_of,
+)
 
 DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2-int8"
 _TOKENIZER_FILES = ("tokenizer.json", "config.json", "tokenizer_config.json", "special_tokens_map.json")
@@ -36,6 +42,8 @@ class EmbeddingModelSpec:
     fastembed_name: str
     folder: Path | None
     dimension: int | None
+    # A served model's settings as JSON (search/served_embeddings.ServedEmbeddingModel); None: in process.
+    served: str | None = None
 
 
 def package_folder(package: str) -> Path:
@@ -79,8 +87,24 @@ def assemble_default_model(models_dir: Path) -> Path:
     return folder
 
 
-def resolve_model(name: str, models_dir: Path) -> EmbeddingModelSpec:
-    """Turn a model setting into a spec: the default, a local ONNX folder, or a fastembed name."""
+def resolve_model(name, models_dir: Path) -> EmbeddingModelSpec:
+    """Turn a model setting into a spec: the default, a local ONNX folder, a fastembed name, or a
+    served model (its settings, as a mapping or their JSON: one probe call learns the id the
+    server reports and the width)."""
+    served = served_model_of(name)
+    if served is not None:
+        client = ServedEmbeddingClient(served)
+        try:
+            reported, width = client.probe()
+        finally:
+            client.close()
+        if served.dimensions is not None and width != served.dimensions:
+            raise EmbeddingModelError(
+                f"embedding server {served.url} ({served.model}) returns vectors of width {width}, not the "
+                f"dimensions {served.dimensions} set"
+            )
+        model_id = served_model_id(served, reported, width)
+        return EmbeddingModelSpec(model_id, "", None, width, served.model_dump_json())
     if name == DEFAULT_MODEL_NAME:
         folder = assemble_default_model(models_dir)
         model_id = json.loads((folder / _FOLDER_MARKER).read_text())["model_id"]
@@ -178,6 +202,21 @@ class Embedder:
         return self.embed([query])[0]
 
 
+class ServedEmbedder(Embedder):
+    """A served embedding model (search/served_embeddings.py) with an Embedder's interface: its
+    batches go `concurrency` at a time, batch_size texts each as its settings say."""
+
+    def __init__(self, spec: EmbeddingModelSpec):
+        self.spec = spec
+        self.client = ServedEmbeddingClient(ServedEmbeddingModel.model_validate_json(spec.served))
+
+    def embed(
+        self, texts: list[str], batch_size: int = 64, on_progress: Callable[[int, int], None] | None = None
+    ) -> np.ndarray:
+        """Unit vectors of texts (batch_size: the in-process one; a served model's own is its setting)."""
+        return self.client.embed_batches(texts, self.spec.dimension, on_progress)
+
+
 class Embedders:
     """Embedding models loaded for one owner, each loaded once and kept while the owner keeps
     this object."""
@@ -190,5 +229,19 @@ class Embedders:
     def get(self, spec: EmbeddingModelSpec) -> Embedder:
         with self._lock:
             if spec not in self._loaded:
-                self._loaded[spec] = Embedder(spec)
+                self._loaded[spec] = ServedEmbedder(spec) if spec.served else Embedder(spec)
             return self._loaded[spec]
+
+    def indexed(self, manifest: dict, models_dir: Path, collection: str) -> Embedder:
+        """The embedder of the model a collection's index was built with (its manifest's setting),
+        refused when that setting now names another model (a served model that reports another id
+        or width, an ONNX folder whose files changed): queries embedded by one model are never
+        searched against another's vectors."""
+        embedder = self.get(resolve_model(manifest["embedding_model"], models_dir))
+        if embedder.spec.model_id != manifest["embedding_model_id"]:
+            raise EmbeddingModelError(
+                f"collection {collection!r} was indexed with embedding model {manifest['embedding_model_id']}, but its "
+                f"setting now gives {embedder.spec.model_id}: its vectors and the queries' would come from two models; "
+                f"run `ragassay index --collection {collection}` to index it with the model it names now"
+            )
+        return embedder

@@ -19,22 +19,24 @@ Every text a record keeps (error messages, answers, contexts) has the system's s
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import importlib
 import inspect
 import json
-import os
-import re
 import threading
 import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 
 from ragassay.errors import ConfigError
-from ragassay.http_bounds import ResponseTooLarge, bounded_content
+from ragassay.http_bounds import (
+    ResponseTooLarge,
+    bounded_content,
+    header_secrets,
+    resolved_headers,
+    retry_after_seconds,
+)
 from ragassay.llm.cache import CompletionCache, request_key
 from ragassay.redaction import mask_secrets, redact
 from ragassay.systems.records import (
@@ -277,15 +279,8 @@ def _with_retries(system, call, query_id: str, question: str, conversation: _Con
 
 
 def system_secrets(system: HttpSystem) -> frozenset[str]:
-    """The values no text may show: each ${VAR}'s value in the headers, and the resolved value of
-    every secret header (HttpSystem.is_secret_header), with its scheme word (`Bearer x`) and without."""
-    secrets: set[str] = set()
-    for name, template in system.header_templates().items():
-        secrets |= {os.environ[variable] for variable in _VARIABLE.findall(template) if variable in os.environ}
-        if system.is_secret_header(name):
-            value = _VARIABLE.sub(lambda match: os.environ.get(match[1], ""), template)
-            secrets |= {value, value.partition(" ")[2]}
-    return frozenset(secret for secret in secrets if secret)
+    """The values no text may show (http_bounds.header_secrets of the system's headers)."""
+    return header_secrets(system.header_templates(), system.is_secret_header)
 
 
 def _masked(record: SystemRecord, secrets: frozenset[str]) -> SystemRecord:
@@ -397,18 +392,6 @@ def _in_own_thread(function: Callable[[], object], timeout: float):
 
 async def _awaited(awaitable):
     return await awaitable
-
-
-_VARIABLE = re.compile(r"\$\{(\w+)\}")
-
-
-def resolved_headers(headers: dict[str, str]) -> dict[str, str]:
-    """Headers with each ${VAR} taken from the environment; a ConfigError naming a variable that
-    is not set (its value is never shown)."""
-    missing = sorted({v for value in headers.values() for v in _VARIABLE.findall(value)} - set(os.environ))
-    if missing:
-        raise ConfigError(f"the system's headers name ${{{missing[0]}}}, which is not set in the environment")
-    return {name: _VARIABLE.sub(lambda match: os.environ[match[1]], value) for name, value in headers.items()}
 
 
 # Placeholders a body template may hold: text, and lists (a conversation's messages).
@@ -533,7 +516,7 @@ def _http_caller(system: HttpSystem):
             raise _Retryable(
                 "http_status",
                 f"HTTP {response.status_code} from {url}",
-                _retry_after(response.headers.get("Retry-After")),
+                retry_after_seconds(response.headers.get("Retry-After")),
             )
         if response.is_redirect:
             target = redact(response.headers.get("Location", "nowhere"))
@@ -571,24 +554,6 @@ def _lists_cut(value):
     if isinstance(value, dict):
         return {key: _lists_cut(item) for key, item in value.items()}
     return value
-
-
-def _retry_after(value: str | None) -> float | None:
-    """The seconds a Retry-After header asks to wait: a number of seconds or an HTTP date; None
-    when absent or unreadable (the backoff applies)."""
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
 def _read_response(document, paths: dict) -> dict:

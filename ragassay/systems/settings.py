@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 from pydantic import Field, SecretStr, field_validator, model_validator
 
 from ragassay.fields import LABEL, Frozen
-from ragassay.http_bounds import MAX_RESPONSE_BYTES
+from ragassay.http_bounds import MAX_RESPONSE_BYTES, SECRET_LOOKING_HEADER
 
 # The field names a records file may use instead of ragassay's (`columns:` takes one of these
 # names, or a mapping of its own): RAGAS' SingleTurnSample, DeepEval's LLMTestCase and
@@ -177,10 +177,6 @@ class SessionRequest(Frozen):
     body: dict | None = None
 
 
-# Header names whose values are secrets even when no `secret_headers:` names them.
-_SECRET_LOOKING_HEADER = re.compile(r"auth|key|token|secret|cookie|password|signature", re.IGNORECASE)
-
-
 class HttpSystem(_Called):
     """An HTTP endpoint: the request from a template ({{question}} and {{query_id}} substituted in
     every string of the body, ${VAR} in headers taken from the environment), the record read from
@@ -221,7 +217,7 @@ class HttpSystem(_Called):
 
     def is_secret_header(self, name: str) -> bool:
         marked = {header.lower() for header in self.secret_headers}
-        return name.lower() in marked or bool(_SECRET_LOOKING_HEADER.search(name))
+        return name.lower() in marked or bool(SECRET_LOOKING_HEADER.search(name))
 
 
 SystemSpec = Annotated[RecordsSystem | TrecSystem | PythonSystem | HttpSystem, Field(discriminator="kind")]

@@ -251,7 +251,7 @@ def test_doc_id_rules_map_prefixes_patterns_csv_and_chunk_ids(tmp_path):
 
 
 def test_header_secrets_come_from_the_environment_and_never_reach_the_params(monkeypatch):
-    from ragassay.systems.calls import resolved_headers
+    from ragassay.http_bounds import resolved_headers
     from ragassay.systems.settings import SystemConfiguration
 
     configuration = SystemConfiguration(

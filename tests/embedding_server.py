@@ -1,0 +1,104 @@
+"""A real embedding server around the bundled MiniLM: OpenAI's /v1/embeddings and Ollama's
+/api/embed over HTTP, with the faults a production server shows, switched on by POST /control.
+
+    python tests/embedding_server.py --port 8089 [--api-key KEY] [--model-name all-minilm]
+
+The model is the one `ragassay index` loads in process (search/dense.py), so its vectors are what
+the in-process path gives for the same texts. Used by the served-embedding tests and by
+benchmarks/bench_served_embeddings.py. Faults (`/control` JSON, each optional):
+`fail_next` (n requests answered `status`, 500 by default, with `retry_after` as Retry-After),
+`fail_after_texts` (every request once that many texts were embedded is answered 500),
+`wrong_width` (vectors one number short), `hang_seconds` (wait before answering),
+`model_name` (the model it reports). GET /stats: requests and texts embedded so far.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+def serve(port: int, api_key: str | None, model_name: str) -> None:
+    from ragassay.environment import models_dir
+    from ragassay.search.dense import DEFAULT_MODEL_NAME, Embedder, resolve_model
+
+    embedder = Embedder(resolve_model(DEFAULT_MODEL_NAME, models_dir()))
+    lock = threading.Lock()
+    state = {"requests": 0, "texts": 0, "fail_next": 0, "status": 500, "retry_after": None}
+    state |= {"fail_after_texts": None, "wrong_width": False, "hang_seconds": 0.0, "model_name": model_name}
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args) -> None:  # quiet
+            pass
+
+        def _send(self, status: int, body: dict, headers: dict | None = None) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:
+            if self.path == "/stats":
+                with lock:
+                    self._send(200, {"requests": state["requests"], "texts": state["texts"]})
+            else:
+                self._send(200, {"data": [{"id": state["model_name"], "object": "model"}]})
+
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+            if self.path == "/control":
+                with lock:
+                    state.update(body)
+                    if body.get("reset"):
+                        state.update(requests=0, texts=0, fail_next=0, status=500, retry_after=None)
+                        state.update(fail_after_texts=None, wrong_width=False)
+                self._send(200, {"ok": True})
+                return
+            if api_key is not None and self.headers.get("Authorization") != f"Bearer {api_key}":
+                # Echoes what it was sent, as careless servers do: the client must mask it.
+                self._send(401, {"error": f"bad credentials: {self.headers.get('Authorization')}"})
+                return
+            time.sleep(state["hang_seconds"])
+            texts = body.get("input", [])
+            texts = [texts] if isinstance(texts, str) else texts
+            with lock:
+                failing = state["fail_next"] > 0 or (
+                    state["fail_after_texts"] is not None and state["texts"] >= state["fail_after_texts"]
+                )
+                if state["fail_next"] > 0:
+                    state["fail_next"] -= 1
+            if failing:
+                retry = {"Retry-After": str(state["retry_after"])} if state["retry_after"] is not None else {}
+                self._send(state["status"], {"error": "busy"}, retry)
+                return
+            vectors = embedder.embed(texts).tolist()
+            if state["wrong_width"]:
+                vectors = [vector[:-1] for vector in vectors]
+            with lock:
+                state["requests"] += 1
+                state["texts"] += len(texts)
+            if self.path == "/api/embed":
+                self._send(200, {"model": state["model_name"], "embeddings": vectors})
+            elif self.path == "/v1/embeddings":
+                data = [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)]
+                self._send(200, {"object": "list", "model": state["model_name"], "data": data})
+            else:
+                self._send(404, {"error": f"no route {self.path}"})
+
+    ThreadingHTTPServer(("127.0.0.1", port), Handler).serve_forever()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--api-key")
+    parser.add_argument("--model-name", default="all-minilm-l6-v2")
+    arguments = parser.parse_args()
+    serve(arguments.port, arguments.api_key, arguments.model_name)

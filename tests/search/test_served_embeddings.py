@@ -1,0 +1,232 @@
+"""Embeddings from a served model (search/served_embeddings.py): a real HTTP server around the
+bundled MiniLM (tests/embedding_server.py), indexed through the real index flow, searched, and
+tried with the faults a production server shows."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import numpy as np
+import polars as pl
+import pytest
+
+from ragassay.errors import ConfigError, EmbeddingModelError
+
+pytestmark = pytest.mark.flows
+
+SAMPLE = Path(__file__).resolve().parents[2] / "data" / "sample" / "corpus"
+SERVER = Path(__file__).resolve().parents[1] / "embedding_server.py"
+KEY = "s3cr3t-embedding-key"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server():
+    """The embedding server on loopback, asking for KEY; stopped after the module."""
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, str(SERVER), "--port", str(port), "--api-key", KEY],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{url}/stats", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.3)
+        else:
+            pytest.fail("the embedding server did not start within 120 s")
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def control(url: str, **state) -> dict:
+    httpx.post(f"{url}/control", json={"reset": True, "model_name": "all-minilm-l6-v2", "hang_seconds": 0})
+    httpx.post(f"{url}/control", json=state)
+    return httpx.get(f"{url}/stats").json()
+
+
+def served(url: str, **settings) -> dict:
+    return {
+        "backend": "openai",
+        "url": url,
+        "model": "all-minilm-l6-v2",
+        "headers": {"Authorization": "Bearer ${EMBED_KEY}"},
+        "batch_size": 8,
+        "concurrency": 2,
+    } | settings
+
+
+@pytest.fixture
+def keyed(monkeypatch):
+    monkeypatch.setenv("EMBED_KEY", KEY)
+    # Quick retries: what is tried is the number and order of attempts, not the waits.
+    monkeypatch.setattr("ragassay.search.served_embeddings.RETRY_DELAYS", (0.05, 0.05, 0.05))
+
+
+def cache_vectors(home: Path, collection: str) -> dict[str, np.ndarray]:
+    from ragassay.store.workspace import collection_paths
+
+    rows = pl.read_parquet(collection_paths(home, collection).embeddings)
+    return dict(zip(rows["text_sha256"].to_list(), rows["vector"].to_numpy(), strict=True))
+
+
+def test_a_served_model_indexes_as_the_bundled_one_does_and_its_secret_stays_out_of_prefect(server, home, keyed):
+    from prefect.client.orchestration import get_client
+
+    from flows.index import index_flow
+    from ragassay.config import IndexConfig
+    from ragassay.environment import models_dir
+    from ragassay.search.dense import DEFAULT_MODEL_NAME, Embedder, resolve_model
+    from ragassay.store.workspace import collection_paths, load_chunks
+    from tests.helpers import ingest, search_hits
+
+    ingest(home, "served", (SAMPLE,))
+    control(server)
+    # From the CLI's JSON text, as the pipeline file and Prefect parameters give it.
+    report = index_flow(IndexConfig(collection="served", embedding_model=json.dumps(served(server)), home=home))
+    assert report.embedding_model_id == f"openai:all-minilm-l6-v2@{server}/384"
+    chunks = load_chunks(collection_paths(home, "served"))
+    asked = httpx.get(f"{server}/stats").json()
+    assert asked["texts"] == chunks["text_sha256"].n_unique() + 1, "every text once, and the probe"
+    # The same model in process: the same vectors, to float tolerance.
+    local = Embedder(resolve_model(DEFAULT_MODEL_NAME, models_dir()))
+    vectors = cache_vectors(home, "served")
+    texts = chunks.unique("text_sha256", keep="first").head(40)
+    expected = local.embed(texts["text"].to_list())
+    got = np.stack([vectors[digest] for digest in texts["text_sha256"].to_list()])
+    np.testing.assert_allclose(got, expected, atol=2e-5)
+    # Searching embeds the query through the server, and finds what the in-process index finds.
+    hits = search_hits(home, ["served"], "How often should I water succulents?", k=3, search_type="semantic")
+    assert hits and httpx.get(f"{server}/stats").json()["requests"] > asked["requests"]
+    # The search probed the model (its id checked against the index's) and embedded the query;
+    # reindexing asks the server for nothing but its probe.
+    index_flow(IndexConfig(collection="served", embedding_model=served(server), home=home))
+    assert httpx.get(f"{server}/stats").json()["texts"] == asked["texts"] + 2 + 1
+    with get_client(sync_client=True) as client:
+        stored = json.dumps([run.parameters for run in client.read_flow_runs()], default=str)
+    assert "${EMBED_KEY}" in stored and KEY not in stored
+
+
+def test_ollamas_shape_gives_the_same_vectors(server, keyed):
+    from ragassay.environment import models_dir
+    from ragassay.search.dense import Embedders, resolve_model
+
+    control(server)
+    spec = resolve_model(served(server, backend="ollama"), models_dir())
+    assert spec.model_id.startswith("ollama:all-minilm-l6-v2@") and spec.dimension == 384
+    openai = Embedders().get(resolve_model(served(server), models_dir()))
+    texts = ["Bees dance to show where flowers are.", "Water succulents sparingly."]
+    np.testing.assert_allclose(Embedders().get(spec).embed(texts), openai.embed(texts), atol=1e-6)
+
+
+def test_busy_and_failing_servers_are_retried_and_a_wrong_response_names_its_batch(server, keyed):
+    from ragassay.search.served_embeddings import ServedEmbeddingClient, ServedEmbeddingModel
+
+    settings = ServedEmbeddingModel.model_validate(served(server, timeout_seconds=1.0))
+    texts = [f"text number {i}" for i in range(20)]
+    control(server, fail_next=2, status=429, retry_after="0")
+    client = ServedEmbeddingClient(settings)
+    assert client.embed_batches(texts, 384).shape == (20, 384) and client.calls == 3
+    control(server, fail_next=3, status=503)
+    assert ServedEmbeddingClient(settings).embed_batches(texts[:8], 384).shape == (8, 384)
+    control(server, fail_next=10, status=500)
+    with pytest.raises(EmbeddingModelError, match=r"batch of texts 1-8: failed after 4 attempts: answered 500"):
+        ServedEmbeddingClient(settings).embed_batches(texts[:8], 384)
+    control(server, fail_next=1, status=429, retry_after="3600")
+    with pytest.raises(EmbeddingModelError, match=r"asking to wait 3600 s"):
+        ServedEmbeddingClient(settings).embed_batches(texts[:8], 384)
+    control(server, wrong_width=True)
+    with pytest.raises(
+        EmbeddingModelError, match=r"batch of texts 1-8: vectors of width \[383\] where the model's is 384"
+    ):
+        ServedEmbeddingClient(settings).embed_batches(texts, 384)
+    control(server, hang_seconds=1.5)
+    with pytest.raises(
+        EmbeddingModelError, match=r"batch of texts 1-2: failed after 4 attempts: (timed out|no whole response)"
+    ):
+        ServedEmbeddingClient(settings).embed_batches(texts[:2], 384)
+    control(server)
+
+
+def test_a_server_that_is_down_costs_milliseconds_and_secrets_never_show(server, keyed, monkeypatch):
+    from ragassay.config import IndexConfig
+    from ragassay.environment import models_dir
+    from ragassay.search.dense import resolve_model
+
+    started = time.monotonic()
+    with pytest.raises(EmbeddingModelError, match=r"cannot connect .* after 1 attempt"):
+        resolve_model(served(f"http://127.0.0.1:{free_port()}"), models_dir())
+    assert time.monotonic() - started < 2
+    control(server)
+    monkeypatch.setenv("EMBED_KEY", "wrong-key-9f8e")
+    with pytest.raises(EmbeddingModelError, match=r"answered 401") as refused:
+        resolve_model(served(server), models_dir())
+    assert "wrong-key-9f8e" not in str(refused.value) and "***" in str(refused.value)
+    monkeypatch.delenv("EMBED_KEY")
+    with pytest.raises(ConfigError, match=r"\$\{EMBED_KEY\}, which is not set"):
+        resolve_model(served(server), models_dir())
+    with pytest.raises(ValueError, match=r"header 'Authorization' holds a secret written into the settings"):
+        IndexConfig(collection="x", embedding_model=served(server, headers={"Authorization": f"Bearer {KEY}"}))
+
+
+def test_searching_with_a_model_that_changed_is_refused_naming_both(server, home, keyed):
+    from ragassay.search.collections import load_searchable
+    from ragassay.search.dense import Embedders
+    from ragassay.store.workspace import collection_paths
+    from tests.helpers import ingest
+
+    ingest(home, "renamed", (SAMPLE / "guides" / "equipment-checklist.txt",))
+    control(server)
+    from ragassay.index.build import build_index
+
+    build_index(home, "renamed", Embedders().get, served(server))
+    assert load_searchable(home, "renamed", True, Embedders()).embedding_model_id.startswith("openai:all-minilm")
+    control(server, model_name="nomic-embed-text")
+    with pytest.raises(EmbeddingModelError) as refused:
+        load_searchable(home, "renamed", True, Embedders())
+    message = str(refused.value)
+    assert "indexed with embedding model openai:all-minilm-l6-v2@" in message
+    assert "now gives openai:nomic-embed-text@" in message and "ragassay index --collection renamed" in message
+    assert collection_paths(home, "renamed").index_dir.exists(), "nothing stored is touched"
+    control(server)
+
+
+def test_an_interrupted_build_resumes_asking_the_server_only_for_what_is_missing(server, home, keyed):
+    from flows.index import index_flow
+    from ragassay.config import IndexConfig
+    from ragassay.store.workspace import collection_paths, load_chunks
+    from tests.helpers import ingest
+
+    ingest(home, "resumed", (SAMPLE,))
+    model = served(server, concurrency=1)
+    distinct = load_chunks(collection_paths(home, "resumed"))["text_sha256"].n_unique()
+    control(server, fail_after_texts=17)  # the probe and two groups of 8, then every call fails
+    with pytest.raises(EmbeddingModelError, match=r"answered 500"):
+        index_flow(IndexConfig(collection="resumed", embedding_model=model, chunks_per_task=8, home=home))
+    parts = list((collection_paths(home, "resumed").root / ".embedding-parts").glob("group-*.parquet"))
+    assert len(parts) == 2
+    control(server)
+    report = index_flow(IndexConfig(collection="resumed", embedding_model=model, chunks_per_task=8, home=home))
+    asked = httpx.get(f"{server}/stats").json()["texts"]
+    assert asked == 1 + distinct - 16, "the probe, and only the texts no finished group held"
+    assert (report.embedded, report.reused_embeddings) == (distinct - 16, 16)
+    assert len(cache_vectors(home, "resumed")) == distinct
+    assert not (collection_paths(home, "resumed").root / ".embedding-parts").exists()
