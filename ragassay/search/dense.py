@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from ragassay.errors import EmbeddingModelError
+from ragassay.redaction import redact
 from ragassay.search.served_embeddings import (
     ServedEmbeddingClient,
     ServedEmbeddingModel,
@@ -100,7 +101,7 @@ def resolve_model(name, models_dir: Path) -> EmbeddingModelSpec:
             client.close()
         if served.dimensions is not None and width != served.dimensions:
             raise EmbeddingModelError(
-                f"embedding server {served.url} ({served.model}) returns vectors of width {width}, not the "
+                f"embedding server {redact(served.url)} ({served.model}) returns vectors of width {width}, not the "
                 f"dimensions {served.dimensions} set"
             )
         model_id = served_model_id(served, reported, width)

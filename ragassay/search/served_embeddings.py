@@ -41,7 +41,7 @@ from ragassay.http_bounds import (
     resolved_headers,
     retry_after_seconds,
 )
-from ragassay.redaction import mask_secrets
+from ragassay.redaction import mask_secrets, redact
 
 # Waits before the second, third and fourth attempt of a call that failed in a way worth repeating.
 RETRY_DELAYS = (1.0, 2.0, 4.0)
@@ -112,7 +112,8 @@ class ServedEmbeddingClient:
         self.calls = 0  # requests answered, for the tests and benchmarks that count what was asked
 
     def _named(self, text: str) -> str:
-        return mask_secrets(text, self._secrets) if self._secrets else text
+        """text with the URL's credentials and the headers' secrets masked."""
+        return mask_secrets(redact(text), self._secrets) if self._secrets else redact(text)
 
     def probe(self) -> tuple[str, int]:
         """The model's name as the server reports it and its vector width, from one call that is
@@ -154,7 +155,7 @@ class ServedEmbeddingClient:
             body["encoding_format"] = "float"
             if self.settings.dimensions is not None:
                 body["dimensions"] = self.settings.dimensions
-        where = f"embedding server {self.settings.url} ({self.settings.model}), {label}"
+        where = f"embedding server {redact(self.settings.url)} ({self.settings.model}), {label}"
         for attempt, delay in enumerate((*RETRY_DELAYS, None), start=1):
             wait = delay
             try:
@@ -234,7 +235,7 @@ def _read(payload, settings: ServedEmbeddingModel, where: str) -> tuple[str, lis
 def _checked(rows: list, count: int, dimension: int, label: str, settings: ServedEmbeddingModel) -> np.ndarray:
     """rows as a (count, dimension) float32 array; EmbeddingModelError naming the batch when the
     server sent another number of vectors, another width, or anything but finite numbers."""
-    where = f"embedding server {settings.url} ({settings.model}), {label}"
+    where = f"embedding server {redact(settings.url)} ({settings.model}), {label}"
     if len(rows) != count:
         raise EmbeddingModelError(f"{where}: {len(rows)} vectors for {count} texts")
     widths = {len(row) if isinstance(row, list) else -1 for row in rows}
@@ -249,5 +250,6 @@ def _checked(rows: list, count: int, dimension: int, label: str, settings: Serve
 
 
 def served_model_id(settings: ServedEmbeddingModel, reported: str, dimension: int) -> str:
-    """The id that keys the embedding cache and the manifest: backend, model as reported, URL, width."""
-    return f"{settings.backend}:{reported}@{settings.url.rstrip('/')}/{dimension}"
+    """The id that keys the embedding cache and the manifest: backend, model as reported, URL
+    (credentials in it masked: the id is logged), width."""
+    return f"{settings.backend}:{reported}@{redact(settings.url.rstrip('/'))}/{dimension}"

@@ -175,6 +175,9 @@ def test_a_server_that_is_down_costs_milliseconds_and_secrets_never_show(server,
     with pytest.raises(EmbeddingModelError, match=r"cannot connect .* after 1 attempt"):
         resolve_model(served(f"http://127.0.0.1:{free_port()}"), models_dir())
     assert time.monotonic() - started < 2
+    with pytest.raises(EmbeddingModelError, match=r"http://\*\*\*@127.0.0.1") as refused:
+        resolve_model(served(f"http://ann:pw-in-url-77@127.0.0.1:{free_port()}"), models_dir())
+    assert "pw-in-url-77" not in str(refused.value)
     control(server)
     monkeypatch.setenv("EMBED_KEY", "wrong-key-9f8e")
     with pytest.raises(EmbeddingModelError, match=r"answered 401") as refused:
