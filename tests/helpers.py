@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 from ragassay.config import DEFAULT_EMBEDDING_MODEL, ChunkingConfig
@@ -87,3 +88,29 @@ def flow_run_outcome(flow_run_id: str):
             artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id]))
         )
     return state, {a.key: json.loads(a.data) if a.type == "table" else a.data for a in artifacts}
+
+
+@contextlib.contextmanager
+def served_process(command: list[str], ready_url: str, what: str, seconds: float = 120):
+    """A server process started by a test, yielded once ready_url answers 200, stopped after."""
+    import subprocess
+    import time
+
+    import httpx
+    import pytest
+
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(ready_url, timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.3)
+        else:
+            pytest.fail(f"{what} did not start within {seconds:g} s")
+        yield process
+    finally:
+        process.terminate()
+        process.wait(timeout=30)

@@ -9,7 +9,6 @@ import subprocess
 import sys
 import time
 
-import httpx
 import pytest
 from pydantic import BaseModel
 
@@ -18,6 +17,7 @@ from ragassay.llm.llama_cpp import smollm2_path
 from ragassay.llm.registry import ChatModels, load_chat_model
 from ragassay.llm.settings import ChatModelConfig
 from ragassay.llm.structured import generate_structured
+from tests.helpers import served_process
 
 
 class Colour(BaseModel):
@@ -90,42 +90,12 @@ def free_port() -> int:
 def chat_server():
     """llama-cpp-python's OpenAI-compatible server with SmolLM2, on loopback, stopped after."""
     port = free_port()
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "llama_cpp.server",
-            "--model",
-            str(smollm2_path()),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--n_ctx",
-            "2048",
-            "--model_alias",
-            "smollm2",
-            "--logits_all",
-            "true",
-        ],  # logits_all: top log-probabilities
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
     url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"{url}/v1/models", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.5)
-        else:
-            pytest.fail("the llama.cpp server did not start within 120 s")
+    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(smollm2_path()), "--host", "127.0.0.1"]
+    # logits_all: top log-probabilities
+    command += ["--port", str(port), "--n_ctx", "2048", "--model_alias", "smollm2", "--logits_all", "true"]
+    with served_process(command, f"{url}/v1/models", "the llama.cpp server"):
         yield url
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
 
 
 def test_openai_compatible_endpoint_gives_validated_structured_output(chat_server):

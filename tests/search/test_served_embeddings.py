@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import socket
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -17,6 +16,7 @@ import polars as pl
 import pytest
 
 from ragassay.errors import ConfigError, EmbeddingModelError
+from tests.helpers import served_process
 
 pytestmark = pytest.mark.flows
 
@@ -35,26 +35,10 @@ def free_port() -> int:
 def server():
     """The embedding server on loopback, asking for KEY; stopped after the module."""
     port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, str(SERVER), "--port", str(port), "--api-key", KEY],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
     url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"{url}/stats", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.3)
-        else:
-            pytest.fail("the embedding server did not start within 120 s")
+    command = [sys.executable, str(SERVER), "--port", str(port), "--api-key", KEY]
+    with served_process(command, f"{url}/stats", "the embedding server"):
         yield url
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
 
 
 def control(url: str, **state) -> dict:
