@@ -226,6 +226,8 @@ class Embedders:
         self._loaded: dict[EmbeddingModelSpec, Embedder] = {}
         # Threads of one process (a thread runner of several workers) load a model once.
         self._lock = threading.Lock()
+        # Embedders of collections' index settings already checked (Embedders.indexed).
+        self._indexed: dict[str, Embedder] = {}
 
     def get(self, spec: EmbeddingModelSpec) -> Embedder:
         with self._lock:
@@ -237,7 +239,13 @@ class Embedders:
         """The embedder of the model a collection's index was built with (its manifest's setting),
         refused when that setting now names another model (a served model that reports another id
         or width, an ONNX folder whose files changed): queries embedded by one model are never
-        searched against another's vectors."""
+        searched against another's vectors. Resolved once per setting in this object (a served
+        model is probed once, not once a question)."""
+        key = json.dumps([manifest["embedding_model"], manifest["embedding_model_id"]], sort_keys=True)
+        with self._lock:
+            known = self._indexed.get(key)
+        if known is not None:
+            return known
         embedder = self.get(resolve_model(manifest["embedding_model"], models_dir))
         if embedder.spec.model_id != manifest["embedding_model_id"]:
             raise EmbeddingModelError(
@@ -245,4 +253,6 @@ class Embedders:
                 f"setting now gives {embedder.spec.model_id}: its vectors and the queries' would come from two models; "
                 f"run `ragassay index --collection {collection}` to index it with the model it names now"
             )
+        with self._lock:
+            self._indexed[key] = embedder
         return embedder
