@@ -8,10 +8,10 @@ A search refuses an index built by another id (search/collections.py), so one in
 two models' vectors.
 
 Calls follow the rules of every call ragassay makes to a server it does not run (http_bounds):
-`concurrency` batches in flight, each call within `timeout_seconds` and MAX_RESPONSE_BYTES,
+`concurrency` requests in flight (batch_size texts each), each call within `timeout_seconds` and MAX_RESPONSE_BYTES,
 repeated after RETRY_DELAYS (or the server's Retry-After, at most MAX_RETRY_AFTER) on no
 connection, a timeout, 429 or a 5xx; secrets in headers only from ${VAR}, masked in every message.
-A response of the wrong length, width or type is refused naming the batch. The first call (the
+A response of the wrong length, width or type is refused naming its request (the texts it held). The first call (the
 probe that learns the model's id and width) is not repeated on a refused connection: a server
 that is down costs milliseconds, not a retry storm.
 """
@@ -133,12 +133,12 @@ class ServedEmbeddingClient:
 
         def one(start: int) -> None:
             nonlocal done
-            batch = texts[start : start + size]
-            label = f"batch of texts {start + 1}-{start + len(batch)}"
-            _, rows = self._call(batch, label)
-            vectors[start : start + len(batch)] = _checked(rows, len(batch), dimension, label, self.settings)
+            asked = texts[start : start + size]
+            label = f"request for texts {start + 1}-{start + len(asked)}"
+            _, rows = self._call(asked, label)
+            vectors[start : start + len(asked)] = _checked(rows, len(asked), dimension, label, self.settings)
             with lock:
-                done += len(batch)
+                done += len(asked)
                 if on_progress is not None:
                     on_progress(done, len(texts))
 
@@ -147,10 +147,10 @@ class ServedEmbeddingClient:
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         return vectors / np.where(norms == 0, 1, norms)
 
-    def _call(self, batch: list[str], label: str, repeat_refused: bool = True) -> tuple[str, list]:
+    def _call(self, asked: list[str], label: str, repeat_refused: bool = True) -> tuple[str, list]:
         """One request: (the model the server reports, its vectors as sent), repeated on what may
-        pass later; EmbeddingModelError naming the server and the batch otherwise."""
-        body: dict = {"model": self.settings.model, "input": batch}
+        pass later; EmbeddingModelError naming the server and the request otherwise."""
+        body: dict = {"model": self.settings.model, "input": asked}
         if self.settings.backend == "openai":
             body["encoding_format"] = "float"
             if self.settings.dimensions is not None:
@@ -233,7 +233,7 @@ def _read(payload, settings: ServedEmbeddingModel, where: str) -> tuple[str, lis
 
 
 def _checked(rows: list, count: int, dimension: int, label: str, settings: ServedEmbeddingModel) -> np.ndarray:
-    """rows as a (count, dimension) float32 array; EmbeddingModelError naming the batch when the
+    """rows as a (count, dimension) float32 array; EmbeddingModelError naming the request when the
     server sent another number of vectors, another width, or anything but finite numbers."""
     where = f"embedding server {redact(settings.url)} ({settings.model}), {label}"
     if len(rows) != count:

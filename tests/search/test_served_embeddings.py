@@ -121,7 +121,7 @@ def test_ollamas_shape_gives_the_same_vectors(server, keyed):
     np.testing.assert_allclose(Embedders().get(spec).embed(texts), openai.embed(texts), atol=1e-6)
 
 
-def test_busy_and_failing_servers_are_retried_and_a_wrong_response_names_its_batch(server, keyed):
+def test_busy_and_failing_servers_are_retried_and_a_wrong_response_names_its_request(server, keyed):
     from ragassay.search.served_embeddings import ServedEmbeddingClient, ServedEmbeddingModel
 
     settings = ServedEmbeddingModel.model_validate(served(server, timeout_seconds=1.0))
@@ -132,19 +132,19 @@ def test_busy_and_failing_servers_are_retried_and_a_wrong_response_names_its_bat
     control(server, fail_next=3, status=503)
     assert ServedEmbeddingClient(settings).embed_batches(texts[:8], 384).shape == (8, 384)
     control(server, fail_next=10, status=500)
-    with pytest.raises(EmbeddingModelError, match=r"batch of texts 1-8: failed after 4 attempts: answered 500"):
+    with pytest.raises(EmbeddingModelError, match=r"request for texts 1-8: failed after 4 attempts: answered 500"):
         ServedEmbeddingClient(settings).embed_batches(texts[:8], 384)
     control(server, fail_next=1, status=429, retry_after="3600")
     with pytest.raises(EmbeddingModelError, match=r"asking to wait 3600 s"):
         ServedEmbeddingClient(settings).embed_batches(texts[:8], 384)
     control(server, wrong_width=True)
     with pytest.raises(
-        EmbeddingModelError, match=r"batch of texts 1-8: vectors of width \[383\] where the model's is 384"
+        EmbeddingModelError, match=r"request for texts 1-8: vectors of width \[383\] where the model's is 384"
     ):
         ServedEmbeddingClient(settings).embed_batches(texts, 384)
     control(server, hang_seconds=1.5)
     with pytest.raises(
-        EmbeddingModelError, match=r"batch of texts 1-2: failed after 4 attempts: (timed out|no whole response)"
+        EmbeddingModelError, match=r"request for texts 1-2: failed after 4 attempts: (timed out|no whole response)"
     ):
         ServedEmbeddingClient(settings).embed_batches(texts[:2], 384)
     control(server)
