@@ -181,11 +181,6 @@ class IndexSettings(Frozen):
             return json.loads(value)  # a JSONDecodeError is a ValueError: the error names the field
         return value
 
-    def embedding_model_setting(self) -> str | dict:
-        """The setting as a manifest records it: a name, or the served model's settings."""
-        model = self.embedding_model
-        return model.model_dump(mode="json") if isinstance(model, ServedEmbeddingModel) else model
-
 
 class IndexConfig(OneCollection, IndexSettings, OnTaskRunner):
     """One `ragassay index` run."""

@@ -307,7 +307,10 @@ def embed_chunks(inputs: IndexInputs, embedder: Embedder, batch_size: int, group
                 )
                 offset += group.height
 
-        return store_embeddings(paths, work, embedded_groups(), embedder.spec.dimension)
+        embedded = store_embeddings(paths, work, embedded_groups(), embedder.spec.dimension)
+    if work.resumed:  # the parts an earlier build left are in the cache now
+        shutil.rmtree(work.parts_folder, ignore_errors=True)
+    return embedded
 
 
 def _holds_other_texts(cache: Path, texts: pl.Series) -> bool:
