@@ -62,7 +62,7 @@ def served(url: str, **settings) -> dict:
 def keyed(monkeypatch):
     monkeypatch.setenv("EMBED_KEY", KEY)
     # Quick retries: what is tried is the number and order of attempts, not the waits.
-    monkeypatch.setattr("ragassay.search.served_embeddings.RETRY_DELAYS", (0.05, 0.05, 0.05))
+    monkeypatch.setattr("ragassay.search.served_calls.RETRY_DELAYS", (0.05, 0.05, 0.05))
 
 
 def cache_vectors(home: Path, collection: str) -> dict[str, np.ndarray]:
