@@ -1,5 +1,7 @@
 """A real embedding server around the bundled MiniLM: OpenAI's /v1/embeddings and Ollama's
-/api/embed over HTTP, with the faults a production server shows, switched on by POST /control.
+/api/embed over HTTP, and a reranker on Cohere's /v1/rerank and Text Embeddings Inference's
+/rerank (each passage scored by its cosine with the query under the same model), with the faults
+a production server shows, switched on by POST /control.
 
     python tests/embedding_server.py --port 8089 [--api-key KEY] [--model-name all-minilm]
 
@@ -9,7 +11,8 @@ benchmarks/bench_served_embeddings.py. Faults (`/control` JSON, each optional):
 `fail_next` (n requests answered `status`, 500 by default, with `retry_after` as Retry-After),
 `fail_after_texts` (every request once that many texts were embedded is answered 500),
 `wrong_width` (vectors one number short), `hang_seconds` (wait before answering),
-`model_name` (the model it reports). GET /stats: requests and texts embedded so far.
+`model_name` (the model it reports), `rerank_shape` ("shuffled": a reranker's results with an index
+missing). GET /stats: requests and texts embedded so far.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ def serve(port: int, api_key: str | None, model_name: str) -> None:
     lock = threading.Lock()
     state = {"requests": 0, "texts": 0, "fail_next": 0, "status": 500, "retry_after": None}
     state |= {"fail_after_texts": None, "wrong_width": False, "hang_seconds": 0.0, "model_name": model_name}
+    state |= {"rerank_shape": "right"}
 
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args) -> None:  # quiet
@@ -58,7 +62,7 @@ def serve(port: int, api_key: str | None, model_name: str) -> None:
                     state.update(body)
                     if body.get("reset"):
                         state.update(requests=0, texts=0, fail_next=0, status=500, retry_after=None)
-                        state.update(fail_after_texts=None, wrong_width=False)
+                        state.update(fail_after_texts=None, wrong_width=False, rerank_shape="right")
                 self._send(200, {"ok": True})
                 return
             if api_key is not None and self.headers.get("Authorization") != f"Bearer {api_key}":
@@ -78,6 +82,9 @@ def serve(port: int, api_key: str | None, model_name: str) -> None:
                 retry = {"Retry-After": str(state["retry_after"])} if state["retry_after"] is not None else {}
                 self._send(state["status"], {"error": "busy"}, retry)
                 return
+            if self.path in ("/v1/rerank", "/rerank"):
+                self._rerank(body)
+                return
             vectors = embedder.embed(texts).tolist()
             if state["wrong_width"]:
                 vectors = [vector[:-1] for vector in vectors]
@@ -91,6 +98,17 @@ def serve(port: int, api_key: str | None, model_name: str) -> None:
                 self._send(200, {"object": "list", "model": state["model_name"], "data": data})
             else:
                 self._send(404, {"error": f"no route {self.path}"})
+
+        def _rerank(self, body: dict) -> None:
+            passages = body.get("documents") if self.path == "/v1/rerank" else body.get("texts")
+            scores = (embedder.embed(passages) @ embedder.embed_query(body["query"])).tolist()
+            field = "relevance_score" if self.path == "/v1/rerank" else "score"
+            results = sorted(({"index": i, field: s} for i, s in enumerate(scores)), key=lambda r: -r[field])
+            if state["rerank_shape"] == "shuffled":
+                results = results[1:]
+            self._send(
+                200, {"model": state["model_name"], "results": results} if field == "relevance_score" else results
+            )
 
     ThreadingHTTPServer(("127.0.0.1", port), Handler).serve_forever()
 

@@ -246,9 +246,14 @@ def search(
                 f"rerank: {state}; {usage.calls} model calls, {usage.prompt_tokens}+{usage.completion_tokens} tokens",
                 style="dim",
             )
+        elif config.rerank != "off":
+            if rerank_stats.fallbacks:
+                out.print(f"rerank: fell back to the fused order: {rerank_stats.failure}", style="yellow")
+            else:
+                out.print(f"rerank: reordered by {config.rerank.model}'s scores", style="dim")
 
     payload = {"query": query, "config": {**config.model_dump(), "k": k}, "results": [h.__dict__ for h in hits]}
-    if config.rerank == "llm":
+    if config.rerank != "off":
         payload["rerank"] = {**rerank_stats.as_metrics(), **usage.as_metrics()}
     emit(as_json, payload, render)
 

@@ -21,6 +21,7 @@ from ragassay.metrics.names import MetricName
 from ragassay.metrics.retrieval import judge_run
 from ragassay.progress import ProgressReporter
 from ragassay.resources import Resources
+from ragassay.run_warnings import RunWarning
 from ragassay.search.followups import Exchange, search_query
 from ragassay.search.rerank import RerankStats
 from ragassay.search.run import rank_queries, run_search
@@ -77,11 +78,16 @@ def search_questions(
     costs = usage.as_metrics() if configuration.rerank != "off" or configuration.followup_query == "rewrite" else {}
     if configuration.rerank != "off":
         costs |= rerank.as_metrics()
+    # A fallback is never silent: the questions keep their fused order, and the run says so.
+    warnings = (
+        [RunWarning(configuration=configuration.label, reason=rerank.fallback_reason())] if rerank.fallbacks else []
+    )
     return SearchedConfiguration(
         rankings,
         run_table(configuration.label, questions, ranked),
         costs,
         round(time.perf_counter() - started, 3),
+        warnings=warnings,
         queries=queries,
     )
 

@@ -1,20 +1,29 @@
-"""LLM reranking: the chat model scores each of the top fused passages 0-10 for the query.
+"""Reranking the top fused passages: by the chat model, which scores each 0-10 for the query
+(`rerank: llm`), or by a served reranker (`rerank: {backend, url, model}`: a cross-encoder behind
+Cohere's /v1/rerank, as vLLM, llama.cpp's server and Jina serve it, or Text Embeddings
+Inference's /rerank).
 
-Rule: passages are reordered by score (best first; equal scores keep their fused order). If the
-model's answer for any passage of a query cannot be read, that query keeps its fused order, and
-the fallback is counted: a partial reordering would mix scored and unscored passages.
+Rule: passages are reordered by score (best first; equal scores keep their fused order). If a
+score of any passage of a query cannot be read (an unreadable model answer, a served reranker
+that failed or answered in another shape), that query keeps its fused order, and the fallback is
+counted, with why (RerankStats.failure, which a retrieval evaluation shows as a run warning): a
+partial reordering would mix scored and unscored passages.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 from pydantic import BaseModel, Field
 
+from ragassay.errors import RagassayError
 from ragassay.llm.completion import ChatModel
 from ragassay.llm.messages import defuse, few_shot_messages, one_line, quoted
 from ragassay.llm.structured import Usage, generate_structured
 from ragassay.search.ranking import SearchableCollection, SearchHit
+from ragassay.search.served_calls import ServedCalls
+from ragassay.search.settings import ServedReranker
 
 RERANK_PROMPT_VERSION = "rerank-0-10/2"
 
@@ -25,19 +34,32 @@ class RelevanceScore(BaseModel):
     score: int = Field(ge=0, le=10)
 
 
+class RerankServerError(RagassayError):
+    """A served reranker failed or answered in another shape (its query keeps the fused order)."""
+
+
 @dataclass(frozen=True)
 class RerankStats:
-    """Queries reranked, queries that fell back to the fused order, and unreadable passage scores."""
+    """Queries reranked, queries that fell back to the fused order, unreadable passage scores, and
+    why the first fallback happened ("" when none did)."""
 
     queries: int = 0
     fallbacks: int = 0
     unreadable_scores: int = 0
+    failure: str = ""
 
     def __add__(self, other: RerankStats) -> RerankStats:
         return RerankStats(
             self.queries + other.queries,
             self.fallbacks + other.fallbacks,
             self.unreadable_scores + other.unreadable_scores,
+            self.failure or other.failure,
+        )
+
+    def fallback_reason(self) -> str:
+        """One sentence for a run's warnings: how many queries kept the fused order, and why."""
+        return f"reranking fell back to the fused order on {self.fallbacks} of {self.queries} questions" + (
+            f" (first: {self.failure})" if self.failure else ""
         )
 
     def as_metrics(self) -> dict[str, float]:
@@ -68,7 +90,7 @@ def rerank_messages(query: str, passage: str) -> list[dict]:
     )
 
 
-def rerank_order(scores: list[int | None]) -> list[int] | None:
+def rerank_order(scores: list[float | None]) -> list[int] | None:
     """Positions of the passages in reranked order, or None (keep the fused order) when any
     score is missing."""
     if any(score is None for score in scores):
@@ -96,13 +118,71 @@ def rerank_hits(model: ChatModel, loaded: list[SearchableCollection], query: str
         result = generate_structured(model, rerank_messages(query, passage), RelevanceScore, max_tokens=16)
         usages.append(result.usage)
         scores.append(result.value.score if result.ok else None)
+    unreadable = sum(score is None for score in scores)
+    failure = f"the model's score of {unreadable} passage(s) could not be read" if unreadable else ""
+    return _reordered(hits, scores, Usage.total(usages), failure)
+
+
+def _reordered(hits: list[SearchHit], scores: list[float | None], usage: Usage, failure: str) -> Reranked:
+    """The hits in reranked order (rerank_order), or in their fused order with the failure counted."""
     order = rerank_order(scores)
     stats = RerankStats(
-        queries=1, fallbacks=int(order is None), unreadable_scores=sum(score is None for score in scores)
+        queries=1,
+        fallbacks=int(order is None),
+        unreadable_scores=sum(score is None for score in scores),
+        failure=failure if order is None else "",
     )
     if order is not None:
         hits = [
             replace(hits[position], rank=rank, score=float(scores[position]))
             for rank, position in enumerate(order, start=1)
         ]
-    return Reranked(hits, Usage.total(usages), stats)
+    return Reranked(hits, usage, stats)
+
+
+def rerank_served(
+    reranker: ServedReranker, loaded: list[SearchableCollection], query: str, hits: list[SearchHit]
+) -> Reranked:
+    """Score each hit's chunk with a served reranker and reorder (the rule is at the top of this
+    module): one request for the query's passages, with served_calls' retries."""
+    by_name = {collection.name: collection for collection in loaded}
+    passages = [by_name[h.collection].chunk_text[by_name[h.collection].chunk_position(h.chunk_id)] for h in hits]
+    if not passages:
+        return Reranked(hits, Usage(), RerankStats(queries=1))
+    calls = ServedCalls(reranker, "rerank server", RerankServerError)
+    body = (
+        {"model": reranker.model, "query": query, "documents": passages}
+        if reranker.backend == "cohere"
+        else {"query": query, "texts": passages}
+    )
+    try:
+        payload = calls.post(reranker.endpoint, body, f"{len(passages)} passages")
+        scores: list[float | None] = served_scores(payload, len(passages), reranker.backend)
+        failure = ""
+    except RerankServerError as error:
+        scores, failure = [None] * len(passages), str(error)
+    except ValueError as error:
+        scores, failure = [None] * len(passages), calls.named(f"{calls.where(f'{len(passages)} passages')}: {error}")
+    finally:
+        calls.close()
+    return _reordered(hits, scores, Usage(), failure)
+
+
+def served_scores(payload, count: int, backend: str) -> list[float]:
+    """Each passage's score, in the passages' order, from a reranker's response; ValueError when
+    it is not every passage once with a finite number."""
+    results = payload.get("results") if backend == "cohere" and isinstance(payload, dict) else payload
+    field = "relevance_score" if backend == "cohere" else "score"
+    if not isinstance(results, list):
+        raise ValueError(f"the response has no {'results' if backend == 'cohere' else 'list of scores'}")
+    scores: dict[int, float] = {}
+    for item in results:
+        index, score = (item.get("index"), item.get(field)) if isinstance(item, dict) else (None, None)
+        if not isinstance(index, int) or not 0 <= index < count or index in scores:
+            raise ValueError(f"a result's index {index!r} is not one of the {count} passages, once each")
+        if isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(score):
+            raise ValueError(f"passage {index}'s {field} {score!r} is not a finite number")
+        scores[index] = float(score)
+    if len(scores) != count:
+        raise ValueError(f"scores for {len(scores)} of {count} passages")
+    return [scores[index] for index in range(count)]

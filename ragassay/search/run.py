@@ -15,7 +15,7 @@ from ragassay.llm.settings import ChatModelConfig
 from ragassay.llm.structured import Usage
 from ragassay.search.collections import OpenCollections
 from ragassay.search.ranking import SearchableCollection, SearchHit, rank_documents, search
-from ragassay.search.rerank import RerankStats, rerank_hits
+from ragassay.search.rerank import RerankStats, rerank_hits, rerank_served
 from ragassay.search.settings import SEARCH_RESULTS, SearchSettings
 
 
@@ -59,14 +59,17 @@ def run_search(
     k: int = SEARCH_RESULTS,
 ) -> SearchResult:
     """Search the named collections (each at most once) with one set of search settings and
-    return the best k documents; with rerank "llm", the reranker's calls and fallbacks come back
+    return the best k documents; when it reranks, the reranker's calls and fallbacks come back
     with the hits."""
     loaded, settings = _open_for_search(resources, home, collections, settings)
-    if settings.rerank != "llm":
+    if settings.rerank == "off":
         return SearchResult(search(loaded, query, settings, k))
     hits = search(loaded, query, settings, max(k, settings.rerank_candidates))
-    model = resources.chat_model(settings.rerank_model or ChatModelConfig(), home)
-    reranked = rerank_hits(model, loaded, query, hits[: settings.rerank_candidates])
+    if settings.rerank == "llm":
+        model = resources.chat_model(settings.rerank_model or ChatModelConfig(), home)
+        reranked = rerank_hits(model, loaded, query, hits[: settings.rerank_candidates])
+    else:
+        reranked = rerank_served(settings.rerank, loaded, query, hits[: settings.rerank_candidates])
     return SearchResult(reranked.hits[:k], reranked.usage, reranked.stats)
 
 

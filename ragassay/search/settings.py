@@ -9,6 +9,7 @@ asks for it, retrieval evaluation takes its max rank, answering its own `k`.
 
 from __future__ import annotations
 
+import json
 from typing import Literal
 
 from pydantic import Field, field_validator
@@ -17,6 +18,7 @@ from ragassay.config_model import ConfigModel
 from ragassay.llm.settings import ChatModelConfig
 from ragassay.search.followups import FOLLOWUP_QUERIES, FollowupQuery
 from ragassay.search.fusion import RRF_K
+from ragassay.search.served_calls import ServedModelSettings
 
 SearchType = Literal["fulltext", "semantic", "hybrid"]
 SEARCH_TYPES: tuple[str, ...] = ("fulltext", "semantic", "hybrid")
@@ -33,13 +35,26 @@ class FusionSettings(ConfigModel):
     k: int = Field(RRF_K, ge=1, description="Reciprocal-rank fusion constant.")
 
 
+class ServedReranker(ServedModelSettings):
+    """A reranker behind an HTTP API. backend `cohere`: POST {url}/v1/rerank with {model, query,
+    documents}, answered {results: [{index, relevance_score}]}; `tei`: POST {url}/rerank with
+    {query, texts}, answered [{index, score}]."""
+
+    backend: Literal["cohere", "tei"] = "cohere"
+
+    @property
+    def endpoint(self) -> str:
+        return "/v1/rerank" if self.backend == "cohere" else "/rerank"
+
+
 class SearchSettings(ConfigModel):
     """How one search runs: type, depth, fusion, filters and reranking.
 
     depth: how many documents each retriever contributes before fusion (hybrid); a search that
     asks for more than depth results reads max(depth, k). rerank "llm": the chat model
     (rerank_model; None: the default chat model, or the answer model when answering) scores the
-    top rerank_candidates results 0-10 and the best k are kept (search/rerank.py).
+    top rerank_candidates results 0-10 and the best k are kept; a served reranker
+    (search/rerank.ServedReranker) scores them instead (search/rerank.py).
     followup_query: how a follow-up question of a conversation is searched (search/followups.py):
     with the earlier questions, rewritten by the chat model (rewrite_model; None: the default chat
     model, or the answer model when answering) to stand alone, or alone as written.
@@ -53,8 +68,10 @@ class SearchSettings(ConfigModel):
     )
     content_types: tuple[str, ...] = ()
     path_glob: str | None = Field(None, description="Keep only documents whose id or source path matches this glob.")
-    rerank: Literal["off", "llm"] = Field(
-        "off", description="off, or llm: the chat model scores the top 20 passages 0-10."
+    rerank: Literal["off", "llm"] | ServedReranker = Field(
+        "off",
+        description="off; llm: the chat model scores the top 20 passages 0-10; or a served reranker "
+        '(a mapping, or its JSON: {"backend": "cohere" or "tei", "url": ..., "model": ...}).',
     )
     rerank_candidates: int = Field(20, ge=1, le=200)
     rerank_model: ChatModelConfig | None = None
@@ -67,12 +84,16 @@ class SearchSettings(ConfigModel):
     @classmethod
     def _off_as_written(cls, value):
         # YAML 1.1 readers (Prefect's, most YAML libraries) turn a written `off` into false.
-        return "off" if value is False else value
+        if value is False:
+            return "off"
+        if isinstance(value, str) and value.lstrip().startswith("{"):
+            return json.loads(value)  # a served reranker as JSON text (`--rerank '{"backend": ...}'`)
+        return value
 
     def applicable_settings(self) -> dict:
         """The settings (of a subclass too) as a dict, without those that do not affect this
         search: fusion outside hybrid, lexical_unit in semantic search, the reranker's settings
-        when reranking is off, and unset values. What a run records as its configuration."""
+        when reranking is off (its chat model unless it reranks with one), and unset values. What a run records as its configuration."""
         settings = self.model_dump(exclude_none=True)
         if self.search_type != "hybrid":
             settings.pop("fusion", None)
@@ -80,6 +101,7 @@ class SearchSettings(ConfigModel):
             settings.pop("lexical_unit", None)
         if self.rerank == "off":
             settings.pop("rerank_candidates", None)
+        if self.rerank != "llm":
             settings.pop("rerank_model", None)
         if not self.content_types:
             settings.pop("content_types", None)

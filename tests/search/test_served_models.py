@@ -58,6 +58,11 @@ def served(url: str, **settings) -> dict:
     } | settings
 
 
+def reranker(url: str, **settings) -> dict:
+    """A served reranker's settings: the embedding ones but the batch size."""
+    return {name: value for name, value in served(url, backend="cohere", **settings).items() if name != "batch_size"}
+
+
 @pytest.fixture
 def keyed(monkeypatch):
     monkeypatch.setenv("EMBED_KEY", KEY)
@@ -217,3 +222,68 @@ def test_an_interrupted_build_resumes_asking_the_server_only_for_what_is_missing
     assert (report.embedded, report.reused_embeddings) == (distinct - 16, 16)
     assert len(cache_vectors(home, "resumed")) == distinct
     assert not (collection_paths(home, "resumed").root / ".embedding-parts").exists()
+
+
+def test_a_served_reranker_reorders_by_its_scores_and_a_failure_keeps_the_fused_order_with_a_warning(
+    server, sample_home, keyed
+):
+    from ragassay.environment import models_dir
+    from ragassay.resources import Resources
+    from ragassay.search.dense import DEFAULT_MODEL_NAME, Embedder, resolve_model
+    from ragassay.search.run import run_search
+    from ragassay.search.settings import SearchSettings
+
+    query = "How often should I water succulents?"
+    resources = Resources()
+    fused = run_search(resources, sample_home, ["sample"], query, SearchSettings(), 5).hits
+    control(server)
+    for backend in ("cohere", "tei"):
+        settings = SearchSettings(rerank=json.dumps(reranker(server) | {"backend": backend}), rerank_candidates=5)
+        result = run_search(resources, sample_home, ["sample"], query, settings, 5)
+        # The server's model is the bundled MiniLM: its scores are the passages' cosines with the query.
+        local = Embedder(resolve_model(DEFAULT_MODEL_NAME, models_dir()))
+        passages = {hit.chunk_id: hit for hit in fused}
+        collection = resources.collections.open(sample_home, "sample", False)
+        texts = [collection.chunk_text[collection.chunk_position(h.chunk_id)] for h in fused]
+        cosines = local.embed(texts) @ local.embed_query(query)
+        expected = [fused[i].chunk_id for i in sorted(range(len(fused)), key=lambda i: -cosines[i])]
+        assert [h.chunk_id for h in result.hits] == expected, backend
+        assert result.hits[0].score == pytest.approx(float(cosines.max()), abs=1e-5)
+        assert set(passages) == {h.chunk_id for h in result.hits}
+        assert (result.rerank.queries, result.rerank.fallbacks) == (1, 0)
+    for fault, why in (
+        ({"fail_next": 10, "status": 503}, "failed after 4 attempts: answered 503"),
+        ({"rerank_shape": "shuffled"}, "scores for 4 of 5 passages"),
+    ):
+        control(server, **fault)
+        settings = SearchSettings(rerank=reranker(server), rerank_candidates=5)
+        result = run_search(resources, sample_home, ["sample"], query, settings, 5)
+        assert [h.chunk_id for h in result.hits] == [h.chunk_id for h in fused], "the fused order, kept"
+        assert result.rerank.fallbacks == 1 and why in result.rerank.failure
+        assert result.rerank.failure.startswith(f"rerank server {server} (all-minilm-l6-v2), 5 passages")
+    control(server)
+
+
+def test_a_retrieval_evaluation_says_when_its_served_reranker_fell_back(server, home, keyed, tmp_path):
+    from typer.testing import CliRunner
+
+    from ragassay.cli.main import app
+    from ragassay.golden.store import add_from_file
+    from tests.helpers import build_collection
+
+    build_collection(home, "sample", (SAMPLE,))
+    add_from_file(home, "sample", SAMPLE.parent / "golden.jsonl")
+    control(server, fail_next=1000, status=500)
+    configs = tmp_path / "configs.json"
+    reranked = {"label": "served-rerank", "search_type": "hybrid", "rerank": reranker(server), "rerank_candidates": 3}
+    configs.write_text(json.dumps({"configurations": [reranked]}))
+    shown = CliRunner().invoke(
+        app,
+        ["eval", "retrieval", "-c", "sample", "--configs", str(configs), "--max-questions", "2"],
+        env={"RAGASSAY_HOME": str(home), "COLUMNS": "200"},
+    )
+    control(server)
+    assert shown.exit_code == 0, shown.output
+    text = " ".join(shown.output.split())
+    assert "reranking fell back to the fused order on 2 of 2 questions (first: rerank server" in text
+    assert "answered 500" in text
