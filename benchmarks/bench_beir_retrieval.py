@@ -1,11 +1,16 @@
 """Retrieval quality and metric speed on BEIR SciFact and NFCorpus (from ../shared/datasets).
 
     .venv/bin/python benchmarks/bench_beir_retrieval.py [--datasets scifact nfcorpus] [--chunk-size 1200]
+        [--served-bundled-model]
 
 For each dataset: import (ingest --format beir), index, golden import, then `eval retrieval` with
 fulltext, semantic and hybrid (RRF k=60) over all test queries, through the product's own flows.
 Prints nDCG@10, recall@100 and MRR@10 beside pytrec_eval's values on the same runs, per-stage
 times, and the time ragassay, pytrec_eval and ranx take to compute those metrics on one run.
+
+--served-bundled-model indexes and searches through tests/embedding_server.py (the bundled MiniLM
+behind OpenAI's /v1/embeddings on loopback), in a workspace of its own: the same model as in
+process, so nDCG@10 should not move.
 
 The workspace ($RAGASSAY_BENCH_HOME, default ~/.cache/ragassay-bench) is kept between runs, so a
 second run reuses the cached embeddings and measures only what changed.
@@ -32,14 +37,26 @@ def main() -> None:
     parser.add_argument("--datasets", nargs="+", default=["scifact", "nfcorpus"])
     parser.add_argument("--chunk-size", type=int, default=1200)
     parser.add_argument("--chunk-overlap", type=int, default=150)
+    parser.add_argument("--served-bundled-model", action="store_true", help="embed through a local HTTP server")
     arguments = parser.parse_args()
     home = Path(os.environ.get("RAGASSAY_BENCH_HOME", Path.home() / ".cache" / "ragassay-bench")).resolve()
-    with flow_engine():
-        for dataset in arguments.datasets:
-            run_dataset(home, dataset, arguments.chunk_size, arguments.chunk_overlap)
+    model, server = None, None
+    if arguments.served_bundled_model:
+        from bench_served_embeddings import local_server
+
+        url, server = local_server()
+        model = {"backend": "openai", "url": url, "model": "all-minilm-l6-v2", "batch_size": 32, "concurrency": 2}
+        home = home.with_name(home.name + "-served")
+    try:
+        with flow_engine():
+            for dataset in arguments.datasets:
+                run_dataset(home, dataset, arguments.chunk_size, arguments.chunk_overlap, model)
+    finally:
+        if server is not None:
+            server.terminate()
 
 
-def run_dataset(home: Path, dataset: str, chunk_size: int, chunk_overlap: int) -> None:
+def run_dataset(home: Path, dataset: str, chunk_size: int, chunk_overlap: int, embedding_model=None) -> None:
     from flows.eval_retrieval import eval_retrieval_flow
     from flows.index import index_flow
     from flows.ingest import ingest_flow
@@ -54,7 +71,8 @@ def run_dataset(home: Path, dataset: str, chunk_size: int, chunk_overlap: int) -
         ingest_flow,
         IngestConfig(collection=collection, paths=(DATASETS / dataset,), format="beir", chunking=chunking, home=home),
     )
-    index_report, seconds_index = timed(index_flow, IndexConfig(collection=collection, home=home))
+    served = {"embedding_model": embedding_model} if embedding_model else {}
+    index_report, seconds_index = timed(index_flow, IndexConfig(collection=collection, home=home, **served))
     golden, seconds_golden = timed(import_beir, home, collection)
     config = parse_config(
         RetrievalEvalConfig,

@@ -40,7 +40,9 @@ def local_server() -> tuple[str, subprocess.Popen]:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    process = subprocess.Popen([sys.executable, str(REPO / "tests" / "embedding_server.py"), "--port", str(port)])
+    process = subprocess.Popen(
+        [sys.executable, str(REPO / "tests" / "embedding_server.py"), "--port", str(port)], stderr=subprocess.DEVNULL
+    )
     url = f"http://127.0.0.1:{port}"
     for _ in range(240):
         try:
