@@ -13,6 +13,7 @@ import json
 from typing import Literal
 
 from pydantic import Field, field_validator
+from pydantic_core import PydanticCustomError
 
 from ragassay.config_model import ConfigModel
 from ragassay.llm.settings import ChatModelConfig
@@ -88,6 +89,11 @@ class SearchSettings(ConfigModel):
             return "off"
         if isinstance(value, str) and value.lstrip().startswith("{"):
             return json.loads(value)  # a served reranker as JSON text (`--rerank '{"backend": ...}'`)
+        if isinstance(value, str) and value not in ("off", "llm"):
+            # One message, not one for each member of the union.
+            raise PydanticCustomError(
+                "literal_error", "Input should be 'off' or 'llm', or a served reranker's {backend, url, model}"
+            )
         return value
 
     def applicable_settings(self) -> dict:
