@@ -32,7 +32,12 @@ def task_runner(config: TaskRunnerConfig):
             "threads_per_worker": 1,
             "processes": True,
             "dashboard_address": None,
-            "env": {"RAGASSAY_MODEL_THREADS": str(max(1, usable_cores() // workers))},
+            # Each worker's share of the cores (in-process models) and of a served model's
+            # concurrency (llm/threads.process_share): together they keep within the setting.
+            "env": {
+                "RAGASSAY_MODEL_THREADS": str(max(1, usable_cores() // workers)),
+                "RAGASSAY_SHARING_PROCESSES": str(workers),
+            },
         },
     )
 

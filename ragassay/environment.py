@@ -55,6 +55,12 @@ class Environment(BaseSettings):
     model_threads: int | None = Field(
         None, ge=1, description="Threads of an in-process model (default: the cores the process may use)."
     )
+    sharing_processes: int = Field(
+        1,
+        ge=1,
+        description="Worker processes that share each served model's concurrency (a Dask LocalCluster sets it): "
+        "each keeps concurrency / this (at least 1) requests in flight.",
+    )
     debug: bool = Field(False, description="Tracebacks for expected errors too (set by --debug).")
     mlflow_ui_url: str = Field(
         "http://127.0.0.1:5000",

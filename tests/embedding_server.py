@@ -12,7 +12,8 @@ benchmarks/bench_served_embeddings.py. Faults (`/control` JSON, each optional):
 `fail_after_texts` (every request once that many texts were embedded is answered 500),
 `wrong_width` (vectors one number short), `hang_seconds` (wait before answering),
 `model_name` (the model it reports), `rerank_shape` ("shuffled": a reranker's results with an index
-missing). GET /stats: requests and texts embedded so far.
+missing). GET /stats: requests and texts embedded so far, and the most requests it was answering at
+once (`most_in_flight`).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ def serve(port: int, api_key: str | None, model_name: str) -> None:
     lock = threading.Lock()
     state = {"requests": 0, "texts": 0, "fail_next": 0, "status": 500, "retry_after": None}
     state |= {"fail_after_texts": None, "wrong_width": False, "hang_seconds": 0.0, "model_name": model_name}
-    state |= {"rerank_shape": "right"}
+    state |= {"rerank_shape": "right", "in_flight": 0, "most_in_flight": 0}
 
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args) -> None:  # quiet
@@ -51,7 +52,8 @@ def serve(port: int, api_key: str | None, model_name: str) -> None:
         def do_GET(self) -> None:
             if self.path == "/stats":
                 with lock:
-                    self._send(200, {"requests": state["requests"], "texts": state["texts"]})
+                    counts = {name: state[name] for name in ("requests", "texts", "most_in_flight")}
+                    self._send(200, counts)
             else:
                 self._send(200, {"data": [{"id": state["model_name"], "object": "model"}]})
 
@@ -63,12 +65,23 @@ def serve(port: int, api_key: str | None, model_name: str) -> None:
                     if body.get("reset"):
                         state.update(requests=0, texts=0, fail_next=0, status=500, retry_after=None)
                         state.update(fail_after_texts=None, wrong_width=False, rerank_shape="right")
+                        state.update(most_in_flight=0)
                 self._send(200, {"ok": True})
                 return
             if api_key is not None and self.headers.get("Authorization") != f"Bearer {api_key}":
                 # Echoes what it was sent, as careless servers do: the client must mask it.
                 self._send(401, {"error": f"bad credentials: {self.headers.get('Authorization')}"})
                 return
+            with lock:
+                state["in_flight"] += 1
+                state["most_in_flight"] = max(state["most_in_flight"], state["in_flight"])
+            try:
+                self._answer(body)
+            finally:
+                with lock:
+                    state["in_flight"] -= 1
+
+        def _answer(self, body: dict) -> None:
             time.sleep(state["hang_seconds"])
             texts = body.get("input", [])
             texts = [texts] if isinstance(texts, str) else texts

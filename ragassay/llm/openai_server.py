@@ -14,6 +14,7 @@ import httpx
 from ragassay.http_bounds import ResponseTooLarge, bounded_content
 from ragassay.llm.catalog import ModelError
 from ragassay.llm.completion import Completion, OptionProbabilities, completion_from_response, normalized_options
+from ragassay.llm.threads import process_share
 from ragassay.redaction import redact
 
 # Waits before the second and third attempt of a model-server call that failed in a way worth
@@ -43,6 +44,8 @@ class OpenAICompatibleModel:
         context_size: int,
         concurrency: int = 1,
     ):
+        # This process's share (a Dask LocalCluster's workers split the setting).
+        concurrency = process_share(concurrency)
         # httpx.Client is thread-safe; its pool keeps a connection per call in flight.
         self._client = httpx.Client(
             base_url=url.rstrip("/"),

@@ -30,6 +30,14 @@ def default_threads() -> int:
     return chosen if chosen is not None else usable_cores()
 
 
+def process_share(concurrency: int) -> int:
+    """The requests this process keeps in flight to a served model whose setting allows
+    `concurrency`: its share when RAGASSAY_SHARING_PROCESSES worker processes call the same server
+    (a Dask LocalCluster's workers, flows/runners.py), so the cluster together stays within what
+    the server was given, not that many times it. At least 1."""
+    return max(1, concurrency // environment().sharing_processes)
+
+
 def in_order(
     function: Callable,
     items: Sequence,

@@ -19,6 +19,7 @@ import httpx
 from pydantic import Field, field_validator
 
 from ragassay.errors import RagassayError
+from ragassay.llm.threads import process_share
 from ragassay.fields import Frozen
 from ragassay.http_bounds import (
     HEADER_VARIABLE,
@@ -72,13 +73,15 @@ class ServedCalls:
     def __init__(self, settings: ServedModelSettings, what: str, error: type[RagassayError]):
         self.settings, self.what, self.error = settings, what, error
         self._secrets = header_secrets(settings.headers)
+        # This process's share of the setting (a Dask LocalCluster's workers split it).
+        self.concurrency = process_share(settings.concurrency)
         self._client = httpx.Client(
             base_url=settings.url.rstrip("/"),
             timeout=settings.timeout_seconds,
             headers=resolved_headers(settings.headers, f"{what} {settings.model!r}"),
-            limits=httpx.Limits(max_connections=settings.concurrency, max_keepalive_connections=settings.concurrency),
+            limits=httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency),
         )
-        self._slots = threading.BoundedSemaphore(settings.concurrency)
+        self._slots = threading.BoundedSemaphore(self.concurrency)
         self.calls = 0  # requests answered, for the tests and benchmarks that count what was asked
 
     def named(self, text: str) -> str:

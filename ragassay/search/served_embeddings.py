@@ -76,8 +76,8 @@ class ServedEmbeddingClient:
     def embed_batches(
         self, texts: list[str], dimension: int, on_progress: Callable[[int, int], None] | None = None
     ) -> np.ndarray:
-        """Unit vectors of texts, batch_size a request, `concurrency` requests at once; each row
-        checked to be `dimension` numbers."""
+        """Unit vectors of texts, batch_size a request, this process's share of `concurrency`
+        requests at once (served_calls.ServedCalls.concurrency); each row checked to be `dimension` numbers."""
         size = self.settings.batch_size
         starts = list(range(0, len(texts), size))
         vectors = np.empty((len(texts), dimension), dtype=np.float32)
@@ -94,7 +94,7 @@ class ServedEmbeddingClient:
                 if on_progress is not None:
                     on_progress(done, len(texts))
 
-        with ThreadPoolExecutor(max_workers=self.settings.concurrency) as pool:
+        with ThreadPoolExecutor(max_workers=self._calls.concurrency) as pool:
             list(pool.map(one, starts))
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         return vectors / np.where(norms == 0, 1, norms)

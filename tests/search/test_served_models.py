@@ -224,6 +224,38 @@ def test_an_interrupted_build_resumes_asking_the_server_only_for_what_is_missing
     assert not (collection_paths(home, "resumed").root / ".embedding-parts").exists()
 
 
+def test_a_local_dask_cluster_drives_one_server_within_its_concurrency(server, home, keyed):
+    """Two worker processes embed groups at once; together they keep within the setting's
+    concurrency (each its share, llm/threads.process_share), not twice it."""
+    from flows.index import index_flow
+    from ragassay.config import IndexConfig
+    from ragassay.environment import models_dir
+    from ragassay.search.dense import DEFAULT_MODEL_NAME, Embedder, resolve_model
+    from ragassay.store.workspace import collection_paths, load_chunks
+    from tests.helpers import ingest
+
+    ingest(home, "clustered", (SAMPLE,))
+    control(server, hang_seconds=0.3)  # each request takes a while, so the workers' requests overlap
+    report = index_flow(
+        IndexConfig(
+            collection="clustered",
+            # Four requests a group: each worker alone could keep both of the setting's in flight.
+            embedding_model=served(server, concurrency=2, batch_size=2),
+            chunks_per_task=8,
+            task_runner={"kind": "dask", "workers": 2},
+            home=home,
+        )
+    )
+    asked = httpx.get(f"{server}/stats").json()
+    control(server)
+    assert 1 <= asked["most_in_flight"] <= 2, asked
+    chunks = load_chunks(collection_paths(home, "clustered")).unique("text_sha256", keep="first")
+    assert report.embedded == chunks.height == asked["texts"] - 1, "every text once, and the probe"
+    vectors = cache_vectors(home, "clustered")
+    expected = Embedder(resolve_model(DEFAULT_MODEL_NAME, models_dir())).embed(chunks["text"].to_list())
+    np.testing.assert_allclose(np.stack([vectors[d] for d in chunks["text_sha256"].to_list()]), expected, atol=2e-5)
+
+
 def test_a_served_reranker_reorders_by_its_scores_and_a_failure_keeps_the_fused_order_with_a_warning(
     server, sample_home, keyed
 ):
