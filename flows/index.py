@@ -12,6 +12,7 @@ from ragassay.index.build import IndexReport
 from tasks.index import (
     build_bm25_indexes,
     embed_text_group,
+    one_build_at_a_time,
     plan_embedding,
     read_index_inputs,
     release_index_inputs,
@@ -24,28 +25,30 @@ from tasks.index import (
 def index_flow(config: IndexConfig) -> IndexReport:
     """Index one collection: embed chunks the cache lacks, build BM25 over chunks and over whole
     documents, and swap the new index in."""
-    inputs = read_index_inputs(config)
-    try:
-        work = plan_embedding(inputs, config.chunks_per_task)
-        # Each group of texts is embedded where config.task_runner says (threads here, or Dask workers).
-        with task_runner(config.task_runner) as runner:
-            futures = [
-                runner.submit(
-                    embed_text_group,
-                    {
-                        "spec": inputs.spec,
-                        "snapshot": inputs.snapshot,
-                        "group": group,
-                        "batch_size": config.batch_size,
-                        "part": work.part(number),
-                        "label": f"group {number + 1} of {len(work.groups)} ({group.height} chunks)",
-                    },
-                )
-                for number, group in enumerate(work.groups)
-            ]
-            parts = [future.result() for future in futures]
-        embedded = store_embeddings(inputs, work, parts)
-        staged = build_bm25_indexes(inputs)
-        return finished(swap_in_index(config, inputs, embedded, staged))
-    finally:
-        release_index_inputs(inputs)
+    # One build of a collection at a time: a second waits, then finds the cache filled.
+    with one_build_at_a_time(config):
+        inputs = read_index_inputs(config)
+        try:
+            work = plan_embedding(inputs, config.chunks_per_task)
+            # Each group of texts is embedded where config.task_runner says (threads here, or Dask workers).
+            with task_runner(config.task_runner) as runner:
+                futures = [
+                    runner.submit(
+                        embed_text_group,
+                        {
+                            "spec": inputs.spec,
+                            "snapshot": inputs.snapshot,
+                            "group": group,
+                            "batch_size": config.batch_size,
+                            "part": work.part(number),
+                            "label": f"group {number + 1} of {len(work.groups)} ({group.height} chunks)",
+                        },
+                    )
+                    for number, group in enumerate(work.groups)
+                ]
+                parts = [future.result() for future in futures]
+            embedded = store_embeddings(inputs, work, parts)
+            staged = build_bm25_indexes(inputs)
+            return finished(swap_in_index(config, inputs, embedded, staged))
+        finally:
+            release_index_inputs(inputs)

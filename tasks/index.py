@@ -16,8 +16,14 @@ from ragassay.index import build
 from ragassay.index.build import Embedded, EmbeddingWork, IndexInputs, IndexReport, Staged
 from ragassay.progress import ProgressReporter
 from ragassay.search.dense import EmbeddingModelSpec
-from ragassay.store.workspace import CollectionPaths
+from ragassay.store.workspace import CollectionPaths, collection_paths
 from tasks.resources import worker_resources
+
+
+def one_build_at_a_time(config: IndexConfig):
+    """The collection's index-build lock, for the flow to hold while it builds (not a task: a lock
+    is held by the flow's process, however its groups are spread)."""
+    return collection_paths(config.home, config.collection).index_build_lock()
 
 
 @task(name="read-index-inputs", cache_policy=NO_CACHE)

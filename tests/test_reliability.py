@@ -121,6 +121,25 @@ def test_a_lock_held_too_long_names_its_holder(home, tmp_path):
     )
 
 
+def test_a_second_index_build_waits_for_the_first_and_leaves_its_embedded_groups(home, tmp_path):
+    """Two builds of one collection at once would each remove the other's embedded groups: the
+    second waits for the index-build lock (here past RAGASSAY_LOCK_TIMEOUT, naming the holder)."""
+    from ragassay.index.build import EMBEDDING_PARTS
+    from ragassay.store.workspace import collection_paths
+
+    ingest(home, "s", (small_corpus(tmp_path / "corpus", 3),))
+    paths = collection_paths(home, "s")
+    group = paths.root / EMBEDDING_PARTS / "group-1-000000.parquet"
+    group.parent.mkdir()
+    group.write_bytes(b"a finished group of the build that holds the lock")
+    with paths.index_build_lock():
+        waited = ragassay("index", "-c", "s", env={**os.environ, "RAGASSAY_LOCK_TIMEOUT": "1"})
+    assert waited.returncode == 2, waited.stderr
+    assert f"collection 's' (an index build) is being written by process {os.getpid()}" in waited.stderr
+    assert "gave up after 1s" in waited.stderr
+    assert group.exists() and not paths.index_dir.exists()
+
+
 @pytest.mark.slow
 def test_an_ingest_killed_between_its_writes_is_refused_by_index_and_repaired_by_the_next_ingest(home, tmp_path):
     from ragassay.store.schemas import CHUNKS

@@ -8,8 +8,6 @@ from dataclasses import replace
 from pathlib import Path
 
 from ragassay.answer.grounding import (
-    ANSWER_PROMPT_VERSION,
-    CONVERSATION_PROMPT_VERSION,
     CONVERSATION_TURNS,
     AnswerOutput,
     GroundedAnswer,
@@ -22,11 +20,10 @@ from ragassay.answer.grounding import (
 )
 from ragassay.answer.settings import AnswerSettings
 from ragassay.errors import RagassayError
-from ragassay.llm.settings import model_id_of
 from ragassay.llm.structured import generate_structured
 from ragassay.resources import Resources
 from ragassay.search.followups import Exchange, history_query, search_query
-from ragassay.search.run import run_search
+from ragassay.search.run import SearchResult, run_search
 
 # Tokens of the answer prompt around the sources: instruction, two worked examples, question.
 PROMPT_OVERHEAD_TOKENS = 320
@@ -63,12 +60,14 @@ def answer_question(
     asked_in = (query.text if conversation else None, in_context)
     hits = searched.hits
     if not hits:
-        return _in_conversation(declined(question, "retrieval found no documents", [], None, searched.usage), *asked_in)
+        return _as_searched(
+            declined(question, "retrieval found no documents", [], None, searched.usage), searched, asked_in
+        )
     candidates, similarities = _retrieved_sources(resources, home, collections, hits, query.text)
     relevance = max(similarities)
     if relevance < config.min_relevance:
         reason = f"nothing relevant retrieved (best similarity {relevance:.3f} < {config.min_relevance})"
-        return _in_conversation(declined(question, reason, candidates, relevance, searched.usage), *asked_in)
+        return _as_searched(declined(question, reason, candidates, relevance, searched.usage), searched, asked_in)
     model = resources.chat_model(config.model, home)
     shown = [(turn.question, turn.answer) for turn in conversation][-CONVERSATION_TURNS:] if remembered else []
     # The question and the conversation the prompt shows take the sources' room; a conversation
@@ -98,7 +97,7 @@ def answer_question(
     answer.relevance = relevance
     answer.usage = searched.usage + result.usage
     answer.history_cut = len(shown) - len(kept)
-    return _in_conversation(answer, *asked_in)
+    return _as_searched(answer, searched, asked_in)
 
 
 class PromptTooLong(RagassayError):
@@ -131,32 +130,11 @@ def _retrieved_sources(
     return candidates, similarities
 
 
-def _in_conversation(answer: GroundedAnswer, search_query: str | None, in_context: str | None) -> GroundedAnswer:
-    """The answer with what its follow-up searched and means in its conversation (both None for
-    a question asked alone)."""
-    answer.search_query, answer.in_context = search_query, in_context
+def _as_searched(
+    answer: GroundedAnswer, searched: SearchResult, asked_in: tuple[str | None, str | None]
+) -> GroundedAnswer:
+    """The answer with what its search reranked, and what its follow-up searched and means in its
+    conversation (asked_in; both None for a question asked alone)."""
+    answer.search_query, answer.in_context = asked_in
+    answer.rerank = searched.rerank
     return answer
-
-
-def answer_payload(answer: GroundedAnswer, config: AnswerSettings) -> dict:
-    """The JSON form of an answer: outcome, text, cited spans, sources, model and cost."""
-    return {
-        "question": answer.question,
-        "outcome": answer.outcome,
-        "reason": answer.reason,
-        "text": answer.text,
-        "statements": [{"text": s.text, "citations": [c.__dict__ for c in s.citations]} for s in answer.statements],
-        "sources": [s.__dict__ for s in answer.sources],
-        "dropped_citations": answer.dropped_citations,
-        "dropped_statements": answer.dropped_statements,
-        "unparseable": answer.unparseable,
-        "relevance": answer.relevance,
-        "search_query": answer.search_query,
-        "groundedness": config.groundedness,
-        "model_id": model_id_of(config.model),
-        # The conversation is in the prompt of a follow-up, but for a configuration without memory.
-        "prompt_version": CONVERSATION_PROMPT_VERSION
-        if answer.search_query and config.followup_query != "alone"
-        else ANSWER_PROMPT_VERSION,
-        "usage": answer.usage.as_metrics(),
-    }

@@ -24,6 +24,7 @@ from pydantic import BaseModel, Field
 
 from ragassay.llm.messages import defuse, few_shot_messages, one_line
 from ragassay.llm.structured import Usage
+from ragassay.search.rerank import RerankStats
 
 ANSWER_PROMPT_VERSION = "grounded-answer/2"
 # A follow-up's prompt: grounded-answer/2 with the conversation so far before the sources.
@@ -111,6 +112,9 @@ class GroundedAnswer:
     in_context: str | None = None
     # A follow-up's earlier turns left out of its prompt, the oldest first, to fit the model's context.
     history_cut: int = 0
+    # What reranking its search did (none without it): a fallback to the fused order is a warning
+    # of its configuration's answer evaluation, as of its retrieval evaluation.
+    rerank: RerankStats = RerankStats()
 
     @property
     def question_in_context(self) -> str:

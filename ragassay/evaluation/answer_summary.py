@@ -21,6 +21,7 @@ from ragassay.metrics.averaging import interval_table, mean_scored
 from ragassay.metrics.names import ANSWER_METRICS, REPORTED_ANSWER_METRICS
 from ragassay.metrics.significance import compare_all_pairs
 from ragassay.run_warnings import RunWarning
+from ragassay.search.rerank import RerankStats
 from ragassay.store.schemas import ANSWERS, JUDGMENTS
 
 
@@ -209,6 +210,10 @@ def _warnings(label: str, answered: list[AnsweredQuestion], judgements: dict[str
                     else scored.excluded
                 )
                 warnings.append(RunWarning(configuration=label, metric=name, question=a.key, reason=reason))
+    # A fallback is never silent: those questions were answered from the fused order.
+    reranked = RerankStats.total(a.answer.rerank for a in answered if a.error is None)
+    if reranked.fallbacks:
+        warnings.append(RunWarning(configuration=label, metric="rerank", reason=reranked.fallback_reason()))
     without_contexts = [a.key for a in answered if a.error is None and not a.answer.contexts_returned and a.answerable]
     if without_contexts:
         warnings.append(

@@ -13,6 +13,7 @@ partial reordering would mix scored and unscored passages.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from pydantic import BaseModel, Field
@@ -55,6 +56,10 @@ class RerankStats:
             self.unreadable_scores + other.unreadable_scores,
             self.failure or other.failure,
         )
+
+    @staticmethod
+    def total(stats: Iterable[RerankStats]) -> RerankStats:
+        return sum(stats, RerankStats())
 
     def fallback_reason(self) -> str:
         """One sentence for a run's warnings: how many queries kept the fused order, and why."""

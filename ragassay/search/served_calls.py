@@ -19,7 +19,6 @@ import httpx
 from pydantic import Field, field_validator
 
 from ragassay.errors import RagassayError
-from ragassay.llm.threads import process_share
 from ragassay.fields import Frozen
 from ragassay.http_bounds import (
     HEADER_VARIABLE,
@@ -30,6 +29,7 @@ from ragassay.http_bounds import (
     resolved_headers,
     retry_after_seconds,
 )
+from ragassay.llm.threads import process_share
 from ragassay.redaction import mask_secrets, redact
 
 # Waits before the second, third and fourth attempt of a call that failed in a way worth repeating.

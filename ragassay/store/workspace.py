@@ -119,6 +119,13 @@ class CollectionPaths:
         """The context manager that serializes writers of this collection (store/locks.py)."""
         return collection_lock(self.lock_file)
 
+    def index_build_lock(self):
+        """Held for a whole index build (minutes to hours), apart from the write lock so that
+        ingests go on meanwhile: a second build of the collection waits for the first instead of
+        removing the embedded groups it is writing (index/build.EMBEDDING_PARTS)."""
+        lock_file = self.lock_file.with_name(f"{self.name}.index-build.lock")
+        return collection_lock(lock_file, name=f"collection {self.name!r} (an index build)")
+
     @property
     def golden_only(self) -> bool:
         """A collection that holds only a golden set (a team's own system under test is evaluated

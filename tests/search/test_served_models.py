@@ -319,3 +319,28 @@ def test_a_retrieval_evaluation_says_when_its_served_reranker_fell_back(server, 
     text = " ".join(shown.output.split())
     assert "reranking fell back to the fused order on 2 of 2 questions (first: rerank server" in text
     assert "answered 500" in text
+
+
+@pytest.mark.slow
+def test_an_answer_evaluation_says_when_its_served_reranker_fell_back(server, home, keyed):
+    from flows.eval_answers import eval_answers_flow
+    from ragassay.config import AnswerEvalConfig
+    from ragassay.config_errors import parse_config
+    from ragassay.golden.store import add_from_file
+    from tests.helpers import build_collection
+
+    build_collection(home, "sample", (SAMPLE,))
+    add_from_file(home, "sample", SAMPLE.parent / "golden.jsonl")
+    smollm2 = {"backend": "smollm2"}
+    reranked = {"label": "served-rerank", "search_type": "hybrid", "rerank": reranker(server), "rerank_candidates": 3}
+    configuration = reranked | {"k": 2, "max_answer_tokens": 64, "model": smollm2}
+    config = parse_config(
+        AnswerEvalConfig, collections=["sample"], configurations=[configuration], max_questions=2, judge=smollm2, home=home
+    )
+    control(server, fail_next=1000, status=503)
+    report = eval_answers_flow(config)
+    control(server)
+    said = [w for w in report.warnings if w.configuration == "served-rerank" and w.metric == "rerank"]
+    assert len(said) == 1, report.warnings
+    assert said[0].reason.startswith("reranking fell back to the fused order on 2 of 2 questions (first: rerank server")
+    assert "answered 503" in said[0].reason and KEY not in said[0].reason
