@@ -65,8 +65,9 @@ def main() -> None:
     parser.add_argument("--out", type=Path, help="write both halves' reports (every row) as JSON here")
     arguments = parser.parse_args()
 
-    from ragassay.judge.calibration import LabelledStatement, calibrate_statements
+    from ragassay.judge.calibration import calibrate_statements
     from ragassay.judge.judge import Judge
+    from ragassay.judge.label_files import LabelledStatement
     from ragassay.llm.cache import CompletionCache
     from ragassay.llm.registry import ChatModels
     from ragassay.llm.settings import ChatModelConfig

@@ -186,8 +186,9 @@ def default_judge_model(models):
 def plain_judged(pairs: list[dict], models) -> tuple[dict[str, float | None], str, float, float]:
     """Each pair's P(supported) from the plain judge through calibrate_statements (what `ragassay
     judge calibrate` runs), with the judge's model id, threshold and the seconds it took."""
-    from ragassay.judge.calibration import LabelledStatement, calibrate_statements
+    from ragassay.judge.calibration import calibrate_statements
     from ragassay.judge.judge import Judge
+    from ragassay.judge.label_files import LabelledStatement
 
     labelled = [LabelledStatement(p["id"], p["context"], p["statement"], p["label"] == "supported") for p in pairs]
     support_judge = Judge(default_judge_model(models))

@@ -84,7 +84,7 @@ def direct(url: str, questions: list[tuple[str, str]], concurrency: int) -> floa
 
 def through_ragassay(url: str, questions: list[tuple[str, str]], concurrency: int) -> float:
     from ragassay.systems.calls import call_system
-    from ragassay.systems.settings import HttpSystem
+    from ragassay.systems.http_system import HttpSystem
 
     system = HttpSystem(
         kind="http",

@@ -21,6 +21,7 @@ from ragassay.systems.settings import SystemConfiguration
 from ragassay.tracking import Batch
 from ragassay.work_parts import in_parts
 from tasks.eval_answers import (
+    JudgeWork,
     answer_questions,
     ask_system_for_answers,
     compare_answers,
@@ -48,7 +49,7 @@ def eval_answers_flow(
     questions = load_answer_questions(config)
     evaluation = str(flow_run.id)  # the judges' memory lasts one evaluation (tasks/resources.worker_judge)
     aligned = load_aligned_judges(config.judge, config.home, config.collections)
-    judge = {"home": config.home, "judge": config.judge, "evaluation": evaluation}
+    judge = JudgeWork.of(config, evaluation)
     # Configurations (or parts of their questions, config.questions_per_task) are answered, judged
     # and compared where config.task_runner says: threads here, or Dask worker processes, each
     # with its own in-process models.
@@ -79,7 +80,7 @@ def eval_answers_flow(
             label: [
                 clock.watch(
                     label,
-                    runner.submit(judge_answers, {**judge, "answered": part, "label": label, "aligned": aligned}),
+                    runner.submit(judge_answers, {"work": judge, "answered": part, "label": label, "aligned": aligned}),
                 )
                 for part in in_parts(items, config.questions_per_task)
             ]
@@ -89,7 +90,7 @@ def eval_answers_flow(
         comparing = [
             runner.submit(
                 compare_answers,
-                {**judge, "label_a": a, "answered_a": answered[a], "label_b": b, "answered_b": answered[b]},
+                {"work": judge, "label_a": a, "answered_a": answered[a], "label_b": b, "answered_b": answered[b]},
             )
             for a, b in pairs
         ]

@@ -21,7 +21,8 @@ Modules: config (one validated config per run, the pipeline's included), pipelin
 pipeline's input checks and summary), errors (typed errors), progress (progress of long steps),
 resources (loaded models, collections and completion caches, held explicitly), tracking (MLflow,
 the only module that imports it), plots (a batch's pictures), redaction (credentials masked in
-whatever is shown or logged), orphans (child processes that end with their parent), work_span (when a configuration's or a
+whatever is shown or logged), plugins (modules named in RAGASSAY_PLUGINS that add system
+kinds), orphans (child processes that end with their parent), work_span (when a configuration's or a
 stage's work began and ended).
 """
 

@@ -26,7 +26,7 @@ from ragassay.gates.assertions import (
     parse_assertion,
 )
 from ragassay.llm.settings import DEFAULT_JUDGE, ChatModelConfig
-from ragassay.metrics.names import MetricName, standard_metrics
+from ragassay.metrics.names import ANSWER_METRICS, MetricName, standard_metrics
 from ragassay.search.served_embeddings import ServedEmbeddingModel
 from ragassay.search.settings import SEARCH_TYPES, SearchSettings, SearchType
 from ragassay.store.workspace import collection_paths, workspace_home
@@ -244,6 +244,13 @@ class RetrievalConfiguration(SearchSettings):
     search_type: SearchType
     rerank_model: ChatModelConfig = ChatModelConfig()
 
+    def chat_models(self) -> list[ChatModelConfig]:
+        """The reranker, when the configuration reranks with a chat model."""
+        return [self.rerank_model] if self.rerank == "llm" else []
+
+    def check_for_retrieval(self) -> None:
+        """Nothing stored to check: ragassay's own search ranks what the collection holds."""
+
 
 def _configuration_kind(value) -> str:
     """A configuration with a `system:` key is a system under test; any other is built in."""
@@ -319,11 +326,9 @@ class RetrievalSettings(Frozen):
     def _unique_labels(self) -> RetrievalSettings:
         for configuration in self.configurations:
             system = getattr(configuration, "system", None)
-            if system is not None and system.kind == "http" and system.response.documents is None:
-                raise ValueError(
-                    f"configuration {configuration.label!r}: a retrieval evaluation needs the documents the system "
-                    "returned; give their ids' JSONPath as response.documents"
-                )
+            problem = system.retrieval_problem() if system is not None else None
+            if problem is not None:
+                raise ValueError(f"configuration {configuration.label!r}: {problem}")
         _assertions_checked(self.assertions, self.configurations, parse_assertion)
         for text in self.assertions:
             assertion = parse_assertion(text)
@@ -355,17 +360,12 @@ class RetrievalEvalConfig(SomeCollections, RetrievalSettings, OnTaskRunner):
         """The collections are there, and each records file names retrieved documents (without
         any, every question would score 0 without anything measured): refused before any work."""
         super().check_stored()
-        from ragassay.systems.collect import check_retrieval_records
-
         for configuration in self.configurations:
-            if isinstance(configuration, SystemConfiguration):
-                check_retrieval_records(configuration.system)
+            configuration.check_for_retrieval()
 
     def chat_models(self) -> list[ChatModelConfig]:
         """The rerankers of the configurations that rerank."""
-        return [
-            c.rerank_model for c in self.configurations if isinstance(c, RetrievalConfiguration) and c.rerank == "llm"
-        ]
+        return [model for c in self.configurations for model in c.chat_models()]
 
 
 class AnswerEvalSettings(Frozen):
@@ -391,6 +391,11 @@ class AnswerEvalSettings(Frozen):
         "answer, every verdict beside its passage, and the question's scores as assessments.",
     )
     assertions: tuple[str, ...] = ()
+    metrics: tuple[str, ...] | None = Field(
+        None,
+        description="The answer metrics to score (default: every one declared): a run pays only for the verdicts "
+        "of those it names.",
+    )
     questions_per_task: int | None = Field(None, ge=1)
     save_records: Path | None = Field(
         None,
@@ -401,6 +406,16 @@ class AnswerEvalSettings(Frozen):
     @model_validator(mode="after")
     def _unique_labels(self) -> AnswerEvalSettings:
         _assertions_checked(self.assertions, self.configurations, parse_answer_assertion)
+        if self.metrics is not None:
+            unknown = [name for name in self.metrics if name not in ANSWER_METRICS]
+            if unknown or not self.metrics:
+                raise ValueError(
+                    f"metrics names {', '.join(map(repr, unknown)) or 'none'}; answer metrics: {', '.join(ANSWER_METRICS)}"
+                )
+            for text in self.assertions:
+                bounded = str(parse_answer_assertion(text).metric).split(".")[0]  # faithfulness.corrected_low
+                if bounded in ANSWER_METRICS and bounded not in self.metrics:
+                    raise ValueError(f"assertion {text!r} bounds {bounded}, which metrics leaves out")
         return self
 
 

@@ -61,6 +61,11 @@ class Environment(BaseSettings):
         description="Worker processes that share each served model's concurrency (a Dask LocalCluster sets it): "
         "each keeps concurrency / this (at least 1) requests in flight.",
     )
+    plugins: str | None = Field(
+        None,
+        description="Comma-separated modules that add system kinds (SYSTEM_KINDS) or answer metrics (METRICS) "
+        '(ARCHITECTURE.md, "How to add a system kind" and "How to add a metric").',
+    )
     debug: bool = Field(False, description="Tracebacks for expected errors too (set by --debug).")
     mlflow_ui_url: str = Field(
         "http://127.0.0.1:5000",
@@ -68,6 +73,10 @@ class Environment(BaseSettings):
         description="Where MLflow's UI serves the workspace's own store, for the links reports give (a tracking "
         "server's links use its address).",
     )
+
+    def plugin_names(self) -> list[str]:
+        """The modules RAGASSAY_PLUGINS names, in its order."""
+        return [name.strip() for name in (self.plugins or "").split(",") if name.strip()]
 
     @field_validator("home", "models", "cache", mode="before")
     @classmethod

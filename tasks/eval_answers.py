@@ -4,6 +4,7 @@ a configuration, judge the answers, compare configurations pairwise, log the bat
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from prefect import task
@@ -18,7 +19,7 @@ from ragassay.evaluation.answer_summary import AnsweredQuestion, ConfigurationSu
 from ragassay.evaluation.outcomes import AnswerEvalReport, AnswerQuestions
 from ragassay.evaluation.questions import EvalQuestion, gather_golden_questions, read_unanswerable
 from ragassay.evaluation.reports import answers_markdown
-from ragassay.judge import calibration
+from ragassay.judge import aligned_store, calibration
 from ragassay.judge.alignment import AlignedJudges
 from ragassay.judge.judge import Judge
 from ragassay.llm.settings import ChatModelConfig, model_id_of
@@ -54,7 +55,7 @@ def load_judge(config: ChatModelConfig, home: Path) -> Judge:
 def load_aligned_judges(judge: ChatModelConfig, home: Path, collections: tuple[str, ...]) -> AlignedJudges:
     """The collections' aligned judges for this judge (`judge calibrate --collection` fits them), read
     once so that every verdict of the evaluation and its correction use the same ones."""
-    return calibration.load_aligned_judges(home, collections, model_id_of(judge))
+    return aligned_store.load_aligned_judges(home, collections, model_id_of(judge))
 
 
 @task(name="load-judge-calibration", cache_policy=NO_CACHE, **MODEL_SERVER_RETRIES)
@@ -109,20 +110,33 @@ def save_answer_records(folder: Path, answered: dict[str, list[AnsweredQuestion]
     return system_answers.save_answer_records(folder, answered)
 
 
+@dataclass(frozen=True)
+class JudgeWork:
+    """What every judging task of one evaluation shares: the workspace, the judge, the evaluation
+    the judge's memory lasts for (tasks/resources.worker_judge), and the metrics asked for (None:
+    every declared one)."""
+
+    home: Path
+    judge: ChatModelConfig
+    evaluation: str
+    metrics: frozenset[str] | None = None
+
+    @classmethod
+    def of(cls, config: AnswerEvalConfig, evaluation: str) -> JudgeWork:
+        return cls(config.home, config.judge, evaluation, frozenset(config.metrics) if config.metrics else None)
+
+    def worker_judge(self):
+        return worker_judge(self.judge, self.home, self.evaluation)
+
+
 @task(name="judge-answers", cache_policy=NO_CACHE, **MODEL_SERVER_RETRIES)
 def judge_answers(
-    home: Path,
-    judge: ChatModelConfig,
-    evaluation: str,
-    answered: list[AnsweredQuestion],
-    label: str,
-    aligned: AlignedJudges | None = None,
+    work: JudgeWork, answered: list[AnsweredQuestion], label: str, aligned: AlignedJudges | None = None
 ) -> JudgedConfiguration:
-    """Every answer metric of each answerable question (of a configuration, or of one part of its
-    questions), support verdicts read by its collection's aligned judge where there is one. The
-    judge is this process's for the evaluation (tasks/resources.worker_judge)."""
+    """The asked answer metrics of each answerable question (of a configuration, or of one part of
+    its questions), support verdicts read by its collection's aligned judge where there is one."""
     return answer_judging.judge_answers(
-        worker_resources(), home, worker_judge(judge, home, evaluation), answered, label, aligned
+        worker_resources(), work.home, work.worker_judge(), answered, label, aligned, work.metrics
     )
 
 
@@ -139,18 +153,14 @@ def summarize_answers(
 
 @task(name="compare-answers", cache_policy=NO_CACHE, **MODEL_SERVER_RETRIES)
 def compare_answers(
-    home: Path,
-    judge: ChatModelConfig,
-    evaluation: str,
+    work: JudgeWork,
     label_a: str,
     answered_a: list[AnsweredQuestion],
     label_b: str,
     answered_b: list[AnsweredQuestion],
 ) -> PairComparison:
     """The judge's preference per answerable question, asked in both orders, and its cost."""
-    return answer_judging.compare_answers(
-        worker_judge(judge, home, evaluation), label_a, answered_a, label_b, answered_b
-    )
+    return answer_judging.compare_answers(work.worker_judge(), label_a, answered_a, label_b, answered_b)
 
 
 @task(name="log-answer-batch", cache_policy=NO_CACHE, **TRACKING_RETRIES)

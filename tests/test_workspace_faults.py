@@ -253,7 +253,7 @@ def test_an_export_into_a_missing_folder_makes_it_and_an_unwritable_path_is_name
 def test_a_python_system_that_times_out_itself_says_whose_timeout_and_the_bound():
     """Issue 37 case 10: an async target's own asyncio timeout read 'TimeoutError: '."""
     from ragassay.systems.calls import call_system
-    from ragassay.systems.settings import PythonSystem
+    from ragassay.systems.python_system import PythonSystem
 
     system = PythonSystem(
         kind="python", target="tests.test_workspace_faults:times_out_itself", timeout_seconds=5, max_retries=0

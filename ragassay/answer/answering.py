@@ -8,6 +8,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from ragassay.answer.grounding import (
+    ANSWER_PROMPT_VERSION,
+    CONVERSATION_PROMPT_VERSION,
     CONVERSATION_TURNS,
     AnswerOutput,
     GroundedAnswer,
@@ -20,6 +22,7 @@ from ragassay.answer.grounding import (
 )
 from ragassay.answer.settings import AnswerSettings
 from ragassay.errors import RagassayError
+from ragassay.llm.settings import model_id_of
 from ragassay.llm.structured import generate_structured
 from ragassay.resources import Resources
 from ragassay.search.followups import Exchange, history_query, search_query
@@ -138,3 +141,27 @@ def _as_searched(
     answer.search_query, answer.in_context = asked_in
     answer.rerank = searched.rerank
     return answer
+
+
+def answer_payload(answer: GroundedAnswer, config: AnswerSettings) -> dict:
+    """The JSON form of an answer: outcome, text, cited spans, sources, model and cost."""
+    return {
+        "question": answer.question,
+        "outcome": answer.outcome,
+        "reason": answer.reason,
+        "text": answer.text,
+        "statements": [{"text": s.text, "citations": [c.__dict__ for c in s.citations]} for s in answer.statements],
+        "sources": [s.__dict__ for s in answer.sources],
+        "dropped_citations": answer.dropped_citations,
+        "dropped_statements": answer.dropped_statements,
+        "unparseable": answer.unparseable,
+        "relevance": answer.relevance,
+        "search_query": answer.search_query,
+        "groundedness": config.groundedness,
+        "model_id": model_id_of(config.model),
+        # The conversation is in the prompt of a follow-up, but for a configuration without memory.
+        "prompt_version": CONVERSATION_PROMPT_VERSION
+        if answer.search_query and config.followup_query != "alone"
+        else ANSWER_PROMPT_VERSION,
+        "usage": answer.usage.as_metrics(),
+    }

@@ -206,6 +206,9 @@ def eval_answers(
     judge_name: str | None = JUDGE_NAME_OPTION,
     judge_api_key_env: str | None = JUDGE_API_KEY_ENV_OPTION,
     save_records: Path | None = field_option(AnswerEvalSettings, "save_records", "--save-records"),
+    metrics: list[str] | None = override_option(
+        AnswerEvalSettings, "metrics", "--metrics", lead="One answer metric to score; repeatable. "
+    ),
     task_runner: str | None = TASK_RUNNER_OPTION,
     dask_address: str | None = DASK_ADDRESS_OPTION,
     workers: int | None = WORKERS_OPTION,
@@ -231,6 +234,7 @@ def eval_answers(
                 "max_dialogues": max_dialogues,
                 "seed": seed,
                 "save_records": save_records,
+                "metrics": metrics or None,
             },
         )
         if no_pairwise:

@@ -267,7 +267,7 @@ def _stored_budgets(
 ) -> list[LabelBudgetReport]:
     """The label budget of each of the sample's collections, from the verdicts its labels hold
     (none without a target width)."""
-    from ragassay.judge.calibration import BudgetRequest, stored_verdict_budget
+    from ragassay.judge.label_budget import BudgetRequest, stored_verdict_budget
 
     if target_width is None:
         return []
@@ -289,7 +289,7 @@ def _now():
 
 
 def _stored_labels(home: Path, collections: list[str]):
-    from ragassay.judge.calibration import collection_labels
+    from ragassay.judge.label_files import collection_labels
 
     return collection_labels(home, collections)
 
@@ -444,7 +444,7 @@ def _review_in_terminal(review) -> dict:
 
 def _budget_request(home: Path, collection: str, batch: str | None, target_width: float):
     """The batch's per-question faithfulness of each configuration, read before the judge loads."""
-    from ragassay.judge.calibration import BudgetRequest, latest_labelled_batch
+    from ragassay.judge.label_budget import BudgetRequest, latest_labelled_batch
     from ragassay.judge.labelled_batches import judged_runs
 
     batch = batch or latest_labelled_batch(home, collection)

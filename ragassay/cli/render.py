@@ -18,6 +18,7 @@ from ragassay.metrics.conversations import CONVERSATION_SUCCESS, FollowupGapRow
 from ragassay.metrics.corrected_rows import has_correction
 from ragassay.metrics.names import (
     JUDGED_METRICS,
+    METRIC_TITLES,
     REPORTED_ANSWER_METRICS,  # noqa: F401 (commands import it from here)
 )
 from ragassay.metrics.names import headline_retrieval_metrics as headline_metrics  # noqa: F401 (commands import it from here)
@@ -304,12 +305,9 @@ def render_estimate(estimate: AnswerEstimate) -> None:
     )
 
 
+# Each answer metric's row: its mean, and the questions it is over.
 ANSWER_COLUMNS = {
-    "faithfulness": ("faithfulness", "faithfulness_scored"),
-    "context recall": ("context_recall", "context_recall_scored"),
-    "answer relevancy": ("answer_relevancy", "answer_relevancy_scored"),
-    "citation precision": ("citation_precision", "citation_precision_scored"),
-    "answer correctness": ("answer_correctness", "answer_correctness_scored"),
+    **{title: (name, f"{name}_scored") for name, title in METRIC_TITLES.items()},
     "refusal recall": ("refusal_recall", "unanswerable_questions"),
     "false refusals": ("false_refusal_rate", "answerable_questions"),
 }

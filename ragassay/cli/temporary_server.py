@@ -2,7 +2,7 @@
 
 Without PREFECT_API_URL, Prefect starts its own temporary server (uvicorn) as a plain subprocess
 and stops it at exit; a CLI killed with SIGKILL (or SIGTERM, which skips atexit) leaves that
-server running with its port open (19 of 24 kills in issue 13, 4 of 4 here). The server started
+server running with its port open (RELIABILITY.md counts how often). The server started
 here is the same Prefect app, run by a child that watches its parent and shuts down within a
 second of the parent's death, however it died (RELIABILITY.md measures it).
 

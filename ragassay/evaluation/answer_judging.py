@@ -120,8 +120,9 @@ def judge_answers(
     answered: list[AnsweredQuestion],
     label: str,
     aligned: AlignedJudges | None = None,
+    metrics: frozenset[str] | None = None,
 ) -> JudgedConfiguration:
-    """Judge each answerable question's answer; answer relevancy embeds with the question
+    """Judge each answerable question's answer for the metrics asked for (None: all); answer relevancy embeds with the question
     collection's own model (the one it was indexed with, the default one when it is not indexed:
     a system under test answers from its own index, so none of ours is needed). A question
     collection with an aligned judge in use (aligned) has its support verdicts read by it."""
@@ -136,6 +137,7 @@ def judge_answers(
             item.question.reference_answer,
             embedder.embed_query,
             by_collection.get(item.question.query_collection),
+            metrics,
         )
 
     with ProgressReporter(f"judging {len(answerable)} answers ({label})", total=len(answerable)) as progress:

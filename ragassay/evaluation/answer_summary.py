@@ -16,13 +16,20 @@ from ragassay.answer.grounding import GroundedAnswer
 from ragassay.evaluation.questions import EvalQuestion
 from ragassay.judge.judge import TOO_LONG
 from ragassay.llm.structured import Usage
-from ragassay.metrics.answers import NO_CONTEXTS, UNREADABLE, AnswerJudgement, false_refusal_rate, refusal_recall
+from ragassay.metrics.answers import (
+    NO_CONTEXTS,
+    NOT_ASKED,
+    UNREADABLE,
+    AnswerJudgement,
+    false_refusal_rate,
+    refusal_recall,
+)
 from ragassay.metrics.averaging import interval_table, mean_scored
 from ragassay.metrics.names import ANSWER_METRICS, REPORTED_ANSWER_METRICS
 from ragassay.metrics.significance import compare_all_pairs
 from ragassay.run_warnings import RunWarning
 from ragassay.search.rerank import RerankStats
-from ragassay.store.schemas import ANSWERS, JUDGMENTS
+from ragassay.store.schemas import JUDGMENTS, answers_spec
 
 
 @dataclass
@@ -81,7 +88,10 @@ def summarize_configuration(
     unanswerable = [a for a in answered if not a.answerable and a.error is None]
     metrics: dict[str, float] = {}
     for name in ANSWER_METRICS:
-        mean, scored = mean_scored([getattr(judgements[a.key], name) for a in answerable if a.key in judgements])
+        scores = [judgements[a.key].scores().get(name, NOT_ASKED) for a in answerable if a.key in judgements]
+        if scores and all(score == NOT_ASKED for score in scores):
+            continue  # left out by the evaluation's `metrics:`, so neither a mean nor a count
+        mean, scored = mean_scored(scores)
         if mean is not None:
             metrics[name] = mean
         metrics[f"{name}_scored"] = scored
@@ -164,7 +174,7 @@ def _answers_frame(
                 **{name: scores[name].value if name in scores else None for name in ANSWER_METRICS},
             }
         )
-    return pl.DataFrame(rows, schema=ANSWERS.schema)
+    return pl.DataFrame(rows, schema=answers_spec(ANSWER_METRICS).schema)
 
 
 def _judgments_frame(

@@ -16,8 +16,9 @@ from typing import Any
 
 from ragassay.evaluation.answer_summary import AnsweredQuestion
 from ragassay.judge.judge import CORRECT_THRESHOLD, context_text
-from ragassay.metrics.answers import UNREADABLE, AnswerJudgement
+from ragassay.metrics.answers import NOT_ASKED, UNREADABLE, AnswerJudgement
 from ragassay.metrics.conversations import turn_handled
+from ragassay.metrics.declared import BY_NAME
 from ragassay.metrics.names import ANSWER_METRICS
 
 # MLflow's span types (mlflow.entities.SpanType), named here so this module needs no MLflow.
@@ -348,6 +349,8 @@ def _feedback(
         scores = judgement.scores()
         for name in ANSWER_METRICS:
             scored = scores[name]
+            if scored == NOT_ASKED:
+                continue
             failing = [
                 v["statement"] for v in verdicts if v["metric"] == name and v["verdict"] in ("unsupported", "incorrect")
             ]
@@ -363,8 +366,8 @@ def _feedback(
                 FeedbackRecord(
                     name,
                     scored.value,
-                    "LLM_JUDGE",
-                    judged_by,
+                    "LLM_JUDGE" if BY_NAME[name].asks_judge else "CODE",
+                    judged_by if BY_NAME[name].asks_judge else "ragassay",
                     rationale=rationale,
                     error=f"not scored: {scored.excluded}" if unreadable else None,
                 )

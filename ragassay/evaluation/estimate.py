@@ -40,6 +40,7 @@ from ragassay.judge.passage_choice import MAX_PASSAGES_ASKED
 from ragassay.llm.settings import ChatModelConfig, model_id_of
 from ragassay.llm.threads import default_threads
 from ragassay.metrics.answers import split_statements
+from ragassay.metrics.declared import ADDED_METRICS
 from ragassay.systems.settings import SystemConfiguration
 
 # Statements and citations of an answered question, measured on the sample corpus with SmolLM2
@@ -154,8 +155,8 @@ def _system_cost(config: AnswerEvalConfig, configuration: SystemConfiguration, c
     call a question at the median latency its newest run of this label measured, `concurrency`
     at a time (seconds unknown until a run has measured it)."""
     system = configuration.system
-    if system.kind in ("records", "trec"):
-        return {"calls": 0, "tokens": None, "seconds": 0.0}, f"records read from {system.path}"
+    if not system.asks:
+        return {"calls": 0, "tokens": None, "seconds": 0.0}, system.source()
     for run in tracking.find_runs(config.home, role="configuration"):
         p50 = run.data.metrics.get("latency_p50_ms")
         if run.data.tags.get(tracking.TAG_LABEL) != configuration.label or p50 is None:
@@ -210,7 +211,9 @@ def estimate_answer_eval(config: AnswerEvalConfig) -> AnswerEstimate:
     rows = []
     for configuration in config.configurations:
         sources = TYPICAL_SOURCES if isinstance(configuration, SystemConfiguration) else configuration.k
-        judge_expected, judge_most = _judge_calls(answerable, reference_sentences, with_reference, sources)
+        judge_expected, judge_most = _judge_calls(
+            answerable, reference_sentences, with_reference, sources, config.metrics
+        )
         if isinstance(configuration, SystemConfiguration):
             # The system answers itself: one call per question, at its own measured latency.
             answer, basis = _system_cost(config, configuration, total)
@@ -252,17 +255,38 @@ def estimate_answer_eval(config: AnswerEvalConfig) -> AnswerEstimate:
     )
 
 
-def _judge_calls(answerable: int, reference_sentences: int, with_reference: int, sources: int) -> tuple[int, int]:
-    """Expected and largest number of judge calls for one configuration: each statement against
-    the passages asked, each citation, each answer's relevancy, each reference sentence against
-    the passages (context recall); the largest with every call asked twice (a retry)."""
+def _judge_calls(
+    answerable: int, reference_sentences: int, with_reference: int, sources: int, metrics: tuple[str, ...] | None
+) -> tuple[int, int]:
+    """Expected and largest number of judge calls for one configuration, of the metrics asked for
+    (None: all): each statement against the passages asked (faithfulness), each citation
+    (citation precision), each answer's implied question (answer relevancy), each reference
+    sentence against the passages (context recall), each answer's grade (answer correctness), and
+    for an added metric that asks the judge, one call an answer (at most one a statement); the
+    largest with every call asked twice (a retry)."""
+    asks = (lambda name: True) if metrics is None else metrics.__contains__
     asked, most_asked = min(TYPICAL_PASSAGES_ASKED, sources), min(MAX_PASSAGES_ASKED, sources)
+    added = sum(1 for metric in ADDED_METRICS if metric.asks_judge and asks(metric.name))
     expected = (
-        answerable * (TYPICAL_STATEMENTS * asked + TYPICAL_CITATIONS + 1) + reference_sentences * asked + with_reference
+        answerable
+        * (
+            asks("faithfulness") * TYPICAL_STATEMENTS * asked
+            + asks("citation_precision") * TYPICAL_CITATIONS
+            + asks("answer_relevancy")
+            + added
+        )
+        + asks("context_recall") * reference_sentences * asked
+        + asks("answer_correctness") * with_reference
     )
     most = 2 * (
-        answerable * (MAX_STATEMENTS * (most_asked + MAX_CITATIONS_PER_STATEMENT) + 1)
-        + reference_sentences * most_asked
-        + with_reference
+        answerable
+        * (
+            asks("faithfulness") * MAX_STATEMENTS * most_asked
+            + asks("citation_precision") * MAX_STATEMENTS * MAX_CITATIONS_PER_STATEMENT
+            + asks("answer_relevancy")
+            + added * MAX_STATEMENTS
+        )
+        + asks("context_recall") * reference_sentences * most_asked
+        + asks("answer_correctness") * with_reference
     )
     return expected, most

@@ -19,7 +19,6 @@ from ragassay.metrics.answers import split_statements
 from ragassay.progress import ProgressReporter
 from ragassay.search.followups import Exchange, history_query
 from ragassay.store.workspace import collection_paths, load_documents
-from ragassay.systems.collect import collect_records
 from ragassay.systems.doc_ids import DocIdMapper
 from ragassay.systems.records import Retrieved, SystemRecord, write_records
 from ragassay.systems.settings import SystemConfiguration
@@ -49,9 +48,7 @@ def system_answers(
 ) -> list[AnsweredQuestion]:
     """Each (question, answerable) answered by the system under test."""
     with ProgressReporter(f"asking {configuration.label} {len(questions)} questions", total=len(questions)) as progress:
-        collected = collect_records(
-            configuration.system, [system_question_of(q) for q, _ in questions], cache, progress
-        )
+        collected = configuration.system.collect([system_question_of(q) for q, _ in questions], cache, progress)
     mappers = {}
     for name in collections:
         paths = collection_paths(home, name)

@@ -22,9 +22,8 @@ from ragassay.llm.cache import CompletionCache
 from ragassay.progress import ProgressReporter
 from ragassay.run_warnings import RunWarning
 from ragassay.store.workspace import collection_paths, load_documents
-from ragassay.systems.collect import collect_records
 from ragassay.systems.doc_ids import DocIdMapper
-from ragassay.systems.records import Retrieved, SystemQuestion, SystemRecord, check_document_ids, write_records
+from ragassay.systems.records import Retrieved, SystemQuestion, SystemRecord, write_records
 from ragassay.systems.settings import SystemConfiguration
 
 
@@ -74,11 +73,10 @@ def run_system(
     # is the one the golden set wrote; only the scored questions' records are kept.
     asked = with_earlier_turns(questions)
     with ProgressReporter(f"asking {label} {len(asked)} questions", total=len(asked)) as progress:
-        collected = collect_records(configuration.system, [system_question_of(q) for q in asked], cache, progress)
+        collected = configuration.system.collect([system_question_of(q) for q in asked], cache, progress)
     scored = {q.query_id for q in questions}
     collected = replace(collected, records=[r for r in collected.records if r.query_id in scored])
-    if configuration.system.kind == "records":
-        check_document_ids(collected.records, configuration.system.column_names(), configuration.system.path)
+    configuration.system.check_records(collected.records)
     mappers, warnings = _id_mappers(home, collections, configuration)
     ranked: list[list[tuple[DocKey, float | None]]] = []
     longer = 0

@@ -2,10 +2,16 @@
 
 - prompts: each judgement's instruction, examples, output schema and version, kept together.
 - judge: the Judge (asks, remembers identical judgements) and judging one answer for every metric.
+- metric_input: what an added answer metric is given to score one answer (metrics/declared.py).
 - passage_choice: which passages a statement is judged against, most similar first (pure).
 - evaluation_judges: a process's judge per model and workspace for the evaluation running now.
 - calibration: the judge's support verdicts against human labels (accuracy, Cohen's kappa), and
   the labels an evaluation's judged metrics are corrected with.
+- label_files: statements labelled outside ragassay (label files), seeded samples and context
+  groups of them, and every label a collection stores.
+- label_budget: how many more labels would narrow a corrected interval to a target width.
+- aligned_store: aligned judges stored in a collection and loaded for an evaluation's judge.
+- pairwise_calibration: the position bias of the judge's pairwise verdicts.
 - labels: people's labels of the judge's verdicts (a package: sample, store, files): seeded,
   stratified samples of a batch, the collection's label table, export and import.
 - labelled_batches: a batch's judged runs read back from MLflow, and label files matched to

@@ -157,7 +157,7 @@ class PairRow(_Report):
 
 
 class PairwiseCalibration(_JudgeRun):
-    """Position bias of the judge's pairwise verdicts (judge/calibration.calibrate_pairwise)."""
+    """Position bias of the judge's pairwise verdicts (judge/pairwise_calibration.calibrate_pairwise)."""
 
     golden_file: str
     pairs: int

@@ -16,6 +16,7 @@ from pydantic import BaseModel
 from ragassay.answer.grounding import GroundedAnswer, Source
 from ragassay.judge.alignment import AlignedJudge
 from ragassay.judge.learned_verdict import LEARNED_THRESHOLD, LearnedVerdict, learned_verdict_for
+from ragassay.judge.metric_input import MetricInput
 from ragassay.judge.passage_choice import passages_to_ask
 from ragassay.judge.prompts import (
     CORRECTNESS_MAX_TOKENS,
@@ -42,6 +43,7 @@ from ragassay.llm.structured import Structured, Usage, generate_structured, unre
 from ragassay.llm.threads import in_order
 from ragassay.metrics.answers import (
     NO_CONTEXTS,
+    NOT_ASKED,
     AnswerJudgement,
     Scored,
     Verdict,
@@ -52,6 +54,7 @@ from ragassay.metrics.answers import (
     faithfulness,
     split_statements,
 )
+from ragassay.metrics.declared import ADDED_METRICS
 
 # Tokens the chat template adds around each message (role markers); used to check a prompt fits.
 TEMPLATE_TOKENS_PER_MESSAGE = 8
@@ -442,9 +445,12 @@ def judge_answer(
     reference_answer: str | None,
     embed: Callable[[str], np.ndarray],
     aligned: AlignedJudge | None = None,
+    metrics: frozenset[str] | None = None,
 ) -> JudgedAnswer:
-    """Faithfulness, context recall, answer relevancy, citation precision and answer correctness
-    of one answer, each from its own function below.
+    """The answer metrics of one answer (metrics/declared.py): faithfulness, context recall,
+    answer relevancy, citation precision and answer correctness each from its own function
+    below, an added metric from its declaration's `score`; those `metrics` leaves out (None: all)
+    are not asked (metrics.answers.NOT_ASKED), and cost nothing.
 
     embed: the question collection's embedding model (normalized vectors), for answer relevancy.
     Answer correctness asks the grading pairwise comparison asks (judge.correctness of the
@@ -455,13 +461,15 @@ def judge_answer(
     A dialogue's follow-up is judged as asked in its conversation (answer.question_in_context:
     "And the autumn one?" with the questions before it), for every prompt that shows a question.
     """
+    asks = (lambda name: True) if metrics is None else metrics.__contains__
     verdicts = _Verdicts(judge, answer.question_in_context, aligned)
     context = context_text(answer.sources)
     reference_statements = split_statements(reference_answer)
-    answer_statements = [] if answer.outcome == "refused" or not answer.contexts_returned else answer.statements
+    judged_statements = answer.outcome != "refused" and answer.contexts_returned and asks("faithfulness")
+    answer_statements = answer.statements if judged_statements else []
     # Every statement judged against the sources passage by passage, in one pass (prompts that
     # share a passage share their prefix): the reference's statements, then the answer's.
-    asked_references = reference_statements if answer.sources else []
+    asked_references = reference_statements if answer.sources and asks("context_recall") else []
     over_passages = (
         judge.support_by_passage(
             context.splitlines(), asked_references + [s.text for s in answer_statements], answer.question_in_context
@@ -470,21 +478,73 @@ def judge_answer(
         else []
     )
     reference_results, answer_results = over_passages[: len(asked_references)], over_passages[len(asked_references) :]
-    recall = (
-        _context_recall(verdicts, answer, context, reference_statements, reference_results)
-        if reference_statements or not (reference_answer or "").strip()
-        else Scored(None, "the reference answer states nothing to look for (a bare answer such as 'Yes.')")
-    )
+    if not asks("context_recall"):
+        recall = NOT_ASKED
+    elif reference_statements or not (reference_answer or "").strip():
+        recall = _context_recall(verdicts, answer, context, reference_statements, reference_results)
+    else:
+        recall = Scored(None, "the reference answer states nothing to look for (a bare answer such as 'Yes.')")
+    added = _added_metrics(verdicts, MetricInputs(answer, context, reference_answer, embed), asks)
     if answer.outcome == "refused":
         not_scored = Scored(None, REFUSED)
-        judgement = AnswerJudgement(not_scored, recall, not_scored, not_scored, not_scored, None, verdicts.rows)
+        refused = {name: not_scored if asks(name) else NOT_ASKED for name in _SCORED_ONLY_WHEN_ANSWERED}
+        judgement = AnswerJudgement(**refused, context_recall=recall, verdicts=verdicts.rows, added=added)
         return JudgedAnswer(judgement, *judging_cost(verdicts.asked))
-    faithful = _faithfulness(verdicts, answer, context, answer_results)
-    cited = _citation_precision(verdicts, answer)
-    relevancy, implied_question = _answer_relevancy(verdicts, answer, embed)
-    correct = _answer_correctness(verdicts, answer, reference_answer)
-    judgement = AnswerJudgement(faithful, recall, relevancy, cited, correct, implied_question, verdicts.rows)
+    relevancy, implied_question = (
+        _answer_relevancy(verdicts, answer, embed) if asks("answer_relevancy") else (NOT_ASKED, None)
+    )
+    judgement = AnswerJudgement(
+        faithfulness=_faithfulness(verdicts, answer, context, answer_results) if asks("faithfulness") else NOT_ASKED,
+        context_recall=recall,
+        answer_relevancy=relevancy,
+        citation_precision=_citation_precision(verdicts, answer) if asks("citation_precision") else NOT_ASKED,
+        answer_correctness=(
+            _answer_correctness(verdicts, answer, reference_answer) if asks("answer_correctness") else NOT_ASKED
+        ),
+        implied_question=implied_question,
+        verdicts=verdicts.rows,
+        added=added,
+    )
     return JudgedAnswer(judgement, *judging_cost(verdicts.asked))
+
+
+# The built-in metrics a refused answer does not have (context recall is retrieval's).
+_SCORED_ONLY_WHEN_ANSWERED = ("faithfulness", "answer_relevancy", "citation_precision", "answer_correctness")
+
+
+@dataclass(frozen=True)
+class MetricInputs:
+    """What every added metric of one answer is given besides the judge."""
+
+    answer: GroundedAnswer
+    context: str
+    reference_answer: str | None
+    embed: Callable[[str], np.ndarray]
+
+
+def _added_metrics(verdicts: _Verdicts, given: MetricInputs, asks: Callable[[str], bool]) -> dict[str, Scored]:
+    """The declared metrics beyond the built-in ones (metrics/declared.ADDED_METRICS) that are
+    asked for, each from its own score function; a refused answer has only those scored whatever
+    the answer was."""
+    scored = {}
+    for metric in ADDED_METRICS:
+        if not asks(metric.name):
+            scored[metric.name] = NOT_ASKED
+        elif given.answer.outcome == "refused" and not metric.scored_when_refused:
+            scored[metric.name] = Scored(None, REFUSED)
+        else:
+            scored[metric.name] = metric.score(
+                MetricInput(
+                    metric.name,
+                    given.answer,
+                    given.answer.question_in_context,
+                    given.context,
+                    given.reference_answer,
+                    given.embed,
+                    lambda name, index, statement, against: verdicts.support(name, index, statement, None, against, []),
+                )
+            )
+    return scored
 
 
 def _context_recall(

@@ -13,7 +13,7 @@ from pydantic import BaseModel
 from ragassay import tracking
 from ragassay.errors import ConfigError
 from ragassay.judge import labels as labelling
-from ragassay.judge.calibration import outside_label_rows, read_labelled_statements
+from ragassay.judge.label_files import outside_label_rows, read_labelled_statements
 from ragassay.judge.labels import JudgedConfiguration
 from ragassay.store.workspace import collection_paths
 
@@ -78,7 +78,7 @@ def import_outside_labels(
     home: Path, path: Path, collection: str, who: str, replace: bool, now: datetime
 ) -> LabelImport:
     """Labelled statements in the calibration shape stored as the collection's labels (judge/
-    calibration.outside_label_rows); nothing stored when any row is bad or contradicts another."""
+    label_files.outside_label_rows); nothing stored when any row is bad or contradicts another."""
     collection_paths(home, collection)
     rows = outside_label_rows(read_labelled_statements(path), collection, who, now)
     counts = labelling.store_labels(home, collection, rows, replace)

@@ -19,9 +19,8 @@ statement; a statement's verdict over several passages is the highest of its ver
 the passages asked (judge/judge.py, Judge.support_by_passage): the most lexically similar first
 (judge/passage_choice.py), the next only when that one does not support it, at most
 MAX_PASSAGES_ASKED. Asked passage by passage, consecutive judgements share a long prompt prefix
-that llama.cpp evaluates once. Version 5 (issue 35) chose the passages; its prompt text is version
-4's (issue 26: the question and a verdict per passage, every passage asked); version 3 judged the
-whole context at once.
+that llama.cpp evaluates once. Each prompt's version is part of every cache key and MLflow param
+that depends on it: a changed prompt is a new version, never a stale verdict.
 """
 
 from __future__ import annotations

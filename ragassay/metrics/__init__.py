@@ -5,7 +5,9 @@
   pairwise outcomes.
 - agreement: a judge against human labels: accuracy, balanced accuracy, Cohen's kappa with a
   bootstrap interval, per-class precision and recall.
-- names: metric names parsed in one place, and their MLflow-safe form.
+- declared: every answer metric declared once (name, meaning, direction, what scores it).
+- names: metric names parsed in one place, their MLflow-safe form, and the lists derived from
+  the declarations.
 - averaging: per-question values into run values, one rule for every metric.
 - significance: paired bootstrap confidence interval and randomization p-value.
 - conversations: a dialogue's turns resampled together, the follow-up gap, conversation success.

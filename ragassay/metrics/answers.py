@@ -27,6 +27,7 @@ Verdict = bool | None
 UNREADABLE = "unreadable judge output"
 NOTHING_TO_JUDGE = "nothing to judge"
 NO_CONTEXTS = "not applicable: the system under test returned no context text"
+NOT_ASKED_REASON = "not asked for in this evaluation (its `metrics:` leave it out)"
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,9 @@ class Scored:
     @property
     def counted(self) -> bool:
         return self.value is not None
+
+
+NOT_ASKED = Scored(None, NOT_ASKED_REASON)
 
 
 def supported_fraction(verdicts: Sequence[Verdict], nothing_reason: str = NOTHING_TO_JUDGE) -> Scored:
@@ -122,15 +126,13 @@ class AnswerJudgement:
     answer_correctness: Scored = Scored(None, NOTHING_TO_JUDGE)
     implied_question: str | None = None
     verdicts: list[dict] = field(default_factory=list)
+    # The metrics added by declaration (metrics/declared.ADDED_METRICS), by name.
+    added: dict[str, Scored] = field(default_factory=dict)
 
     def scores(self) -> dict[str, Scored]:
-        return {
-            "faithfulness": self.faithfulness,
-            "context_recall": self.context_recall,
-            "answer_relevancy": self.answer_relevancy,
-            "citation_precision": self.citation_precision,
-            "answer_correctness": self.answer_correctness,
-        }
+        """Every metric's score by name: the built-in ones, then the added ones."""
+        built_in = ("faithfulness", "context_recall", "answer_relevancy", "citation_precision", "answer_correctness")
+        return {name: getattr(self, name) for name in built_in} | self.added
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")

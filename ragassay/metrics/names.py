@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ragassay.metrics.declared import DECLARED_METRICS
 from ragassay.metrics.retrieval import (
     Judged,
     hit_rate_at_k,
@@ -20,20 +21,24 @@ from ragassay.metrics.retrieval import (
     reciprocal_rank,
 )
 
-# The answer metrics, in the order tables show them (metrics/answers.py computes each).
-ANSWER_METRICS = ("faithfulness", "context_recall", "answer_relevancy", "citation_precision", "answer_correctness")
-# Every answer metric a report shows, bounds and compares: the judged ones, then refusal in both
-# directions (counted from outcomes, no judge).
-REPORTED_ANSWER_METRICS = (*ANSWER_METRICS, "refusal_recall", "false_refusal_rate")
+# The answer metrics scored per question, in the order tables show them, as declared
+# (metrics/declared.py: the built-in ones, then any a plugin adds).
+ANSWER_METRICS = tuple(metric.name for metric in DECLARED_METRICS)
+# The refusal metrics, counted from outcomes (no judge), in both directions.
+REFUSAL_METRICS = ("refusal_recall", "false_refusal_rate")
+# Every answer metric a report shows, bounds and compares: the judged ones, then refusal.
+REPORTED_ANSWER_METRICS = (*ANSWER_METRICS, *REFUSAL_METRICS)
 # Beside a retrieval configuration's means: the questions they are over (a system's failed calls
 # are in none), so means over different question sets say so.
 QUESTIONS_SCORED = "questions_scored"
 # Metrics where the lower value is the better one (every other metric: higher is better).
-LOWER_IS_BETTER = ("false_refusal_rate",)
+LOWER_IS_BETTER = ("false_refusal_rate", *(metric.name for metric in DECLARED_METRICS if not metric.higher_is_better))
 # The answer metrics made of support verdicts, which people's labels can correct for the judge's
 # error (metrics/judge_error.py); each is also reported as METRIC.corrected with its interval,
 # METRIC.corrected_low and METRIC.corrected_high (logged as METRIC_corrected... in MLflow).
-JUDGED_METRICS = ("faithfulness", "context_recall", "citation_precision")
+JUDGED_METRICS = tuple(metric.name for metric in DECLARED_METRICS if metric.corrected_by_labels)
+# How tables and reports write each answer metric.
+METRIC_TITLES = {metric.name: metric.title for metric in DECLARED_METRICS}
 CORRECTED_PARTS = ("corrected", "corrected_low", "corrected_high")
 CORRECTED_METRICS = tuple(f"{metric}.{part}" for metric in JUDGED_METRICS for part in CORRECTED_PARTS)
 

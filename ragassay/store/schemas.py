@@ -107,7 +107,7 @@ GOLDEN = TableSpec(
     ),
 )
 
-# Golden dialogues (issue 39): one row per turn of a conversation whose later questions depend on
+# Golden dialogues: one row per turn of a conversation whose later questions depend on
 # the earlier ones. A turn's id is `DIALOGUE#TURN` (`g07#2`); an unanswerable turn names no
 # expected documents and measures refusal in context.
 DIALOGUES = TableSpec(
@@ -220,8 +220,9 @@ DIALOGUE_CANDIDATES = TableSpec(
     ),
 )
 
-# Answer evaluation: one row per (configuration, question); metric columns are null when the
-# question was not scored for that metric (the reason is in the batch's warnings or the outcome).
+# Answer evaluation: one row per (configuration, question), then one column per answer metric
+# (answers_spec); a metric column is null when the question was not scored for that metric (the
+# reason is in the batch's warnings or the outcome).
 ANSWERS = TableSpec(
     "answers",
     3,
@@ -253,14 +254,16 @@ ANSWERS = TableSpec(
             "answer_model_seconds": pl.Float64,
             "answer_seconds": pl.Float64,
             "implied_question": pl.String,
-            "faithfulness": pl.Float64,
-            "context_recall": pl.Float64,
-            "answer_relevancy": pl.Float64,
-            "citation_precision": pl.Float64,
-            "answer_correctness": pl.Float64,  # version 2
         }
     ),
 )
+
+
+def answers_spec(metrics: tuple[str, ...]) -> TableSpec:
+    """The answers table with one Float64 column per answer metric, in the order given (the
+    declared metrics: metrics/declared.py)."""
+    return TableSpec(ANSWERS.name, ANSWERS.version, pl.Schema({**ANSWERS.schema, **dict.fromkeys(metrics, pl.Float64)}))
+
 
 JUDGMENTS = TableSpec(
     "judgments",

@@ -1,60 +1,17 @@
-"""A system's records for the golden questions, whichever kind of system it is, matched to the
-questions by `query_id` (the golden entry's id, or a dialogue turn's `g07#2`), by `conversation_id`
-and `turn` for a record of a conversation's turn, or, for a record without either, by the exact
-question text. A question no record answers becomes a record with error kind `missing`; records
+"""A system's stored records matched to the golden questions (how a kind whose records are read
+from a file collects them): by `query_id` (the golden entry's id, or a dialogue turn's `g07#2`),
+by `conversation_id` and `turn` for a record of a conversation's turn, or, for a record without
+either, by the exact question text. A question no record answers becomes a record with error kind `missing`; records
 that match no question are counted and named; two records for one question are refused naming
 both lines, unless the records system's `duplicates:` keeps the first or the last."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from ragassay.errors import ConfigError, listed_problems
-from ragassay.llm.cache import CompletionCache
-from ragassay.systems.calls import call_system
-from ragassay.systems.records import (
-    Retrieved,
-    SystemQuestion,
-    SystemRecord,
-    check_document_ids,
-    failed_record,
-    read_records,
-    system_question,
-)
-from ragassay.systems.settings import SystemSpec
-from ragassay.systems.trec import read_trec_run
-
-
-@dataclass(frozen=True)
-class CollectedRecords:
-    """One record per question, in the questions' order; records that matched none."""
-
-    records: list[SystemRecord]
-    unmatched: list[str]
-    repeated: list[str]  # records not scored because another record of their question is (duplicates: first|last)
-
-
-def collect_records(
-    system: SystemSpec,
-    questions: list[SystemQuestion],
-    cache: CompletionCache | None,
-    on_progress: Callable[[int, int], None] = lambda done, total: None,
-) -> CollectedRecords:
-    """The records of the questions from the system (a called system is asked each
-    conversation's turns in order, with the conversation so far: systems/calls.py)."""
-    if system.kind in ("http", "python"):
-        return CollectedRecords(call_system(system, questions, cache, on_progress), [], [])
-    if system.kind == "trec":
-        stored = [
-            SystemRecord(qid, None, retrieved=tuple(Retrieved(doc_id, None, score) for doc_id, score in ranking))
-            for qid, ranking in read_trec_run(system.path).items()
-        ]
-    else:
-        stored = read_records(system.path, system.column_names())
-    collected = match_records(stored, questions, getattr(system, "duplicates", "refuse"))
-    on_progress(len(questions), len(questions))
-    return collected
+from ragassay.systems.kind import CollectedRecords
+from ragassay.systems.records import SystemQuestion, SystemRecord, failed_record, system_question
 
 
 def match_records(
@@ -125,10 +82,3 @@ def _as_asked(record: SystemRecord, question: SystemQuestion) -> SystemRecord:
         conversation_id=question.conversation_id,
         turn=question.turn,
     )
-
-
-def check_retrieval_records(system: SystemSpec) -> None:
-    """A ConfigError (before any work) when a records system holds no document id at all, so a
-    retrieval evaluation of it would measure nothing; its answers can still be evaluated."""
-    if system.kind == "records":
-        check_document_ids(read_records(system.path, system.column_names()), system.column_names(), system.path)

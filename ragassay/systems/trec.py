@@ -1,14 +1,46 @@
-"""TREC run files, read with trec_eval's semantics: `qid Q0 docid rank score tag` per line; each
-query's documents ranked by score, higher first, ties broken by docid in descending order (as
-trec_eval's `comp_sim_docno` does); the rank column is ignored, as trec_eval ignores it."""
+"""`kind: trec`: a TREC run file, read with trec_eval's semantics: `qid Q0 docid rank score tag`
+per line; each query's documents ranked by score, higher first, ties broken by docid in
+descending order (as trec_eval's `comp_sim_docno` does); the rank column is ignored, as trec_eval
+ignores it. Retrieval only."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
+from typing import ClassVar, Literal
 
 from ragassay.errors import ConfigError, listed_problems
+from ragassay.llm.cache import CompletionCache
+from ragassay.systems.collect import match_records
+from ragassay.systems.kind import CollectedRecords, SystemKind
+from ragassay.systems.records import Retrieved, SystemQuestion, SystemRecord
 from ragassay.user_files import read_user_text
+
+
+class TrecSystem(SystemKind):
+    """A TREC run file (`qid Q0 docid rank score tag`): retrieval only."""
+
+    kind: Literal["trec"]
+    path: Path
+    asks: ClassVar[bool] = False
+
+    def collect(
+        self,
+        questions: list[SystemQuestion],
+        cache: CompletionCache | None,
+        on_progress: Callable[[int, int], None],
+    ) -> CollectedRecords:
+        stored = [
+            SystemRecord(qid, None, retrieved=tuple(Retrieved(doc_id, None, score) for doc_id, score in ranking))
+            for qid, ranking in read_trec_run(self.path).items()
+        ]
+        collected = match_records(stored, questions)
+        on_progress(len(questions), len(questions))
+        return collected
+
+    def source(self) -> str:
+        return f"records read from {self.path}"
 
 
 def read_trec_run(path: Path) -> dict[str, list[tuple[str, float]]]:

@@ -97,7 +97,8 @@ def test_the_report_carries_the_summary_and_where_the_batch_is():
 
 def _answers(label: str, rows: list[tuple[str, bool, str, float | None]]) -> pl.DataFrame:
     """An answers table of (query id, answerable, outcome, faithfulness) rows, every other metric null."""
-    from ragassay.store.schemas import ANSWERS
+    from ragassay.metrics.names import ANSWER_METRICS
+    from ragassay.store.schemas import answers_spec
 
     return pl.DataFrame(
         [
@@ -111,7 +112,7 @@ def _answers(label: str, rows: list[tuple[str, bool, str, float | None]]) -> pl.
             }
             for query_id, answerable, outcome, faithfulness in rows
         ],
-        schema=ANSWERS.schema,
+        schema=answers_spec(ANSWER_METRICS).schema,
     )
 
 

@@ -16,7 +16,7 @@ import pytest
 from sklearn.metrics import balanced_accuracy_score, roc_auc_score
 
 from ragassay.errors import CollectionDeleted, ConfigError
-from ragassay.judge import alignment, calibration
+from ragassay.judge import aligned_store, alignment, calibration, label_files
 from ragassay.judge.alignment import AlignedJudge, LabelledJudgement, align_judge, numbers_found
 from ragassay.judge.judge import support_threshold_for
 from ragassay.judge.prompts import SUPPORT_PROMPT_VERSION
@@ -191,8 +191,8 @@ def labelled_collection(tmp_path):
     items = _off_threshold()
     paths = collection_paths(tmp_path, "c", must_exist=False)
     write_table(_labels_table(items), paths.judge_labels, JUDGE_LABELS)
-    rows = calibration.labelled_statements(calibration.collection_labels(tmp_path, ["c"]))
-    judgements = calibration.labelled_judgements(rows, {row["item_id"]: row["p_supported"] for row in rows})
+    rows = calibration.labelled_statements(label_files.collection_labels(tmp_path, ["c"]))
+    judgements = aligned_store.labelled_judgements(rows, {row["item_id"]: row["p_supported"] for row in rows})
     digest = alignment.labels_digest((row["item_id"], row["label"] == "supported") for row in rows)
     aligned = align_judge("c", judgements, JUDGE, SUPPORT_PROMPT_VERSION, THRESHOLD, digest=digest)
     paths.aligned_judge.write_text(json.dumps(aligned.as_json()))
@@ -205,7 +205,7 @@ def _never(row: dict) -> float:
 
 def test_the_correction_reads_the_cross_fitted_verdicts_of_the_labels_the_judge_was_fitted_on(labelled_collection):
     home, _, aligned = labelled_collection
-    loaded = calibration.load_aligned_judges(home, ["c"], JUDGE)
+    loaded = aligned_store.load_aligned_judges(home, ["c"], JUDGE)
     assert set(loaded.by_collection) == {"c"} and loaded.notes == ()
     corrected = calibration.judge_calibration(home, ["c"], JUDGE, _never, loaded)
     plain = calibration.judge_calibration(home, ["c"], JUDGE, _never)
@@ -218,12 +218,12 @@ def test_the_correction_reads_the_cross_fitted_verdicts_of_the_labels_the_judge_
 
 def test_an_aligned_judge_fitted_on_other_labels_or_for_another_judge_is_set_aside_with_a_note(labelled_collection):
     home, items, _ = labelled_collection
-    assert calibration.load_aligned_judges(home, ["c"], "smollm2:other").by_collection == {}
-    assert "not this judge" in calibration.load_aligned_judges(home, ["c"], "smollm2:other").notes[0]
+    assert aligned_store.load_aligned_judges(home, ["c"], "smollm2:other").by_collection == {}
+    assert "not this judge" in aligned_store.load_aligned_judges(home, ["c"], "smollm2:other").notes[0]
     paths = collection_paths(home, "c", must_exist=False)
     relabelled = _labels_table([*items[:-1], LabelledJudgement(**{**items[-1].__dict__, "supported": False})])
     write_table(relabelled, paths.judge_labels, JUDGE_LABELS)
-    loaded = calibration.load_aligned_judges(home, ["c"], JUDGE)
+    loaded = aligned_store.load_aligned_judges(home, ["c"], JUDGE)
     assert loaded.by_collection == {}
     assert "labels changed since its aligned judge was fitted" in loaded.notes[0]
     note = calibration.judge_calibration(home, ["c"], JUDGE, _never, loaded).warnings()[0]
@@ -234,13 +234,13 @@ def test_a_damaged_aligned_judge_file_is_named(labelled_collection):
     home, _, _ = labelled_collection
     collection_paths(home, "c", must_exist=False).aligned_judge.write_text('{"schema_version": 1, "collection": "c"}')
     with pytest.raises(ConfigError, match=r"aligned_judge\.json cannot be read as an aligned judge"):
-        calibration.load_aligned_judges(home, ["c"], JUDGE)
+        aligned_store.load_aligned_judges(home, ["c"], JUDGE)
 
 
 def test_an_aligned_judge_is_not_stored_into_a_collection_deleted_meanwhile(tmp_path):
     aligned = align_judge("gone", _off_threshold(), JUDGE, SUPPORT_PROMPT_VERSION, THRESHOLD)
     with pytest.raises(CollectionDeleted, match="'gone' was deleted while `judge calibrate` ran"):
-        calibration.store_aligned_judge(tmp_path, aligned)
+        aligned_store.store_aligned_judge(tmp_path, aligned)
     assert not collection_paths(tmp_path, "gone", must_exist=False).root.exists(), "no folder made anew"
 
 

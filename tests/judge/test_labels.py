@@ -27,8 +27,8 @@ from ragassay.config_errors import parse_config
 from ragassay.golden.store import add_from_file
 from ragassay.judge import labels as labelling
 from ragassay.judge.alignment import AlignedJudge, labels_digest
-from ragassay.judge.calibration import collection_labels
 from ragassay.judge.judge import support_threshold_for
+from ragassay.judge.label_files import collection_labels
 from ragassay.judge.prompts import SUPPORT_PROMPT_VERSION
 from ragassay.store.schemas import JUDGE_LABELS
 from ragassay.store.tables import read_table

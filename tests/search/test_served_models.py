@@ -335,7 +335,12 @@ def test_an_answer_evaluation_says_when_its_served_reranker_fell_back(server, ho
     reranked = {"label": "served-rerank", "search_type": "hybrid", "rerank": reranker(server), "rerank_candidates": 3}
     configuration = reranked | {"k": 2, "max_answer_tokens": 64, "model": smollm2}
     config = parse_config(
-        AnswerEvalConfig, collections=["sample"], configurations=[configuration], max_questions=2, judge=smollm2, home=home
+        AnswerEvalConfig,
+        collections=["sample"],
+        configurations=[configuration],
+        max_questions=2,
+        judge=smollm2,
+        home=home,
     )
     control(server, fail_next=1000, status=503)
     report = eval_answers_flow(config)

@@ -14,8 +14,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from ragassay.systems.calls import MAX_LIST_ITEMS, call_system
-from ragassay.systems.settings import HttpSystem
+from ragassay.systems.calls import call_system
+from ragassay.systems.http_system import MAX_LIST_ITEMS, HttpSystem
 
 
 def _bomb(megabytes: int = 200) -> bytes:

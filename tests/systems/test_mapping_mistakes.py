@@ -33,7 +33,9 @@ from ragassay.golden.store import add_from_file, load_golden
 from ragassay.metrics.names import standard_metrics
 from ragassay.store.workspace import collection_paths, load_documents
 from ragassay.systems.calls import UNREACHABLE_AFTER, call_system
-from ragassay.systems.settings import HttpSystem, PythonSystem, SystemConfiguration
+from ragassay.systems.http_system import HttpSystem
+from ragassay.systems.python_system import PythonSystem
+from ragassay.systems.settings import SystemConfiguration
 from ragassay.systems.trec import read_trec_run
 from tests.conftest import SAMPLE
 from tests.helpers import report_of

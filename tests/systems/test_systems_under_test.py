@@ -20,8 +20,9 @@ from ragassay.config_errors import parse_config
 from ragassay.errors import ConfigError
 from ragassay.golden.store import add_from_file, load_golden
 from ragassay.store.workspace import collection_paths, load_documents
+from ragassay.systems.columns import COLUMN_PRESETS
 from ragassay.systems.records import read_records
-from ragassay.systems.settings import COLUMN_PRESETS, RecordsSystem
+from ragassay.systems.records_system import RecordsSystem
 from ragassay.systems.trec import read_trec_run
 from tests.conftest import SAMPLE
 from tests.helpers import report_of
