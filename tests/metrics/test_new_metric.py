@@ -76,7 +76,7 @@ def test_metrics_declared_in_a_plugin_module_reach_every_table_report_gate_and_t
     # --assert bounds it.
     assert [(a["assertion"], a["passed"]) for a in report["assertions"]] == [("hybrid:brevity>=0", True)]
     # The Markdown report in the batch's description names it.
-    parent = tracking.find_runs(sample_home, report["batch_id"], role="parent")[0]
+    parent = tracking.client(sample_home).get_run(report["parent_run_id"])
     assert "brevity" in parent.data.tags[tracking.DESCRIPTION_TAG]
     # Each answered question's trace carries both scores.
     traces = tracking.find_traces(sample_home, run_id)
