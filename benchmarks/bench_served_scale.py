@@ -25,15 +25,14 @@ import math
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import httpx
 from bench_scale import SCIFACT, copies_of_scifact, status_mb
+from bench_served_embeddings import local_server
 from harness import flow_engine
 
 REPO = Path(__file__).resolve().parent.parent
@@ -59,20 +58,6 @@ def distinct_copies(folder: Path, size: int) -> int:
     return documents
 
 
-def local_server(port: int) -> tuple[str, subprocess.Popen]:
-    process = subprocess.Popen(
-        [sys.executable, str(REPO / "tests" / "embedding_server.py"), "--port", str(port)], stderr=subprocess.DEVNULL
-    )
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(240):
-        try:
-            httpx.get(f"{url}/stats", timeout=2)
-            return url, process
-        except httpx.HTTPError:
-            time.sleep(0.5)
-    raise SystemExit("the embedding server did not start")
-
-
 def peak_rss_of(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
@@ -96,10 +81,7 @@ def main() -> None:
     if not (SCIFACT / "corpus.jsonl").is_file():
         raise SystemExit(f"SciFact is not at {SCIFACT}")
     workdir = (arguments.workdir or Path(tempfile.mkdtemp(prefix="ragassay-served-scale-"))).resolve()
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    url, server = (arguments.url, None) if arguments.url else local_server(port)
+    url, server = (arguments.url, None) if arguments.url else local_server()
     results = []
     try:
         with flow_engine():

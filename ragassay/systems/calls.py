@@ -27,7 +27,7 @@ from pydantic import Field
 from ragassay.llm.cache import CompletionCache, request_key
 from ragassay.redaction import mask_secrets
 from ragassay.systems.columns import OWN_NAMES
-from ragassay.systems.kind import CollectedRecords, SystemKind
+from ragassay.systems.kind import CollectedRecords, Progress, SystemKind
 from ragassay.systems.records import (
     Retrieved,
     SystemQuestion,
@@ -120,10 +120,7 @@ class CalledSystem(SystemKind):
         return self.model_dump(mode="json", exclude={"cache", "concurrency", "max_retries", "timeout_seconds"})
 
     def collect(
-        self,
-        questions: list[SystemQuestion],
-        cache: CompletionCache | None,
-        on_progress: Callable[[int, int], None],
+        self, questions: list[SystemQuestion], cache: CompletionCache | None, on_progress: Progress
     ) -> CollectedRecords:
         return CollectedRecords(call_system(self, questions, cache, on_progress), [], [])
 

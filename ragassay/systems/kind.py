@@ -15,6 +15,9 @@ from ragassay.fields import Frozen
 from ragassay.llm.cache import CompletionCache
 from ragassay.systems.records import SystemQuestion, SystemRecord
 
+# How a kind says how far collecting has got: (questions done, questions in all).
+Progress = Callable[[int, int], None]
+
 
 @dataclass(frozen=True)
 class CollectedRecords:
@@ -35,10 +38,7 @@ class SystemKind(Frozen):
     asks: ClassVar[bool] = True
 
     def collect(
-        self,
-        questions: list[SystemQuestion],
-        cache: CompletionCache | None,
-        on_progress: Callable[[int, int], None],
+        self, questions: list[SystemQuestion], cache: CompletionCache | None, on_progress: Progress
     ) -> CollectedRecords:
         """One record per question, in their order (a question the system gave nothing for is a
         record with its error kind, never a lost row)."""

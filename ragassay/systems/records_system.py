@@ -3,7 +3,6 @@ record per line, or Parquet; systems/records.py reads them), matched to the ques
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar, Literal
 
@@ -12,7 +11,7 @@ from pydantic import Field
 from ragassay.llm.cache import CompletionCache
 from ragassay.systems.collect import match_records
 from ragassay.systems.columns import RecordColumns
-from ragassay.systems.kind import CollectedRecords, SystemKind
+from ragassay.systems.kind import CollectedRecords, Progress, SystemKind
 from ragassay.systems.records import SystemQuestion, SystemRecord, check_document_ids, read_records
 
 
@@ -28,10 +27,7 @@ class RecordsSystem(SystemKind, RecordColumns):
     asks: ClassVar[bool] = False
 
     def collect(
-        self,
-        questions: list[SystemQuestion],
-        cache: CompletionCache | None,
-        on_progress: Callable[[int, int], None],
+        self, questions: list[SystemQuestion], cache: CompletionCache | None, on_progress: Progress
     ) -> CollectedRecords:
         collected = match_records(read_records(self.path, self.column_names()), questions, self.duplicates)
         on_progress(len(questions), len(questions))

@@ -6,14 +6,13 @@ ignores it. Retrieval only."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar, Literal
 
 from ragassay.errors import ConfigError, listed_problems
 from ragassay.llm.cache import CompletionCache
 from ragassay.systems.collect import match_records
-from ragassay.systems.kind import CollectedRecords, SystemKind
+from ragassay.systems.kind import CollectedRecords, Progress, SystemKind
 from ragassay.systems.records import Retrieved, SystemQuestion, SystemRecord
 from ragassay.user_files import read_user_text
 
@@ -26,10 +25,7 @@ class TrecSystem(SystemKind):
     asks: ClassVar[bool] = False
 
     def collect(
-        self,
-        questions: list[SystemQuestion],
-        cache: CompletionCache | None,
-        on_progress: Callable[[int, int], None],
+        self, questions: list[SystemQuestion], cache: CompletionCache | None, on_progress: Progress
     ) -> CollectedRecords:
         stored = [
             SystemRecord(qid, None, retrieved=tuple(Retrieved(doc_id, None, score) for doc_id, score in ranking))
