@@ -25,7 +25,8 @@ from ragassay.metrics.answers import (
     refusal_recall,
 )
 from ragassay.metrics.averaging import interval_table, mean_scored
-from ragassay.metrics.names import ANSWER_METRICS, REPORTED_ANSWER_METRICS
+from ragassay.metrics.declared import NEEDING_CONTEXT, NEEDING_REFERENCE
+from ragassay.metrics.names import ANSWER_METRICS, METRIC_TITLES, REPORTED_ANSWER_METRICS
 from ragassay.metrics.significance import compare_all_pairs
 from ragassay.run_warnings import RunWarning
 from ragassay.search.rerank import RerankStats
@@ -229,7 +230,7 @@ def _warnings(label: str, answered: list[AnsweredQuestion], judgements: dict[str
         warnings.append(
             RunWarning(
                 configuration=label,
-                metric="faithfulness, context_recall, citation_precision",
+                metric=", ".join(NEEDING_CONTEXT),
                 question=_first_keys(without_contexts),
                 reason=f"{len(without_contexts)} answers came without context text: {NO_CONTEXTS}",
             )
@@ -255,13 +256,19 @@ def _warnings(label: str, answered: list[AnsweredQuestion], judgements: dict[str
         warnings.append(
             RunWarning(
                 configuration=label,
-                metric="context_recall, answer_correctness",
+                metric=", ".join(NEEDING_REFERENCE),
                 question=_first_keys(missing),
-                reason=f"{len(missing)} questions have no reference answer, so context recall and answer correctness "
+                reason=f"{len(missing)} questions have no reference answer, so {_in_words(NEEDING_REFERENCE)} "
                 "cannot score them",
             )
         )
     return warnings
+
+
+def _in_words(metrics: tuple[str, ...]) -> str:
+    """Metrics' titles as a sentence names them: `context recall and answer correctness`."""
+    titles = [METRIC_TITLES[name] for name in metrics]
+    return " and ".join(titles) if len(titles) < 3 else ", ".join(titles[:-1]) + " and " + titles[-1]
 
 
 def _first_keys(keys: list[str]) -> str:

@@ -354,8 +354,8 @@ def _feedback(
             failing = [
                 v["statement"] for v in verdicts if v["metric"] == name and v["verdict"] in ("unsupported", "incorrect")
             ]
-            # Each metric's own word for what failed: answer correctness grades the whole answer.
-            failed_as = "judged incorrect" if name == "answer_correctness" else "not supported"
+            # Each metric's own word for what failed (answer correctness grades the whole answer).
+            failed_as = BY_NAME[name].failed_as
             rationale = (f"{failed_as}: " + " | ".join(failing)) if failing else None
             # Left out by design (a refusal, no reference answer, no contexts) is no error; the
             # judge's unreadable output is.

@@ -532,6 +532,10 @@ def _added_metrics(verdicts: _Verdicts, given: MetricInputs, asks: Callable[[str
             scored[metric.name] = NOT_ASKED
         elif given.answer.outcome == "refused" and not metric.scored_when_refused:
             scored[metric.name] = Scored(None, REFUSED)
+        elif metric.needs_context and not given.answer.contexts_returned:
+            scored[metric.name] = Scored(None, NO_CONTEXTS)
+        elif metric.needs_reference and not (given.reference_answer or "").strip():
+            scored[metric.name] = Scored(None, "no reference answer")
         else:
             scored[metric.name] = metric.score(
                 MetricInput(

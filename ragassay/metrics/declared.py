@@ -37,6 +37,12 @@ class AnswerMetric:
     scored_when_refused: bool = False
     # Asks the judge model (a trace's feedback then comes from an LLM judge; else from code).
     asks_judge: bool = True
+    # Reads the retrieved context text (not applicable to a system that returns none), or the
+    # golden reference answer (not scored for a question without one).
+    needs_context: bool = False
+    needs_reference: bool = False
+    # How a trace names what failed it: a statement "not supported", an answer "judged incorrect".
+    failed_as: str = "not supported"
     # The pure function whose docstring is its formula (built-in metrics).
     formula: Callable[..., Scored] | None = None
     # An added metric's scoring of one answer: MetricInput -> Scored (built-in ones: None).
@@ -53,6 +59,7 @@ BUILT_IN_METRICS: tuple[AnswerMetric, ...] = (
         "faithfulness",
         "the share of the answer's statements its retrieved passages support",
         corrected_by_labels=True,
+        needs_context=True,
         formula=answers.faithfulness,
     ),
     AnswerMetric(
@@ -61,6 +68,8 @@ BUILT_IN_METRICS: tuple[AnswerMetric, ...] = (
         "the share of the reference answer's statements the retrieved passages hold",
         corrected_by_labels=True,
         scored_when_refused=True,
+        needs_context=True,
+        needs_reference=True,
         formula=answers.context_recall,
     ),
     AnswerMetric(
@@ -74,12 +83,15 @@ BUILT_IN_METRICS: tuple[AnswerMetric, ...] = (
         "citation precision",
         "the share of citations whose cited passage supports their statement",
         corrected_by_labels=True,
+        needs_context=True,
         formula=answers.citation_precision,
     ),
     AnswerMetric(
         "answer_correctness",
         "answer correctness",
         "the share of answers the judge grades correct against the reference answer",
+        needs_reference=True,
+        failed_as="judged incorrect",
         formula=answers.answer_correctness,
     ),
 )
@@ -99,5 +111,8 @@ def _declared() -> tuple[AnswerMetric, ...]:
 
 DECLARED_METRICS = _declared()
 BY_NAME = {metric.name: metric for metric in DECLARED_METRICS}
+# The metrics a system without context text, or a question without a reference answer, lacks.
+NEEDING_CONTEXT = tuple(metric.name for metric in DECLARED_METRICS if metric.needs_context)
+NEEDING_REFERENCE = tuple(metric.name for metric in DECLARED_METRICS if metric.needs_reference)
 # Metrics added from outside the judge's own passes: each scored by its `score`.
 ADDED_METRICS = tuple(metric for metric in DECLARED_METRICS if metric.score is not None)
