@@ -409,9 +409,8 @@ class AnswerEvalSettings(Frozen):
         if self.metrics is not None:
             unknown = [name for name in self.metrics if name not in ANSWER_METRICS]
             if unknown or not self.metrics:
-                raise ValueError(
-                    f"metrics names {', '.join(map(repr, unknown)) or 'none'}; answer metrics: {', '.join(ANSWER_METRICS)}"
-                )
+                named = f"{', '.join(map(repr, unknown))} is not an answer metric" if unknown else "names none"
+                raise ValueError(f"metrics: {named}; answer metrics: {', '.join(ANSWER_METRICS)}")
             for text in self.assertions:
                 bounded = str(parse_answer_assertion(text).metric).split(".")[0]  # faithfulness.corrected_low
                 if bounded in ANSWER_METRICS and bounded not in self.metrics:
