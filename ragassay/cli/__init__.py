@@ -1,6 +1,7 @@
 """The `ragassay` command (typer): parsing, rendering, exit codes. Batch work runs Prefect flows;
 look-ups call the library directly.
 
+- entry: the console script (an environment that cannot load is one line, exit 2).
 - main: the app, and ingest, index, search and answer.
 - run: `ragassay run --config FILE` (every stage, one flow run) and its summary.
 - gate: `ragassay gate` (a candidate batch against a baseline, paired).

@@ -56,3 +56,15 @@ def test_a_system_kind_from_a_plugin_module_is_evaluated_like_the_built_in_ones(
     refused = subprocess.run(command, capture_output=True, text=True, env=environment, cwd=REPO)
     assert refused.returncode == 2
     assert "'shelf'" in refused.stderr and "'http'" in refused.stderr, refused.stderr[-2000:]
+
+
+def test_a_plugin_module_that_cannot_be_imported_is_one_line_naming_it(home):
+    command = [str(Path(sys.executable).parent / "ragassay"), "collections", "list"]
+    plugin = {"RAGASSAY_PLUGINS": "tests.plugins.no_such_module", "PYTHONPATH": str(REPO)}
+    environment = {**os.environ, "RAGASSAY_HOME": str(home), **plugin}
+    refused = subprocess.run(command, capture_output=True, text=True, env=environment, cwd=REPO)
+    assert refused.returncode == 2
+    assert refused.stderr.strip() == (
+        "error: RAGASSAY_PLUGINS names module 'tests.plugins.no_such_module', which cannot be imported: "
+        "No module named 'tests.plugins.no_such_module'"
+    )
