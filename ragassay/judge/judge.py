@@ -54,7 +54,7 @@ from ragassay.metrics.answers import (
     faithfulness,
     split_statements,
 )
-from ragassay.metrics.declared import ADDED_METRICS
+from ragassay.metrics.declared import ADDED_METRICS, BUILT_IN_METRICS
 
 # Tokens the chat template adds around each message (role markers); used to check a prompt fits.
 TEMPLATE_TOKENS_PER_MESSAGE = 8
@@ -484,7 +484,16 @@ def judge_answer(
         recall = _context_recall(verdicts, answer, context, reference_statements, reference_results)
     else:
         recall = Scored(None, "the reference answer states nothing to look for (a bare answer such as 'Yes.')")
-    added = _added_metrics(verdicts, MetricInputs(answer, context, reference_answer, embed), asks)
+    given = MetricInput(
+        "",
+        answer,
+        answer.question_in_context,
+        context,
+        reference_answer,
+        embed,
+        lambda name, index, statement, against: verdicts.support(name, index, statement, None, against, []),
+    )
+    added = _added_metrics(given, asks)
     if answer.outcome == "refused":
         not_scored = Scored(None, REFUSED)
         refused = {name: not_scored if asks(name) else NOT_ASKED for name in _SCORED_ONLY_WHEN_ANSWERED}
@@ -509,23 +518,13 @@ def judge_answer(
 
 
 # The built-in metrics a refused answer does not have (context recall is retrieval's).
-_SCORED_ONLY_WHEN_ANSWERED = ("faithfulness", "answer_relevancy", "citation_precision", "answer_correctness")
+_SCORED_ONLY_WHEN_ANSWERED = tuple(metric.name for metric in BUILT_IN_METRICS if not metric.scored_when_refused)
 
 
-@dataclass(frozen=True)
-class MetricInputs:
-    """What every added metric of one answer is given besides the judge."""
-
-    answer: GroundedAnswer
-    context: str
-    reference_answer: str | None
-    embed: Callable[[str], np.ndarray]
-
-
-def _added_metrics(verdicts: _Verdicts, given: MetricInputs, asks: Callable[[str], bool]) -> dict[str, Scored]:
+def _added_metrics(given: MetricInput, asks: Callable[[str], bool]) -> dict[str, Scored]:
     """The declared metrics beyond the built-in ones (metrics/declared.ADDED_METRICS) that are
-    asked for, each from its own score function; a refused answer has only those scored whatever
-    the answer was."""
+    asked for, each from its own score function given the answer (`given`, named for it); a
+    refused answer has only those scored whatever the answer was."""
     scored = {}
     for metric in ADDED_METRICS:
         if not asks(metric.name):
@@ -537,17 +536,7 @@ def _added_metrics(verdicts: _Verdicts, given: MetricInputs, asks: Callable[[str
         elif metric.needs_reference and not (given.reference_answer or "").strip():
             scored[metric.name] = Scored(None, "no reference answer")
         else:
-            scored[metric.name] = metric.score(
-                MetricInput(
-                    metric.name,
-                    given.answer,
-                    given.answer.question_in_context,
-                    given.context,
-                    given.reference_answer,
-                    given.embed,
-                    lambda name, index, statement, against: verdicts.support(name, index, statement, None, against, []),
-                )
-            )
+            scored[metric.name] = metric.score(replace(given, metric=metric.name))
     return scored
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Literal
 
 from ragassay.llm.messages import one_line
@@ -130,9 +130,10 @@ class AnswerJudgement:
     added: dict[str, Scored] = field(default_factory=dict)
 
     def scores(self) -> dict[str, Scored]:
-        """Every metric's score by name: the built-in ones, then the added ones."""
-        built_in = ("faithfulness", "context_recall", "answer_relevancy", "citation_precision", "answer_correctness")
-        return {name: getattr(self, name) for name in built_in} | self.added
+        """Every metric's score by name: the built-in ones (this class's Scored fields), then the
+        added ones."""
+        built_in = {f.name: getattr(self, f.name) for f in fields(self) if isinstance(getattr(self, f.name), Scored)}
+        return built_in | self.added
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
