@@ -10,20 +10,17 @@ from prefect.runtime import flow_run
 
 from flows.finished import finished, with_verdict
 from flows.run_names import run_name
-from flows.runners import WorkClock, task_runner
+from flows.runners import FannedOut, WorkClock, task_runner
 from ragassay.config import AnswerEvalConfig
 from ragassay.config_errors import with_overrides
 from ragassay.evaluation.answer_judging import configuration_pairs
 from ragassay.evaluation.outcomes import AnswerEvalReport
-from ragassay.evaluation.questions import whole_dialogue_parts
 from ragassay.llm.settings import model_id_of
-from ragassay.systems.settings import SystemConfiguration
 from ragassay.tracking import Batch
 from ragassay.work_parts import in_parts
 from tasks.eval_answers import (
     JudgeWork,
-    answer_questions,
-    ask_system_for_answers,
+    answering_task,
     compare_answers,
     judge_answers,
     load_aligned_judges,
@@ -32,7 +29,7 @@ from tasks.eval_answers import (
     log_answer_batch,
     publish_answer_report,
     save_answer_records,
-    summarize_answers,
+    summarize_each,
 )
 from tasks.resources import locate_models
 
@@ -53,51 +50,40 @@ def eval_answers_flow(
     # Configurations (or parts of their questions, config.questions_per_task) are answered, judged
     # and compared where config.task_runner says: threads here, or Dask worker processes, each
     # with its own in-process models.
-    # A dialogue stays in one part: its turns are answered in order, each with the answers before it.
-    parts = whole_dialogue_parts(questions.all, config.questions_per_task, lambda item: item[0])
+    parts = questions.parts(config.questions_per_task)  # a dialogue stays in one part
     clock = WorkClock()  # each configuration's run is logged over its answering and judging
     with task_runner(config.task_runner) as runner:
-        answering = {
-            c.label: [
-                clock.watch(
+        answering = FannedOut(runner, clock)
+        for c in config.configurations:
+            for part in parts:
+                answering.submit(
                     c.label,
-                    runner.submit(
-                        # A team's own system under test answers for itself.
-                        ask_system_for_answers if isinstance(c, SystemConfiguration) else answer_questions,
-                        {"home": config.home, "collections": config.collections, "questions": part, "configuration": c},
-                    ),
+                    answering_task(c),
+                    home=config.home,
+                    collections=config.collections,
+                    questions=part,
+                    configuration=c,
                 )
-                for part in parts
-            ]
-            for c in config.configurations
-        }
-        answered = {
-            label: [item for future in futures for item in future.result()] for label, futures in answering.items()
-        }
+        answered = answering.joined()
         if config.save_records is not None:
             save_answer_records(config.save_records, answered)
-        judging = {
-            label: [
-                clock.watch(
-                    label,
-                    runner.submit(judge_answers, {"work": judge, "answered": part, "label": label, "aligned": aligned}),
-                )
-                for part in in_parts(items, config.questions_per_task)
-            ]
-            for label, items in answered.items()
-        }
-        pairs = configuration_pairs(list(answered)) if config.pairwise else []
-        comparing = [
-            runner.submit(
+        judging, comparing = FannedOut(runner, clock), FannedOut(runner)
+        for label, items in answered.items():
+            for part in in_parts(items, config.questions_per_task):
+                judging.submit(label, judge_answers, work=judge, answered=part, label=label, aligned=aligned)
+        for a, b in configuration_pairs(list(answered)) if config.pairwise else []:
+            comparing.submit(
+                f"{a} vs {b}",
                 compare_answers,
-                {"work": judge, "label_a": a, "answered_a": answered[a], "label_b": b, "answered_b": answered[b]},
+                work=judge,
+                label_a=a,
+                answered_a=answered[a],
+                label_b=b,
+                answered_b=answered[b],
             )
-            for a, b in pairs
-        ]
-        judged = {label: [future.result() for future in futures] for label, futures in judging.items()}
-        preferences = [future.result() for future in comparing]
+        judged, preferences = judging.results(), comparing.all()
     judge_calibration = load_judge_calibration(config.judge, config.home, config.collections, evaluation, aligned)
-    summaries = {label: summarize_answers(label, answered[label], judged[label]) for label in answered}
+    summaries = summarize_each(answered, judged)
     report = log_answer_batch(
         config, questions, model_id_of(config.judge), summaries, preferences, judge_calibration, batch, clock.spans()
     )

@@ -8,21 +8,19 @@ from prefect import flow
 
 from flows.finished import finished, with_verdict
 from flows.run_names import run_name
-from flows.runners import WorkClock, task_runner
+from flows.runners import FannedOut, WorkClock, task_runner
 from ragassay.config import RetrievalEvalConfig
 from ragassay.config_errors import with_overrides
 from ragassay.evaluation.outcomes import RetrievalEvalReport
-from ragassay.systems.settings import SystemConfiguration
 from ragassay.tracking import Batch
 from tasks.eval_retrieval import (
-    ask_system,
-    keep_common_questions,
+    coverage_of_systems,
     load_golden_questions,
     log_retrieval_batch,
     publish_retrieval_report,
     save_configuration_records,
-    score_configuration,
-    search_golden_questions,
+    score_each,
+    searching_task,
     summarize_retrieval,
 )
 from tasks.resources import locate_models
@@ -41,36 +39,22 @@ def eval_retrieval_flow(
     # Configurations are searched where config.task_runner says (threads here, or Dask workers).
     clock = WorkClock()  # each configuration's run is logged over its searching
     with task_runner(config.task_runner) as runner:
-        # A team's own system under test is asked (or its records read) instead of searched.
-        futures = {
-            c.label: clock.watch(
+        searching = FannedOut(runner, clock)
+        for c in config.configurations:
+            searching.submit(
                 c.label,
-                runner.submit(
-                    ask_system if isinstance(c, SystemConfiguration) else search_golden_questions,
-                    {
-                        "home": config.home,
-                        "collections": config.collections,
-                        "questions": questions,
-                        "configuration": c,
-                        "depth": config.depth,
-                    },
-                ),
+                searching_task(c),
+                home=config.home,
+                collections=config.collections,
+                questions=questions,
+                configuration=c,
+                depth=config.depth,
             )
-            for c in config.configurations
-        }
-        searched = {label: future.result() for label, future in futures.items()}
+        searched = searching.single()
     if config.save_records is not None:
         save_configuration_records(config.save_records, questions, searched)
-    per_question = {
-        label: score_configuration(
-            label, questions, found.rankings, config.metrics(), config.depth, found.answered, found.queries
-        )
-        for label, found in searched.items()
-    }
-    if config.common_questions:
-        per_question = keep_common_questions(per_question, config.metrics())
-    coverage = {label: found.costs["coverage"] for label, found in searched.items() if found.answered is not None}
-    summary = summarize_retrieval(config, per_question, coverage)
+    per_question = score_each(config, questions, searched)
+    summary = summarize_retrieval(config, per_question, coverage_of_systems(searched))
     report = log_retrieval_batch(config, context, searched, per_question, summary, batch, clock.spans())
     publish_retrieval_report(config, report, describe_batch=batch is None)
     finished(report)

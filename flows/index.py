@@ -6,7 +6,7 @@ from prefect import flow
 
 from flows.finished import finished
 from flows.run_names import run_name
-from flows.runners import task_runner
+from flows.runners import FannedOut, task_runner
 from ragassay.config import IndexConfig
 from ragassay.index.build import IndexReport
 from tasks.index import (
@@ -32,21 +32,19 @@ def index_flow(config: IndexConfig) -> IndexReport:
             work = plan_embedding(inputs, config.chunks_per_task)
             # Each group of texts is embedded where config.task_runner says (threads here, or Dask workers).
             with task_runner(config.task_runner) as runner:
-                futures = [
-                    runner.submit(
+                embedding = FannedOut(runner)
+                for number, group in enumerate(work.groups):
+                    embedding.submit(
+                        "embedding",
                         embed_text_group,
-                        {
-                            "spec": inputs.spec,
-                            "snapshot": inputs.snapshot,
-                            "group": group,
-                            "batch_size": config.batch_size,
-                            "part": work.part(number),
-                            "label": f"group {number + 1} of {len(work.groups)} ({group.height} chunks)",
-                        },
+                        spec=inputs.spec,
+                        snapshot=inputs.snapshot,
+                        group=group,
+                        batch_size=config.batch_size,
+                        part=work.part(number),
+                        label=f"group {number + 1} of {len(work.groups)} ({group.height} chunks)",
                     )
-                    for number, group in enumerate(work.groups)
-                ]
-                parts = [future.result() for future in futures]
+                parts = embedding.all()
             embedded = store_embeddings(inputs, work, parts)
             staged = build_bm25_indexes(inputs)
             return finished(swap_in_index(config, inputs, embedded, staged))

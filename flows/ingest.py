@@ -6,7 +6,7 @@ from prefect import flow
 
 from flows.finished import finished
 from flows.run_names import run_name
-from flows.runners import task_runner
+from flows.runners import FannedOut, task_runner
 from ragassay.config import IngestConfig
 from ragassay.ingest.files import IngestReport
 from ragassay.work_parts import in_parts
@@ -38,10 +38,9 @@ def ingest_flow(config: IngestConfig) -> IngestReport:
     found = discover_files(config.paths)
     # Parts of the files are extracted where config.task_runner says (threads here, or Dask workers).
     with task_runner(config.task_runner) as runner:
-        futures = [
-            runner.submit(extract_file_part, {"config": config, "found": part, "stored": stored, "staging": staging})
-            for part in in_parts(found, config.files_per_task)
-        ]
-        extracted = [future.result() for future in futures]
+        extracting = FannedOut(runner)
+        for part in in_parts(found, config.files_per_task):
+            extracting.submit("files", extract_file_part, config=config, found=part, stored=stored, staging=staging)
+        extracted = extracting.all()
     parts, rejections = combine_extractions(extracted)
     return finished(report_ingest(config, store_documents(config, staging, parts), parts, rejections))

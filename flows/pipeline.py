@@ -22,7 +22,7 @@ from flows.run_names import TAG_PIPELINE, run_name, tagged
 from ragassay.config import PipelineConfig
 from ragassay.config_errors import with_overrides
 from ragassay.errors import RagassayError
-from ragassay.pipeline_stages import PipelineReport, StageReports
+from ragassay.pipeline_stages import PipelineReport, StagesDone
 from ragassay.tracking import Batch
 from ragassay.work_span import WorkSpan, now_ms
 from tasks.pipeline import (
@@ -45,28 +45,14 @@ class StageFailed(RagassayError):
 def _ingest(config: PipelineConfig, batch: Batch):
     started = now_ms()
     report = ingest_flow(config.ingest_config())
-    paths = {"paths": ",".join(map(str, config.ingest.paths))}
-    log_stage_run(config, batch, "ingest", report.counts, paths, WorkSpan.since(started))
+    log_stage_run(config, batch, "ingest", report.counts, config.ingest.run_params(), WorkSpan.since(started))
     return report
 
 
 def _index(config: PipelineConfig, batch: Batch):
     started = now_ms()
     report = index_flow(config.index_config())
-    log_stage_run(
-        config,
-        batch,
-        "index",
-        {
-            "chunks": report.chunks,
-            "embedded": report.embedded,
-            "reused_embeddings": report.reused_embeddings,
-            "seconds_embedding": report.seconds_embedding,
-            "seconds_bm25": report.seconds_bm25,
-        },
-        {"embedding_model": report.embedding_model_id, "index_digest": report.index_digest},
-        WorkSpan.since(started),
-    )
+    log_stage_run(config, batch, "index", report.run_metrics(), report.run_params(), WorkSpan.since(started))
     return report
 
 
@@ -94,19 +80,19 @@ def pipeline_flow(config: PipelineConfig, overrides: dict[str, Any] | None = Non
     started = time.time()
     locate_models(config.chat_models())
     batch = open_pipeline_batch(config)
-    reports, seconds = {}, {}
+    done = StagesDone()
     try:
         for stage in config.enabled_stages():
             stage_started = time.perf_counter()
             try:
                 check_stage_inputs(config, stage)
                 with tagged(config, TAG_PIPELINE, f"batch:{batch.batch_id}"):
-                    reports[stage] = STAGES[stage](config, batch)
+                    stage_report = STAGES[stage](config, batch)
             except Exception as error:
                 mark_pipeline_failed(config, batch, stage, f"{type(error).__name__}: {error}")
                 raise StageFailed(f"pipeline stage {stage} failed: {error}") from error
-            seconds[stage] = round(time.perf_counter() - stage_started, 3)
-        report = finished(finish_pipeline(config, batch, started, seconds, StageReports(**reports)))
+            done.add(stage, stage_report, time.perf_counter() - stage_started)
+        report = finished(finish_pipeline(config, batch, started, done.seconds, done.reports))
     except BaseException as stop:
         if not isinstance(stop, Exception):
             # Ctrl-C, SIGTERM, or the flow run cancelled from the Prefect UI (its worker's

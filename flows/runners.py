@@ -42,6 +42,39 @@ def task_runner(config: TaskRunnerConfig):
     )
 
 
+class FannedOut:
+    """Tasks submitted to a task runner under a label (a configuration, or a group of texts),
+    their results read back per label in the order they were submitted. With a WorkClock, each
+    task's end is counted in its label's work."""
+
+    def __init__(self, runner, clock: WorkClock | None = None) -> None:
+        self._runner, self._clock = runner, clock
+        self._futures: dict[str, list] = {}
+
+    def submit(self, label: str, task, /, **arguments) -> None:
+        """Run task(**arguments) on the runner, counted under label."""
+        future = self._runner.submit(task, arguments)
+        if self._clock is not None:
+            self._clock.watch(label, future)
+        self._futures.setdefault(label, []).append(future)
+
+    def results(self) -> dict[str, list]:
+        """Each label's task results, in the order submitted (waits for them)."""
+        return {label: [future.result() for future in futures] for label, futures in self._futures.items()}
+
+    def joined(self) -> dict[str, list]:
+        """Each label's task results (lists) concatenated: the parts of one configuration's work as one."""
+        return {label: [item for part in parts for item in part] for label, parts in self.results().items()}
+
+    def single(self) -> dict:
+        """Each label's one task result."""
+        return {label: only for label, (only,) in self.results().items()}
+
+    def all(self) -> list:
+        """Every task's result, labels in the order first submitted."""
+        return [result for results in self.results().values() for result in results]
+
+
 class WorkClock:
     """When each configuration's work ended, from the moment the flow began submitting it: a done
     callback on each of its tasks' futures keeps the latest end, so a configuration that finished

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import (
     BaseModel,
@@ -240,6 +241,8 @@ class RetrievalConfiguration(SearchSettings):
     """One retrieval configuration under evaluation: search settings under a label that names it
     in runs and assertions. Its search is exactly what `ragassay search` runs with these settings."""
 
+    system_under_test: ClassVar[bool] = False
+
     label: str = Field(pattern=LABEL)
     search_type: SearchType
     rerank_model: ChatModelConfig = ChatModelConfig()
@@ -251,12 +254,16 @@ class RetrievalConfiguration(SearchSettings):
     def check_for_retrieval(self) -> None:
         """Nothing stored to check: ragassay's own search ranks what the collection holds."""
 
+    def with_models(self, resolve: Callable[[ChatModelConfig], ChatModelConfig]) -> RetrievalConfiguration:
+        """The configuration with its chat-model reranker resolved (a pipeline's model settings)."""
+        return self.model_copy(update={"rerank_model": resolve(self.rerank_model)})
+
 
 def _configuration_kind(value) -> str:
     """A configuration with a `system:` key is a system under test; any other is built in."""
     if isinstance(value, dict):
         return "system" if "system" in value else "built_in"
-    return "system" if isinstance(value, SystemConfiguration) else "built_in"
+    return "system" if value.system_under_test else "built_in"
 
 
 # A retrieval configuration: ragassay's own search, or a team's RAG system under test.
@@ -274,7 +281,7 @@ AnyAnswerConfiguration = Annotated[
 def _assertions_checked(assertions: tuple[str, ...], configurations: tuple, parse) -> None:
     """Each assertion parses, names a configuration, and bounds coverage only of a system under test."""
     labels = unique_labels(configurations)
-    systems = {c.label for c in configurations if isinstance(c, SystemConfiguration)}
+    systems = {c.label for c in configurations if c.system_under_test}
     for text in assertions:
         assertion = parse(text)
         if assertion.label not in labels:
@@ -314,6 +321,17 @@ class RetrievalSettings(Frozen):
         description="Write each configuration's records into this folder as <label>.jsonl (re-scored later as "
         "`system: {kind: records, path: ...}`).",
     )
+
+    @field_validator("ks", mode="before")
+    @classmethod
+    def _comma_separated(cls, ks):
+        """`--ks 1,3,10` and `ks: "1,3,10"` as the list they write."""
+        if not isinstance(ks, str):
+            return ks
+        try:
+            return [int(k) for k in ks.split(",")]
+        except ValueError:
+            raise ValueError(f"ks {ks!r} must be comma-separated integers") from None
 
     @field_validator("ks")
     @classmethod
@@ -432,6 +450,10 @@ class PipelineIngest(IngestSettings):
     """The pipeline's ingest stage."""
 
     enabled: bool = True
+
+    def run_params(self) -> dict[str, str]:
+        """What the pipeline's ingest run logs as params: the paths ingested."""
+        return {"paths": ",".join(map(str, self.paths))}
 
 
 class PipelineIndex(IndexSettings):
@@ -570,27 +592,15 @@ class PipelineConfig(OneCollection, OnTaskRunner):
         )
 
     def retrieval_config(self) -> RetrievalEvalConfig:
-        configurations = tuple(
-            c
-            if isinstance(c, SystemConfiguration)
-            else c.model_copy(update={"rerank_model": self._model(c.rerank_model)})
-            for c in self.retrieval.configurations
-        )
+        configurations = tuple(c.with_models(self._model) for c in self.retrieval.configurations)
         return _stage_config(
             RetrievalEvalConfig, self.retrieval, configurations=configurations, **self._provided(one_collection=False)
         )
 
     def answer_config(self) -> AnswerEvalConfig:
-        # A system under test answers with its own models: only built-in configurations get the
+        # A system under test answers with its own models: only built-in configurations take the
         # pipeline's model settings.
-        configurations = tuple(
-            c
-            if isinstance(c, SystemConfiguration)
-            else c.model_copy(
-                update={"model": self._model(c.model), "rerank_model": c.rerank_model and self._model(c.rerank_model)}
-            )
-            for c in self.answers.configurations
-        )
+        configurations = tuple(c.with_models(self._model) for c in self.answers.configurations)
         return _stage_config(
             AnswerEvalConfig,
             self.answers,

@@ -4,6 +4,8 @@ Markdown. Pure apart from reading the workspace."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import polars as pl
 from pydantic import BaseModel
 
@@ -161,6 +163,18 @@ class StageReports(BaseModel):
     golden: GoldenStageReport | None = None
     retrieval: RetrievalEvalReport | None = None
     answers: AnswerEvalReport | None = None
+
+
+@dataclass
+class StagesDone:
+    """The stages of one pipeline run that have ended, in order: each one's report and seconds."""
+
+    reports: StageReports = field(default_factory=StageReports)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def add(self, stage: str, report, seconds: float) -> None:
+        setattr(self.reports, stage, report)
+        self.seconds[stage] = round(seconds, 3)
 
 
 class PipelineReport(StageReports):

@@ -104,6 +104,11 @@ def ask_system_for_answers(
     )
 
 
+def answering_task(configuration: AnswerConfiguration | SystemConfiguration):
+    """The task that answers under a configuration: a team's own system answers for itself."""
+    return ask_system_for_answers if configuration.system_under_test else answer_questions
+
+
 @task(name="save-answer-records", cache_policy=NO_CACHE)
 def save_answer_records(folder: Path, answered: dict[str, list[AnsweredQuestion]]) -> list[Path]:
     """Each configuration's answers as `<folder>/<label>.jsonl`, to keep and re-score later."""
@@ -149,6 +154,13 @@ def summarize_answers(
     return summarize_configuration(
         label, answered, combined.judgements, combined.usage, combined.reused, combined.seconds
     )
+
+
+def summarize_each(
+    answered: dict[str, list[AnsweredQuestion]], judged: dict[str, list[JudgedConfiguration]]
+) -> dict[str, ConfigurationSummary]:
+    """Each configuration's summary (summarize_answers), in the order the configurations were answered."""
+    return {label: summarize_answers(label, answered[label], judged[label]) for label in answered}
 
 
 @task(name="compare-answers", cache_policy=NO_CACHE, **MODEL_SERVER_RETRIES)

@@ -73,6 +73,12 @@ def ask_system(
     return run_system(home, collections, questions, configuration, depth, worker_resources().completion_cache(home))
 
 
+def searching_task(configuration: RetrievalConfiguration | SystemConfiguration):
+    """The task that ranks under a configuration: a team's own system is asked (or its records
+    read) instead of searched."""
+    return ask_system if configuration.system_under_test else search_golden_questions
+
+
 @task(name="save-configuration-records", cache_policy=NO_CACHE)
 def save_configuration_records(
     folder: Path, questions: list[EvalQuestion], searched: dict[str, SearchedConfiguration]
@@ -95,6 +101,25 @@ def score_configuration(
     system under test did not answer), with what each question searched."""
     scores = score_rankings(questions, rankings, metrics, depth)
     return per_question_frame(label, questions, rankings, scores, answered, queries)
+
+
+def score_each(
+    config: RetrievalEvalConfig, questions: list[EvalQuestion], searched: dict[str, SearchedConfiguration]
+) -> dict[str, pl.DataFrame]:
+    """Each configuration's per-question scores (score_configuration), on the questions all of
+    them answered when config.common_questions says so."""
+    per_question = {
+        label: score_configuration(
+            label, questions, found.rankings, config.metrics(), config.depth, found.answered, found.queries
+        )
+        for label, found in searched.items()
+    }
+    return keep_common_questions(per_question, config.metrics()) if config.common_questions else per_question
+
+
+def coverage_of_systems(searched: dict[str, SearchedConfiguration]) -> dict[str, float]:
+    """Each system under test's share of questions answered (built-in configurations answer all)."""
+    return {label: found.costs["coverage"] for label, found in searched.items() if found.answered is not None}
 
 
 @task(name="keep-common-questions", cache_policy=NO_CACHE)

@@ -3,13 +3,15 @@ under evaluation and of a case suite's answers."""
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Callable
+from typing import ClassVar, Literal
 
 from pydantic import Field, field_validator
 
 from ragassay.answer.grounding import MIN_RELEVANCE
 from ragassay.fields import LABEL
-from ragassay.llm.settings import ChatModelConfig
+from ragassay.llm.registry import model_verification
+from ragassay.llm.settings import ChatModelConfig, model_id_of
 from ragassay.search.settings import SearchSettings
 
 
@@ -66,4 +68,24 @@ class AnswerSettings(SearchSettings):
 class AnswerConfiguration(AnswerSettings):
     """One answer configuration under evaluation; its label names it in runs and tables."""
 
+    # ragassay writes its answers (a SystemConfiguration's system answers for itself).
+    system_under_test: ClassVar[bool] = False
+
     label: str = Field(pattern=LABEL)
+
+    def answered_by(self) -> str:
+        """Who writes the configuration's answers: its answer model."""
+        return model_id_of(self.model)
+
+    def run_params(self) -> dict:
+        """What its MLflow run logs of it: the answer model's id and how it was verified, and its settings."""
+        return {
+            "answer_model_id": model_id_of(self.model),
+            "answer_model_verified": model_verification(self.model),
+            "config": self.applicable_settings(),
+        }
+
+    def with_models(self, resolve: Callable[[ChatModelConfig], ChatModelConfig]) -> AnswerConfiguration:
+        """The configuration with each chat model it calls resolved (a pipeline's model settings)."""
+        rerank_model = self.rerank_model and resolve(self.rerank_model)
+        return self.model_copy(update={"model": resolve(self.model), "rerank_model": rerank_model})

@@ -281,6 +281,16 @@ WORKERS_OPTION = typer.Option(
 )
 
 
+def given_over(settings: dict, added: dict[str, list] | None = None, **options) -> dict:
+    """One command's settings: a --configs (or pipeline) file's settings with each option that was
+    given laid over them. An option not given (None, or an empty repeatable option) leaves the
+    file's value, so the default stays the model's own; `added` lists (repeatable options such as
+    --assert) add to the file's list."""
+    given = {key: value for key, value in options.items() if value is not None and value != []}
+    extended = {key: [*settings.get(key, []), *values] for key, values in (added or {}).items()}
+    return settings | given | extended
+
+
 def with_task_runner(settings: dict, kind: str | None, address: str | None, workers: int | None) -> dict:
     """settings with the task runner options laid over its `task_runner` mapping."""
     runner = dict(settings.get("task_runner") or {})

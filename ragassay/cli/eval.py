@@ -24,6 +24,7 @@ from ragassay.cli.common import (
     exit_unless_logged,
     fail,
     field_option,
+    given_over,
     judge_override,
     load_config_file,
     out,
@@ -96,29 +97,19 @@ def eval_retrieval(
     from ragassay.config_errors import parse_config
 
     try:
-        settings = load_config_file(configs) if configs else {}
-        if collection:
-            settings["collections"] = collection
-        if mode:
-            settings["configurations"] = [{"label": m, "search_type": m} for m in mode]
-        if ks:
-            try:
-                settings["ks"] = [int(k) for k in ks.split(",")]
-            except ValueError:
-                raise ConfigError(f"--ks {ks!r} must be comma-separated integers") from None
-        if max_questions is not None:
-            settings["max_questions"] = max_questions
-        if max_dialogues is not None:
-            settings["max_dialogues"] = max_dialogues
-        if seed is not None:
-            settings["seed"] = seed
-        if save_records is not None:
-            settings["save_records"] = save_records
-        if max_rank is not None:
-            settings["max_rank"] = max_rank
-        if common_questions:
-            settings["common_questions"] = True
-        settings["assertions"] = [*settings.get("assertions", []), *assertion]
+        settings = given_over(
+            load_config_file(configs) if configs else {},
+            added={"assertions": assertion},
+            collections=collection,
+            configurations=[{"label": m, "search_type": m} for m in mode],
+            ks=ks,
+            max_questions=max_questions,
+            max_dialogues=max_dialogues,
+            seed=seed,
+            save_records=save_records,
+            max_rank=max_rank,
+            common_questions=common_questions or None,
+        )
         settings = with_task_runner(settings, task_runner, dask_address, workers)
         if not settings.get("collections"):
             raise ConfigError("give at least one --collection (or 'collections' in --configs)")
@@ -152,21 +143,14 @@ def eval_retrieval(
     exit_on_failed_assertions(report.assertions)
 
 
-def _answer_settings(
-    settings: dict, collection: list[str], mode: list[str], groundedness: str | None, given: dict
-) -> dict:
-    """A --configs file's settings with the command's options over them: the collections, the
-    --mode configurations (--groundedness alone applies to the default configuration, as
-    AnswerEvalSettings declares it), and each of `given` that was given."""
-    if collection:
-        settings["collections"] = collection
+def _mode_configurations(settings: dict, mode: list[str], groundedness: str | None) -> list[dict]:
+    """The --mode configurations, each with --groundedness; --groundedness alone applies to the
+    default configuration (as AnswerEvalSettings declares it) when the file names none."""
     built = [{"label": m, "search_type": m} for m in mode]
     if not built and groundedness is not None and "configurations" not in settings:
         declared = AnswerEvalSettings.model_fields["configurations"].get_default(call_default_factory=True)
         built = [c.model_dump(include={"label", "search_type"}) for c in declared]
-    if built:
-        settings["configurations"] = [c | ({"groundedness": groundedness} if groundedness else {}) for c in built]
-    return settings | {key: value for key, value in given.items() if value is not None}
+    return [c | ({"groundedness": groundedness} if groundedness else {}) for c in built]
 
 
 @eval_app.command("answers")
@@ -223,28 +207,22 @@ def eval_answers(
     from ragassay.config_errors import parse_config
 
     try:
-        settings = _answer_settings(
-            load_config_file(configs) if configs else {},
-            collection,
-            mode,
-            groundedness,
-            {
-                "unanswerable": unanswerable,
-                "max_questions": max_questions,
-                "max_dialogues": max_dialogues,
-                "seed": seed,
-                "save_records": save_records,
-                "metrics": metrics or None,
-            },
+        from_file = load_config_file(configs) if configs else {}
+        settings = given_over(
+            from_file,
+            added={"assertions": assertion},
+            collections=collection,
+            configurations=_mode_configurations(from_file, mode, groundedness),
+            unanswerable=unanswerable,
+            max_questions=max_questions,
+            max_dialogues=max_dialogues,
+            seed=seed,
+            save_records=save_records,
+            metrics=metrics,
+            pairwise=False if no_pairwise else None,
+            traces=False if no_traces else None,
+            judge=judge_override(judge_model, judge_backend, judge_path, judge_url, judge_name, judge_api_key_env),
         )
-        if no_pairwise:
-            settings["pairwise"] = False
-        if no_traces:
-            settings["traces"] = False
-        settings["assertions"] = [*settings.get("assertions", []), *assertion]
-        judge = judge_override(judge_model, judge_backend, judge_path, judge_url, judge_name, judge_api_key_env)
-        if judge is not None:
-            settings["judge"] = judge
         settings = with_task_runner(settings, task_runner, dask_address, workers)
         if not settings.get("collections"):
             raise ConfigError("give at least one --collection (or 'collections' in --configs)")

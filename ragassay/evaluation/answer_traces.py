@@ -15,7 +15,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ragassay.evaluation.answer_summary import AnsweredQuestion
-from ragassay.judge.judge import CORRECT_THRESHOLD, context_text
+from ragassay.judge.answer_judgement import CORRECT_THRESHOLD
+from ragassay.judge.judge import context_text
 from ragassay.metrics.answers import NOT_ASKED, UNREADABLE, AnswerJudgement
 from ragassay.metrics.conversations import turn_handled
 from ragassay.metrics.declared import BY_NAME

@@ -210,11 +210,11 @@ def estimate_answer_eval(config: AnswerEvalConfig) -> AnswerEstimate:
     judge_rate = _rate(config, config.judge, "judge")
     rows = []
     for configuration in config.configurations:
-        sources = TYPICAL_SOURCES if isinstance(configuration, SystemConfiguration) else configuration.k
+        sources = TYPICAL_SOURCES if configuration.system_under_test else configuration.k
         judge_expected, judge_most = _judge_calls(
             answerable, reference_sentences, with_reference, sources, config.metrics
         )
-        if isinstance(configuration, SystemConfiguration):
+        if configuration.system_under_test:
             # The system answers itself: one call per question, at its own measured latency.
             answer, basis = _system_cost(config, configuration, total)
             rows.append(

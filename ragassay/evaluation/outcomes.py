@@ -34,7 +34,7 @@ from ragassay.evaluation.judge_correction import (
     corrected_metrics,
     correction_fit_warnings,
 )
-from ragassay.evaluation.questions import EvalQuestion, GoldenContext
+from ragassay.evaluation.questions import EvalQuestion, GoldenContext, whole_dialogue_parts
 from ragassay.evaluation.retrieval_scoring import SearchedConfiguration
 from ragassay.evaluation.system_runs import records_table
 from ragassay.gates.assertions import (
@@ -87,7 +87,6 @@ from ragassay.metrics.significance import ComparisonRow, compare_all_pairs, comp
 from ragassay.run_warnings import RunWarning, warnings_table
 from ragassay.search.followups import REWRITE_PROMPT_VERSION
 from ragassay.store.schemas import JUDGE_CALIBRATION, PAIRWISE
-from ragassay.systems.settings import SystemConfiguration
 from ragassay.tracking import BatchRecord, ConfigurationRecord, LoggedBatch, flatten_params, traces_below_url
 from ragassay.work_span import WorkSpan
 
@@ -333,6 +332,11 @@ class AnswerQuestions:
         """(question, answerable): the golden questions and turns, then the unanswerable file's."""
         return [(q, q.answerable) for q in self.golden] + [(q, False) for q in self.unanswerable]
 
+    def parts(self, size: int | None) -> list[list[tuple[EvalQuestion, bool]]]:
+        """`all` in parts of at most size to answer apart, a dialogue never split (its turns are
+        answered in order, each with the answers before it)."""
+        return whole_dialogue_parts(self.all, size, lambda item: item[0])
+
     @property
     def answerable_count(self) -> int:
         return sum(q.answerable for q in self.golden)
@@ -492,15 +496,7 @@ def _answer_configuration_record(
         label=configuration.label,
         params={
             **shared,
-            **flatten_params(
-                {"config": configuration.applicable_settings()}
-                if isinstance(configuration, SystemConfiguration)
-                else {
-                    "answer_model_id": model_id_of(configuration.model),
-                    "answer_model_verified": model_verification(configuration.model),
-                    "config": configuration.applicable_settings(),
-                }
-            ),
+            **flatten_params(configuration.run_params()),
         },
         metrics=summarized.metrics,
         tables={"answers": summarized.answers, "judgments": summarized.judgments},
@@ -512,11 +508,11 @@ def _answer_configuration_record(
             TraceSettings(
                 label=configuration.label,
                 batch_id=batch_id,
-                answered_by=answered_by(configuration),
+                answered_by=configuration.answered_by(),
                 judge_model_id=judge_model_id,
                 support_threshold=support_threshold_for(judge_model_id),
                 judge_prompts=", ".join(PROMPT_VERSIONS.values()),
-                system_under_test=isinstance(configuration, SystemConfiguration),
+                system_under_test=configuration.system_under_test,
             ),
         )
         if config.traces
@@ -594,7 +590,7 @@ def _answer_description(
     clipped = clipped_corrections(rows, summary.calibration)
     return configuration_markdown(
         f"answers/{configuration.label}: configuration {configuration.label} of answer batch {batch_id}, "
-        f"answered by {answered_by(configuration)}, judged by {judge_model_id}",
+        f"answered by {configuration.answered_by()}, judged by {judge_model_id}",
         rows,
         REPORTED_ANSWER_METRICS,
         judge_error_lines(calibration_summary(summary.calibration))[0],
@@ -603,13 +599,6 @@ def _answer_description(
         if clipped
         else "",
     )
-
-
-def answered_by(configuration: AnyAnswerConfiguration) -> str:
-    """Who writes a configuration's answers: its answer model's id, or the system under test."""
-    if isinstance(configuration, SystemConfiguration):
-        return f"system under test ({configuration.system.kind})"
-    return model_id_of(configuration.model)
 
 
 def answer_report(
@@ -634,7 +623,7 @@ def answer_report(
         intervals=answer_interval_rows(summary.intervals),
         seconds=round(seconds, 3),
         judge_calibration=calibration_summary(summary.calibration),
-        answered_by={c.label: answered_by(c) for c in config.configurations},
+        answered_by={c.label: c.answered_by() for c in config.configurations},
         followup_gaps=summary.followup_gaps,
         dialogues=questions.context.dialogues,
         # Only where some answer has a statement judged unsupported: a link to none would open

@@ -57,6 +57,14 @@ class IndexReport(BaseModel):
     seconds_embedding: float
     seconds_bm25: float
 
+    def run_metrics(self) -> dict[str, float]:
+        """What a pipeline's index run logs as metrics: what was embedded or reused, and the time."""
+        return self.model_dump(include={"chunks", "embedded", "reused_embeddings", "seconds_embedding", "seconds_bm25"})
+
+    def run_params(self) -> dict[str, str]:
+        """What a pipeline's index run logs as params: which model embedded, and the index's digest."""
+        return {"embedding_model": self.embedding_model_id, "index_digest": self.index_digest}
+
 
 @dataclass(frozen=True)
 class IndexInputs:

@@ -1,7 +1,10 @@
 """The judge model: prompts, verdicts, and how far to trust them.
 
 - prompts: each judgement's instruction, examples, output schema and version, kept together.
-- judge: the Judge (asks, remembers identical judgements) and judging one answer for every metric.
+- judge: the Judge: each judgement asked of the judge model (support, correctness, the implied
+  question, preferences, criteria) with its cost.
+- memory: the judge's memory of one evaluation (an identical judgement asked once, threads too).
+- answer_judgement: judging one answer for every answer metric asked, with its verdicts' rows.
 - metric_input: what an added answer metric is given to score one answer (metrics/declared.py).
 - passage_choice: which passages a statement is judged against, most similar first (pure).
 - evaluation_judges: a process's judge per model and workspace for the evaluation running now.

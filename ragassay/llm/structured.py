@@ -99,11 +99,39 @@ class Structured(Generic[T]):
     def ok(self) -> bool:
         return self.value is not None
 
+    @classmethod
+    def read(cls, value: T, completions: list[Completion], attempts: int = 1) -> Structured[T]:
+        """The value read from the last of these completions, which it cost."""
+        return cls(
+            value=value,
+            raw=completions[-1].text,
+            attempts=attempts,
+            completions=completions,
+            usage=Usage.of(completions),
+        )
+
+    @classmethod
+    def unread(cls, error: str, completions: list[Completion], attempts: int = 1) -> Structured:
+        """No value: the last completion could not be read (why: error); one unreadable output."""
+        return cls(
+            value=None,
+            raw=completions[-1].text,
+            error=error,
+            attempts=attempts,
+            completions=completions,
+            usage=Usage.of(completions, unparseable=1),
+        )
+
+    @classmethod
+    def without_call(cls, value: T) -> Structured[T]:
+        """A value known without asking the model (no call, no cost)."""
+        return cls(value=value, raw="", attempts=0)
+
 
 def unreadable(error: str) -> Structured:
     """A result that was never asked of the model (for example a prompt that does not fit): it
     counts as one unreadable output and costs no call."""
-    return Structured(None, "", error, 0, [], Usage(unparseable=1))
+    return Structured(value=None, raw="", error=error, attempts=0, usage=Usage(unparseable=1))
 
 
 def generate_structured(
@@ -128,8 +156,8 @@ def generate_structured(
         except ValidationError as failure:
             error = _first_error(failure)
             continue
-        return Structured(value, completion.text, None, attempt, completions, Usage.of(completions))
-    return Structured(None, completions[-1].text, error, 2, completions, Usage.of(completions, unparseable=1))
+        return Structured.read(value, completions, attempt)
+    return Structured.unread(error, completions, attempts=2)
 
 
 def _first_error(failure: ValidationError) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import ClassVar
 
 from pydantic import Field, field_validator
 
@@ -37,6 +38,9 @@ class SystemConfiguration(Frozen):
     """A configuration whose results come from a team's own RAG system, scored exactly as the
     built-in ones are."""
 
+    # The system answers (or ranks) for itself: ragassay's models are not called for it.
+    system_under_test: ClassVar[bool] = True
+
     label: str = Field(pattern=LABEL)
     system: SystemSpec
     doc_ids: DocIdRule | None = None
@@ -44,6 +48,18 @@ class SystemConfiguration(Frozen):
     def chat_models(self) -> list:
         """The chat models the configuration calls: none (the system answers itself)."""
         return []
+
+    def answered_by(self) -> str:
+        """Who writes the configuration's answers: the system under test."""
+        return f"system under test ({self.system.kind})"
+
+    def run_params(self) -> dict:
+        """What its MLflow run logs of it: its settings, as its kind logs them."""
+        return {"config": self.applicable_settings()}
+
+    def with_models(self, resolve) -> SystemConfiguration:
+        """Itself: the system answers with its own models, so a pipeline's model settings leave it alone."""
+        return self
 
     def check_for_retrieval(self) -> None:
         """A ConfigError before any work when the system's stored records cannot be ranked."""

@@ -174,22 +174,30 @@ def test_eval_options_override_a_configs_file_only_when_given_and_say_the_declar
     """An option left out keeps the --configs file's value; --groundedness reaches the --mode
     configurations or the declared default one, never a file's (a system's has no such setting);
     each option's help says the default its setting declares."""
-    from ragassay.cli.eval import _answer_settings
+    from ragassay.cli.common import given_over
+    from ragassay.cli.eval import _mode_configurations
 
-    given = {"seed": None, "max_questions": 7}
-    assert _answer_settings({"seed": 3}, ["sample"], [], None, given) == {
+    assert given_over(
+        {"seed": 3, "assertions": ["a:x>=1"]},
+        {"assertions": ["b:y<=2"]},
+        seed=None,
+        max_questions=7,
+        collections=["sample"],
+        configurations=[],
+        pairwise=False,
+    ) == {
         "seed": 3,
         "max_questions": 7,
         "collections": ["sample"],
+        "pairwise": False,
+        "assertions": ["a:x>=1", "b:y<=2"],
     }
-    assert _answer_settings({}, [], [], "off", {})["configurations"] == [
-        {"label": "hybrid", "search_type": "hybrid", "groundedness": "off"}
-    ]
-    assert _answer_settings({}, [], ["fulltext"], None, {})["configurations"] == [
-        {"label": "fulltext", "search_type": "fulltext"}
-    ]
+    assert _mode_configurations({}, [], "off") == [{"label": "hybrid", "search_type": "hybrid", "groundedness": "off"}]
+    assert _mode_configurations({}, ["fulltext"], None) == [{"label": "fulltext", "search_type": "fulltext"}]
     system = [{"label": "team", "system": {"kind": "records", "path": "r.jsonl"}}]
-    assert _answer_settings({"configurations": system}, [], [], "off", {})["configurations"] == system
+    assert given_over(
+        {"configurations": system}, configurations=_mode_configurations({"configurations": system}, [], "off")
+    ) == {"configurations": system}
     retrieval_help = runner.invoke(app, ["eval", "retrieval", "--help"], env={"COLUMNS": "200"}).stdout
     assert "Default 1,3,5,10." in retrieval_help and "Default 100." in retrieval_help
     assert "Default None" not in retrieval_help, "an option without a default says none"
