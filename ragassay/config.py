@@ -73,8 +73,10 @@ class TaskRunnerConfig(Frozen):
 class OneCollection(Frozen):
     """A run over one collection of a workspace."""
 
-    collection: str
-    home: Path = Field(default_factory=workspace_home)
+    collection: str = Field(description="The collection's name.")
+    home: Path = Field(
+        default_factory=workspace_home, description="The workspace ($RAGASSAY_HOME, default ~/.ragassay)."
+    )
 
     _collection = field_validator("collection")(check_collection)
 
@@ -99,7 +101,9 @@ class SomeCollections(Frozen):
 
 
 class OnTaskRunner(Frozen):
-    task_runner: TaskRunnerConfig = TaskRunnerConfig()
+    task_runner: TaskRunnerConfig = Field(
+        TaskRunnerConfig(), description="Where the fanned-out tasks run: threads here, or Dask worker processes."
+    )
 
 
 # Each stage's own settings are declared once, in a <Stage>Settings model: the stage's config (what
@@ -135,9 +139,9 @@ class IngestSettings(Frozen):
     ingest/documents.py). files_per_task: files one extraction task reads (with one extraction
     worker process) on the task runner."""
 
-    paths: tuple[Path, ...] = ()
-    chunking: ChunkingConfig = ChunkingConfig()
-    files_per_task: int = Field(FILES_PER_TASK, ge=1)
+    paths: tuple[Path, ...] = Field((), description="Files or folders to ingest (folders searched recursively).")
+    chunking: ChunkingConfig = Field(ChunkingConfig(), description="How documents are cut into chunks.")
+    files_per_task: int = Field(FILES_PER_TASK, ge=1, description="Files one extraction task reads on the task runner.")
 
 
 class IngestConfig(OneCollection, IngestSettings, OnTaskRunner):
@@ -172,7 +176,9 @@ class IndexSettings(Frozen):
         '(a mapping, or its JSON: {"backend": "openai" or "ollama", "url": ..., "model": ...}).',
     )
     batch_size: int = Field(64, ge=1, le=4096, description="Chunks embedded per batch.")
-    chunks_per_task: int = Field(CHUNKS_PER_TASK, ge=1)
+    chunks_per_task: int = Field(
+        CHUNKS_PER_TASK, ge=1, description="Chunk texts one embedding task embeds on the task runner."
+    )
 
     @field_validator("embedding_model", mode="before")
     @classmethod
@@ -201,9 +207,9 @@ class GenerateSettings(Frozen):
     dialogues: bool = Field(False, description="Write dialogues of `turns` turns instead of single questions.")
     turns: int = Field(3, ge=2, le=6, description="Turns of a generated dialogue.")
     seed: int | None = Field(None, description="Sampling seed; a random one is drawn and printed when omitted.")
-    model: ChatModelConfig = DEFAULT_GENERATION_MODEL
-    max_attempts_factor: int = Field(3, ge=1, le=100)
-    temperature: float = Field(0.3, ge=0.0, le=2.0)
+    model: ChatModelConfig = Field(DEFAULT_GENERATION_MODEL, description="The chat model that writes the questions.")
+    max_attempts_factor: int = Field(3, ge=1, le=100, description="Pages tried per question wanted, at most.")
+    temperature: float = Field(0.3, ge=0.0, le=2.0, description="Sampling temperature of the questions.")
 
 
 class GenerateConfig(OneCollection, GenerateSettings):
@@ -243,9 +249,9 @@ class RetrievalConfiguration(SearchSettings):
 
     system_under_test: ClassVar[bool] = False
 
-    label: str = Field(pattern=LABEL)
-    search_type: SearchType
-    rerank_model: ChatModelConfig = ChatModelConfig()
+    label: str = Field(pattern=LABEL, description="Names the configuration in runs, tables and assertions.")
+    search_type: SearchType = Field(description=f"One of {', '.join(SEARCH_TYPES)}.")
+    rerank_model: ChatModelConfig = Field(ChatModelConfig(), description="The chat model of rerank llm.")
 
     def chat_models(self) -> list[ChatModelConfig]:
         """The reranker, when the configuration reranks with a chat model."""
@@ -300,6 +306,7 @@ class RetrievalSettings(Frozen):
     configurations: tuple[AnyRetrievalConfiguration, ...] = Field(
         default_factory=lambda: tuple(RetrievalConfiguration(label=m, search_type=m) for m in SEARCH_TYPES),
         min_length=1,
+        description="The configurations compared: ragassay's own search (search_type, ...) or a system under test (system).",
     )
     ks: tuple[int, ...] = Field(DEFAULT_KS, description="Cut-offs k of recall@k, precision@k, nDCG@k and hit rate@k.")
     max_rank: int = Field(
@@ -315,7 +322,10 @@ class RetrievalSettings(Frozen):
     max_questions: MaxQuestions = None
     max_dialogues: MaxDialogues = None
     seed: int = Field(0, description="Seed of the question sample and the significance tests.")
-    assertions: tuple[str, ...] = ()
+    assertions: tuple[str, ...] = Field(
+        (),
+        description="Bounds on a configuration's mean ('hybrid:recall@5>=0.8'); a missed one exits 1 and fails the run.",
+    )
     save_records: Path | None = Field(
         None,
         description="Write each configuration's records into this folder as <label>.jsonl (re-scored later as "
@@ -396,25 +406,35 @@ class AnswerEvalSettings(Frozen):
     """
 
     configurations: tuple[AnyAnswerConfiguration, ...] = Field(
-        default_factory=lambda: (AnswerConfiguration(label="hybrid", search_type="hybrid"),), min_length=1
+        default_factory=lambda: (AnswerConfiguration(label="hybrid", search_type="hybrid"),),
+        min_length=1,
+        description="The configurations compared: ragassay's own answer path or a system under test (system).",
     )
-    unanswerable: Path | None = None
+    unanswerable: Path | None = Field(
+        None,
+        description="JSONL or CSV of questions the documents cannot answer (id, question): refusal is measured on them.",
+    )
     max_questions: MaxQuestions = None
     max_dialogues: MaxDialogues = None
     seed: int = Field(0, description="Seed of the question sample.")
-    pairwise: bool = True
+    pairwise: bool = Field(True, description="Ask the judge which of two configurations' answers is better, each pair.")
     traces: bool = Field(
         True,
         description="Log each question as an MLflow trace of its configuration's run: retrieved passages, the "
         "answer, every verdict beside its passage, and the question's scores as assessments.",
     )
-    assertions: tuple[str, ...] = ()
+    assertions: tuple[str, ...] = Field(
+        (),
+        description="Bounds on a configuration's mean ('hybrid:recall@5>=0.8'); a missed one exits 1 and fails the run.",
+    )
     metrics: tuple[str, ...] | None = Field(
         None,
         description="The answer metrics to score (default: every one declared): a run pays only for the verdicts "
         "of those it names.",
     )
-    questions_per_task: int | None = Field(None, ge=1)
+    questions_per_task: int | None = Field(
+        None, ge=1, description="Questions one answering or judging task takes (none: a configuration's in one task)."
+    )
     save_records: Path | None = Field(
         None,
         description="Write each configuration's answers as records into this folder as <label>.jsonl (re-scored "
@@ -449,7 +469,7 @@ class AnswerEvalConfig(SomeCollections, AnswerEvalSettings, OnTaskRunner):
 class PipelineIngest(IngestSettings):
     """The pipeline's ingest stage."""
 
-    enabled: bool = True
+    enabled: bool = Field(True, description="Run this stage (false: skip it).")
 
     def run_params(self) -> dict[str, str]:
         """What the pipeline's ingest run logs as params: the paths ingested."""
@@ -459,7 +479,7 @@ class PipelineIngest(IngestSettings):
 class PipelineIndex(IndexSettings):
     """The pipeline's index stage."""
 
-    enabled: bool = True
+    enabled: bool = Field(True, description="Run this stage (false: skip it).")
 
 
 class PipelineGolden(GenerateSettings):
@@ -471,9 +491,9 @@ class PipelineGolden(GenerateSettings):
     file: Path | tuple[Path, ...] | None = Field(
         None, description="A golden file (entries, and dialogues as rows with `turns`), or a list of them."
     )
-    generate: bool = True
+    generate: bool = Field(True, description="Generate questions through the quality gate (false: only the files).")
     # Seeded by default, unlike `golden generate`: a re-run must resume the same sampling.
-    seed: int = 0
+    seed: int = Field(0, description="Sampling seed of the pages generation draws.")
 
     @property
     def files(self) -> tuple[Path, ...]:
@@ -484,13 +504,13 @@ class PipelineGolden(GenerateSettings):
 class PipelineRetrieval(RetrievalSettings):
     """The pipeline's retrieval evaluation."""
 
-    enabled: bool = True
+    enabled: bool = Field(True, description="Run this stage (false: skip it).")
 
 
 class PipelineAnswers(AnswerEvalSettings):
     """The pipeline's answer evaluation."""
 
-    enabled: bool = True
+    enabled: bool = Field(True, description="Run this stage (false: skip it).")
 
 
 PIPELINE_STAGES = ("ingest", "index", "golden", "retrieval", "answers")
@@ -514,13 +534,15 @@ class PipelineConfig(OneCollection, OnTaskRunner):
     when run alone.
     """
 
-    ingest: PipelineIngest = PipelineIngest()
-    index: PipelineIndex = PipelineIndex()
-    golden: PipelineGolden = PipelineGolden()
-    retrieval: PipelineRetrieval = PipelineRetrieval()
-    answers: PipelineAnswers = PipelineAnswers()
-    judge: ChatModelConfig = DEFAULT_JUDGE
-    cache: bool = True
+    ingest: PipelineIngest = Field(PipelineIngest(), description="The ingest stage: files into the collection.")
+    index: PipelineIndex = Field(PipelineIndex(), description="The index stage: BM25 and embeddings.")
+    golden: PipelineGolden = Field(PipelineGolden(), description="The golden set: files, and generation.")
+    retrieval: PipelineRetrieval = Field(PipelineRetrieval(), description="The retrieval evaluation.")
+    answers: PipelineAnswers = Field(PipelineAnswers(), description="The answer evaluation.")
+    judge: ChatModelConfig = Field(
+        DEFAULT_JUDGE, description="The judge of answer evaluation and of the quality gate's answer check."
+    )
+    cache: bool = Field(True, description="Re-use remembered model calls, so an unchanged re-run asks nothing again.")
 
     @model_validator(mode="after")
     def _stages_valid(self) -> PipelineConfig:

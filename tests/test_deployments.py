@@ -220,7 +220,7 @@ def test_pipeline_deployment_runs_on_real_servers(servers, tmp_path):
     assert deployment["job_variables"]["env"]["RAGASSAY_MODELS"] == env["RAGASSAY_MODELS"]
     assert deployment["job_variables"]["env"]["MLFLOW_TRACKING_URI"] == servers["mlflow"]
     for name in ("pipeline/sample-pipeline-nightly", "eval-retrieval/prod-rag-nightly", "run-cases/sample-cases"):
-        assert name in deployed.stdout, "the three deployments README.md names"
+        assert name in deployed.stdout, "the three deployments prefect.yaml declares"
 
     started = prefect_cli(
         "deployment",

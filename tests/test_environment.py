@@ -1,4 +1,4 @@
-"""Settings from the environment: one typed model, listed in the README, read nowhere else."""
+"""Settings from the environment: one typed model, listed in the documentation, read nowhere else."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from ragassay.errors import ConfigError
 from tests.conftest import REPO
 
 
-def test_the_readme_lists_exactly_the_variables_the_model_declares():
-    section = (REPO / "README.md").read_text().split("### Environment variables", 1)[1].split("\n### ", 1)[0]
+def test_the_documentation_lists_exactly_the_variables_the_model_declares():
+    section = (REPO / "docs/reference/environment.md").read_text()
     listed = set(re.findall(r"^\| `(RAGASSAY_[A-Z_]+)` \|", section, re.M))
     assert listed == {f"RAGASSAY_{name.upper()}" for name in Environment.model_fields}
 

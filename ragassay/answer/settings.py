@@ -35,10 +35,15 @@ class AnswerSettings(SearchSettings):
         # YAML 1.1 readers (Prefect's, most YAML libraries) turn a written `off` into false.
         return "off" if value is False else value
 
-    model: ChatModelConfig = ChatModelConfig()
-    max_answer_tokens: int = Field(384, ge=16, le=8192)
-    min_relevance: float = Field(MIN_RELEVANCE, ge=-1.0, le=1.0)
-    temperature: float = Field(0.0, ge=0.0, le=2.0)
+    model: ChatModelConfig = Field(ChatModelConfig(), description="The chat model that writes the answers.")
+    max_answer_tokens: int = Field(384, ge=16, le=8192, description="Most tokens of one answer.")
+    min_relevance: float = Field(
+        MIN_RELEVANCE,
+        ge=-1.0,
+        le=1.0,
+        description="Cosine similarity of the question and its best chunk under which it is declined unasked.",
+    )
+    temperature: float = Field(0.0, ge=0.0, le=2.0, description="Sampling temperature of the answers.")
     seed: int = Field(0, description="Sampling seed.")
 
     def chat_models(self) -> list[ChatModelConfig]:
@@ -71,7 +76,7 @@ class AnswerConfiguration(AnswerSettings):
     # ragassay writes its answers (a SystemConfiguration's system answers for itself).
     system_under_test: ClassVar[bool] = False
 
-    label: str = Field(pattern=LABEL)
+    label: str = Field(pattern=LABEL, description="Names the configuration in runs, tables and assertions.")
 
     def answered_by(self) -> str:
         """Who writes the configuration's answers: its answer model."""

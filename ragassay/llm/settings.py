@@ -25,27 +25,32 @@ NAMED_BACKENDS = (SMOLLM2, *CATALOG)
 class ChatModelConfig(ConfigModel):
     """Which chat model to use and how; the same object selects it everywhere."""
 
-    backend: Literal["smollm2", "qwen2.5-1.5b", "gguf", "openai"] = "smollm2"
-    path: Path | None = None
-    url: str | None = None
-    model: str | None = None
-    api_key_env: str | None = None
+    backend: Literal["smollm2", "qwen2.5-1.5b", "gguf", "openai"] = Field(
+        "smollm2",
+        description="smollm2 or qwen2.5-1.5b (bundled, in process), gguf (a GGUF file, in process), or openai "
+        "(an OpenAI-compatible server: llama.cpp's, vLLM, Ollama).",
+    )
+    path: Path | None = Field(None, description="The .gguf file of backend gguf.")
+    url: str | None = Field(None, description="The server's base URL of backend openai.")
+    model: str | None = Field(None, description="The model name the openai server knows.")
+    api_key_env: str | None = Field(
+        None, description="The environment variable holding the server's API key (never the key itself)."
+    )
     context_size: int = Field(
         4096, ge=256, le=131_072, description="Model context in tokens; sources are fitted to it."
     )
     # None: as many threads as the process may use cores (default_threads).
     threads: int | None = Field(None, ge=1, description="CPU threads for in-process models.")
     gpu_layers: int = Field(0, ge=-1, description="Layers offloaded to a GPU for in-process models.")
-    timeout_seconds: float = Field(300, gt=0)
+    timeout_seconds: float = Field(300, gt=0, description="The most one call to a served model may take.")
     concurrency: int = Field(
         4,
         ge=1,
         le=64,
         description="Calls in flight at once to an `openai` backend (an in-process model takes one at a time).",
     )
-    # Remember this model's calls in the workspace's completion cache (llm/cache.py). Turn off for
-    # a server whose model may change behind the same name and URL.
-    cache: bool = True
+    # Turn off for a server whose model may change behind the same name and URL.
+    cache: bool = Field(True, description="Remember this model's calls in the workspace's completion cache.")
 
     @field_serializer("url", when_used="json")
     def _url_without_credentials(self, url: str | None) -> str | None:

@@ -36,7 +36,9 @@ class ServedEmbeddingModel(ServedModelSettings):
     width expected (asked of an `openai` server as `dimensions`, for models that can shorten their
     vectors); a response of another width is refused."""
 
-    backend: Literal["openai", "ollama"]
+    backend: Literal["openai", "ollama"] = Field(
+        description="openai: POST {url}/v1/embeddings (vLLM, llama.cpp, TEI); ollama: POST {url}/api/embed."
+    )
     dimensions: int | None = Field(None, ge=1, le=65536, description="Vector width expected (and asked for).")
     batch_size: int = Field(32, ge=1, le=2048, description="Texts per request.")
 

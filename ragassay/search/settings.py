@@ -32,7 +32,7 @@ LexicalUnit = Literal["document", "chunk"]
 class FusionSettings(ConfigModel):
     """How hybrid search fuses the lexical and dense lists: reciprocal-rank fusion and its k."""
 
-    method: Literal["rrf"] = "rrf"
+    method: Literal["rrf"] = Field("rrf", description="rrf: reciprocal-rank fusion, the only method.")
     k: int = Field(RRF_K, ge=1, description="Reciprocal-rank fusion constant.")
 
 
@@ -41,7 +41,9 @@ class ServedReranker(ServedModelSettings):
     documents}, answered {results: [{index, relevance_score}]}; `tei`: POST {url}/rerank with
     {query, texts}, answered [{index, score}]."""
 
-    backend: Literal["cohere", "tei"] = "cohere"
+    backend: Literal["cohere", "tei"] = Field(
+        "cohere", description="cohere: POST {url}/v1/rerank (vLLM, llama.cpp, Jina); tei: POST {url}/rerank."
+    )
 
     @property
     def endpoint(self) -> str:
@@ -63,23 +65,27 @@ class SearchSettings(ConfigModel):
 
     search_type: SearchType = Field("hybrid", description=f"One of {', '.join(SEARCH_TYPES)}.")
     depth: int = Field(100, ge=1, le=100_000, description="Documents each retriever contributes to hybrid fusion.")
-    fusion: FusionSettings = FusionSettings()
+    fusion: FusionSettings = Field(FusionSettings(), description="How hybrid search fuses its two lists.")
     lexical_unit: LexicalUnit = Field(
         "document", description="What BM25 scores: document (whole text) or chunk (best chunk)."
     )
-    content_types: tuple[str, ...] = ()
+    content_types: tuple[str, ...] = Field((), description="Keep only documents of these types (pdf, md, ...).")
     path_glob: str | None = Field(None, description="Keep only documents whose id or source path matches this glob.")
     rerank: Literal["off", "llm"] | ServedReranker = Field(
         "off",
         description="off; llm: the chat model scores the top 20 passages 0-10; or a served reranker "
         '(a mapping, or its JSON: {"backend": "cohere" or "tei", "url": ..., "model": ...}).',
     )
-    rerank_candidates: int = Field(20, ge=1, le=200)
-    rerank_model: ChatModelConfig | None = None
+    rerank_candidates: int = Field(20, ge=1, le=200, description="Top results the reranker scores.")
+    rerank_model: ChatModelConfig | None = Field(
+        None, description="The chat model of rerank llm (none: the default chat model, or the answer model)."
+    )
     followup_query: FollowupQuery = Field(
         "history", description=f"How a follow-up in a conversation is searched: {', '.join(FOLLOWUP_QUERIES)}."
     )
-    rewrite_model: ChatModelConfig | None = None
+    rewrite_model: ChatModelConfig | None = Field(
+        None, description="The chat model that rewrites a follow-up (none: the default, or the answer model)."
+    )
 
     @field_validator("rerank", mode="before")
     @classmethod

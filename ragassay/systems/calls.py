@@ -87,7 +87,7 @@ class CalledSystem(SystemKind):
     cache (what every such kind shares). A subclass says how to ask (`caller`) and, when its
     system keeps sessions, how to clear one (`session_clearer`)."""
 
-    concurrency: int = Field(1, ge=1, le=64)
+    concurrency: int = Field(1, ge=1, le=64, description="Calls in flight at once.")
     timeout_seconds: float = Field(
         30.0,
         gt=0,

@@ -34,12 +34,12 @@ _RETRY_STATUS = {429, 500, 502, 503, 504}
 class ResponsePaths(Frozen):
     """JSONPaths (jsonpath-ng) into an HTTP response body, one per record field."""
 
-    answer: str | None = None
-    documents: str | None = None
-    contexts: str | None = None
-    scores: str | None = None
-    citations: str | None = None
-    refused: str | None = None
+    answer: str | None = Field(None, description="JSONPath of the answer text.")
+    documents: str | None = Field(None, description="JSONPath of the ranked document ids.")
+    contexts: str | None = Field(None, description="JSONPath of the context passages the answer was given.")
+    scores: str | None = Field(None, description="JSONPath of the documents' scores.")
+    citations: str | None = Field(None, description="JSONPath of the documents the answer cites.")
+    refused: str | None = Field(None, description="JSONPath of a true/false: did the system decline to answer.")
 
     @model_validator(mode="after")
     def _parse(self) -> ResponsePaths:
@@ -60,9 +60,9 @@ class SessionRequest(Frozen):
     """The request that clears a conversation's state on a system that keeps it, sent after the
     conversation's last turn: {{session}} (and [[session]]) filled in its URL and body."""
 
-    url: str = Field(pattern=r"^https?://")
-    method: Literal["DELETE", "POST", "PUT", "GET"] = "DELETE"
-    body: dict | None = None
+    url: str = Field(pattern=r"^https?://", description="The URL, {{session}} filled in.")
+    method: Literal["DELETE", "POST", "PUT", "GET"] = Field("DELETE", description="The HTTP method.")
+    body: dict | None = Field(None, description="A JSON body, {{session}} filled in its strings.")
 
 
 class HttpSystem(CalledSystem):
@@ -80,14 +80,16 @@ class HttpSystem(CalledSystem):
     `${VAR}`'s value, and the whole value of a header named in `secret_headers` or whose name looks
     secret (Authorization, X-Api-Key, Cookie, ...)."""
 
-    kind: Literal["http"]
-    url: str = Field(pattern=r"^https?://")
-    method: Literal["GET", "POST", "PUT"] = "POST"
-    headers: dict[str, SecretStr] = Field(default_factory=dict)
+    kind: Literal["http"] = Field(description="http: an HTTP endpoint asked question by question.")
+    url: str = Field(pattern=r"^https?://", description="The endpoint's URL.")
+    method: Literal["GET", "POST", "PUT"] = Field("POST", description="The HTTP method.")
+    headers: dict[str, SecretStr] = Field(
+        default_factory=dict, description="Request headers; secrets as ${VAR}, read from the environment."
+    )
     secret_headers: tuple[str, ...] = Field((), description="Headers whose values are secret (masked everywhere).")
-    body: dict | None = None
-    response: ResponsePaths
-    concurrency: int = Field(4, ge=1, le=64)
+    body: dict | None = Field(None, description="The JSON body template: {{question}}, {{query_id}}, {{history}}...")
+    response: ResponsePaths = Field(description="Where each record field is in the response (JSONPaths).")
+    concurrency: int = Field(4, ge=1, le=64, description="Calls in flight at once.")
     follow_redirects: bool = Field(
         False, description="Follow HTTP redirects (off: a redirect is that question's http_status error, naming it)."
     )
@@ -97,7 +99,9 @@ class HttpSystem(CalledSystem):
         description="The most bytes a response may hold once decompressed; past it the question's record is a "
         "too_large error (a 2 MB gzip body can inflate to 2 GB).",
     )
-    clear_session: SessionRequest | None = None
+    clear_session: SessionRequest | None = Field(
+        None, description="The request that clears a conversation's session after its last turn."
+    )
 
     def header_templates(self) -> dict[str, str]:
         """The headers as written in the configuration (`Bearer ${VAR}` unresolved)."""

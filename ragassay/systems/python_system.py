@@ -29,8 +29,8 @@ class PythonSystem(CalledSystem, RecordColumns):
     conversation, history is the earlier turns as OpenAI-style messages and session names the
     conversation; clear_session, when given, is called with session= after its last turn."""
 
-    kind: Literal["python"]
-    target: str = Field(pattern=_TARGET)
+    kind: Literal["python"] = Field(description="python: a callable in this process.")
+    target: str = Field(pattern=_TARGET, description="The callable as module:attribute (my_rag.app:answer).")
     clear_session: str | None = Field(
         None, pattern=_TARGET, description="A callable called with session= after each conversation's last turn."
     )

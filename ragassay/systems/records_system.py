@@ -19,8 +19,8 @@ class RecordsSystem(SystemKind, RecordColumns):
     """Records a system produced earlier: JSON Lines (one record per line) or Parquet. Two records
     for one question are refused, naming both lines, unless `duplicates` says which one counts."""
 
-    kind: Literal["records"]
-    path: Path
+    kind: Literal["records"] = Field(description="records: outputs the system wrote earlier.")
+    path: Path = Field(description="The records file: JSON Lines or Parquet.")
     duplicates: Literal["refuse", "first", "last"] = Field(
         "refuse", description="Two records for one question: refuse (naming both lines), or keep the first or last."
     )

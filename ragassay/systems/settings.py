@@ -18,9 +18,9 @@ class DocIdRule(Frozen):
     """How a system's document ids become the collection's: strip a prefix, then a regex
     substitution, then a CSV mapping (columns `system_id,doc_id`); any of them, in that order."""
 
-    strip_prefix: str | None = None
-    pattern: str | None = None
-    replacement: str = ""
+    strip_prefix: str | None = Field(None, description="A prefix removed from each of the system's ids.")
+    pattern: str | None = Field(None, description="A regular expression replaced in each id (re.sub).")
+    replacement: str = Field("", description="What pattern is replaced with (\\1 for its first group).")
     mapping: Path | None = Field(None, description="CSV file with columns system_id,doc_id.")
 
     @field_validator("pattern")
@@ -41,9 +41,9 @@ class SystemConfiguration(Frozen):
     # The system answers (or ranks) for itself: ragassay's models are not called for it.
     system_under_test: ClassVar[bool] = True
 
-    label: str = Field(pattern=LABEL)
-    system: SystemSpec
-    doc_ids: DocIdRule | None = None
+    label: str = Field(pattern=LABEL, description="Names the configuration in runs, tables and assertions.")
+    system: SystemSpec = Field(description="The system and how it gives its records; its `kind` says which.")
+    doc_ids: DocIdRule | None = Field(None, description="How the system's document ids become the collection's.")
 
     def chat_models(self) -> list:
         """The chat models the configuration calls: none (the system answers itself)."""

@@ -9,6 +9,8 @@ import math
 from pathlib import Path
 from typing import ClassVar, Literal
 
+from pydantic import Field
+
 from ragassay.errors import ConfigError, listed_problems
 from ragassay.llm.cache import CompletionCache
 from ragassay.systems.collect import match_records
@@ -20,8 +22,8 @@ from ragassay.user_files import read_user_text
 class TrecSystem(SystemKind):
     """A TREC run file (`qid Q0 docid rank score tag`): retrieval only."""
 
-    kind: Literal["trec"]
-    path: Path
+    kind: Literal["trec"] = Field(description="trec: a TREC run file (retrieval only).")
+    path: Path = Field(description="The run file: `qid Q0 docid rank score tag` lines.")
     asks: ClassVar[bool] = False
 
     def collect(
