@@ -6,10 +6,16 @@ engine retries and then raises instead of returning, and the command would print
 although every table is written and MLflow holds the finished batch. A flow hands its report to
 `finished` as it returns it, so the CLI (cli/common.run_flow) can still print the results, with a
 warning, and exit with the code the work earned; the same holds for a flow that ends Failed on a
-failed assertion (`with_verdict`)."""
+failed assertion (`with_verdict`).
+
+A pipeline also says here when each stage ends (`stage_finished`), so a command in this process
+can show that stage's results while the next one runs (`listening_to_stages`)."""
 
 from __future__ import annotations
 
+import contextlib
+import logging
+from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 from prefect.context import FlowRunContext
@@ -19,6 +25,8 @@ from ragassay.gates.assertions import AssertionResult, failed_assertions_text
 
 Report = TypeVar("Report")
 _reports: dict[str, object] = {}
+StageListener = Callable[[str, object], None]
+_stage_listeners: list[StageListener] = []
 
 
 def finished(report: Report) -> Report:
@@ -49,3 +57,23 @@ def with_verdict(report: Report, assertions: list[AssertionResult]) -> Report | 
         kept = f"not logged: {not_logged}; kept in {getattr(report, 'kept_in', None)}"
         text = f"{text}; {kept}" if text else kept
     return Failed(message=text) if text else report
+
+
+@contextlib.contextmanager
+def listening_to_stages(listener: StageListener) -> Iterator[None]:
+    """Within the block, listener(stage, report) is called as each pipeline stage of this process ends."""
+    _stage_listeners.append(listener)
+    try:
+        yield
+    finally:
+        _stage_listeners.remove(listener)
+
+
+def stage_finished(stage: str, report: object) -> None:
+    """Tell the listeners a stage ended with this report. A listener that fails (a closed terminal)
+    is logged and skipped: showing a result early never fails the run."""
+    for listener in _stage_listeners:
+        try:
+            listener(stage, report)
+        except Exception as error:
+            logging.getLogger("ragassay").warning("showing the %s stage's results failed: %s", stage, error)

@@ -14,7 +14,7 @@ from prefect import flow
 
 from flows.eval_answers import eval_answers_flow
 from flows.eval_retrieval import eval_retrieval_flow
-from flows.finished import finished, with_verdict
+from flows.finished import finished, stage_finished, with_verdict
 from flows.generate_golden import generate_golden_flow
 from flows.index import index_flow
 from flows.ingest import ingest_flow
@@ -92,6 +92,7 @@ def pipeline_flow(config: PipelineConfig, overrides: dict[str, Any] | None = Non
                 mark_pipeline_failed(config, batch, stage, f"{type(error).__name__}: {error}")
                 raise StageFailed(f"pipeline stage {stage} failed: {error}") from error
             done.add(stage, stage_report, time.perf_counter() - stage_started)
+            stage_finished(stage, stage_report)  # a command shows it now, while the next stage runs
         report = finished(finish_pipeline(config, batch, started, done.seconds, done.reports))
     except BaseException as stop:
         if not isinstance(stop, Exception):

@@ -2,7 +2,7 @@
 
 A command's config (ragassay/config.py) says what one run does; these say where things live and
 how long to wait on this machine, for every run of a user or a worker process (a Dask worker gets
-its share of the cores this way, flows/runners.py). README.md, "Environment variables", lists them
+its share of the cores this way, flows/runners.py). docs/reference/environment.md lists them
 from this model (tests/test_environment.py keeps the two equal), and no other module reads them.
 
 `environment()` reads the variables as they are now (cheap: a few lookups), so a test or a worker
@@ -86,7 +86,7 @@ class Environment(BaseSettings):
         if isinstance(value, str) and "{{" in value:
             raise ValueError(
                 f"{value!r} is a Prefect template left unfilled: set the variable where `prefect deploy --all` "
-                'runs and deploy again (README.md, "Team set-up")'
+                'runs and deploy again (docs/how-to/team-setup.md)'
             )
         return value
 

@@ -17,7 +17,7 @@ It calls Prefect's REST API (and, with --mlflow, MLflow's):
 
 Exit codes: 0 the run completed and every assertion held (or it had none); 1 it ended Failed on
 its assertions; 2 it did not finish its work (crashed, cancelled, failed before its verdict, or
-still running at --timeout), or a server could not be asked. README.md, "Evaluations from CI".
+still running at --timeout), or a server could not be asked. docs/how-to/ci-and-gate.md, "Evaluations from CI".
 """
 
 from __future__ import annotations

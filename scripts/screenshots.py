@@ -8,7 +8,7 @@ in --out): the MLflow batch's parent run (its description: the report), the batc
 runs list, the Traces view of one question of an answer run (its retrieved passages, verdicts and
 assessments), the run's Traces tab, MLflow's runs list (the batch named `… failed`), the Prefect
 flow run's page (Failed, the bound named), its pipeline report and assertions artifacts and the
-runs list; then the three clicks README "What it shows" walks
+runs list; then the three clicks docs/how-to/evaluating.md ("Three clicks from a low score") walks
 through (click-0 … click-3: the batch, its answers whose faithfulness is below 1, a question,
 the statement judged unsupported beside its passage), each a real click on the screen before.
 
@@ -154,7 +154,7 @@ def close_assistant(page) -> None:
 
 
 def three_clicks(browser, batch_url: str, label: str, trace_id: str, verdict_span: str, out: Path) -> None:
-    """What README "What it shows" walks through: the batch's page, then its link to the answers
+    """What docs/how-to/evaluating.md ("Three clicks from a low score") walks through: the batch's page, then its link to the answers
     whose faithfulness is below 1, a question, and the statement judged unsupported beside its
     passage. Each step is a real click on what the step before showed."""
     page = browser.new_page(viewport={"width": 1900, "height": 1150})

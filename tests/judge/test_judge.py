@@ -47,7 +47,7 @@ def test_the_default_judge_tells_supported_from_unsupported_statements(qwen_judg
     # The learned verdict reads words, not meaning: it keeps the statement its passage says in
     # its own words and refuses the addition; the paraphrase that shares no word with its
     # passage ("can be removed" for "removable") and the wrong year in otherwise copied words
-    # are what it misses (README, "The learned verdict"), so they are not asserted here.
+    # are what it misses (docs/how-to/evaluating.md, "The learned verdict"), so they are not asserted here.
     assert p[supported[1]].value.verdict == "supported" and p[unsupported[1]].value.verdict == "unsupported"
     for result in p.values():
         assert 0.0 <= result.value.p_supported <= 1.0 and result.usage.calls == 1 and not result.reused
