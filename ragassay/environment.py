@@ -86,7 +86,7 @@ class Environment(BaseSettings):
         if isinstance(value, str) and "{{" in value:
             raise ValueError(
                 f"{value!r} is a Prefect template left unfilled: set the variable where `prefect deploy --all` "
-                'runs and deploy again (docs/how-to/team-setup.md)'
+                "runs and deploy again (docs/how-to/team-setup.md)"
             )
         return value
 

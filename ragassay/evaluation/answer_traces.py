@@ -3,11 +3,13 @@ retrieved (every passage, as MLflow's RETRIEVER span convention expects), the an
 tokens and model, and every judge verdict beside the passage it was judged against, with the
 question's scores as assessments (feedback from the judge and the refusal count). The golden set's
 expected documents sit on the retrieve span and its reference answer on the answer span, beside
-what they are compared with, rather than as MLflow expectations (a golden dialogue is one trace,
-a span per turn, its scores the means over its turns): a run's Traces table shows ten
+what they are compared with, rather than as MLflow expectations: a run's Traces table shows ten
 columns until a user picks others, and two expectation columns would leave room for only three
-scores, faithfulness not among them. Pure: answers and verdicts in, trace records out;
-tracking.log_traces writes them."""
+scores, faithfulness not among them. A golden dialogue is a session, as MLflow 3's Sessions view
+reads one: a trace per turn, each with its own scores, all carrying the session's id in their
+metadata (`mlflow.trace.session`), and the dialogue's scores (each metric's mean over its turns,
+whether every turn was handled) as session-level assessments on its first turn. Pure: answers and
+verdicts in, trace records out; tracking.log_traces writes them."""
 
 from __future__ import annotations
 
@@ -30,6 +32,11 @@ REFUSAL = "refusal"
 # to sort after "faithfulness": a run's Traces tab shows the first few scores by name, and
 # faithfulness must stay among them.
 TURNS_HANDLED = "turns_handled"
+# MLflow's trace metadata key that groups traces into a session (mlflow.tracing.constant.TraceMetadataKey).
+SESSION = "mlflow.trace.session"
+# A dialogue's mean of a metric over its turns: `session_faithfulness` beside its first turn's own
+# `faithfulness`, and sorted after it (the Traces tab's first columns keep the turns' scores).
+SESSION_SCORE = "session_"
 
 
 @dataclass(frozen=True)
@@ -62,15 +69,19 @@ class FeedbackRecord:
     source_id: str
     rationale: str | None = None
     error: str | None = None
+    # {SESSION: id} for a score of a whole session (a dialogue), as MLflow keeps session-level ones.
+    metadata: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class QuestionTrace:
-    """One question under one configuration: the root span, its tags and its scores."""
+    """One question (or dialogue turn) under one configuration: the root span, its tags, its
+    scores, and its trace metadata (the session a dialogue's turn belongs to)."""
 
     root: SpanRecord
     tags: dict[str, str]
     feedback: tuple[FeedbackRecord, ...]
+    metadata: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -95,7 +106,8 @@ def answer_traces(
     settings: TraceSettings,
 ) -> list[QuestionTrace]:
     """A trace per question of a configuration (a failed call of a system under test too, its
-    error as the answer span's output), and one per golden dialogue, a span per turn. Each step
+    error as the answer span's output), and per turn of each golden dialogue, the turns of one
+    dialogue a session (dialogue_traces). Each step
     lasts what it took: retrieval and answer from the question's measured seconds, the judge from
     its model seconds (judge_seconds, by question key)."""
     traces, dialogues = [], {}
@@ -104,7 +116,9 @@ def answer_traces(
             traces.append(_trace(item, judgements.get(item.key), judge_seconds, settings))
         else:
             dialogues.setdefault((item.question.query_collection, item.question.dialogue_id), []).append(item)
-    return traces + [_dialogue_trace(turns, judgements, judge_seconds, settings) for turns in dialogues.values()]
+    for turns in dialogues.values():
+        traces.extend(dialogue_traces(turns, judgements, judge_seconds, settings))
+    return traces
 
 
 def _retrieve_span(item: AnsweredQuestion) -> SpanRecord:
@@ -157,44 +171,31 @@ def _trace(
     return QuestionTrace(root, tags, _feedback(item, judgement, verdicts, settings))
 
 
-def _dialogue_trace(
+def dialogue_traces(
     turns: list[AnsweredQuestion],
     judgements: dict[str, AnswerJudgement],
     judge_seconds: dict[str, float],
     settings: TraceSettings,
-) -> QuestionTrace:
-    """One golden dialogue under a configuration: a span per turn (its follow-up query, retrieval,
-    answer and verdicts), and as scores each judged metric's mean over its turns (which turns
-    scored what in the rationale) and whether every turn was cited or declined as it should be."""
+) -> list[QuestionTrace]:
+    """One golden dialogue under a configuration as an MLflow session: a trace per turn (its
+    follow-up query, retrieval, answer, verdicts and scores), each with the session's id, which
+    names the batch, the configuration and the dialogue (a dialogue is a session of each
+    configuration of each batch). The first turn's trace also holds the dialogue's scores as
+    session-level assessments: each judged metric's mean over its turns (which turns scored what
+    in the rationale) and whether every turn was cited or declined as it should be."""
     first = turns[0].question
     key = f"{first.query_collection}/{first.dialogue_id}"
-    spans = tuple(
-        SpanRecord(
-            f"turn {item.question.turn}: {_cut(item.question.question)}",
-            CHAIN,
-            inputs={"question": item.question.question, "query_id": item.key},
-            outputs={"answer": item.answer.text if item.error is None else None, "outcome": _outcome(item)},
-            attributes={"answerable": item.answerable, "turn": item.question.turn},
-            children=_steps(item, judgements.get(item.key), judge_seconds.get(item.key), settings),
-        )
-        for item in turns
-    )
-    root = SpanRecord(
-        f"{settings.label} · {key} · batch {settings.batch_id}",
-        CHAIN,
-        inputs={"dialogue": key, "questions": [item.question.question for item in turns]},
-        outputs={"outcomes": [_outcome(item) for item in turns]},
-        attributes={"turns": len(turns)},
-        children=spans,
-    )
-    tags = {
-        "ragassay.batch_id": settings.batch_id,
-        "ragassay.configuration": settings.label,
-        "ragassay.query_id": key,
-        "ragassay.dialogue": key,
-        "ragassay.outcome": ", ".join(_outcome(item) for item in turns),
-    }
-    return QuestionTrace(root, tags, _dialogue_feedback(turns, judgements, settings))
+    session = {SESSION: f"{settings.batch_id}/{settings.label}/{key}"}
+    traces = []
+    for item in turns:
+        turn = _trace(item, judgements.get(item.key), judge_seconds, settings)
+        tags = turn.tags | {"ragassay.dialogue": key, "ragassay.turn": str(item.question.turn)}
+        feedback = turn.feedback
+        if item is turns[0]:
+            dialogue = _dialogue_feedback(turns, judgements, settings)
+            feedback += tuple(replace(record, metadata=session) for record in dialogue)
+        traces.append(replace(turn, tags=tags, feedback=feedback, metadata=session))
+    return traces
 
 
 def _steps(
@@ -305,7 +306,8 @@ def _dialogue_feedback(
     turns: list[AnsweredQuestion], judgements: dict[str, AnswerJudgement], settings: TraceSettings
 ) -> tuple[FeedbackRecord, ...]:
     """A dialogue's scores: each judged metric's mean over the turns that scored it (none where no
-    turn did), and whether every turn was handled (metrics/conversations.turn_handled)."""
+    turn did; named SESSION_SCORE + the metric), and whether every turn was handled
+    (metrics/conversations.turn_handled)."""
     judged_by = f"{settings.judge_model_id} ({settings.judge_prompts})"
     records = []
     for name in ANSWER_METRICS:
@@ -317,7 +319,7 @@ def _dialogue_feedback(
         if scored:
             mean = sum(value for _, value in scored) / len(scored)
             rationale = "mean over turns: " + ", ".join(f"turn {turn} {value:.2f}" for turn, value in scored)
-            records.append(FeedbackRecord(name, mean, "LLM_JUDGE", judged_by, rationale=rationale))
+            records.append(FeedbackRecord(SESSION_SCORE + name, mean, "LLM_JUDGE", judged_by, rationale=rationale))
     handled = [
         turn_handled(
             item.answerable,

@@ -40,11 +40,14 @@ def _tracing_into(uri: str):
 
 def log_traces(home: Path, experiment_id: str, run_id: str, traces: list) -> list[str]:
     """Each QuestionTrace (evaluation/answer_traces.py) as an MLflow trace in the experiment,
-    linked to the run (its Traces tab lists them), then its scores as feedback assessments.
-    Returns the trace ids."""
+    linked to the run (its Traces tab lists them) and to its session when it has one (a dialogue's
+    turn: the Sessions view), then its scores as feedback assessments (a session's own scores with
+    the session in their metadata, as MLflow keeps session-level assessments). Returns the trace ids."""
     quiet_mlflow()
+    import mlflow
     from mlflow.entities import AssessmentError, AssessmentSource, Feedback
     from mlflow.tracing.client import TracingClient
+    from mlflow.tracing.constant import TraceMetadataKey
 
     uri = tracking_uri(home)
     mlflow_client = client(home)
@@ -55,15 +58,16 @@ def log_traces(home: Path, experiment_id: str, run_id: str, traces: list) -> lis
             # Logged after the work: the spans are laid end to end, ending now, each as long as
             # its step took (SpanRecord.seconds), so MLflow's durations are the work's.
             started = time.time_ns() - round(root.duration() * 1e9)
-            span = mlflow_client.start_trace(
+            # MlflowClient.start_trace with trace metadata (its own sets only the run's).
+            span = mlflow.start_span_no_context(
                 name=root.name,
                 start_time_ns=started,
                 span_type=root.span_type,
                 inputs=root.inputs,
                 attributes=root.attributes,
                 tags=trace.tags,
+                metadata={TraceMetadataKey.SOURCE_RUN: run_id, **trace.metadata},
                 experiment_id=experiment_id,
-                run_id=run_id,
             )
             ended = _log_children(mlflow_client, span.trace_id, span.span_id, root, started)
             mlflow_client.end_trace(span.trace_id, outputs=root.outputs, end_time_ns=ended)
@@ -81,6 +85,7 @@ def log_traces(home: Path, experiment_id: str, run_id: str, traces: list) -> lis
                     error=AssessmentError(error_code="NOT_SCORED", error_message=feedback.error)
                     if feedback.error
                     else None,
+                    metadata=feedback.metadata or None,
                 ),
             )
     return trace_ids

@@ -228,7 +228,7 @@ def test_a_python_system_gets_the_history_and_its_session_cleared(chat_home):
 
 
 @pytest.mark.slow
-def test_the_built_in_path_answers_a_dialogue_turn_after_turn_and_traces_it_whole(chat_home):
+def test_the_built_in_path_answers_a_dialogue_turn_after_turn_and_traces_it_as_a_session(chat_home):
     from flows.eval_answers import eval_answers_flow
     from ragassay.config import AnswerEvalConfig
 
@@ -258,13 +258,25 @@ def test_the_built_in_path_answers_a_dialogue_turn_after_turn_and_traces_it_whol
     gaps = {row.metric for row in report.followup_gaps if row.configuration == "hybrid"}
     assert {"faithfulness", "false_refusal_rate"} <= gaps
     assert report.assertions[0].passed
-    # One trace for the dialogue, a span per turn, each follow-up's query among its steps.
-    [trace] = tracking.find_traces(chat_home, report.run_ids["hybrid"])
-    spans = {span.name: span for span in trace.data.spans}
-    assert [f"turn {n}" for n in range(1, len(turns) + 1)] == sorted(
-        name.split(":")[0] for name in spans if name.startswith("turn ")
+    # A trace per turn, the dialogue one MLflow session (the Sessions view), each follow-up's
+    # query among its turn's steps; the dialogue's own scores are its session's, on its first turn.
+    traces = tracking.find_traces(chat_home, report.run_ids["hybrid"])
+    [session] = {trace.info.trace_metadata["mlflow.trace.session"] for trace in traces}
+    assert session == f"{report.batch_id}/hybrid/sample/{dialogue}"
+    grouped = tracking.find_traces(
+        chat_home, report.run_ids["hybrid"], f"metadata.`mlflow.trace.session` = '{session}'"
     )
-    assert sum(name == "follow-up query" for name in (span.name for span in trace.data.spans)) == len(turns) - 1
+    turn_of = {trace.info.trace_id: int(trace.info.tags["ragassay.turn"]) for trace in traces}
+    assert sorted(turn_of[trace.info.trace_id] for trace in grouped) == list(range(1, len(turns) + 1))
+    follow_up_queries = [span for trace in traces for span in trace.data.spans if span.name == "follow-up query"]
+    assert len(follow_up_queries) == len(turns) - 1
+    first = next(trace for trace in traces if turn_of[trace.info.trace_id] == 1)
+    session_scores = {
+        a.name for a in first.info.assessments if (a.metadata or {}).get("mlflow.trace.session") == session
+    }
+    assert session_scores and all(name.startswith("session_") or name == "turns_handled" for name in session_scores)
+    later = [trace for trace in traces if turn_of[trace.info.trace_id] > 1]
+    assert not any((a.metadata or {}).get("mlflow.trace.session") for t in later for a in t.info.assessments)
 
 
 @pytest.mark.slow
