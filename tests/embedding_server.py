@@ -13,7 +13,7 @@ benchmarks/bench_served_embeddings.py. Faults (`/control` JSON, each optional):
 `wrong_width` (vectors one number short), `hang_seconds` (wait before answering),
 `model_name` (the model it reports), `rerank_shape` ("shuffled": a reranker's results with an index
 missing). GET /stats: requests and texts embedded so far, and the most requests it was answering at
-once (`most_in_flight`).
+once (`most_in_flight`) and is answering now (`in_flight`).
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def serve(port: int, api_key: str | None, model_name: str) -> None:
         def do_GET(self) -> None:
             if self.path == "/stats":
                 with lock:
-                    counts = {name: state[name] for name in ("requests", "texts", "most_in_flight")}
+                    counts = {name: state[name] for name in ("requests", "texts", "in_flight", "most_in_flight")}
                     self._send(200, counts)
             else:
                 self._send(200, {"data": [{"id": state["model_name"], "object": "model"}]})
