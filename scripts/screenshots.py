@@ -10,7 +10,10 @@ assessments), the run's Traces tab, MLflow's runs list (the batch named `… fai
 flow run's page (Failed, the bound named), its pipeline report and assertions artifacts and the
 runs list; then the three clicks docs/how-to/evaluating.md ("Three clicks from a low score") walks
 through (click-0 … click-3: the batch, its answers whose faithfulness is below 1, a question,
-the statement judged unsupported beside its passage), each a real click on the screen before.
+the statement judged unsupported beside its passage), each a real click on the screen before;
+MLflow's Sessions view of the dialogues (a session per dialogue and configuration) and one
+dialogue opened turn by turn; and the documentation site (built with mkdocs into the work
+folder): its home and a how-to page.
 
     .venv/bin/python scripts/screenshots.py --out /tmp/screens
 Needs Debian's `chromium` (`apt-get install chromium`) and Playwright's Python package (`pip
@@ -31,6 +34,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from urllib.parse import quote
 
 import httpx
 
@@ -101,7 +105,7 @@ def screenshot(browser, url: str, path: Path, width: int = 1900, height: int = 1
 
 
 def pipeline_file(folder: Path) -> Path:
-    """The sample pipeline, small: SmolLM2 everywhere, four golden questions, one golden dialogue
+    """The sample pipeline, small: SmolLM2 everywhere, four golden questions, two golden dialogues
     and one unanswerable question under two answer configurations, no generation."""
     unanswerable = folder / "unanswerable.jsonl"
     unanswerable.write_text((REPO / "data/sample/unanswerable.jsonl").read_text().splitlines(keepends=True)[0])
@@ -118,7 +122,7 @@ def pipeline_file(folder: Path) -> Path:
         "answers": {
             "unanswerable": str(unanswerable),
             "max_questions": 4,
-            "max_dialogues": 1,
+            "max_dialogues": 2,
             "configurations": [
                 {"label": "fulltext", "search_type": "fulltext", "k": 3, "max_answer_tokens": 160},
                 {"label": "hybrid", "search_type": "hybrid", "k": 3, "max_answer_tokens": 160},
@@ -305,6 +309,14 @@ def main() -> None:
         }
         prefect_ui = f"http://127.0.0.1:{port['prefect']}"
         runs = f"{ui}/#/experiments/{experiment_id}/runs"
+        sessions = sorted({t.info.trace_metadata.get("mlflow.trace.session") for t in traces} - {None})
+        site = folder / "site"
+        subprocess.run(
+            [str(BIN / "mkdocs"), "build", "--quiet", "--site-dir", str(site)],
+            cwd=REPO,
+            env={**env, "NO_MKDOCS_2_WARNING": "1"},
+            check=True,
+        )
         pages = {
             "mlflow-batch.png": f"{runs}/{parent.info.run_id}",
             "mlflow-runs-view.png": report["runs_view_url"],
@@ -315,7 +327,14 @@ def main() -> None:
             "prefect-report.png": f"{prefect_ui}/artifacts/artifact/{artifacts['pipeline-sample-report']['id']}",
             "prefect-assertions.png": f"{prefect_ui}/artifacts/artifact/{artifacts['pipeline-sample-assertions']['id']}",
             "prefect-runs.png": f"{prefect_ui}/runs",
+            "mlflow-sessions.png": f"{ui}/#/experiments/{experiment_id}/chat-sessions",
+            "docs-home.png": (site / "index.html").as_uri(),
+            "docs-own-rag-system.png": (site / "how-to/own-rag-system/index.html").as_uri(),
         }
+        if sessions:
+            pages["mlflow-session.png"] = (
+                f"{ui}/#/experiments/{experiment_id}/chat-sessions/{quote(sessions[0], safe='')}"
+            )
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_FLAGS)
             for name, url in pages.items():

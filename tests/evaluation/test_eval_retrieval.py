@@ -94,8 +94,9 @@ def test_batch_is_one_parent_and_one_child_per_configuration_in_mlflow(evaluated
         report.means["hybrid"]["recall@5"]
     )
     run = tracking.download_table(sample_home, hybrid.info.run_id, "run")
-    # Each list to the evaluation's max rank (100), here every document of the 20-document sample.
-    assert run.group_by("query_id").agg(pl.len())["len"].max() == min(config.depth, 20)
+    # Each list to the evaluation's max rank (100), here every document of the sample.
+    documents = sum(1 for path in (SAMPLE / "corpus").rglob("*") if path.is_file())
+    assert run.group_by("query_id").agg(pl.len())["len"].max() == min(config.depth, documents)
     assert tracking.download_table(sample_home, report.parent_run_id, "comparisons").height == len(report.comparisons)
 
 
