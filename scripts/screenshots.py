@@ -94,7 +94,11 @@ def screenshot(browser, url: str, path: Path, width: int = 1900, height: int = 1
                     button.click(timeout=2000, force=True)
         page.wait_for_timeout(800)
     if click is not None:
-        target = page.get_by_text(click).first
+        # "button:NAME" clicks the button of that accessible name (an icon's label), else the text.
+        if click.startswith("button:"):
+            target = page.get_by_role("button", name=click.removeprefix("button:")).first
+        else:
+            target = page.get_by_text(click).first
         with contextlib.suppress(PlaywrightError):
             target.click(timeout=5000, force=True)
             page.wait_for_timeout(2500)
@@ -327,7 +331,8 @@ def main() -> None:
             "prefect-report.png": f"{prefect_ui}/artifacts/artifact/{artifacts['pipeline-sample-report']['id']}",
             "prefect-assertions.png": f"{prefect_ui}/artifacts/artifact/{artifacts['pipeline-sample-assertions']['id']}",
             "prefect-runs.png": f"{prefect_ui}/runs",
-            "mlflow-sessions.png": f"{ui}/#/experiments/{experiment_id}/chat-sessions",
+            # MLflow 3.17 shows sessions in the Traces tab, grouped by its "Group by session" button.
+            "mlflow-sessions.png": f"{ui}/#/experiments/{experiment_id}/traces",
             "docs-home.png": (site / "index.html").as_uri(),
             "docs-own-rag-system.png": (site / "how-to/own-rag-system/index.html").as_uri(),
         }
@@ -339,7 +344,13 @@ def main() -> None:
             browser = playwright.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_FLAGS)
             for name, url in pages.items():
                 # The report is read down the page: its whole length, the follow-up tables included.
-                screenshot(browser, url, out / name, height=9000 if name == "prefect-report.png" else 1150)
+                screenshot(
+                    browser,
+                    url,
+                    out / name,
+                    height=9000 if name == "prefect-report.png" else 1150,
+                    click="button:Group traces by session" if name == "mlflow-sessions.png" else None,
+                )
             if below and unsupported:
                 three_clicks(browser, pages["mlflow-batch.png"], label, chosen.info.trace_id, unsupported[0], out)
             else:

@@ -317,7 +317,7 @@ def _dialogue_feedback(
             if item.key in judgements and judgements[item.key].scores()[name].value is not None
         ]
         if scored:
-            mean = sum(value for _, value in scored) / len(scored)
+            mean = round(sum(value for _, value in scored) / len(scored), 4)
             rationale = "mean over turns: " + ", ".join(f"turn {turn} {value:.2f}" for turn, value in scored)
             records.append(FeedbackRecord(SESSION_SCORE + name, mean, "LLM_JUDGE", judged_by, rationale=rationale))
     handled = [

@@ -53,11 +53,14 @@ def log_traces(home: Path, experiment_id: str, run_id: str, traces: list) -> lis
     mlflow_client = client(home)
     trace_ids = []
     with _tracing_into(uri):
+        # Logged after the work: the traces are laid end to end in their order, the last ending
+        # now, and each one's spans end to end inside it, each as long as its step took
+        # (SpanRecord.seconds), so MLflow's durations are the work's and a dialogue's turns (a
+        # session) come in the order they were asked.
+        cursor = time.time_ns() - round(sum(trace.root.duration() for trace in traces) * 1e9) - len(traces)
         for trace in traces:
             root = trace.root
-            # Logged after the work: the spans are laid end to end, ending now, each as long as
-            # its step took (SpanRecord.seconds), so MLflow's durations are the work's.
-            started = time.time_ns() - round(root.duration() * 1e9)
+            started = cursor
             # MlflowClient.start_trace with trace metadata (its own sets only the run's).
             span = mlflow.start_span_no_context(
                 name=root.name,
@@ -72,6 +75,7 @@ def log_traces(home: Path, experiment_id: str, run_id: str, traces: list) -> lis
             ended = _log_children(mlflow_client, span.trace_id, span.span_id, root, started)
             mlflow_client.end_trace(span.trace_id, outputs=root.outputs, end_time_ns=ended)
             trace_ids.append(span.trace_id)
+            cursor = ended + 1
     tracing = TracingClient(uri)
     for trace_id, trace in zip(trace_ids, traces):
         for feedback in trace.feedback:

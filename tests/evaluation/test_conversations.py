@@ -267,7 +267,8 @@ def test_the_built_in_path_answers_a_dialogue_turn_after_turn_and_traces_it_as_a
         chat_home, report.run_ids["hybrid"], f"metadata.`mlflow.trace.session` = '{session}'"
     )
     turn_of = {trace.info.trace_id: int(trace.info.tags["ragassay.turn"]) for trace in traces}
-    assert sorted(turn_of[trace.info.trace_id] for trace in grouped) == list(range(1, len(turns) + 1))
+    in_time_order = sorted(grouped, key=lambda trace: trace.info.request_time)
+    assert [turn_of[trace.info.trace_id] for trace in in_time_order] == list(range(1, len(turns) + 1))
     follow_up_queries = [span for trace in traces for span in trace.data.spans if span.name == "follow-up query"]
     assert len(follow_up_queries) == len(turns) - 1
     first = next(trace for trace in traces if turn_of[trace.info.trace_id] == 1)
