@@ -56,7 +56,8 @@ def run(
 ) -> None:
     """Run the pipeline: ingest → index → golden set → retrieval evaluation → answer evaluation,
     as one Prefect flow run and one MLflow batch. The file is checked before any work starts.
-    Exit code 1 when an --assert bound fails."""
+    Each stage's results are printed as the stage ends, then the whole summary; with --json, only
+    the final JSON document is printed. Exit code 1 when an --assert bound fails."""
     from ragassay.config import PipelineConfig, route_assertions
     from ragassay.config_errors import parse_config
 
