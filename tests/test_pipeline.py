@@ -53,6 +53,18 @@ def pipeline_settings(corpus) -> dict:
     }
 
 
+def small_pipeline_file(folder, stages: str):
+    """A pipeline file over the sample corpus and its golden questions (no generation), with the
+    retrieval and answer sections (and any other keys) written in `stages`."""
+    written = folder / "pipeline.yaml"
+    written.write_text(
+        f"collection: sample\ningest: {{paths: [{SAMPLE / 'corpus'}]}}\n"
+        f"golden: {{file: {SAMPLE / 'golden.jsonl'}, generate: false}}\n" + stages,
+        encoding="utf-8",
+    )
+    return written
+
+
 @pytest.mark.slow
 def test_pipeline_runs_every_stage_then_reruns_from_cache(home, tmp_path):
     from flows.pipeline import pipeline_flow
@@ -222,14 +234,11 @@ def test_a_failed_bound_fails_the_pipeline_run_after_everything_is_logged(home, 
     from tests.helpers import flow_run_outcome
 
     monkeypatch.setenv("RAGASSAY_HOME", str(home))
-    written = tmp_path / "pipeline.yaml"
-    written.write_text(
-        f"collection: sample\ningest: {{paths: [{SAMPLE / 'corpus'}]}}\n"
-        f"golden: {{file: {SAMPLE / 'golden.jsonl'}, generate: false}}\n"
+    written = small_pipeline_file(
+        tmp_path,
         "retrieval: {configurations: [{label: fulltext, search_type: fulltext}], "
         "assertions: ['fulltext:recall@1<=0.01', 'fulltext:mrr>=0.5']}\n"
         "answers: {enabled: false}\n",
-        encoding="utf-8",
     )
     result = CliRunner().invoke(app, ["run", "--config", str(written)])
     assert result.exit_code == 1, result.output
@@ -352,15 +361,12 @@ def test_ragassay_run_shows_each_stage_as_it_ends_then_the_whole_summary(home, t
     from flows.finished import listening_to_stages
 
     monkeypatch.setenv("RAGASSAY_HOME", str(home))
-    written = tmp_path / "pipeline.yaml"
-    written.write_text(
-        f"collection: sample\ningest: {{paths: [{SAMPLE / 'corpus'}]}}\n"
-        f"golden: {{file: {SAMPLE / 'golden.jsonl'}, generate: false}}\n"
+    written = small_pipeline_file(
+        tmp_path,
         "retrieval: {configurations: [{label: fulltext, search_type: fulltext}]}\n"
         "answers: {max_questions: 1, max_dialogues: 0, pairwise: false, configurations: "
         "[{label: hybrid, search_type: hybrid, k: 2, max_answer_tokens: 64, model: {backend: smollm2}}]}\n"
         "judge: {backend: smollm2}\n",
-        encoding="utf-8",
     )
     ended: list[str] = []
     with listening_to_stages(lambda stage, report: ended.append(stage)):
