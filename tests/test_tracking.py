@@ -90,6 +90,8 @@ def test_an_answered_question_is_a_trace_of_its_run_with_passages_verdicts_and_a
          "verdict": "unsupported", "p_supported": 0.4, "error": None, "seconds": 1.5},
         {"metric": "citation_precision", "statement_index": 0, "statement": statement.text, "source_number": 1,
          "verdict": "supported", "p_supported": 0.97, "error": None, "seconds": 1.0},
+        {"metric": "answer_correctness", "statement_index": -1, "statement": statement.text, "source_number": None,
+         "verdict": "correct", "p_supported": None, "p_correct": 0.9, "error": None, "seconds": 0.0},
     ]  # fmt: skip
     judgement = AnswerJudgement(
         faithfulness([False]), Scored(None, "no reference answer"), Scored(0.8, None, 1), Scored(1.0, None, 1),
@@ -125,6 +127,10 @@ def test_an_answered_question_is_a_trace_of_its_run_with_passages_verdicts_and_a
     faithful = spans["faithfulness 1: Hive 1 was inspected on Monday."]
     assert "[2] Smoke calms the bees." in faithful.inputs["passage"], "judged against the whole context"
     assert faithful.outputs == {"verdict": "unsupported", "p": 0.4, "threshold": 0.85, "error": None}
+    # The answer-correctness verdict keeps its own probability, P(correct), under its own name.
+    graded = spans["answer_correctness: whole answer"]
+    assert graded.attributes["p_correct"] == 0.9 and "p_supported" not in graded.attributes
+    assert graded.outputs == {"verdict": "correct", "p": 0.9, "threshold": 0.5, "error": None}
     assessments = {a.name: a for a in trace.info.assessments}
     assert assessments["faithfulness"].value == 0.0
     assert assessments["faithfulness"].rationale == "not supported: Hive 1 was inspected on Monday."
@@ -146,8 +152,12 @@ def test_an_answered_question_is_a_trace_of_its_run_with_passages_verdicts_and_a
     assert spans["answer"].end_time_ns <= spans["judge"].start_time_ns <= spans["answer"].end_time_ns + 1
     # Each verdict lasts its own model seconds, in the order they were judged, within the judge's.
     verdict_spans = sorted((s for s in trace.data.spans if s.span_type == "EVALUATOR"), key=lambda s: s.start_time_ns)
-    assert [s.name.split(" ")[0] for s in verdict_spans] == ["faithfulness", "citation_precision"]
-    assert [(s.end_time_ns - s.start_time_ns) / 1e9 for s in verdict_spans] == pytest.approx([1.5, 1.0], abs=1e-6)
+    assert [s.name.split(" ")[0] for s in verdict_spans] == [
+        "faithfulness",
+        "citation_precision",
+        "answer_correctness:",
+    ]
+    assert [(s.end_time_ns - s.start_time_ns) / 1e9 for s in verdict_spans] == pytest.approx([1.5, 1.0, 0.0], abs=1e-6)
     assert spans["judge"].start_time_ns <= verdict_spans[0].start_time_ns
     assert verdict_spans[-1].end_time_ns <= spans["judge"].end_time_ns
     assert trace.info.execution_duration == pytest.approx(3500, abs=1)

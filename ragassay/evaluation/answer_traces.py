@@ -273,6 +273,7 @@ def _verdict_span(
         passage = context
     index = verdict["statement_index"]
     threshold = CORRECT_THRESHOLD if correctness else settings.support_threshold
+    probability = verdict["p_correct"] if correctness else verdict["p_supported"]
     # Named by the statement itself (cut to a span list's width), its number first to keep two
     # equal statements apart; the threshold beside the verdict it decided.
     return SpanRecord(
@@ -281,13 +282,13 @@ def _verdict_span(
         inputs={"statement": verdict["statement"], "passage": passage, "source_number": number},
         outputs={
             "verdict": verdict["verdict"],
-            "p": verdict["p_supported"],
+            "p": probability,
             "threshold": threshold,
             "error": verdict["error"],
         },
         attributes={
             "metric": metric,
-            "p_correct" if correctness else "p_supported": verdict["p_supported"],
+            "p_correct" if correctness else "p_supported": probability,
             "threshold": threshold,
         },
         seconds=verdict.get("seconds") or 0.0,

@@ -56,7 +56,8 @@ class VerdictRow(TypedDict):
     statement: str
     source_number: int | None
     verdict: str  # supported, unsupported, correct, incorrect or unreadable
-    p_supported: float | None  # P(correct) for answer correctness
+    p_supported: float | None  # P(supported) of a support verdict (None for answer correctness)
+    p_correct: float | None  # P(correct) of the answer-correctness verdict (None for the others)
     error: str | None
     context: str
     cited_sources: list[int]
@@ -95,6 +96,7 @@ class _Verdicts:
                 source_number=source,
                 verdict=word,
                 p_supported=p,
+                p_correct=None,
                 error=result.error,
                 context=context,
                 cited_sources=cited,
@@ -286,7 +288,8 @@ def _answer_correctness(verdicts: _Verdicts, answer: GroundedAnswer, reference_a
             statement=answer.prose,
             source_number=None,
             verdict=word,
-            p_supported=p_correct,
+            p_supported=None,
+            p_correct=p_correct,
             error=grade.error,
             context=reference_answer,
             cited_sources=[],

@@ -267,7 +267,7 @@ def answers_spec(metrics: tuple[str, ...]) -> TableSpec:
 
 JUDGMENTS = TableSpec(
     "judgments",
-    3,
+    4,
     pl.Schema(
         {
             "configuration": pl.String,
@@ -281,10 +281,13 @@ JUDGMENTS = TableSpec(
             # supported, unsupported or unreadable; for answer_correctness (the whole answer graded
             # against the reference answer): correct, incorrect or unreadable.
             "verdict": pl.String,
-            # The judge's probability of the positive verdict, supported (or, for
-            # answer_correctness, correct); the verdict applies the threshold to it. Null when
-            # unreadable.
+            # The judge's P(supported) of a support verdict; the verdict applies the threshold to
+            # it. Null when unreadable, and for answer_correctness (version 3 and before held its
+            # P(correct) here).
             "p_supported": pl.Float64,
+            # Version 4: the judge's P(correct) of the answer_correctness verdict; null for every
+            # other verdict and when unreadable.
+            "p_correct": pl.Float64,
             "error": pl.String,
             # Version 3: the exact text the statement was judged against (the numbered sources,
             # the cited source, or the reference answer for answer_correctness), and the sources

@@ -152,7 +152,15 @@ def test_the_judgments_preview_reads_question_statement_verdict_first(evaluated,
     answers, judgments = _child_tables(sample_home, run_id)
     saved = tracking.client(sample_home).download_artifacts(run_id, "judgments.json")
     preview = json.loads(Path(saved).read_text(encoding="utf-8"))
-    assert preview["columns"][:6] == ["question", "statement", "verdict", "p_supported", "context", "metric"]
+    assert preview["columns"][:7] == [
+        "question",
+        "statement",
+        "verdict",
+        "p_supported",
+        "p_correct",
+        "context",
+        "metric",
+    ]
     assert sorted(preview["columns"]) == sorted(["question", *judgments.columns])
     assert len(preview["data"]) == judgments.height > 0
     questions = dict(zip(answers["query_id"], answers["question"], strict=True))
