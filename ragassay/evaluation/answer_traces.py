@@ -107,7 +107,7 @@ def answer_traces(
 ) -> list[QuestionTrace]:
     """A trace per question of a configuration (a failed call of a system under test too, its
     error as the answer span's output), and per turn of each golden dialogue, the turns of one
-    dialogue a session (dialogue_traces). Each step
+    dialogue a session (_dialogue_traces). Each step
     lasts what it took: retrieval and answer from the question's measured seconds, the judge from
     its model seconds (judge_seconds, by question key)."""
     traces, dialogues = [], {}
@@ -117,7 +117,7 @@ def answer_traces(
         else:
             dialogues.setdefault((item.question.query_collection, item.question.dialogue_id), []).append(item)
     for turns in dialogues.values():
-        traces.extend(dialogue_traces(turns, judgements, judge_seconds, settings))
+        traces.extend(_dialogue_traces(turns, judgements, judge_seconds, settings))
     return traces
 
 
@@ -171,7 +171,7 @@ def _trace(
     return QuestionTrace(root, tags, _feedback(item, judgement, verdicts, settings))
 
 
-def dialogue_traces(
+def _dialogue_traces(
     turns: list[AnsweredQuestion],
     judgements: dict[str, AnswerJudgement],
     judge_seconds: dict[str, float],
