@@ -416,6 +416,12 @@ class AnswerEvalSettings(Frozen):
     )
     max_questions: MaxQuestions = None
     max_dialogues: MaxDialogues = None
+    max_unanswerable: int | None = Field(
+        None,
+        ge=0,
+        description="Ask a seeded sample of at most this many of the unanswerable file's questions (0: none of "
+        "them; a dialogue's unanswerable turns are asked with their dialogue).",
+    )
     seed: int = Field(0, description="Seed of the question sample.")
     pairwise: bool = Field(True, description="Ask the judge which of two configurations' answers is better, each pair.")
     traces: bool = Field(

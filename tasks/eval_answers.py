@@ -17,7 +17,7 @@ from ragassay.evaluation import answer_judging, outcomes, system_answers
 from ragassay.evaluation.answer_judging import JudgedConfiguration, PairComparison
 from ragassay.evaluation.answer_summary import AnsweredQuestion, ConfigurationSummary, summarize_configuration
 from ragassay.evaluation.outcomes import AnswerEvalReport, AnswerQuestions
-from ragassay.evaluation.questions import EvalQuestion, gather_golden_questions, read_unanswerable
+from ragassay.evaluation.questions import EvalQuestion, gather_golden_questions, gather_unanswerable
 from ragassay.evaluation.reports import answers_markdown
 from ragassay.judge import aligned_store, calibration
 from ragassay.judge.alignment import AlignedJudges
@@ -39,7 +39,7 @@ def load_answer_questions(config: AnswerEvalConfig) -> AnswerQuestions:
     golden, context = gather_golden_questions(
         config.home, config.collections, config.max_questions, config.seed, config.max_dialogues
     )
-    unanswerable = read_unanswerable(config.unanswerable) if config.unanswerable else []
+    unanswerable = gather_unanswerable(config.unanswerable, config.max_unanswerable, config.seed)
     return AnswerQuestions(golden=golden, unanswerable=unanswerable, context=context, started=started)
 
 

@@ -172,6 +172,7 @@ def eval_answers(
     ),
     max_questions: int | None = override_option(AnswerEvalSettings, "max_questions"),
     max_dialogues: int | None = override_option(AnswerEvalSettings, "max_dialogues"),
+    max_unanswerable: int | None = override_option(AnswerEvalSettings, "max_unanswerable"),
     seed: int | None = override_option(AnswerEvalSettings, "seed"),
     no_pairwise: bool = typer.Option(False, "--no-pairwise", help="Skip the pairwise comparison of configurations."),
     no_traces: bool = typer.Option(
@@ -216,6 +217,7 @@ def eval_answers(
             unanswerable=unanswerable,
             max_questions=max_questions,
             max_dialogues=max_dialogues,
+            max_unanswerable=max_unanswerable,
             seed=seed,
             save_records=save_records,
             metrics=metrics,

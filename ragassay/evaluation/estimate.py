@@ -23,7 +23,9 @@ each) and one retry for every call.
 
 Seconds and tokens per call come from the newest answer evaluation in this workspace that used
 the same model (over all its configurations), else from the figures of the named models (SmolLM2, Qwen2.5 1.5B) measured on the
-2-core reference machine (BENCHMARKS.md), else they are unknown and only calls are estimated.
+2-core reference machine (BENCHMARKS.md), else they are unknown and only calls are estimated. An
+answer call's rate is scaled from the passages it was measured with to the configuration's k
+(at_sources): reading the passages is most of an answer's time.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ragassay import tracking
 from ragassay.config import AnswerEvalConfig
-from ragassay.evaluation.questions import gather_golden_questions, read_unanswerable
+from ragassay.evaluation.questions import gather_golden_questions, gather_unanswerable
 from ragassay.judge.passage_choice import MAX_PASSAGES_ASKED
 from ragassay.llm.settings import ChatModelConfig, model_id_of
 from ragassay.llm.threads import default_threads
@@ -59,11 +61,35 @@ MAX_STATEMENTS, MAX_CITATIONS_PER_STATEMENT = 6, 4
 
 @dataclass(frozen=True)
 class CallRate:
-    """Seconds and tokens (prompt + completion) of one call, and where the figures come from."""
+    """Seconds and tokens (prompt + completion) of one call, where the figures come from, and for
+    an answer call the passages its prompt held where it was measured (k; None: not known)."""
 
     seconds: float
     tokens: float
     basis: str
+    sources: float | None = None
+
+
+# Tokens of an answer call that do not grow with its passages: the instruction with its two examples,
+# the question and the answer written; and of those, the instruction and examples llama.cpp keeps
+# from the previous answer call (read once, counted in every call's prompt tokens). Measured on the
+# sample's demo questions with Qwen2.5 1.5B, 2026-12-06: 1,507 tokens a call at k 5, 1,023 at k 3.
+ANSWER_FIXED_TOKENS = 305
+ANSWER_KEPT_TOKENS = 205
+
+
+def at_sources(rate: CallRate | None, sources: int) -> CallRate | None:
+    """An answer call's rate with `sources` passages in its prompt, from one measured with
+    rate.sources of them: tokens t' = F + sources * (t - F) / rate.sources, and seconds
+    s' = s * (t' - K) / (t - K) (F: ANSWER_FIXED_TOKENS, what does not grow with the passages; K:
+    ANSWER_KEPT_TOKENS, what an in-process model does not read again; reading the prompt is most of
+    an answer call's time). Unchanged where the measured passages are not known."""
+    if rate is None or not rate.sources or rate.sources == sources:
+        return rate
+    per_source = max(rate.tokens - ANSWER_FIXED_TOKENS, 0.0) / rate.sources
+    tokens = ANSWER_FIXED_TOKENS + sources * per_source
+    seconds = rate.seconds * max(tokens - ANSWER_KEPT_TOKENS, 1.0) / max(rate.tokens - ANSWER_KEPT_TOKENS, 1.0)
+    return CallRate(seconds, tokens, f"{rate.basis}, scaled to {sources} passages", sources)
 
 
 # Named models on the 2-core reference machine (BENCHMARKS.md). SmolLM2: an answer call reads
@@ -78,11 +104,11 @@ class CallRate:
 _REFERENCE = "figures measured on the 2-core reference machine"
 REFERENCE_RATES = {
     "smollm2": {
-        "answer": CallRate(4.5, 1570, f"SmolLM2 {_REFERENCE}"),
+        "answer": CallRate(4.5, 1570, f"SmolLM2 {_REFERENCE}", sources=5),
         "judge": CallRate(1.7, 1030, f"SmolLM2 {_REFERENCE}"),
     },
     "qwen2.5-1.5b": {
-        "answer": CallRate(18.4, 1660, f"Qwen2.5 1.5B {_REFERENCE}"),
+        "answer": CallRate(18.4, 1660, f"Qwen2.5 1.5B {_REFERENCE}", sources=5),
         "judge": CallRate(3.5, 480, f"Qwen2.5 1.5B {_REFERENCE}"),
     },
 }
@@ -91,7 +117,8 @@ REFERENCE_RATES = {
 def _history_rate(config: AnswerEvalConfig, model_id: str, role: str) -> CallRate | None:
     """Seconds and tokens per call of the model over every configuration of the newest answer
     batch that used it: one configuration alone can be its batch's cheap one (its verdicts reused
-    from another's), and its rate would make the estimate too low."""
+    from another's), and its rate would make the estimate too low. An answer rate keeps the
+    passages (k) its calls held, weighted by calls, so that at_sources can scale it."""
     param, prefix = ("answer_model_id", "answer_model") if role == "answer" else ("judge_model_id", "judge")
     used = [
         run
@@ -107,7 +134,12 @@ def _history_rate(config: AnswerEvalConfig, model_id: str, role: str) -> CallRat
     calls = sum(m[f"{prefix}_calls"] for m in metrics)
     seconds = sum(m[f"{prefix}_seconds"] for m in metrics)
     tokens = sum(m.get(f"{prefix}_prompt_tokens", 0) + m.get(f"{prefix}_completion_tokens", 0) for m in metrics)
-    return CallRate(seconds / calls, tokens / calls, f"measured in batch {batch}")
+    in_batch = [run for run in used if run.data.tags.get(tracking.TAG_BATCH) == batch]
+    passages = [(run.data.metrics[f"{prefix}_calls"], run.data.params.get("config.k")) for run in in_batch]
+    sources = (
+        sum(n * float(k) for n, k in passages) / calls if role == "answer" and all(k for _, k in passages) else None
+    )
+    return CallRate(seconds / calls, tokens / calls, f"measured in batch {batch}", sources)
 
 
 class CallCost(BaseModel):
@@ -178,6 +210,7 @@ def _rate(config: AnswerEvalConfig, model: ChatModelConfig, role: str) -> CallRa
             measured.seconds / model.calls_at_once,
             measured.tokens,
             f"{measured.basis}, {model.calls_at_once} at a time",
+            measured.sources,
         )
     if measured is not None or model.backend not in REFERENCE_RATES:
         return measured
@@ -200,8 +233,8 @@ def estimate_answer_eval(config: AnswerEvalConfig) -> AnswerEstimate:
     )
     # A dialogue's unanswerable turns are asked and declined like the unanswerable file's questions.
     golden = [q for q in asked if q.answerable]
-    unanswerable = [q for q in asked if not q.answerable] + (
-        read_unanswerable(config.unanswerable) if config.unanswerable else []
+    unanswerable = [q for q in asked if not q.answerable] + gather_unanswerable(
+        config.unanswerable, config.max_unanswerable, config.seed
     )
     answerable, total = len(golden), len(golden) + len(unanswerable)
     followups = sum(q.followup for q in asked)
@@ -226,7 +259,7 @@ def estimate_answer_eval(config: AnswerEvalConfig) -> AnswerEstimate:
                 )
             )
             continue
-        answer_rate = _rate(config, configuration.model, "answer")
+        answer_rate = at_sources(_rate(config, configuration.model, "answer"), configuration.k)
         rerank = configuration.rerank_candidates * total if configuration.rerank == "llm" else 0
         # A follow-up rewritten to stand alone costs one more call of the answer model.
         rewrite = followups if configuration.followup_query == "rewrite" else 0

@@ -283,6 +283,12 @@ def sample_dialogues(turns: list[EvalQuestion], max_dialogues: int | None, seed:
 UNANSWERABLE_COLLECTION = "unanswerable"
 
 
+def gather_unanswerable(path: Path | None, max_unanswerable: int | None, seed: int) -> list[EvalQuestion]:
+    """The unanswerable file's questions an evaluation asks: a seeded sample of at most
+    max_unanswerable of them (sample_questions' draw), none without a file."""
+    return sample_questions(read_unanswerable(path), max_unanswerable, seed) if path else []
+
+
 def read_unanswerable(path: Path) -> list[EvalQuestion]:
     """Questions the corpus cannot answer, from a .jsonl or .csv file (question, optional id).
 

@@ -166,14 +166,19 @@ def judge_answer(
         refused = {name: not_scored if asks(name) else NOT_ASKED for name in _SCORED_ONLY_WHEN_ANSWERED}
         judgement = AnswerJudgement(**refused, context_recall=recall, verdicts=verdicts.rows, added=added)
         return JudgedAnswer(judgement, *judging_cost(verdicts.asked))
+    faithful = _faithfulness(verdicts, answer, context, answer_results) if asks("faithfulness") else NOT_ASKED
+    # The citations' support verdicts next, before the implied question: their prompts begin with
+    # the instruction of the support verdicts just asked, which an in-process model then keeps
+    # instead of reading it again (BENCHMARKS.md, issue 62).
+    cited = _citation_precision(verdicts, answer) if asks("citation_precision") else NOT_ASKED
     relevancy, implied_question = (
         _answer_relevancy(verdicts, answer, embed) if asks("answer_relevancy") else (NOT_ASKED, None)
     )
     judgement = AnswerJudgement(
-        faithfulness=_faithfulness(verdicts, answer, context, answer_results) if asks("faithfulness") else NOT_ASKED,
+        faithfulness=faithful,
         context_recall=recall,
         answer_relevancy=relevancy,
-        citation_precision=_citation_precision(verdicts, answer) if asks("citation_precision") else NOT_ASKED,
+        citation_precision=cited,
         answer_correctness=(
             _answer_correctness(verdicts, answer, reference_answer) if asks("answer_correctness") else NOT_ASKED
         ),

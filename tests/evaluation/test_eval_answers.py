@@ -19,7 +19,7 @@ from ragassay.answer.answering import answer_question
 from ragassay.cli.main import app
 from ragassay.config import AnswerEvalConfig, RetrievalEvalConfig
 from ragassay.config_errors import parse_config
-from ragassay.evaluation.estimate import REFERENCE_RATES
+from ragassay.evaluation.estimate import ANSWER_FIXED_TOKENS, ANSWER_KEPT_TOKENS, REFERENCE_RATES, CallRate, at_sources
 from ragassay.evaluation.questions import gather_golden_questions
 from ragassay.golden.store import add_from_file
 from ragassay.metrics.answers import split_statements, tally_pairs
@@ -411,11 +411,16 @@ def test_estimate_counts_calls_before_running(evaluated, sample_home, unanswerab
                 str(configs),
                 "--max-questions",
                 str(GOLDEN),
+                "--unanswerable",
+                str(SAMPLE / "unanswerable.jsonl"),
+                "--max-unanswerable",
+                "2",
                 "--estimate",
                 "--json",
             ],
         ).stdout
     )
+    assert default["unanswerable"] == 2, "a seeded sample of two of the file's five"
     assert default["judge_rate_basis"].startswith("Qwen2.5 1.5B figures")
     rate = REFERENCE_RATES["qwen2.5-1.5b"]["judge"].seconds
     # Calls are rounded, seconds are not: a statement is judged against 1.4 passages on average.
@@ -423,6 +428,22 @@ def test_estimate_counts_calls_before_running(evaluated, sample_home, unanswerab
         row["judge"]["seconds"] == pytest.approx(row["judge"]["calls"] * rate, abs=rate / 2 + 0.1)
         for row in default["configurations"]
     )
+
+
+def test_an_answer_rate_is_scaled_to_the_passages_a_configuration_reads():
+    """Reading the passages is most of an answer call: fewer passages, fewer tokens and seconds,
+    the part that does not grow with them (the instruction, the question, the answer) kept."""
+    measured = REFERENCE_RATES["qwen2.5-1.5b"]["answer"]
+    assert at_sources(measured, 5) == measured
+    three = at_sources(measured, 3)
+    per_passage = (measured.tokens - ANSWER_FIXED_TOKENS) / 5
+    assert three.tokens == pytest.approx(ANSWER_FIXED_TOKENS + 3 * per_passage)
+    kept = ANSWER_KEPT_TOKENS  # read once, not again by each call
+    assert three.seconds == pytest.approx(measured.seconds * (three.tokens - kept) / (measured.tokens - kept))
+    assert three.seconds < measured.seconds and three.sources == 3 and "scaled to 3 passages" in three.basis
+    assert at_sources(at_sources(measured, 3), 5).seconds == pytest.approx(measured.seconds)
+    unknown = CallRate(4.0, 900, "a system's", sources=None)
+    assert at_sources(unknown, 3) == unknown and at_sources(None, 3) is None
 
 
 def test_bad_inputs_are_refused_before_any_work(sample_home, monkeypatch, tmp_path):

@@ -7,11 +7,12 @@ import math
 import numpy as np
 import pytest
 
-from ragassay.evaluation.questions import EvalQuestion, sample_questions
+from ragassay.evaluation.questions import EvalQuestion, gather_unanswerable, read_unanswerable, sample_questions
 from ragassay.evaluation.retrieval_scoring import per_question_frame, score_rankings
 from ragassay.metrics.averaging import mean_scores
 from ragassay.metrics.names import parse_metric, standard_metrics
 from ragassay.metrics.retrieval import judge_run
+from tests.conftest import SAMPLE
 
 # Question 1: relevant a (grade 2) and c (grade 1); the run ranks x, a, y, c.
 # Question 2: relevant z; the run is empty.
@@ -89,6 +90,17 @@ def test_seeded_sample_is_reproducible_and_keeps_order():
     assert first != sample_questions(questions, 10, seed=8)
     assert [q.query_id for q in first] == sorted((q.query_id for q in first), key=lambda i: int(i[1:]))
     assert sample_questions(questions, None, seed=7) == questions
+
+
+def test_the_unanswerable_questions_asked_are_a_seeded_sample_of_the_file():
+    path = SAMPLE / "unanswerable.jsonl"
+    every = read_unanswerable(path)
+    two = gather_unanswerable(path, 2, seed=0)
+    assert len(two) == 2 and two == gather_unanswerable(path, 2, seed=0)
+    assert [q.query_id for q in two] == [q.query_id for q in every if q in two], "in the file's order"
+    assert any(gather_unanswerable(path, 2, seed) != two for seed in range(1, 5)), "another seed, another sample"
+    assert gather_unanswerable(path, None, 0) == every and gather_unanswerable(path, 9, 0) == every
+    assert gather_unanswerable(path, 0, 0) == [] and gather_unanswerable(None, 2, 0) == []
 
 
 def test_inputs_are_not_mutated():
