@@ -130,11 +130,11 @@ def _history_rate(config: AnswerEvalConfig, model_id: str, role: str) -> CallRat
     if not used:
         return None
     batch = used[0].data.tags.get(tracking.TAG_BATCH)
-    metrics = [run.data.metrics for run in used if run.data.tags.get(tracking.TAG_BATCH) == batch]
+    in_batch = [run for run in used if run.data.tags.get(tracking.TAG_BATCH) == batch]
+    metrics = [run.data.metrics for run in in_batch]
     calls = sum(m[f"{prefix}_calls"] for m in metrics)
     seconds = sum(m[f"{prefix}_seconds"] for m in metrics)
     tokens = sum(m.get(f"{prefix}_prompt_tokens", 0) + m.get(f"{prefix}_completion_tokens", 0) for m in metrics)
-    in_batch = [run for run in used if run.data.tags.get(tracking.TAG_BATCH) == batch]
     passages = [(run.data.metrics[f"{prefix}_calls"], run.data.params.get("config.k")) for run in in_batch]
     sources = (
         sum(n * float(k) for n, k in passages) / calls if role == "answer" and all(k for _, k in passages) else None
