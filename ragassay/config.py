@@ -424,6 +424,11 @@ class AnswerEvalSettings(Frozen):
     )
     seed: int = Field(0, description="Seed of the question sample.")
     pairwise: bool = Field(True, description="Ask the judge which of two configurations' answers is better, each pair.")
+    judge_odds: bool = Field(
+        False,
+        description="Also ask the judge model its own P(supported) of each statement against its most similar "
+        "passage, shown beside the verdict (the default judge's verdict does not read it: one more call a statement).",
+    )
     traces: bool = Field(
         True,
         description="Log each question as an MLflow trace of its configuration's run: retrieved passages, the "

@@ -33,8 +33,21 @@ def parse_config(config_class: type[BaseModel], /, **values) -> BaseModel:
             if item["type"] == "extra_forbidden":
                 allowed = _allowed_keys(config_class, item["loc"][:-1])
                 message = "unknown key" + (f"; allowed keys: {', '.join(allowed)}" if allowed else "")
-            problems.append(f"{field}: {message}")
+            problems.append(cut(f"{field}: {message}", PROBLEM_CHARACTERS))
         raise ConfigError("invalid configuration: " + listed_problems(problems)) from None
+
+
+# What a message shows of one problem, key or value that a person wrote: enough to find it, never
+# a megabyte (an override's value becomes a flow run's state message).
+SHOWN_CHARACTERS = 300
+# A validation problem holds a value it echoes and, often, our own list of what is allowed (every
+# answer metric's name): room for the list, never the megabyte.
+PROBLEM_CHARACTERS = 2000
+
+
+def cut(text: str, limit: int = SHOWN_CHARACTERS) -> str:
+    """text, or its first `limit` characters and how many more there were."""
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text) - limit:,} more characters)"
 
 
 def with_overrides(config: BaseModel, overrides: dict[str, Any] | None) -> BaseModel:
@@ -49,7 +62,7 @@ def with_overrides(config: BaseModel, overrides: dict[str, Any] | None) -> BaseM
     for key, value in overrides.items():
         parts = [int(part) if part.isdigit() else part for part in str(key).split(".")]
         if "" in parts:
-            raise ConfigError(f"overrides: {key!r} is not a dotted key such as 'answers.max_questions'")
+            raise ConfigError(f"overrides: {cut(repr(key))} is not a dotted key such as 'answers.max_questions'")
         holder: Any = values
         for position, part in enumerate(parts[:-1]):
             if isinstance(holder, dict) and isinstance(part, str):
@@ -58,18 +71,20 @@ def with_overrides(config: BaseModel, overrides: dict[str, Any] | None) -> BaseM
                 holder = holder[part]
             else:
                 reached = ".".join(map(str, parts[: position + 1]))
-                raise ConfigError(f"overrides: {key!r}: {reached} is not a section or a list item of the configuration")
+                raise ConfigError(
+                    f"overrides: {cut(repr(key))}: {cut(str(reached))} is not a section or a list item of the configuration"
+                )
         last = parts[-1]
         if (isinstance(holder, list) and isinstance(last, int) and last < len(holder)) or (
             isinstance(holder, dict) and isinstance(last, str)
         ):
             holder[last] = value
         else:
-            raise ConfigError(f"overrides: {key!r} is not a setting of the configuration")
+            raise ConfigError(f"overrides: {cut(repr(key))} is not a setting of the configuration")
     try:
         return parse_config(type(config), **values)
     except ConfigError as error:
-        raise ConfigError(f"overrides {', '.join(map(str, overrides))}: {error}") from None
+        raise ConfigError(f"overrides {cut(', '.join(map(str, overrides)))}: {error}") from None
 
 
 def _with_lists(value: Any) -> Any:

@@ -36,6 +36,21 @@ def unique_labels(configurations) -> list[str]:
     return labels
 
 
+def document_id(text: str) -> str:
+    """A document id as every part of ragassay reads it: in NFC, without outer spaces. Ingest
+    stores ids so (a name typed on one system and stored by another, macOS writing NFD, is one id),
+    and golden sets, `documents delete` and the ids a system under test returns are read the same
+    way, so that one document never has two ids."""
+    return unicodedata.normalize("NFC", text.strip())
+
+
+def shown(text: str) -> str:
+    """text as a message may print it: each control or format character (unsafe_characters) written
+    as its code point, <U+200B>, instead of raw (a zero-width space prints as nothing, a
+    right-to-left override turns the rest of the line around)."""
+    return "".join(f"<U+{ord(c):04X}>" if unicodedata.category(c) in ("Cc", "Cf") else c for c in text)
+
+
 def unsafe_characters(name: str) -> list[str]:
     """Control and format characters (newlines, right-to-left overrides, zero-width marks) in a
     name or id, as code points: an id holding them would print as something it is not (a newline

@@ -7,6 +7,7 @@ server it does not run: a system under test, a served chat or embedding model.""
 from __future__ import annotations
 
 import email.utils
+import math
 import os
 import re
 import time
@@ -17,6 +18,39 @@ from ragassay.errors import ConfigError
 # A response's bytes once decompressed: far above any ranking, answer or completion a server
 # returns (a 1,000-id ranking with its passages is ~1 MB), far below what harms the machine.
 MAX_RESPONSE_BYTES = 20_000_000
+
+
+def finite_number(value) -> float | None:
+    """A number sent from outside (a server's response, a system's records) as a float, or None
+    when it is not one a float holds: a bool (JSON true is no number), a string, NaN, an infinity,
+    or an integer too large for a float (a 401-digit score would raise OverflowError where it is
+    used, and lose every result computed before it)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def endpoint_path(url: str, endpoint: str) -> str:
+    """The path a client whose base URL is `url` calls for `endpoint`: the endpoint, without its
+    leading `/v1` when the base URL already ends in `/v1` (the OpenAI SDK, LangChain, vLLM and
+    llama.cpp document a base URL as `http://host:port/v1`; ragassay's settings take either)."""
+    if endpoint.startswith("/v1/") and url.rstrip("/").endswith("/v1"):
+        return endpoint[len("/v1") :]
+    return endpoint
+
+
+def not_found_hint(url: str, endpoint: str) -> str:
+    """What a 404 from `url` + `endpoint` says beside the status: the URL called and the forms
+    expected (unmasked: the caller masks the message's credentials)."""
+    called = f"{url.rstrip('/')}{endpoint_path(url, endpoint)}"
+    return (
+        f" (called {called}; give the server's base URL, such as http://host:port or http://host:port/v1, "
+        f"and ragassay appends {endpoint})"
+    )
 
 
 class ResponseTooLarge(Exception):

@@ -36,7 +36,8 @@ from ragassay.store.workspace import collection_paths, read_manifest
 from ragassay.tracking import LoggedBatch
 
 # Refusals of a golden-file entry that only mean it is already stored (a re-run of the pipeline).
-ALREADY_STORED = ("duplicate_question", "duplicate_id", "duplicate_dialogue")
+DUPLICATE_DIALOGUE = "duplicate_dialogue"
+ALREADY_STORED = ("duplicate_question", "duplicate_id", DUPLICATE_DIALOGUE)
 
 
 class StageInputsMissing(RagassayError):
@@ -77,11 +78,12 @@ class GoldenFileOutcome(BaseModel):
     set's size and its dialogues."""
 
     added: int
-    already_stored: int
+    already_stored: int  # entries (dialogues apart: dialogues_already_stored)
     refused: list[dict]
     size: int
     dialogues_added: int = 0
     dialogues: int = 0  # golden dialogues in all
+    dialogues_already_stored: int = 0
 
 
 class GenerationTotals(BaseModel):
@@ -92,6 +94,9 @@ class GenerationTotals(BaseModel):
     accepted: int
     discarded: dict[str, int]
     golden_size: int
+    # Golden dialogues and their turns (each turn a question of the evaluations).
+    dialogues: int = 0
+    dialogue_turns: int = 0
 
 
 class GoldenStageReport(BaseModel):
@@ -121,7 +126,8 @@ def golden_file_outcome(changes: list[GoldenChange]) -> GoldenFileOutcome:
     refused = [p for p in problems if p["reason"] not in ALREADY_STORED]
     return GoldenFileOutcome(
         added=sum(len(change.added) for change in changes),
-        already_stored=len(problems) - len(refused),
+        already_stored=sum(p["reason"] in ALREADY_STORED and p["reason"] != DUPLICATE_DIALOGUE for p in problems),
+        dialogues_already_stored=sum(p["reason"] == DUPLICATE_DIALOGUE for p in problems),
         refused=refused,
         size=changes[-1].size,
         dialogues_added=sum(len(change.dialogues_added) for change in changes),
@@ -146,6 +152,8 @@ def generation_totals(config: PipelineConfig) -> GenerationTotals:
         accepted=int(log["accepted"].sum()) if log.height else 0,
         discarded={reason: reasons.count(reason) for reason in DISCARD_REASONS if reason in reasons},
         golden_size=load_golden(paths).height,
+        dialogues=(turns := load_dialogues(paths))["dialogue_id"].n_unique(),
+        dialogue_turns=turns.height,
     )
 
 

@@ -16,6 +16,7 @@ from ragassay.llm.registry import ChatModels
 from ragassay.llm.settings import ChatModelConfig
 from ragassay.search.collections import OpenCollections
 from ragassay.search.dense import DEFAULT_MODEL_NAME, Embedder, Embedders, resolve_model
+from ragassay.search.rerank import RerankerFailures
 from ragassay.store.workspace import collection_paths, completion_cache_path, read_manifest
 
 
@@ -27,6 +28,7 @@ class Resources:
     chat_models: ChatModels = field(default_factory=ChatModels)
     embedders: Embedders = field(default_factory=Embedders)
     collections: OpenCollections = field(init=False)
+    reranker_failures: RerankerFailures = field(default_factory=RerankerFailures, init=False)
     _caches: dict[Path, CompletionCache] = field(default_factory=dict, init=False)
     # Tasks on a thread runner share one Resources: a cache is opened once however many ask at once.
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)

@@ -35,35 +35,71 @@ ENDED = ("COMPLETED", "FAILED", "CRASHED", "CANCELLED")
 
 
 class Unreachable(Exception):
-    """A server could not be asked, or answered with an error."""
+    """A server could not be asked, answered with an error, or answered something that is not the
+    JSON asked for."""
 
 
 # A busy server's answers that a later try may not get (Prefect's API answers 503 while its
-# database is locked): tried again after 1, 2, 4 and 8 seconds.
-TRANSIENT = (429, 502, 503, 504)
+# database is locked, a proxy 502 while the server restarts): tried again after 1, 2, 4 and 8
+# seconds, within the whole wait's deadline.
+TRANSIENT = (429, 500, 502, 503, 504)
 TRIES = 5
+# The longest one request may take (less when the whole wait's deadline is nearer).
+REQUEST_TIMEOUT = 30.0
+# What a message shows of a server's answer or a value: enough to recognise it.
+SHOWN = 300
 
 
-def call(method: str, url: str, body: object | None = None, timeout: float = 30) -> object:
-    """One JSON request, tried again on a transient answer or no connection; Unreachable naming
-    the URL and what the server said when it still fails."""
+class Deadline:
+    """The end of the whole wait (--timeout): no request, retry or poll goes past it."""
+
+    def __init__(self, seconds: float):
+        self.end = time.monotonic() + seconds
+
+    def left(self) -> float:
+        return self.end - time.monotonic()
+
+
+def call(method: str, url: str, body: object | None = None, deadline: Deadline | None = None) -> object:
+    """One JSON request, tried again on a transient answer or no connection while the deadline
+    allows; Unreachable naming the URL and what the server said when it still fails, or when its
+    answer is not JSON (a login page a proxy put in front of the API)."""
+    deadline = deadline or Deadline(REQUEST_TIMEOUT * TRIES)
     data = None if body is None else json.dumps(body).encode()
     for attempt in range(TRIES):
+        timeout = min(REQUEST_TIMEOUT, deadline.left())
+        if timeout <= 0:
+            raise Unreachable(f"{method} {url}: no answer before the --timeout ran out")
         request = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
         try:
             with urllib.request.urlopen(request, timeout=timeout) as response:
-                return json.loads(response.read() or b"null")
+                content = response.read()
         except urllib.error.HTTPError as error:
-            said = f"{method} {url}: HTTP {error.code}: {error.read()[:500].decode(errors='replace')}"
+            said = f"{method} {url}: HTTP {error.code}: {error.read()[:SHOWN].decode(errors='replace')}"
             if error.code not in TRANSIENT or attempt == TRIES - 1:
                 raise Unreachable(said) from None
         except (urllib.error.URLError, TimeoutError, OSError) as error:
             said = f"{method} {url}: {error}"
             if attempt == TRIES - 1:
                 raise Unreachable(said) from None
-        print(f"{said}; trying again", file=sys.stderr)
-        time.sleep(2**attempt)
+        else:
+            try:
+                return json.loads(content or b"null")
+            except ValueError:
+                shown = content[:SHOWN].decode(errors="replace")
+                raise Unreachable(f"{method} {url}: the answer is not JSON (it starts {shown!r})") from None
+        wait = min(2**attempt, max(0.0, deadline.left()))
+        print(f"{said}; trying again in {wait:g} s", file=sys.stderr)
+        time.sleep(wait)
     raise AssertionError("unreachable: the last try returns or raises")
+
+
+def field(payload: object, key: str, what: str):
+    """payload[key], or Unreachable naming what answered without it (a proxy's or another API's JSON)."""
+    if not isinstance(payload, dict) or key not in payload:
+        shown = json.dumps(payload)[:SHOWN]
+        raise Unreachable(f"{what}: the answer has no {key!r} ({shown})")
+    return payload[key]
 
 
 def parsed_overrides(settings: list[str]) -> dict[str, object]:
@@ -80,28 +116,36 @@ def parsed_overrides(settings: list[str]) -> dict[str, object]:
     return overrides
 
 
-def start_run(api: str, deployment: str, overrides: dict[str, object]) -> dict:
+def start_run(api: str, deployment: str, overrides: dict[str, object], deadline: Deadline) -> dict:
     """Create a flow run of the deployment (`FLOW/DEPLOYMENT`) with the overrides."""
-    found = call("GET", f"{api}/deployments/name/{urllib.parse.quote(deployment)}")
+    url = f"{api}/deployments/name/{urllib.parse.quote(deployment)}"
+    found = field(call("GET", url, deadline=deadline), "id", f"GET {url}")
     parameters = {"overrides": overrides} if overrides else {}
-    return call("POST", f"{api}/deployments/{found['id']}/create_flow_run", {"parameters": parameters})
+    url = f"{api}/deployments/{found}/create_flow_run"
+    started = call("POST", url, {"parameters": parameters}, deadline)
+    field(started, "id", f"POST {url}")
+    return started
 
 
-def wait_for(api: str, run_id: str, timeout: float, poll: float) -> dict:
-    """The flow run once it has ended, or as it stands at the timeout."""
-    deadline = time.monotonic() + timeout
+def wait_for(api: str, run_id: str, poll: float, deadline: Deadline) -> dict:
+    """The flow run once it has ended, or as it stands when the deadline comes. A look that fails
+    is tried again as every call is (a 500 while the run goes on abandons nothing)."""
+    url = f"{api}/flow_runs/{run_id}"
     while True:
-        run = call("GET", f"{api}/flow_runs/{run_id}")
-        state = run["state"]["type"]
-        if state in ENDED or time.monotonic() >= deadline:
+        run = call("GET", url, deadline=deadline)
+        state = field(field(run, "state", f"GET {url}"), "type", f"GET {url}")
+        if state in ENDED or deadline.left() <= poll:
             return run
-        print(f"flow run {run['name']} ({run_id}): {state}", file=sys.stderr)
+        print(f"flow run {run.get('name')} ({run_id}): {state}", file=sys.stderr)
         time.sleep(poll)
 
 
-def run_tables(api: str, run_id: str) -> dict[str, list]:
+def run_tables(api: str, run_id: str, deadline: Deadline) -> dict[str, list]:
     """The run's table artifacts by the end of their key (`assertions`, `metrics`)."""
-    artifacts = call("POST", f"{api}/artifacts/filter", {"artifacts": {"flow_run_id": {"any_": [run_id]}}})
+    url = f"{api}/artifacts/filter"
+    artifacts = call("POST", url, {"artifacts": {"flow_run_id": {"any_": [run_id]}}}, deadline)
+    if not isinstance(artifacts, list):
+        raise Unreachable(f"POST {url}: the answer is not a list of artifacts ({json.dumps(artifacts)[:SHOWN]})")
     tables = {}
     for artifact in artifacts:
         key = artifact.get("key") or ""
@@ -112,9 +156,9 @@ def run_tables(api: str, run_id: str) -> dict[str, list]:
     return tables
 
 
-def mlflow_batch(mlflow: str, run_id: str) -> dict | None:
+def mlflow_batch(mlflow: str, run_id: str, deadline: Deadline) -> dict | None:
     """The MLflow batch the flow run logged: its parent run's id, batch id, verdict and metrics."""
-    experiments = call("POST", f"{mlflow}/api/2.0/mlflow/experiments/search", {"max_results": 1000})
+    experiments = call("POST", f"{mlflow}/api/2.0/mlflow/experiments/search", {"max_results": 1000}, deadline)
     ids = [e["experiment_id"] for e in experiments.get("experiments", [])]
     if not ids:
         return None
@@ -125,6 +169,7 @@ def mlflow_batch(mlflow: str, run_id: str) -> dict | None:
             "experiment_ids": ids,
             "filter": f"tags.`ragassay.prefect.flow_run_id` = '{run_id}' and tags.`ragassay.role` = 'batch'",
         },
+        deadline,
     )
     runs = found.get("runs", [])
     if not runs:
@@ -162,14 +207,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--poll", type=float, default=5, help="Seconds between looks at the run (default 5)")
     arguments = parser.parse_args(argv)
     api = arguments.prefect_api.rstrip("/")
+    # --timeout bounds the whole wait: starting the run, every look at it, reading its results.
+    deadline = Deadline(arguments.timeout)
     try:
-        started = start_run(api, arguments.deployment, parsed_overrides(arguments.settings))
-        print(f"created flow run {started['name']} ({started['id']})", file=sys.stderr)
-        run = wait_for(api, started["id"], arguments.timeout, arguments.poll)
-        tables = run_tables(api, run["id"])
-        batch = mlflow_batch(arguments.mlflow.rstrip("/"), run["id"]) if arguments.mlflow else None
+        started = start_run(api, arguments.deployment, parsed_overrides(arguments.settings), deadline)
+        print(f"created flow run {started.get('name')} ({started['id']})", file=sys.stderr)
+        run = wait_for(api, started["id"], arguments.poll, deadline)
+        # The results are read however little of the wait is left: a few seconds more at most.
+        after = Deadline(max(deadline.left(), REQUEST_TIMEOUT))
+        tables = run_tables(api, run["id"], after)
+        batch = mlflow_batch(arguments.mlflow.rstrip("/"), run["id"], after) if arguments.mlflow else None
     except Unreachable as error:
         print(f"error: {error}", file=sys.stderr)
+        return EXIT_ERROR
+    except Exception as error:  # exit 1 means a failed assertion and nothing else
+        print(f"error: {type(error).__name__}: {str(error)[:SHOWN]}", file=sys.stderr)
         return EXIT_ERROR
     verdict, code = outcome(run, tables.get("assertions", []))
     result = {

@@ -129,6 +129,9 @@ def _default(field) -> str:
         return ", ".join(f"`{getattr(item, 'label', type(item).__name__)}`" for item in value)
     if isinstance(value, tuple):
         value = ",".join(map(str, value))
+    if field.default_factory is not None and isinstance(value, Path):
+        # Read from the environment when a run starts: the builder's own value would be a lie.
+        return "read when a run starts"
     if isinstance(value, Path) and value.is_relative_to(Path.home()):
         value = Path("~") / value.relative_to(Path.home())  # as any user's machine reads it
     return f"`{value}`"
@@ -177,7 +180,7 @@ def config_reference() -> str:
     models = {k.model: None for k in unique.values()}
     out.extend(
         f"### {model.__name__}\n\n{inspect.cleandoc(model.__doc__)}\n"
-        for model in [PipelineConfig, *models]
+        for model in dict.fromkeys([PipelineConfig, *models])
         if model.__doc__
     )
     return "\n".join(out)

@@ -125,13 +125,16 @@ class JudgeWork:
     judge: ChatModelConfig
     evaluation: str
     metrics: frozenset[str] | None = None
+    # The judge model's own P(supported) asked beside the verdict (AnswerEvalSettings.judge_odds).
+    judge_odds: bool = False
 
     @classmethod
     def of(cls, config: AnswerEvalConfig, evaluation: str) -> JudgeWork:
-        return cls(config.home, config.judge, evaluation, frozenset(config.metrics) if config.metrics else None)
+        metrics = frozenset(config.metrics) if config.metrics else None
+        return cls(config.home, config.judge, evaluation, metrics, config.judge_odds)
 
     def worker_judge(self):
-        return worker_judge(self.judge, self.home, self.evaluation)
+        return worker_judge(self.judge, self.home, self.evaluation, self.judge_odds)
 
 
 @task(name="judge-answers", cache_policy=NO_CACHE, **MODEL_SERVER_RETRIES)

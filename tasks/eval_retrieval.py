@@ -181,7 +181,7 @@ def publish_retrieval_report(
     publish(
         "retrieval",
         list(config.collections),
-        outcomes.published_intervals(report.intervals, headline),
+        outcomes.published_intervals(report.intervals, [*headline, *outcomes.bounded_metrics(report.assertions)]),
         markdown,
         f"retrieval evaluation, MLflow batch {report.batch_id}",
     )

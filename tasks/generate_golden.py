@@ -43,8 +43,8 @@ def log_generation_run(
     """One MLflow run (in a batch of its own, or the pipeline's): seed, model, prompt version and
     count; acceptance and discards; candidates; the discards picture on the batch's parent.
     Returns the report with the run's id. Retried: the tracking server may be briefly unreachable;
-    one that does not answer is TrackingUnreachable naming it (the golden set is stored already)."""
-    with tracking.unreachable_as_typed(config.home):
+    one that does not answer is TrackingStoreFailed naming it and its reason (the golden set is stored already)."""
+    with tracking.store_failures_as_typed(config.home):
         batch = stage_batch(config.home, [config.collection], "generation", {}, batch, "ragassay golden generate")
         logged = tracking.log_batch_record(config.home, batch, generation_record(config, report, candidates))
     return report.model_copy(update={"run_id": next(iter(logged.run_ids.values()))})

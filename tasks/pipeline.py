@@ -32,8 +32,8 @@ def end_stopped_runs(reason: str) -> None:
 def open_pipeline_batch(config: PipelineConfig) -> Batch:
     """The pipeline run's MLflow batch: one parent run whose children are every stage's runs.
     Retried: the tracking server may be briefly unreachable; one that does not answer through
-    MLflow's retries fails the run at once with TrackingUnreachable, before any work."""
-    with tracking.unreachable_as_typed(config.home):
+    MLflow's retries fails the run at once with TrackingStoreFailed, before any work."""
+    with tracking.store_failures_as_typed(config.home):
         return _open_batch(config)
 
 
@@ -72,8 +72,8 @@ def log_stage_run(
 ) -> str:
     """A stage without configurations of its own (ingest, index) as one child run of the batch,
     over the time the stage took (work_span). A tracking server that does not answer fails the
-    stage with TrackingUnreachable, naming it (what the stage stored in the workspace stays)."""
-    with tracking.unreachable_as_typed(config.home):
+    stage with TrackingStoreFailed, naming it (what the stage stored in the workspace stays)."""
+    with tracking.store_failures_as_typed(config.home):
         return tracking.log_configuration_run(
             tracking.client(config.home), batch, stage, config.collection, params, metrics, {}, work_span=work_span
         )
@@ -94,9 +94,9 @@ def mark_pipeline_failed(config: PipelineConfig, batch: Batch, stage: str, error
     logged and wrote stays. A tracking server that does not answer is left as it is: the stage's
     own error says so."""
     try:
-        with tracking.unreachable_as_typed(config.home):
+        with tracking.store_failures_as_typed(config.home):
             tracking.mark_failed(config.home, batch, stage, error)
-    except tracking.TrackingUnreachable:
+    except tracking.TrackingStoreFailed:
         return
 
 
@@ -123,13 +123,13 @@ def finish_pipeline(
     not_logged = next((r.not_logged for r in (report.answers, report.retrieval) if r and r.not_logged), None)
     if not_logged is None:
         try:
-            with tracking.unreachable_as_typed(config.home):
+            with tracking.store_failures_as_typed(config.home):
                 mlflow_client = tracking.client(config.home)
                 tracking.log_values(mlflow_client, batch.parent_run_id, {}, pipeline_stages.pipeline_metrics(report))
                 tracking.describe_run(config.home, batch.parent_run_id, markdown)
                 tracking.log_verdict(mlflow_client, batch, "pipeline", verdict, assertion_rows(report.assertions))
-                tracking.finish(mlflow_client, batch.parent_run_id)
-        except tracking.TrackingUnreachable as error:
+                tracking.finish(mlflow_client, batch.parent_run_id, tracking.verdict_status(verdict))
+        except tracking.TrackingStoreFailed as error:
             not_logged = str(error)
     if not_logged is not None:
         kept_in = str(tracking.unlogged_folder(config.home, batch.batch_id))

@@ -99,14 +99,16 @@ def log_or_keep(
     and kept, never lost with the server."""
     staged, record = staging["batch"], None
     try:
-        with tracking.unreachable_as_typed(home):
+        with tracking.store_failures_as_typed(home):
             staged = stage_batch(home, collections, **staging)
             record = record_of(staged.batch_id)
             return tracking.log_batch_record(home, staged, record)
-    except tracking.TrackingUnreachable as error:
+    except tracking.TrackingStoreFailed as error:
         batch_id = staged.batch_id if staged is not None else tracking.new_batch_id()
         record = record if record is not None else record_of(batch_id)
-        return tracking.keep_unlogged(home, collections, record, staged, str(error))
+        kept = tracking.keep_unlogged(home, collections, record, staged, str(error))
+        tracking.end_failed_batch(home, kept.kept_in, str(error))
+        return kept
 
 
 def name_flow_run(kind: str, collections: list[str], batch_id: str, labels: list[str] = ()) -> None:

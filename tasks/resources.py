@@ -33,9 +33,9 @@ def worker_judges() -> EvaluationJudges:
     return EvaluationJudges(worker_resources())
 
 
-def worker_judge(config: ChatModelConfig, home: Path, evaluation: str) -> Judge:
+def worker_judge(config: ChatModelConfig, home: Path, evaluation: str, own_odds: bool = False) -> Judge:
     """This process's judge for one evaluation (ragassay/judge/evaluation_judges.py)."""
-    return worker_judges().get(config, home, evaluation)
+    return worker_judges().get(config, home, evaluation, own_odds)
 
 
 @task(name="locate-models", cache_policy=NO_CACHE)
@@ -64,10 +64,10 @@ def healable_tracking_failure(task, task_run, state) -> bool:
     """Prefect's retry condition for tasks that write to MLflow: a read-only or full store does not
     heal in seconds, so it fails at once; anything else (a server briefly away) is tried again."""
     from ragassay.errors import environment_problem
-    from ragassay.tracking import TrackingUnreachable
+    from ragassay.tracking import TrackingStoreFailed
 
     error = state.result(raise_on_failure=False)
-    if isinstance(error, TrackingUnreachable):
+    if isinstance(error, TrackingStoreFailed):
         return False  # MLflow's own retries (tracking/unreachable.py) were already spent on it
     return not (isinstance(error, BaseException) and environment_problem(error) is not None)
 

@@ -27,8 +27,8 @@ def run_suite(suite: CaseSuite, judge: Judge, calibration: JudgeCalibration | No
 def log_cases_run(suite: CaseSuite, result: SuiteResult, judge_model_id: str) -> CaseReport:
     """One MLflow run for the suite: its settings, pass/fail counts, the per-case table and its
     verdict (each case an assertion); the verdict's table on the flow run too. A tracking server
-    that does not answer is TrackingUnreachable naming it."""
-    with tracking.unreachable_as_typed(suite.home):
+    that does not answer is TrackingStoreFailed naming it and its reason."""
+    with tracking.store_failures_as_typed(suite.home):
         return _log_cases_run(suite, result, judge_model_id)
 
 
@@ -39,9 +39,8 @@ def _log_cases_run(suite: CaseSuite, result: SuiteResult, judge_model_id: str) -
     tracking.log_values(mlflow_client, batch.parent_run_id, {}, result.metrics)
     tracking.log_tables(mlflow_client, batch.parent_run_id, {"cases": result.results})
     report = case_runs.case_report(suite, result, judge_model_id, tracking.locate_batch(suite.home, batch))
-    tracking.log_verdict(
-        mlflow_client, batch, "cases", batch_verdict(report.assertions), assertion_rows(report.assertions)
-    )
-    tracking.finish(mlflow_client, batch.parent_run_id)
+    verdict = batch_verdict(report.assertions)
+    tracking.log_verdict(mlflow_client, batch, "cases", verdict, assertion_rows(report.assertions))
+    tracking.finish(mlflow_client, batch.parent_run_id, tracking.verdict_status(verdict))
     publish_verdict("cases", list(suite.collections), report.assertions)
     return report

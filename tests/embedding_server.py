@@ -12,7 +12,13 @@ benchmarks/bench_served_embeddings.py. Faults (`/control` JSON, each optional):
 `fail_after_texts` (every request once that many texts were embedded is answered 500),
 `wrong_width` (vectors one number short), `hang_seconds` (wait before answering),
 `model_name` (the model it reports), `rerank_shape` ("shuffled": a reranker's results with an index
-missing). GET /stats: requests and texts embedded so far, and the most requests it was answering at
+missing), `rerank_score` (every reranker score sent as this JSON number, as written: "1" followed
+by 400 zeros is a 401-digit integer), `vectors` ("zero": every vector all zeros; "same_index":
+every OpenAI data item with index 0, in reverse order; "other_model": each vector's numbers in
+reverse order, another model of the same name and width; "noisy": each call's vectors moved by a
+new random direction). GET /stats: requests and texts embedded so far, and the most requests it
+was answering at once (`most_in_flight`) and is answering now (`in_flight`), and every request
+posted to it, failed ones too (`posts`). GET /stats: requests and texts embedded so far, and the most requests it was answering at
 once (`most_in_flight`) and is answering now (`in_flight`).
 """
 
@@ -24,6 +30,8 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import numpy as np
+
 
 def serve(port: int, api_key: str | None, model_name: str) -> None:
     from ragassay.environment import models_dir
@@ -31,9 +39,10 @@ def serve(port: int, api_key: str | None, model_name: str) -> None:
 
     embedder = Embedder(resolve_model(DEFAULT_MODEL_NAME, models_dir()))
     lock = threading.Lock()
-    state = {"requests": 0, "texts": 0, "fail_next": 0, "status": 500, "retry_after": None}
+    state = {"requests": 0, "texts": 0, "fail_next": 0, "status": 500, "retry_after": None, "posts": 0}
     state |= {"fail_after_texts": None, "wrong_width": False, "hang_seconds": 0.0, "model_name": model_name}
-    state |= {"rerank_shape": "right", "in_flight": 0, "most_in_flight": 0}
+    state |= {"rerank_shape": "right", "in_flight": 0, "most_in_flight": 0, "vectors": "right", "rerank_score": None}
+    noise = np.random.default_rng(0)
 
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args) -> None:  # quiet
@@ -52,7 +61,9 @@ def serve(port: int, api_key: str | None, model_name: str) -> None:
         def do_GET(self) -> None:
             if self.path == "/stats":
                 with lock:
-                    counts = {name: state[name] for name in ("requests", "texts", "in_flight", "most_in_flight")}
+                    counts = {
+                        name: state[name] for name in ("requests", "texts", "in_flight", "most_in_flight", "posts")
+                    }
                     self._send(200, counts)
             else:
                 self._send(200, {"data": [{"id": state["model_name"], "object": "model"}]})
@@ -65,6 +76,7 @@ def serve(port: int, api_key: str | None, model_name: str) -> None:
                     if body.get("reset"):
                         state.update(requests=0, texts=0, fail_next=0, status=500, retry_after=None)
                         state.update(fail_after_texts=None, wrong_width=False, rerank_shape="right")
+                        state.update(vectors="right", rerank_score=None)
                         state.update(most_in_flight=0)
                 self._send(200, {"ok": True})
                 return
@@ -73,6 +85,7 @@ def serve(port: int, api_key: str | None, model_name: str) -> None:
                 self._send(401, {"error": f"bad credentials: {self.headers.get('Authorization')}"})
                 return
             with lock:
+                state["posts"] += 1
                 state["in_flight"] += 1
                 state["most_in_flight"] = max(state["most_in_flight"], state["in_flight"])
             try:
@@ -98,7 +111,14 @@ def serve(port: int, api_key: str | None, model_name: str) -> None:
             if self.path in ("/v1/rerank", "/rerank"):
                 self._rerank(body)
                 return
-            vectors = embedder.embed(texts).tolist()
+            vectors = embedder.embed(texts)
+            if state["vectors"] == "zero":
+                vectors = np.zeros_like(vectors)
+            elif state["vectors"] == "other_model":
+                vectors = vectors[:, ::-1]
+            elif state["vectors"] == "noisy":
+                vectors = vectors + 0.3 * noise.standard_normal(vectors.shape[1])
+            vectors = vectors.tolist()
             if state["wrong_width"]:
                 vectors = [vector[:-1] for vector in vectors]
             with lock:
@@ -108,6 +128,8 @@ def serve(port: int, api_key: str | None, model_name: str) -> None:
                 self._send(200, {"model": state["model_name"], "embeddings": vectors})
             elif self.path == "/v1/embeddings":
                 data = [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)]
+                if state["vectors"] == "same_index":
+                    data = [item | {"index": 0} for item in reversed(data)]
                 self._send(200, {"object": "list", "model": state["model_name"], "data": data})
             else:
                 self._send(404, {"error": f"no route {self.path}"})
@@ -119,9 +141,23 @@ def serve(port: int, api_key: str | None, model_name: str) -> None:
             results = sorted(({"index": i, field: s} for i, s in enumerate(scores)), key=lambda r: -r[field])
             if state["rerank_shape"] == "shuffled":
                 results = results[1:]
-            self._send(
-                200, {"model": state["model_name"], "results": results} if field == "relevance_score" else results
-            )
+            payload = {"model": state["model_name"], "results": results} if field == "relevance_score" else results
+            if state["rerank_score"] is not None:
+                # A number JSON can hold and a float cannot, written as the server sends it.
+                text = json.dumps(payload)
+                for result in results:
+                    text = text.replace(json.dumps(result[field]), state["rerank_score"], 1)
+                self._send_text(200, text)
+                return
+            self._send(200, payload)
+
+        def _send_text(self, status: int, text: str) -> None:
+            data = text.encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
 
     ThreadingHTTPServer(("127.0.0.1", port), Handler).serve_forever()
 

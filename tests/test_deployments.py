@@ -13,7 +13,9 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
@@ -151,6 +153,47 @@ def prefect_cli(*args: str, env: dict[str, str], timeout: int = 600) -> subproce
     )
     assert result.returncode == 0, f"prefect {' '.join(args)} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
     return result
+
+
+class WebhookRecorder(BaseHTTPRequestHandler):
+    """A webhook receiver on loopback: each POST's JSON body kept in the server's `calls`."""
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.server.calls.append(json.loads(body or b"{}"))
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *arguments):
+        pass
+
+
+def failure_alert(env: dict[str, str], webhook_url: str) -> None:
+    """The failure alert of docs/how-to/team-setup.md, made as a team would: a webhook
+    notification block (created by Prefect's own client) and the documented automation, its
+    JSON read from the page itself."""
+    made = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys\n"
+            "from prefect.blocks.notifications import CustomWebhookNotificationBlock\n"
+            "block = CustomWebhookNotificationBlock(name='recorder', url=sys.argv[1],\n"
+            "    json_data={'subject': '{{subject}}', 'body': '{{body}}'})\n"
+            "print(block.save('recorder', overwrite=True))",
+            webhook_url,
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert made.returncode == 0, made.stderr
+    block_id = made.stdout.strip().splitlines()[-1]
+    page = (REPO / "docs" / "how-to" / "team-setup.md").read_text()
+    documented = page.split("prefect automation create --from-json '", 1)[1].split("'\n", 1)[0]
+    prefect_cli("automation", "create", "--from-json", documented.replace("BLOCK_ID", block_id), env=env)
+    assert "ragassay run failed" in prefect_cli("automation", "ls", env=env).stdout
 
 
 @pytest.fixture
@@ -401,8 +444,25 @@ def test_pipeline_deployment_runs_on_real_servers(servers, tmp_path):
             done.stderr + worker_log.read_text()[-3000:],
         )
 
+    # The documented failure alert, with its notification pointed at a local webhook receiver.
+    receiver = ThreadingHTTPServer(("127.0.0.1", 0), WebhookRecorder)
+    receiver.calls = []
+    threading.Thread(target=receiver.serve_forever, daemon=True).start()
+    failure_alert(env, f"http://127.0.0.1:{receiver.server_address[1]}/hook")
+
     code, failed, log = ci("fulltext:recall@1<=0.01", "hybrid:recall@5>=0.5")
     assert code == 1, log
+    # A deployment's run carries the `ragassay` tag (prefect.yaml), so the alert fires for it,
+    # its message naming the failed assertion.
+    run = httpx.get(f"{api}/flow_runs/{failed['flow_run_id']}", timeout=30).json()
+    assert "ragassay" in run["tags"], run["tags"]
+    deadline = time.monotonic() + 120
+    while not receiver.calls and time.monotonic() < deadline:
+        time.sleep(1)
+    receiver.shutdown()
+    assert receiver.calls, "the failure alert never called the webhook"
+    assert "failed" in receiver.calls[0]["subject"]
+    assert "fulltext:recall@1<=0.01" in receiver.calls[0]["body"]
     assert failed["state"] == "FAILED" and failed["verdict"] == "failed"
     assert "1 of 2 assertions failed: fulltext:recall@1<=0.01 (measured " in failed["message"]
     assert [row["outcome"] for row in failed["assertions"]] == ["failed", "passed"]

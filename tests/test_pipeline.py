@@ -119,6 +119,9 @@ def test_pipeline_runs_every_stage_then_reruns_from_cache(home, tmp_path):
         and "metrics.`faithfulness`" in view["selectedColumns"]
     )
     assert first.runs_view_url and f"]({first.runs_view_url})" in parent.data.tags[tracking.DESCRIPTION_TAG]
+    # Only the evaluation stages' runs: an ingest or index group would be a row of "- (average)".
+    shown = tracking.client(home).search_runs([parent.info.experiment_id], view["searchFilter"])
+    assert sorted(run.info.run_name for run in shown) == ["answers/hybrid", "retrieval/fulltext", "retrieval/hybrid"]
     comparisons = tracking.download_table(home, parent.info.run_id, "retrieval/comparisons")
     assert comparisons is not None and set(comparisons["metric"]) >= {"recall@5", "mrr"}
     # `runs compare` on a pipeline's batch: both evaluation stages, the answers' paired differences too.
@@ -245,7 +248,7 @@ def test_a_failed_bound_fails_the_pipeline_run_after_everything_is_logged(home, 
     assert "assertion failed: fulltext:recall@1<=0.01" in result.stderr
     assert "generation: off in this run" in result.stdout, "not '0 accepted of 0 candidates'"
     [parent] = tracking.find_runs(home, role="batch")
-    assert parent.info.status == "FINISHED" and parent.data.tags[tracking.TAG_VERDICT] == "failed"
+    assert parent.info.status == "FAILED" and parent.data.tags[tracking.TAG_VERDICT] == "failed"
     children = tracking.find_runs(home, batch_id=parent.data.tags[tracking.TAG_BATCH], role="configuration")
     assert {run.info.run_name for run in children} == {"ingest/sample", "index/sample", "retrieval/fulltext"}
     measured = next(run for run in children if run.info.run_name == "retrieval/fulltext").data.metrics["recall_at_1"]

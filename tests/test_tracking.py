@@ -71,7 +71,7 @@ def test_an_answered_question_is_a_trace_of_its_run_with_passages_verdicts_and_a
     from ragassay.evaluation.answer_traces import TraceSettings, answer_traces
     from ragassay.evaluation.questions import EvalQuestion
     from ragassay.llm.structured import Usage
-    from ragassay.metrics.answers import AnswerJudgement, Scored, answer_correctness, faithfulness
+    from ragassay.metrics.answers import AnswerJudgement, Scored, answer_correctness, faithfulness, mean_support
     from ragassay.metrics.names import ANSWER_METRICS
 
     home = tmp_path / "workspace"
@@ -95,7 +95,7 @@ def test_an_answered_question_is_a_trace_of_its_run_with_passages_verdicts_and_a
     ]  # fmt: skip
     judgement = AnswerJudgement(
         faithfulness([False]), Scored(None, "no reference answer"), Scored(0.8, None, 1), Scored(1.0, None, 1),
-        answer_correctness(0.9, 0.5), None, verdicts,
+        answer_correctness(0.9, 0.5), mean_support([0.4]), verdicts=verdicts,
     )  # fmt: skip
     settings = TraceSettings("hybrid", "b1", "smollm2:abc", "qwen2.5-1.5b:def", 0.85, "support-probability/3")
     traces = answer_traces([answered], {answered.key: judgement}, {answered.key: 2.5}, settings)
@@ -161,3 +161,49 @@ def test_an_answered_question_is_a_trace_of_its_run_with_passages_verdicts_and_a
     assert spans["judge"].start_time_ns <= verdict_spans[0].start_time_ns
     assert verdict_spans[-1].end_time_ns <= spans["judge"].end_time_ns
     assert trace.info.execution_duration == pytest.approx(3500, abs=1)
+
+
+def test_a_batch_failed_on_its_assertions_ends_failed_and_stays_a_whole_batch_for_the_gate(tmp_path):
+    """MLflow's runs list shows a run's status at a glance: a batch whose assertions failed ends
+    FAILED (its red mark), not a green "Finished". It is still a whole measurement, so the gate's
+    newest-finished choice takes it; a batch a stage failed in is never taken."""
+    mlflow_client = tracking.client(tmp_path)
+    whole, broken, passed = (tracking.open_batch(tmp_path, ["sample"], "retrieval", {}, {}) for _ in range(3))
+    tracking.log_verdict(mlflow_client, passed, "retrieval", "passed", [{"assertion": "a:mrr>=0"}])
+    tracking.finish(mlflow_client, passed.parent_run_id, tracking.verdict_status("passed"))
+    tracking.log_verdict(mlflow_client, whole, "retrieval", "failed", [{"assertion": "a:mrr>=1"}])
+    tracking.finish(mlflow_client, whole.parent_run_id, tracking.verdict_status("failed"))
+    tracking.mark_failed(tmp_path, broken, "answers", "the judge crashed")
+
+    status = {batch.batch_id: tracking.batch_status(tmp_path, batch.batch_id) for batch in (whole, broken, passed)}
+    assert status == {whole.batch_id: "FAILED", broken.batch_id: "FAILED", passed.batch_id: "FINISHED"}
+    # Newest first: `broken` was opened after `whole`, and is passed over.
+    assert tracking.latest_batch(tmp_path, "sample", excluding=passed.batch_id) == whole.batch_id
+    assert tracking.latest_batch(tmp_path, "sample", excluding=whole.batch_id) == passed.batch_id
+
+
+def test_the_saved_view_puts_each_metrics_interval_beside_it_low_then_high():
+    headline = {"hybrid": {"recall@5": 0.8, "faithfulness": 0.7, "faithfulness_corrected": 0.75, "mrr": 0.6}}
+    logged = {
+        "recall@5_ci_low",
+        "recall@5_ci_high",
+        "faithfulness_ci_high",
+        "faithfulness_ci_low",
+        "faithfulness_corrected_low",
+        "faithfulness_corrected_high",
+    }
+    assert tracking.runs_view_columns(headline, logged) == [
+        f"metrics.`{name}`"
+        for name in (
+            "recall_at_5",
+            "recall_at_5_ci_low",
+            "recall_at_5_ci_high",
+            "faithfulness",
+            "faithfulness_ci_low",
+            "faithfulness_ci_high",
+            "faithfulness_corrected",
+            "faithfulness_corrected_low",
+            "faithfulness_corrected_high",
+            "mrr",
+        )
+    ]

@@ -43,6 +43,19 @@ def widen_when_piped() -> None:
             console.width = PIPED_WIDTH
 
 
+# A section rule's width off a terminal: a rule has no content to fit, so PIPED_WIDTH would make
+# each one 1,000 characters (about 3 kB of box-drawing bytes) in a CI log.
+PIPED_RULE_WIDTH = 80
+
+
+def section_rule(title: str) -> None:
+    """A rule naming a section (`── summary ───…`), as wide as the terminal, or PIPED_RULE_WIDTH
+    when piped."""
+    from rich.rule import Rule
+
+    out.print(Rule(title, align="left"), width=out.width if out.is_terminal else PIPED_RULE_WIDTH)
+
+
 def styled(*parts: str | tuple[str, str]) -> Text:
     """A line of text with some words styled: each part is plain text (never read as markup), or
     (text, style) such as ("warning", "yellow")."""

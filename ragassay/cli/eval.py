@@ -175,6 +175,12 @@ def eval_answers(
     max_unanswerable: int | None = override_option(AnswerEvalSettings, "max_unanswerable"),
     seed: int | None = override_option(AnswerEvalSettings, "seed"),
     no_pairwise: bool = typer.Option(False, "--no-pairwise", help="Skip the pairwise comparison of configurations."),
+    judge_odds: bool = typer.Option(
+        False,
+        "--judge-odds",
+        help="Also ask the judge model its own P(supported) of each statement, shown beside the verdict "
+        "(one more call a statement with the default judge, whose verdict does not read it).",
+    ),
     no_traces: bool = typer.Option(
         False, "--no-traces", help="Log no MLflow trace per question (the tables and metrics are logged as ever)."
     ),
@@ -222,6 +228,7 @@ def eval_answers(
             save_records=save_records,
             metrics=metrics,
             pairwise=False if no_pairwise else None,
+            judge_odds=True if judge_odds else None,
             traces=False if no_traces else None,
             judge=judge_override(judge_model, judge_backend, judge_path, judge_url, judge_name, judge_api_key_env),
         )

@@ -22,7 +22,7 @@ from ragassay.metrics.names import (
     REPORTED_ANSWER_METRICS,  # noqa: F401 (commands import it from here)
 )
 from ragassay.metrics.names import headline_retrieval_metrics as headline_metrics  # noqa: F401 (commands import it from here)
-from ragassay.metrics.significance import ALPHA, ComparisonRow
+from ragassay.metrics.significance import ALPHA, ComparisonRow, interval_source
 from ragassay.run_warnings import RunWarning
 
 if TYPE_CHECKING:  # the estimate's module reads the tracking store's history: loaded by --estimate only
@@ -144,7 +144,8 @@ def render_comparisons(
                     end_section=c is rows[-1],
                 )
     table.caption = (
-        f"mean of b - a over the n questions both scored; 95% CI: bootstrap; p: randomization, * p < {ALPHA}"
+        f"mean of b - a over the n questions both scored; 95% CI: {interval_source(shown)}; "
+        f"p: randomization, * p < {ALPHA}"
     ) + (
         "; corrected: in people's terms (the judge's offset cancels in a difference; same sign and p)"
         if corrected

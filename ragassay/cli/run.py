@@ -16,6 +16,7 @@ from ragassay.cli.common import (
     out,
     prefect_defaults,
     run_flow,
+    section_rule,
 )
 from ragassay.cli.render import (
     REPORTED_ANSWER_METRICS,
@@ -85,7 +86,7 @@ def run(
 
 def render_stage(stage: str, report) -> None:
     """One stage's results as it ends: a rule naming it, then what the summary shows of it."""
-    out.rule(f"{stage} finished", align="left")
+    section_rule(f"{stage} finished")
     STAGE_RENDERERS[stage](report)
 
 
@@ -94,7 +95,7 @@ def render_pipeline(report) -> None:
     tables with significance and refusal both ways, gates, warnings, and where to look next."""
     from rich.table import Table
 
-    out.rule("summary", align="left")
+    section_rule("summary")
     table = Table(title=f"pipeline on {report.collection}: {report.seconds:.0f}s")
     for column in ("stage", "seconds", "from cache"):
         table.add_column(column, justify="right" if column == "seconds" else "left")
@@ -165,14 +166,18 @@ def _render_golden(golden) -> None:
     from ragassay.pipeline_stages import generation_text
 
     totals, file_outcome = golden.totals, golden.file
-    added = (
-        f"golden file: {file_outcome.added} added, {file_outcome.already_stored} already stored; "
-        if file_outcome
-        else ""
-    )
-    if file_outcome and file_outcome.dialogues:
-        added += f"{file_outcome.dialogues} golden dialogues ({file_outcome.dialogues_added} added); "
-    out.print(f"golden set: {totals.golden_size} entries. {added}{generation_text(golden)}", highlight=False)
+    size = f"golden set: {totals.golden_size} entries"
+    if totals.dialogues:
+        size += f" and {totals.dialogues} dialogues of {totals.dialogue_turns} turns"
+    added = ""
+    if file_outcome:
+        added = f"golden files: {file_outcome.added} entries added, {file_outcome.already_stored} already stored; "
+        if file_outcome.dialogues:
+            added += (
+                f"{file_outcome.dialogues_added} dialogues added, {file_outcome.dialogues_already_stored} "
+                "already stored; "
+            )
+    out.print(f"{size}. {added}{generation_text(golden)}", highlight=False)
 
 
 STAGE_RENDERERS = {

@@ -51,7 +51,12 @@ def runs_list(
     """List evaluation runs, newest first (batches and their configurations)."""
     from ragassay import tracking
 
-    rows = [_run_row(run) for run in tracking.find_runs(workspace_home(), batch_id=batch, collection=collection)]
+    try:
+        with tracking.store_failures_as_typed(workspace_home(), "list its runs"):
+            found = tracking.find_runs(workspace_home(), batch_id=batch, collection=collection)
+    except tracking.TrackingStoreFailed as error:
+        fail(error)
+    rows = [_run_row(run) for run in found]
 
     def render() -> None:
         out.print(f"{len(rows)} runs, newest first")

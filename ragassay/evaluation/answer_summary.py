@@ -328,7 +328,16 @@ def question_set_warnings(per_question: dict[str, pl.DataFrame]) -> list[RunWarn
 
 # The judgments table as MLflow's UI previews it: what a person reads first (the question, the
 # statement, the verdict and its probability, the passage it was judged against), then where it is from.
-JUDGMENTS_PREVIEW_FIRST = ("question", "statement", "verdict", "p_supported", "p_correct", "context", "metric")
+JUDGMENTS_PREVIEW_FIRST = (
+    "question",
+    "statement",
+    "verdict",
+    "p_supported",
+    "judge_p_supported",
+    "p_correct",
+    "context",
+    "metric",
+)
 
 
 def judgments_preview(judgments: pl.DataFrame, answers: pl.DataFrame) -> pl.DataFrame:
@@ -340,4 +349,6 @@ def judgments_preview(judgments: pl.DataFrame, answers: pl.DataFrame) -> pl.Data
     )
     joined = judgments.join(questions, on=["query_collection", "query_id"], how="left", maintain_order="left")
     rest = [name for name in judgments.columns if name not in JUDGMENTS_PREVIEW_FIRST]
-    return joined.with_columns(pl.col("p_supported", "p_correct").round(3)).select(*JUDGMENTS_PREVIEW_FIRST, *rest)
+    probabilities = [name for name in ("p_supported", "judge_p_supported", "p_correct") if name in judgments.columns]
+    first = [name for name in JUDGMENTS_PREVIEW_FIRST if name in joined.columns]
+    return joined.with_columns(pl.col(*probabilities).round(3)).select(*first, *rest)

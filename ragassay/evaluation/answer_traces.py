@@ -285,6 +285,8 @@ def _verdict_span(
             "p": probability,
             "threshold": threshold,
             "error": verdict["error"],
+            # The judge model's own P beside a learned verdict's, where it was asked.
+            **({"judge_p": verdict["judge_p_supported"]} if verdict.get("judge_p_supported") is not None else {}),
         },
         attributes={
             "metric": metric,

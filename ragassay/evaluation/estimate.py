@@ -7,12 +7,12 @@ Calls are counted from the evaluation's shape, with the work each question cause
   configuration reranks with the model, and one per dialogue follow-up it rewrites
   (`followup_query: rewrite`); a dialogue's turns count as questions (its unanswerable turns as
   unanswerable ones);
-- judging, per answerable question: TYPICAL_PASSAGES_ASKED calls per reference-answer sentence
-  (context recall: a statement is judged against its most similar passage first, and against the
-  next only when that one does not support it; passage_choice.MAX_PASSAGES_ASKED at most, never more than
-  the sources), and for an answered question as many per statement (faithfulness), one per
-  citation (citation precision), one for the implied question (answer relevancy) and, when it has
-  a reference answer, one grading (answer correctness). Sources: the configuration's `k`; a system
+- judging, per answerable question: a support verdict's calls per reference-answer sentence
+  (context recall) and per statement of an answered question (faithfulness), and per citation (at
+  most one: citation precision), as judge.support_calls says for the judge (none for the default
+  judge, whose learned verdict reads no judge output unless --judge-odds asks for its P; else its
+  own rule's passages, ~1.4), one for the implied question (answer relevancy) and, when it has a
+  reference answer, one grading (answer correctness). Sources: the configuration's `k`; a system
   under test's TYPICAL_SOURCES;
 - pairwise: two gradings per answerable question and pair of configurations, none expected for a
   question with a reference answer (answer correctness graded both answers already; at most
@@ -38,7 +38,7 @@ from pydantic import BaseModel, ConfigDict
 from ragassay import tracking
 from ragassay.config import AnswerEvalConfig
 from ragassay.evaluation.questions import gather_golden_questions, gather_unanswerable
-from ragassay.judge.passage_choice import MAX_PASSAGES_ASKED
+from ragassay.judge.judge import support_calls
 from ragassay.llm.settings import ChatModelConfig, model_id_of
 from ragassay.llm.threads import default_threads
 from ragassay.metrics.answers import split_statements
@@ -52,10 +52,6 @@ TYPICAL_STATEMENTS = 1.0
 TYPICAL_CITATIONS = 1.0
 # The passages a system under test returns, when nothing says how many (built-in: its k).
 TYPICAL_SOURCES = 5
-# Passages a statement is judged against (support-probability/5): the most similar one, and up
-# to two more for the statements it does not support; measured on MEMERAG-EXT's development half
-# (benchmarks/bench_judge_selection.py after; BENCHMARKS.md, "Cheaper verdicts").
-TYPICAL_PASSAGES_ASKED = 1.4
 MAX_STATEMENTS, MAX_CITATIONS_PER_STATEMENT = 6, 4
 
 
@@ -245,7 +241,12 @@ def estimate_answer_eval(config: AnswerEvalConfig) -> AnswerEstimate:
     for configuration in config.configurations:
         sources = TYPICAL_SOURCES if configuration.system_under_test else configuration.k
         judge_expected, judge_most = _judge_calls(
-            answerable, reference_sentences, with_reference, sources, config.metrics
+            answerable,
+            reference_sentences,
+            with_reference,
+            sources,
+            config.metrics,
+            support_calls(model_id_of(config.judge), config.judge_odds),
         )
         if configuration.system_under_test:
             # The system answers itself: one call per question, at its own measured latency.
@@ -289,22 +290,29 @@ def estimate_answer_eval(config: AnswerEvalConfig) -> AnswerEstimate:
 
 
 def _judge_calls(
-    answerable: int, reference_sentences: int, with_reference: int, sources: int, metrics: tuple[str, ...] | None
+    answerable: int,
+    reference_sentences: int,
+    with_reference: int,
+    sources: int,
+    metrics: tuple[str, ...] | None,
+    per_statement: tuple[float, int],
 ) -> tuple[int, int]:
     """Expected and largest number of judge calls for one configuration, of the metrics asked for
-    (None: all): each statement against the passages asked (faithfulness), each citation
-    (citation precision), each answer's implied question (answer relevancy), each reference
-    sentence against the passages (context recall), each answer's grade (answer correctness), and
-    for an added metric that asks the judge, one call an answer (at most one a statement); the
-    largest with every call asked twice (a retry)."""
+    (None: all): each statement's support verdict over the passages (faithfulness; per_statement:
+    judge.support_calls, none for the default judge's learned verdict), each citation's (citation
+    precision: one passage, so at most one call), each answer's implied question (answer
+    relevancy), each reference sentence's verdict (context recall), each answer's grade (answer
+    correctness), and for an added metric that asks the judge, one call an answer (at most one a
+    statement); the largest with every call asked twice (a retry)."""
     asks = (lambda name: True) if metrics is None else metrics.__contains__
-    asked, most_asked = min(TYPICAL_PASSAGES_ASKED, sources), min(MAX_PASSAGES_ASKED, sources)
+    asked, most_asked = min(per_statement[0], sources), min(per_statement[1], sources)
+    cited = min(per_statement[0], 1.0)
     added = sum(1 for metric in ADDED_METRICS if metric.asks_judge and asks(metric.name))
     expected = (
         answerable
         * (
             asks("faithfulness") * TYPICAL_STATEMENTS * asked
-            + asks("citation_precision") * TYPICAL_CITATIONS
+            + asks("citation_precision") * TYPICAL_CITATIONS * cited
             + asks("answer_relevancy")
             + added
         )
@@ -315,7 +323,7 @@ def _judge_calls(
         answerable
         * (
             asks("faithfulness") * MAX_STATEMENTS * most_asked
-            + asks("citation_precision") * MAX_STATEMENTS * MAX_CITATIONS_PER_STATEMENT
+            + asks("citation_precision") * MAX_STATEMENTS * MAX_CITATIONS_PER_STATEMENT * min(per_statement[1], 1)
             + asks("answer_relevancy")
             + added * MAX_STATEMENTS
         )

@@ -51,6 +51,7 @@ from ragassay.judge.learned_verdict import learned_verdict_label
 from ragassay.judge.prompts import PROMPT_VERSIONS
 from ragassay.llm.registry import model_verification
 from ragassay.llm.settings import model_id_of
+from ragassay.metrics.answers import MEAN_SUPPORT_FAITHFUL_AT
 from ragassay.metrics.averaging import (
     IntervalRow,
     answer_scores,
@@ -130,8 +131,8 @@ class AnswerEvalReport(LoggedBatch):
     # The labels the judged metrics were corrected with (judge_correction.calibration_summary);
     # None when there were none for this judge.
     judge_calibration: CalibrationSummary | None = None
-    # Each configuration's Traces tab in MLflow, showing only the questions whose faithfulness is
-    # below 1 (none when traces were switched off).
+    # Each configuration's Traces tab in MLflow, showing only its least faithful answers
+    # (least_faithful_below; none when traces were switched off).
     unfaithful_traces_urls: dict[str, str] = Field(default_factory=dict)
     # Golden dialogues' first turns against their follow-ups (none without dialogues).
     followup_gaps: list[FollowupGapRow] = Field(default_factory=list)
@@ -179,9 +180,10 @@ def summarize_retrieval(
     }
     for label, share in (coverage or {}).items():
         means[label]["coverage"] = share
-    intervals = interval_table(per_question, names, seed=config.seed)
     comparisons = compare_all_pairs(per_question, names, seed=config.seed)
     assertions = check_assertions([parse_assertion(a) for a in config.assertions], means)
+    subsets = bounded_subsets(subset_interval_table(per_question, names, config.seed), assertions)
+    intervals = pl.concat([interval_table(per_question, names, seed=config.seed), subsets])
     gaps = followup_gap_rows(per_question, names, config.seed)
     return RetrievalSummary(means, intervals, comparisons, assertions + answered_nothing(coverage or {}), gaps)
 
@@ -237,7 +239,10 @@ def retrieval_record(
     warnings and intervals, and two pictures."""
     headline = headline_retrieval_metrics(config.ks)
     names = [str(m) for m in config.metrics()]
-    bounds = interval_metrics(pl.concat([summary.intervals, subset_interval_table(per_question, names, config.seed)]))
+    subsets = subset_interval_table(per_question, names, config.seed)
+    bounds = interval_metrics(
+        pl.concat([summary.intervals.filter(~pl.col("metric").is_in(subsets["metric"])), subsets])
+    )
     verdicts = configuration_verdicts(summary.assertions)
     configurations = [
         ConfigurationRecord(
@@ -400,6 +405,19 @@ class AnswerBatchSummary:
     assertions: list[AssertionResult]
     calibration: JudgeCalibration | None = None
     followup_gaps: list[FollowupGapRow] = field(default_factory=list)
+    # The first-turn or follow-up intervals of the metrics an assertion bounds (bounded_subsets).
+    bounded_subsets: pl.DataFrame | None = None
+
+
+def bounded_subsets(subsets: pl.DataFrame, assertions: list[AssertionResult]) -> pl.DataFrame:
+    """The interval rows over first turns or follow-ups (`followup.recall@5`) of the metrics an
+    assertion bounds: the metrics table shows a row for everything an assertion checks."""
+    return subsets.filter(pl.col("metric").is_in([a.metric for a in assertions]))
+
+
+def bounded_metrics(assertions: list[AssertionResult]) -> list[str]:
+    """What the assertions bound, as the metrics table names them (`followup.recall@5`, `mrr`)."""
+    return list(dict.fromkeys(a.metric for a in assertions))
 
 
 def summarize_answer_batch(
@@ -430,6 +448,7 @@ def summarize_answer_batch(
                 {CONVERSATION_SUCCESS: success, f"{CONVERSATION_SUCCESS}_scored": dialogues}
             )
     metrics = {label: s.metrics for label, s in summaries.items()}
+    assertions = check_assertions([parse_answer_assertion(a) for a in config.assertions], metrics)
     return AnswerBatchSummary(
         summaries=summaries,
         comparisons=corrected_comparisons(
@@ -442,10 +461,11 @@ def summarize_answer_batch(
         + question_set_warnings(per_question)
         + calibration_warnings(calibration, model_id_of(config.judge))
         + correction_fit_warnings(intervals, calibration),
-        assertions=check_assertions([parse_answer_assertion(a) for a in config.assertions], metrics)
+        assertions=assertions
         + answered_nothing({label: values["coverage"] for label, values in metrics.items() if "coverage" in values}),
         calibration=calibration,
         followup_gaps=followup_gap_rows(per_question, REPORTED_ANSWER_METRICS, config.seed),
+        bounded_subsets=bounded_subsets(subsets, assertions),
     )
 
 
@@ -620,19 +640,32 @@ def answer_report(
         assertions=summary.assertions,
         judge_model=judge_model_id,
         prompt_versions={"answer": ANSWER_PROMPT_VERSION, **PROMPT_VERSIONS},
-        intervals=answer_interval_rows(summary.intervals),
+        intervals=answer_interval_rows(
+            summary.intervals
+            if summary.bounded_subsets is None
+            else pl.concat([summary.intervals, summary.bounded_subsets], how="diagonal_relaxed")
+        ),
         seconds=round(seconds, 3),
         judge_calibration=calibration_summary(summary.calibration),
         answered_by={c.label: c.answered_by() for c in config.configurations},
         followup_gaps=summary.followup_gaps,
         dialogues=questions.context.dialogues,
-        # Only where some answer has a statement judged unsupported: a link to none would open
-        # "No traces found".
+        # Only where some answer falls below: a link to none would open "No traces found".
         unfaithful_traces_urls={
-            label: traces_below_url(config.home, logged.experiment_id, run_id, "faithfulness")
+            label: traces_below_url(config.home, logged.experiment_id, run_id, *below)
             for label, run_id in logged.run_ids.items()
-            if (summary.summaries[label].answers["faithfulness"] < 1).any()
+            if (below := least_faithful_below(summary.summaries[label].answers)) is not None
         }
         if config.traces
         else {},
     )
+
+
+def least_faithful_below(answers: pl.DataFrame) -> tuple[str, float] | None:
+    """The answer-level score and bound the "least faithful answers" list filters on: answer
+    support below MEAN_SUPPORT_FAITHFUL_AT where it was scored (the answer-level number that
+    ranks answers as people do), else faithfulness below 1; None when no answer falls below."""
+    for metric, below in (("mean_support", MEAN_SUPPORT_FAITHFUL_AT), ("faithfulness", 1.0)):
+        if metric in answers.columns and answers[metric].drop_nulls().len():
+            return (metric, below) if (answers[metric] < below).any() else None
+    return None

@@ -19,11 +19,19 @@ from ragassay.evaluation.interval_text import (
     signed_interval,
 )
 from ragassay.gates.assertions import AssertionResult, measured
+from ragassay.metrics.answers import MEAN_SUPPORT_FAITHFUL_AT
 from ragassay.metrics.averaging import IntervalRow
 from ragassay.metrics.conversations import CONVERSATION_SUCCESS, FollowupGapRow
 from ragassay.metrics.corrected_rows import has_correction
 from ragassay.metrics.names import LOWER_IS_BETTER, QUESTIONS_SCORED, REPORTED_ANSWER_METRICS
-from ragassay.metrics.significance import ALPHA, ComparisonRow, DirectedComparison, comparison_of, ranked_by_mean
+from ragassay.metrics.significance import (
+    ALPHA,
+    ComparisonRow,
+    DirectedComparison,
+    comparison_of,
+    interval_source,
+    ranked_by_mean,
+)
 from ragassay.run_warnings import RunWarning
 
 if TYPE_CHECKING:  # (outcomes imports matplotlib; the CLI's tables need only this module's text)
@@ -104,11 +112,15 @@ def _comparison_lines(comparisons: Sequence[ComparisonRow], metrics: list[str]) 
             )
             continue
         verdict = "significant" if c.p_value < ALPHA else "not significant"
+        if c.interval == "sign-flip":
+            verdict += " †"
         lines.append(
             f"| {c.configuration_a} | {c.configuration_b} | {c.metric} | {signed(c.mean_difference, 4)} "
             f"| {signed_interval(c.ci_low, c.ci_high, 4)} | {c.p_value:.4f} | {verdict} |"
             + (f" {corrected_text(c, difference=True).removeprefix('corrected ') or '-'} |" if corrected else "")
         )
+    if any(c.interval == "sign-flip" for c in shown if c.questions):
+        lines += ["", f"† 95% CI: {interval_source([c for c in shown if c.questions])}."]
     return lines
 
 
@@ -353,13 +365,18 @@ def conversation_lines(metrics: dict[str, dict[str, float]]) -> list[str]:
 
 
 def unfaithful_lines(urls: dict[str, str]) -> list[str]:
-    """One link per configuration to its questions whose faithfulness is below 1 (MLflow's Traces
-    tab, filtered): open one, and each statement judged unsupported sits beside its passage. Near
-    a report's top, so the first screen of MLflow's description shows it."""
+    """One link per configuration to its least faithful answers (MLflow's Traces tab, filtered on
+    mean support, or faithfulness where mean support was not scored: outcomes.least_faithful_below):
+    open one, and each statement judged unsupported sits beside its passage. Near a report's top,
+    so the first screen of MLflow's description shows it."""
     if not urls:
         return []
     links = ", ".join(f"[{label}]({url})" for label, url in urls.items())
-    return ["", f"Answers with a statement judged unsupported (faithfulness below 1), by configuration: {links}."]
+    return [
+        "",
+        f"Least faithful answers (mean support below {MEAN_SUPPORT_FAITHFUL_AT:g}, or faithfulness below 1 "
+        f"where mean support was not scored), by configuration: {links}.",
+    ]
 
 
 def subsections(lines: list[str]) -> list[str]:

@@ -18,6 +18,7 @@ import polars as pl
 
 from ragassay.evaluation.questions import DocKey, EvalQuestion, with_earlier_turns
 from ragassay.evaluation.retrieval_scoring import SearchedConfiguration, run_table
+from ragassay.fields import shown
 from ragassay.llm.cache import CompletionCache
 from ragassay.progress import ProgressReporter
 from ragassay.run_warnings import RunWarning
@@ -162,7 +163,7 @@ def system_warnings(
     for mapper in mappers.values():
         unknown.update(mapper.unknown)
     if unknown:
-        examples = ", ".join(name for name, _ in unknown.most_common(3))
+        examples = ", ".join(shown(name) for name, _ in unknown.most_common(3))
         warnings.append(
             RunWarning(
                 configuration=label,

@@ -159,10 +159,14 @@ def check_assertions(assertions: list[Assertion], means: dict[str, dict[str, flo
     return results
 
 
+# Decimals an assertion's measured value is shown with, in its message and its table alike.
+SHOWN_DECIMALS = 4
+
+
 def measured(result: AssertionResult) -> str:
     """An assertion result's measured value as text ('nothing scored' when unknown), with its
     reason where the check says one (a system that answered nothing)."""
-    value = "nothing scored" if result.value is None else f"measured {result.value:.4f}"
+    value = "nothing scored" if result.value is None else f"measured {result.value:.{SHOWN_DECIMALS}f}"
     return f"{value}: {result.reason}" if result.reason else value
 
 
@@ -201,7 +205,8 @@ OPERATOR_WORDS = {">=": "at least", ">": "above", "<=": "at most", "<": "below",
 def assertion_rows(results: list[AssertionResult]) -> list[dict]:
     """The assertions as a batch's `assertions.json` and its Prefect table show them: each one's
     text, configuration, metric, operator (in words: `at least`), bound, measured value, outcome
-    and reason."""
+    and reason. The measured value to SHOWN_DECIMALS, the digits its message (`measured`) gives:
+    a table that says 0.9253010399562124 where the message says 0.9253 reads as two numbers."""
     return [
         {
             "assertion": r.assertion,
@@ -209,7 +214,7 @@ def assertion_rows(results: list[AssertionResult]) -> list[dict]:
             "metric": r.metric,
             "operator": OPERATOR_WORDS.get(r.operator, r.operator),
             "bound": r.bound,
-            "value": r.value,
+            "value": None if r.value is None else round(r.value, SHOWN_DECIMALS),
             "outcome": r.outcome,
             "reason": r.reason,
         }

@@ -17,8 +17,8 @@ from datetime import datetime
 
 import polars as pl
 
-from ragassay.fields import unsafe_characters
-from ragassay.golden.entries import MAX_GRADE, GoldenProblem, Origin, normalize_question
+from ragassay.fields import document_id, shown, unsafe_characters
+from ragassay.golden.entries import MAX_GRADE, GoldenProblem, Origin, expected_ids_problem, normalize_question
 from ragassay.store.schemas import DIALOGUES
 
 # Between a dialogue's id and a turn's number in the turn's id (`g07#2`).
@@ -106,7 +106,7 @@ def _turn_from_record(record: dict, number: int) -> TurnCandidate:
         raise ValueError(f"{where}.answerable must be true or false")
     return TurnCandidate(
         question=question,
-        expected_document_ids=tuple(d.strip() for d in expected),
+        expected_document_ids=tuple(document_id(d) for d in expected),
         relevance=tuple(relevance) if relevance is not None else None,
         reference_answer=answer or None,
         answerable=answerable,
@@ -190,7 +190,8 @@ def _problem(
     if unsafe_characters(dialogue_id):
         return (
             "bad_id",
-            f"dialogue id {dialogue_id!r} holds control or bidirectional characters {unsafe_characters(dialogue_id)}",
+            f"dialogue id {shown(dialogue_id)!r} holds control or bidirectional characters "
+            f"{', '.join(unsafe_characters(dialogue_id))}",
         )
     if dialogue_id in seen_ids:
         return "duplicate_id", f"dialogue id {dialogue_id} is already in the golden dialogues"
@@ -218,9 +219,12 @@ def _turn_problem(turn: TurnCandidate, number: int, known_doc_ids: set[str] | No
         len(turn.relevance) != len(turn.expected_document_ids) or (turn.relevance and min(turn.relevance) < 1)
     ):
         return "bad_relevance", f"{where}: relevance needs one grade >= 1 per expected document"
+    unsafe = expected_ids_problem(turn.expected_document_ids)
+    if unsafe:
+        return unsafe[0], f"{where}: {unsafe[1]}"
     unknown = sorted(set(turn.expected_document_ids) - known_doc_ids) if known_doc_ids is not None else []
     if unknown:
-        return "unknown_document_ids", f"{where}: not in the collection: " + ", ".join(unknown)
+        return "unknown_document_ids", f"{where}: not in the collection: " + ", ".join(map(shown, unknown))
     return None
 
 

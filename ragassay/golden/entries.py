@@ -18,7 +18,7 @@ from typing import Literal
 
 import polars as pl
 
-from ragassay.fields import unsafe_characters
+from ragassay.fields import document_id, shown, unsafe_characters
 from ragassay.store.schemas import GOLDEN
 
 Origin = Literal["manual", "imported", "generated"]
@@ -112,10 +112,13 @@ def _problem(
         len(candidate.relevance) != len(candidate.expected_document_ids) or min(candidate.relevance) < 1
     ):
         return "bad_relevance", "relevance needs one grade >= 1 per expected document"
+    unsafe = expected_ids_problem(candidate.expected_document_ids)
+    if unsafe:
+        return unsafe
     # None: a collection holding only a golden set, whose ids nothing here can check.
     unknown = sorted(set(candidate.expected_document_ids) - known_doc_ids) if known_doc_ids is not None else []
     if unknown:
-        return "unknown_document_ids", "not in the collection: " + ", ".join(unknown)
+        return "unknown_document_ids", "not in the collection: " + ", ".join(map(shown, unknown))
     key = normalize_question(candidate.question)
     if key in seen_questions:
         return "duplicate_question", f"same question as entry {seen_questions[key]}"
@@ -123,10 +126,25 @@ def _problem(
     if unsafe_characters(entry_id):
         return (
             "bad_id",
-            f"entry id {entry_id!r} holds control or bidirectional characters {unsafe_characters(entry_id)}",
+            f"entry id {shown(entry_id)!r} holds control or bidirectional characters "
+            f"{', '.join(unsafe_characters(entry_id))}",
         )
     if entry_id in seen_ids:
         return "duplicate_id", f"entry id {entry_id} is already in the golden set (or a dialogue's turn)"
+    return None
+
+
+def expected_ids_problem(expected: tuple[str, ...]) -> tuple[str, str] | None:
+    """("bad_id", why) when an expected document id holds a control or format character (a
+    zero-width space, a direction override), naming the code points: no document id ingest
+    stores holds one, so the id could never be found, and it would print as another."""
+    for doc_id in expected:
+        if unsafe_characters(doc_id):
+            return (
+                "bad_id",
+                f"expected document id {shown(doc_id)!r} holds control or bidirectional characters "
+                f"{', '.join(unsafe_characters(doc_id))}",
+            )
     return None
 
 
@@ -159,7 +177,7 @@ def candidate_from_record(record: object, source: str) -> GoldenCandidate:
         raise ValueError("field 'id' must be a non-empty string")
     return GoldenCandidate(
         question=question,
-        expected_document_ids=tuple(d.strip() for d in expected),
+        expected_document_ids=tuple(document_id(d) for d in expected),
         source=source,
         relevance=relevance,
         reference_answer=answer or None,

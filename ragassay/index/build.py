@@ -411,6 +411,8 @@ def index_manifest(inputs: IndexInputs, dimension: int, built_at: datetime) -> d
         "embedding_model": inputs.embedding_model,
         "embedding_model_id": inputs.spec.model_id,
         "dimension": dimension,
+        # A served model's vector of the probe text, compared at every later use (search/dense.py).
+        **({"probe_vector": list(inputs.spec.probe_vector)} if inputs.spec.probe_vector else {}),
         "lexical": {"stopwords": STOPWORDS, "stemmer": STEMMER_LANGUAGE},
     }
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import shutil
-import unicodedata
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from pathlib import Path
 import polars as pl
 
 from ragassay.errors import CollectionDeleted, DocumentNotFound, InconsistentCollection
+from ragassay.fields import document_id, shown
 from ragassay.ingest.chunking import chunk_document
 from ragassay.ingest.extraction import ExtractedText
 from ragassay.store.schemas import CHUNKS, DOCUMENTS, TableSpec
@@ -363,12 +363,12 @@ def chunked_documents(paths: CollectionPaths) -> pl.Series:
 def delete_documents(paths: CollectionPaths, doc_ids: list[str]) -> list[str]:
     """Remove documents and their chunks; nothing is removed when any id is unknown. Ids are
     compared in NFC, the form ingest stores them in."""
-    doc_ids = [unicodedata.normalize("NFC", doc_id) for doc_id in doc_ids]
+    doc_ids = [document_id(doc_id) for doc_id in doc_ids]
     with paths.write_lock():
         stored = load_documents(paths)["doc_id"]
         unknown = sorted(set(doc_ids) - set(stored.to_list()))
         if unknown:
-            raise DocumentNotFound(f"collection {paths.name!r} has no documents {', '.join(unknown)}")
+            raise DocumentNotFound(f"collection {paths.name!r} has no documents {', '.join(map(shown, unknown))}")
         kept = ~pl.col("doc_id").is_in(pl.Series(doc_ids, dtype=pl.String).implode())
         write_table_in_groups(_rows(CHUNKS, [(paths.chunks, kept)]), paths.chunks, CHUNKS)
         write_table_in_groups(_rows(DOCUMENTS, [(paths.documents, kept)]), paths.documents, DOCUMENTS)

@@ -25,8 +25,10 @@
 - alignment: the aligned judge: the judge's P(supported) and cheap signals beside it read into a
   collection's verdict by a model fitted on its labels, cross-fitted, used only when ahead (pure).
 - verdict_features: a statement's word-level support in its passages, in any language (pure).
-- learned_verdict: the verdict fitted on people's labels in five languages (its shipped file,
-  loaded and checked), read from those features.
+- token_alignment: MiniLM's token vectors of a statement matched against its passages' tokens.
+- contradiction_cues: a negation, a number or a name a statement has and its passages do not (pure).
+- learned_verdict: the verdict fitted on people's labels in three collections (its shipped file,
+  loaded and checked), read from the inputs it names (those above, the judge's log-odds).
 - measured_rates: the default judge's error rates on two other collections (MEMERAG-EXT, SciFact
   counts), and why no other collection's labels correct a team's numbers.
 """

@@ -26,6 +26,7 @@ from ragassay.metrics.answers import (
     citation_precision,
     context_recall,
     faithfulness,
+    mean_support,
     split_statements,
 )
 from ragassay.metrics.declared import ADDED_METRICS, BUILT_IN_METRICS
@@ -57,6 +58,8 @@ class VerdictRow(TypedDict):
     source_number: int | None
     verdict: str  # supported, unsupported, correct, incorrect or unreadable
     p_supported: float | None  # P(supported) of a support verdict (None for answer correctness)
+    # The judge model's own P(supported) beside a learned verdict's, where it was asked (None otherwise).
+    judge_p_supported: float | None
     p_correct: float | None  # P(correct) of the answer-correctness verdict (None for the others)
     error: str | None
     context: str
@@ -96,6 +99,7 @@ class _Verdicts:
                 source_number=source,
                 verdict=word,
                 p_supported=p,
+                judge_p_supported=result.value.judge_p_supported if result.value else None,
                 p_correct=None,
                 error=result.error,
                 context=context,
@@ -132,7 +136,9 @@ def judge_answer(
     verdicts = _Verdicts(judge, answer.question_in_context, aligned)
     context = context_text(answer.sources)
     reference_statements = split_statements(reference_answer)
-    judged_statements = answer.outcome != "refused" and answer.contexts_returned and asks("faithfulness")
+    judged_statements = (
+        answer.outcome != "refused" and answer.contexts_returned and (asks("faithfulness") or asks("mean_support"))
+    )
     answer_statements = answer.statements if judged_statements else []
     # Every statement judged against the sources passage by passage, in one pass (prompts that
     # share a passage share their prefix): the reference's statements, then the answer's.
@@ -179,6 +185,7 @@ def judge_answer(
         context_recall=recall,
         answer_relevancy=relevancy,
         citation_precision=cited,
+        mean_support=_mean_support(answer, answer_results) if asks("mean_support") else NOT_ASKED,
         answer_correctness=(
             _answer_correctness(verdicts, answer, reference_answer) if asks("answer_correctness") else NOT_ASKED
         ),
@@ -264,6 +271,14 @@ def _citation_precision(verdicts: _Verdicts, answer: GroundedAnswer) -> Scored:
     )
 
 
+def _mean_support(answer: GroundedAnswer, results: list[Structured]) -> Scored:
+    """Mean support: the mean P(supported) of the answer's statements over the retrieved
+    passages (`results`: the verdicts faithfulness counts, no further judge call)."""
+    if not answer.contexts_returned:
+        return Scored(None, NO_CONTEXTS)
+    return mean_support([None if result.value is None else result.value.p_supported for result in results])
+
+
 def _answer_relevancy(
     verdicts: _Verdicts, answer: GroundedAnswer, embed: Callable[[str], np.ndarray]
 ) -> tuple[Scored, str | None]:
@@ -294,6 +309,7 @@ def _answer_correctness(verdicts: _Verdicts, answer: GroundedAnswer, reference_a
             source_number=None,
             verdict=word,
             p_supported=None,
+            judge_p_supported=None,
             p_correct=p_correct,
             error=grade.error,
             context=reference_answer,

@@ -90,7 +90,7 @@ def calibrate(
                 models, config, request.labels, request.max_items, request.seed, home, request.collection, cache
             )
         if request.collection is not None:
-            judge = Judge(models.get(config, cache))
+            judge = Judge(models.get(config, cache), own_odds=True)
             return calibrate_collection(judge, home, request.collection, request.seed, request.budget)
         return calibrate_pairwise(models, config, request.pairwise, request.max_items, request.seed)
     finally:
@@ -117,7 +117,8 @@ def calibrate_judge(
     labelled = seeded_sample(read_labelled_statements(path), max_items, seed)
     if collection is not None:
         refuse_overlap(labelled, home, collection)
-    judge = Judge(chat_models.get(config, cache))
+    # The judge's own P beside the verdict: `judge calibrate` shows both (own_odds).
+    judge = Judge(chat_models.get(config, cache), own_odds=True)
     report = calibrate_statements(judge, labelled, seed)
     as_used = judge_as_used(home, collection, judge, labelled, report, seed) if collection is not None else None
     return report.model_copy(update={"labels_file": str(path), "max_items": max_items, "as_used": as_used})
@@ -264,9 +265,10 @@ def calibrate_statements(
 
 
 def judge_own_rule(judge: Judge, fitting: list[LabelledStatement], own: dict[str, float | None], seed: int) -> dict:
-    """The judge's own rule (its P(supported) >= its asking threshold) on the labels a learned
-    verdict was measured on, as SupportCalibration's judge_own and judge_threshold; nothing when
-    no learned verdict read the judge (or no verdict of it was asked here)."""
+    """The judge's own rule (its P(supported) against the statement's most similar passage >= its
+    asking threshold) on the labels a learned verdict was measured on, as SupportCalibration's
+    judge_own and judge_threshold; nothing when no learned verdict was used (or the judge's own P
+    was not asked here)."""
     if judge.learned is None or not any(own.get(item.source) is not None for item in fitting):
         return {}
     asked = [item for item in fitting if item.source in own]

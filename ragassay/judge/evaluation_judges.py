@@ -20,16 +20,16 @@ class EvaluationJudges:
 
     def __init__(self, resources: Resources):
         self.resources = resources
-        self._judges: dict[tuple[ChatModelConfig, Path, str], Judge] = {}
+        self._judges: dict[tuple[ChatModelConfig, Path, str, bool], Judge] = {}
         self._lock = threading.Lock()
 
-    def get(self, config: ChatModelConfig, home: Path, evaluation: str) -> Judge:
+    def get(self, config: ChatModelConfig, home: Path, evaluation: str, own_odds: bool = False) -> Judge:
         """The judge of config in workspace home for one evaluation (any token naming it, such as
-        its flow run id)."""
-        key = (config, home, evaluation)
+        its flow run id); own_odds: its own P asked beside the verdict (Judge.own_odds)."""
+        key = (config, home, evaluation, own_odds)
         with self._lock:
             if key not in self._judges:
                 for earlier in [k for k in self._judges if k[2] != evaluation]:
                     del self._judges[earlier]
-                self._judges[key] = Judge(self.resources.chat_model(config, home))
+                self._judges[key] = Judge(self.resources.chat_model(config, home), own_odds=own_odds)
             return self._judges[key]

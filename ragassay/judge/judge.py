@@ -11,7 +11,7 @@ from pydantic import BaseModel
 from ragassay.answer.grounding import Source
 from ragassay.judge.learned_verdict import LEARNED_THRESHOLD, LearnedVerdict, learned_verdict_for
 from ragassay.judge.memory import JudgementMemory
-from ragassay.judge.passage_choice import passages_to_ask
+from ragassay.judge.passage_choice import MAX_PASSAGES_ASKED, most_similar_first, passages_to_ask
 from ragassay.judge.prompts import (
     CORRECTNESS_MAX_TOKENS,
     CORRECTNESS_OPTIONS,
@@ -67,6 +67,24 @@ def support_threshold_for(model_id: str) -> float:
     return LEARNED_THRESHOLD if learned_verdict_for(model_id) is not None else asking_threshold_for(model_id)
 
 
+def support_calls(model_id: str, own_odds: bool = False) -> tuple[float, int]:
+    """(expected, most) judge model calls a statement's support verdict costs over several
+    passages: none where the learned verdict reads no judge output (own_odds: its P asked anyway,
+    one), one where it reads the judge's odds against the most similar passage, and for another
+    judge its own rule's passages (TYPICAL_PASSAGES_ASKED, at most MAX_PASSAGES_ASKED)."""
+    learned = learned_verdict_for(model_id)
+    if learned is None:
+        return TYPICAL_PASSAGES_ASKED, MAX_PASSAGES_ASKED
+    return (1.0, 1) if learned.judge_input or own_odds else (0.0, 0)
+
+
+# Passages a statement is judged against by a judge's own rule (support-probability/5): the most
+# similar one, and up to two more for the statements it does not support; measured on
+# MEMERAG-EXT's development half (benchmarks/bench_judge_selection.py after; BENCHMARKS.md,
+# "Cheaper verdicts").
+TYPICAL_PASSAGES_ASKED = 1.4
+
+
 # A verdict's error when its prompt did not fit the judge's context: never sent, never cut.
 TOO_LONG = "too_long"
 
@@ -82,13 +100,21 @@ class Judge:
     results are keyed and placed by their prompt, never by when they came back."""
 
     def __init__(
-        self, model: ChatModel, support_threshold: float | None = None, learned: LearnedVerdict | str | None = "default"
+        self,
+        model: ChatModel,
+        support_threshold: float | None = None,
+        learned: LearnedVerdict | str | None = "default",
+        own_odds: bool = False,
     ):
         self.model = model
         self.model_id = model.model_id
         # The learned verdict that reads this judge's odds with the statement's passages (the
         # shipped one for the default judge; None: the judge's own P against its threshold).
         self.learned = learned_verdict_for(model.model_id) if learned == "default" else learned
+        # Ask the judge model its own P(supported) of each statement's most similar passage even
+        # where the learned verdict does not read it (`judge calibrate`, `eval answers --judge-odds`):
+        # shown beside the verdict, paid for only when asked.
+        self.own_odds = own_odds
         own_threshold = asking_threshold_for(model.model_id)
         if self.learned is None:
             # The judge's own P is the verdict: one threshold both asks and decides.
@@ -138,8 +164,15 @@ class Judge:
         """Supported when P(supported) >= the judge's threshold; unreadable when the model put less
         than MIN_OPTION_COVERAGE of its probability on either word. question: the question the
         statement's answer responds to, shown to the judge when given. With a learned verdict,
-        P(supported) is the learned verdict's, read from the judge's and the context's."""
-        return self._learned(self._judged(context, statement, question), statement, [context], question)
+        P(supported) is the learned verdict's, read from the context (and the judge's P where it
+        reads it)."""
+        return self.support_by_passage([context], [statement], question)[0]
+
+    @property
+    def asks_model(self) -> bool:
+        """Whether a support verdict asks the judge model: its own verdict, a learned verdict that
+        reads its odds, or its odds asked to be shown (own_odds)."""
+        return self.learned is None or self.learned.judge_input or self.own_odds
 
     def _judged(self, context: str, statement: str, question: str | None) -> Structured[SupportVerdict]:
         """The judge model's own verdict: its P(supported) against asking_threshold."""
@@ -156,23 +189,27 @@ class Judge:
         )
 
     def _learned(
-        self, result: Structured[SupportVerdict], statement: str, passages: list[str], question: str | None
+        self, result: Structured[SupportVerdict] | None, statement: str, passages: list[str], question: str | None
     ) -> Structured[SupportVerdict]:
-        """The judge's verdict read by the learned verdict (none: as it is)."""
-        if self.learned is None or result.value is None:
-            return result
-        judge_p = result.value.p_supported
+        """The learned verdict of a statement over its passages, reading the judge's verdict against
+        its most similar passage (`result`; None: the judge was not asked)."""
+        if result is not None and result.value is None and self.learned.judge_input:
+            return result  # the judge's answer the verdict reads could not be read: unreadable
+        judge_p = result.value.p_supported if result is not None and result.value is not None else None
         p = self.learned.p_supported(statement, passages, question, judge_p)
-        verdict = "supported" if p >= self.support_threshold else "unsupported"
-        return replace(
-            result, value=SupportVerdict(verdict=verdict, p_supported=round(p, 6), judge_p_supported=judge_p)
+        verdict = SupportVerdict(
+            verdict="supported" if p >= self.support_threshold else "unsupported",
+            p_supported=round(p, 6),
+            judge_p_supported=judge_p,
         )
+        return Structured.without_call(verdict) if result is None else replace(result, value=verdict)
 
     def support_by_passage(
         self, passages: list[str], statements: list[str], question: str | None = None
     ) -> list[Structured[SupportVerdict]]:
-        """Each statement's support verdict over several passages (support-probability/5): its
-        verdicts against passages alone, with the question shown, in the order and number
+        """Each statement's support verdict over several passages. With a learned verdict, its P
+        over every passage, the judge model asked once a statement at most (_learned_by_passage).
+        Else the judge's own (support-probability/5): its verdicts against passages alone, with the question shown, in the order and number
         judge/passage_choice.passages_to_ask gives (most lexically similar first), stopping at the
         first that supports it; P(supported) is the highest of the verdicts asked, supported when
         that is >= the threshold. Unreadable when a verdict asked is (a passage left unread could
@@ -187,6 +224,8 @@ class Judge:
         if not passages:
             # Nothing was retrieved, so nothing supports the statement: unsupported, no judge call.
             return [Structured.without_call(SupportVerdict(verdict="unsupported", p_supported=0.0))] * len(statements)
+        if self.learned is not None:
+            return self._learned_by_passage(passages, statements, question)
         order = [passages_to_ask(statement, passages) for statement in statements]
         asked: list[list[Structured[SupportVerdict]]] = [[] for _ in statements]
         waiting = list(range(len(statements)))
@@ -202,9 +241,26 @@ class Judge:
                 for index in waiting
                 if round_number < len(order[index]) and not _settled(asked[index][-1], self.asking_threshold)
             ]
+        return [_highest(results) for results in asked]
+
+    def _learned_by_passage(
+        self, passages: list[str], statements: list[str], question: str | None
+    ) -> list[Structured[SupportVerdict]]:
+        """Each statement's learned verdict over every passage. The judge model is asked once a
+        statement, against its most similar passage (passage_choice.most_similar_first), and only
+        where the verdict reads its odds or they were asked to be shown (asks_model); statements
+        sharing that passage are asked one after the other, so their prompts share it as a prefix."""
+        judged: list[Structured[SupportVerdict] | None] = [None] * len(statements)
+        if self.asks_model:
+            pairs = sorted(
+                (most_similar_first(statement, passages)[0], index) for index, statement in enumerate(statements)
+            )
+            verdicts = self.each(lambda pair: self._judged(passages[pair[0]], statements[pair[1]], question), pairs)
+            for (_, index), verdict in zip(pairs, verdicts, strict=True):
+                judged[index] = verdict
         return [
-            self._learned(_highest(results), statement, passages, question)
-            for results, statement in zip(asked, statements, strict=True)
+            self._learned(result, statement, passages, question)
+            for result, statement in zip(judged, statements, strict=True)
         ]
 
     def each(

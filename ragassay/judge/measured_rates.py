@@ -110,60 +110,37 @@ MEASURED = (
 )
 
 
-# The learned verdict (no judge output read, P >= 0.5) on SciFact, a collection its fit never saw
-# (benchmarks/bench_judge_scifact.py learned, 2026-12-06). Support against contradiction is where
-# word overlap says nothing (a claim that contradicts its abstract shares its words): balanced
-# accuracy 0.515, where the judge's own rule reached 0.682 on the same 693 pairs.
-LEARNED_ON_SCIFACT = (
-    MeasuredRates(
-        catalog_name=LEARNED_FOR[0],
-        prompt_version=SUPPORT_PROMPT_VERSION,
-        support_threshold=LEARNED_THRESHOLD,
-        collection="SciFact (693 claims against the abstract people marked as supporting or contradicting each)",
-        supported_judged_supported=262,
-        supported_judged_unsupported=194,
-        unsupported_judged_supported=129,
-        unsupported_judged_unsupported=108,
-    ),
-    MeasuredRates(
-        catalog_name=LEARNED_FOR[0],
-        prompt_version=SUPPORT_PROMPT_VERSION,
-        support_threshold=LEARNED_THRESHOLD,
-        collection="SciFact without its evidence (336 claims against their abstract whole, and with the sentences "
-        "people marked as evidence taken out)",
-        supported_judged_supported=192,
-        supported_judged_unsupported=144,
-        unsupported_judged_supported=72,
-        unsupported_judged_unsupported=264,
-    ),
-)
-
-LANGUAGES = {"de": "German", "es": "Spanish", "fr": "French", "hi": "Hindi", "en": "English"}
+HELD_OUT_COLLECTIONS = {
+    "memerag": "MEMERAG (RAG answers in five languages)",
+    "scifact": "SciFact (claims against scientific abstracts)",
+    "wice": "WiCE (Wikipedia claims against the pages they cite)",
+}
 
 
 def learned_verdict_rates() -> tuple[MeasuredRates, ...]:
-    """The learned verdict's counts on each MEMERAG language it was not fitted on (fitted on the
-    other four: its provenance's `held_out` figures), as the default judge's rates elsewhere."""
+    """The learned verdict's counts on each collection it was not fitted on (fitted on the other
+    two: its provenance's `held_out` figures), as the default judge's rates elsewhere."""
     verdict = shipped_learned_verdict()
+    held_out = verdict.provenance.get("held_out", {})
     return tuple(
         MeasuredRates(
             catalog_name=LEARNED_FOR[0],
             prompt_version=SUPPORT_PROMPT_VERSION,
             support_threshold=LEARNED_THRESHOLD,
-            collection=f"MEMERAG {LANGUAGES.get(language, language)} (held out of the learned verdict's fit)",
+            collection=f"{described} (held out of the learned verdict's fit)",
             supported_judged_supported=figures["supported_judged_supported"],
             supported_judged_unsupported=figures["supported_judged_unsupported"],
             unsupported_judged_supported=figures["unsupported_judged_supported"],
             unsupported_judged_unsupported=figures["unsupported_judged_unsupported"],
         )
-        for language, candidates in verdict.provenance.get("held_out", {}).items()
-        if "supported_judged_supported" in (figures := candidates.get(verdict.candidate, {}))
+        for collection, described in HELD_OUT_COLLECTIONS.items()
+        if "supported_judged_supported" in (figures := held_out.get(collection, {}))
     )
 
 
 def measured_elsewhere(judge_model: str, prompt_version: str, support_threshold: float) -> tuple[MeasuredRates, ...]:
     """This judge's counts on other collections (none for a judge never measured here)."""
-    every = (*MEASURED, *learned_verdict_rates(), *LEARNED_ON_SCIFACT)
+    every = (*MEASURED, *learned_verdict_rates())
     return tuple(rates for rates in every if rates.serves(judge_model, prompt_version, support_threshold))
 
 
@@ -182,12 +159,7 @@ def no_labels_reason(judge_model: str, prompt_version: str, support_threshold: f
         "without its error"
     )
     if learned_verdict_for(judge_model) is not None:
-        contradicted = LEARNED_ON_SCIFACT[0]
-        reason += (
-            f" (its verdict: the {shipped_learned_verdict().summary()}; "
-            f"{(contradicted.sensitivity + contradicted.specificity) / 2:.2f} on SciFact's claims against abstracts that "
-            "support or contradict them: it reads words, and a contradiction shares them)"
-        )
+        reason += f" (its verdict: the {shipped_learned_verdict().summary()})"
     if len(elsewhere) > 1:
         first, *others = elsewhere
         reason += (

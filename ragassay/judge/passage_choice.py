@@ -35,10 +35,12 @@ def lexical_similarity(statement: str, passages: list[str]) -> list[float]:
         term: math.log(1 + len(passages) / max(sum(term in terms for terms in passage_terms), 1))
         for term in statement_terms
     }
-    total = sum(weights.values())
+    # fsum: exact whatever order the terms come in (a set's order changes with Python's hash seed,
+    # and a plain sum's last bit with it, which would break near ties differently run to run).
+    total = math.fsum(weights.values())
     if total == 0:
         return [0.0] * len(passages)
-    return [sum(weight for term, weight in weights.items() if term in terms) / total for terms in passage_terms]
+    return [math.fsum(weight for term, weight in weights.items() if term in terms) / total for terms in passage_terms]
 
 
 def most_similar_first(statement: str, passages: list[str]) -> list[int]:

@@ -11,7 +11,7 @@ import time
 
 import httpx
 
-from ragassay.http_bounds import ResponseTooLarge, bounded_content
+from ragassay.http_bounds import ResponseTooLarge, bounded_content, endpoint_path, finite_number, not_found_hint
 from ragassay.llm.catalog import ModelError
 from ragassay.llm.completion import Completion, OptionProbabilities, completion_from_response, normalized_options
 from ragassay.llm.threads import process_share
@@ -20,6 +20,7 @@ from ragassay.redaction import redact
 # Waits before the second and third attempt of a model-server call that failed in a way worth
 # repeating (exponential backoff).
 RETRY_DELAYS = (1.0, 4.0)
+CHAT_ENDPOINT = "/v1/chat/completions"
 
 
 class ModelServerError(ModelError):
@@ -54,6 +55,8 @@ class OpenAICompatibleModel:
             limits=httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency),
         )
         self._model = model
+        self._url = url
+        self._chat_path = endpoint_path(url, CHAT_ENDPOINT)
         self._timeout = timeout
         self.model_id = model_id
         self.context_size = context_size
@@ -86,7 +89,7 @@ class OpenAICompatibleModel:
                 with self._slots:
                     # The whole request within the timeout, its body within MAX_RESPONSE_BYTES.
                     deadline = time.monotonic() + self._timeout
-                    with self._client.stream("POST", "/v1/chat/completions", json=body) as response:
+                    with self._client.stream("POST", self._chat_path, json=body) as response:
                         content = bounded_content(response, deadline)
                 if content is None:
                     raise ModelServerError(
@@ -96,6 +99,13 @@ class OpenAICompatibleModel:
                     raise ModelServerError(
                         f"chat endpoint {self.model_id} answered {response.status_code}: "
                         f"{content[:200].decode('utf-8', errors='replace')}"
+                    )
+                if response.status_code == 404:
+                    raise ModelError(
+                        redact(
+                            f"chat endpoint {self.model_id} answered 404: "
+                            f"{content[:200].decode('utf-8', errors='replace')}{not_found_hint(self._url, CHAT_ENDPOINT)}"
+                        )
                     )
                 response.raise_for_status()
                 return json.loads(content)
@@ -141,11 +151,17 @@ class OpenAICompatibleModel:
             ) from error
         completion = completion_from_response(payload, started)
         mass = dict.fromkeys(options, 0.0)
-        for entry in top:
+        for entry in top if isinstance(top, list) else [top]:
+            token = entry.get("token") if isinstance(entry, dict) else None
+            logprob = finite_number(entry.get("logprob")) if isinstance(entry, dict) else None
+            if not isinstance(token, str) or logprob is None or logprob > 0:
+                raise ModelError(
+                    f"chat endpoint {self.model_id} sent a top log-probability that is not a token with a finite "
+                    f"logprob <= 0: {str(entry)[:120]!r}"
+                )
             for option, spellings in options.items():
                 # A top token counts for an option when it is the start of one of its spellings.
-                token = entry.get("token", "")
                 if token.strip() and any(spelling.startswith(token) for spelling in spellings):
-                    mass[option] += math.exp(entry["logprob"])
+                    mass[option] += math.exp(logprob)
                     break
         return normalized_options(mass, completion)

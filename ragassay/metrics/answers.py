@@ -89,6 +89,31 @@ def answer_relevancy(similarity: float | None, noncommittal: bool | None) -> Sco
     return Scored(0.0 if noncommittal else max(0.0, min(1.0, similarity)), None, 1)
 
 
+# Mean support below which an answer is listed among the least faithful: the bound of the best
+# balanced accuracy over MEMERAG's answers and WiCE's claims as one-sentence answers, each
+# collection and class weighed the same (benchmarks/fit_learned_verdict.py, `answer_level`; the
+# shipped learned_verdict.json names it as answer_level.threshold).
+MEAN_SUPPORT_FAITHFUL_AT = 0.424
+
+
+def mean_support(statement_ps: Sequence[float | None]) -> Scored:
+    """mean support = (1/n) Σ_i P_i: the mean of the answer's n statements' P(supported) over
+    the retrieved passages (the verdicts faithfulness counts, read as probabilities).
+
+    The answer-level number: where people rate whole answers faithful or not (MEMERAG's answers,
+    WiCE's claims as one-sentence answers), it ranks them as people do better than the share of
+    supported statements, and its worst collection better than the answer's MiniLM K-precision
+    or its lowest P (benchmarks/fit_learned_verdict.py, `answer_level`; BENCHMARKS.md). Left out
+    when any statement's verdict is unreadable, as faithfulness is.
+    """
+    if not statement_ps:
+        return Scored(None, "the answer has no statements")
+    unreadable = sum(1 for p in statement_ps if p is None)
+    if unreadable:
+        return Scored(None, f"{UNREADABLE} ({unreadable} of {len(statement_ps)} verdicts)", len(statement_ps))
+    return Scored(sum(statement_ps) / len(statement_ps), None, len(statement_ps))
+
+
 def answer_correctness(p_correct: float | None, threshold: float) -> Scored:
     """answer correctness = 1 when the judge's P(correct | question, reference answer, answer) >=
     threshold, else 0; its mean is the share of answers the judge grades correct.
@@ -124,6 +149,7 @@ class AnswerJudgement:
     answer_relevancy: Scored
     citation_precision: Scored
     answer_correctness: Scored = Scored(None, NOTHING_TO_JUDGE)
+    mean_support: Scored = Scored(None, NOTHING_TO_JUDGE)
     implied_question: str | None = None
     verdicts: list[dict] = field(default_factory=list)
     # The metrics added by declaration (metrics/declared.ADDED_METRICS), by name.

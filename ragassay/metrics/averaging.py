@@ -65,6 +65,13 @@ def on_common_questions(per_question: dict[str, pl.DataFrame], metrics: list[str
 
 
 INTERVAL_RESAMPLES = 2_000
+# Below this many questions (or dialogues) a percentile bootstrap interval is narrower than the
+# truth: simulated, it first held a mean's or a paired difference's true value in 93% of samples
+# (95% claimed) at this size (benchmarks/bench_small_sample_intervals.py; BENCHMARKS.md,
+# "Intervals over a handful of questions"). Below it a mean's interval is Clopper-Pearson's
+# (bounded_mean_interval) and a paired difference's the randomization test's own, inverted
+# (significance.randomization_interval: it excludes 0 exactly when the test rejects).
+MIN_BOOTSTRAP_QUESTIONS = 20
 INTERVAL_SCHEMA = pl.Schema(
     {
         "configuration": pl.String,
@@ -104,22 +111,53 @@ def mean_interval(
 ) -> tuple[float, float] | None:
     """The seeded percentile-bootstrap 95% interval of the mean over the scored values: resample
     the scored questions with replacement `resamples` times; the interval is the 2.5th and 97.5th
-    percentile of the resampled means. None when nothing was scored. groups: each value's group
-    (its dialogue; metrics/conversations.py): where a group holds several scored values, whole
-    groups are resampled instead."""
+    percentile of the resampled means. Below MIN_BOOTSTRAP_QUESTIONS values in [0, 1], the
+    Clopper-Pearson interval instead (bounded_mean_interval). None when nothing was scored.
+    groups: each value's group (its dialogue; metrics/conversations.py): where a group holds several
+    scored values, whole groups are resampled instead (and below that size, the groups' means are
+    what the exact interval reads)."""
     counted = np.array([value for value in values if value is not None], dtype=np.float64)
     if counted.size == 0:
         return None
     if groups is not None:
         index, count = group_index([group for group, value in zip(groups, values) if value is not None])
+        if count < MIN_BOOTSTRAP_QUESTIONS and _bounded(counted):
+            sums, sizes = np.bincount(index, counted, count), np.bincount(index, minlength=count)
+            return bounded_mean_interval(sums / sizes)
         if count < counted.size:
             picks = np.random.default_rng(seed).integers(0, count, size=(resamples, count))
             sums, sizes = np.bincount(index, counted, count), np.bincount(index, minlength=count).astype(np.float64)
             low, high = np.percentile(drawn_ratio(sums, sizes, picks), [2.5, 97.5])
             return float(low), float(high)
+    if counted.size < MIN_BOOTSTRAP_QUESTIONS and _bounded(counted):
+        return bounded_mean_interval(counted)
     picks = np.random.default_rng(seed).integers(0, counted.size, size=(resamples, counted.size))
     low, high = np.percentile(counted[picks].mean(axis=1), [2.5, 97.5])
     return float(low), float(high)
+
+
+def _bounded(values: np.ndarray) -> bool:
+    return bool(np.all((values >= 0) & (values <= 1)))
+
+
+def bounded_mean_interval(values: Sequence[float]) -> tuple[float, float]:
+    """The 95% Clopper-Pearson interval of the mean of n values in [0, 1], read with x = their sum
+    (a real number where the values are not all 0 or 1):
+
+        low = Beta⁻¹(0.025; x, n - x + 1) (0 when x = 0),  high = Beta⁻¹(0.975; x + 1, n - x) (1 when x = n)
+
+    Exact for 0/1 values and conservative for any in [0, 1] (a bounded value's mean is no more
+    spread than a Bernoulli's of the same mean: Hoeffding 1963), so it covers at least 95% at
+    every n, where a percentile bootstrap over a handful of values is narrower than the truth
+    (5 of 5 questions would print [1.000, 1.000]). mean_interval uses it below
+    MIN_BOOTSTRAP_QUESTIONS."""
+    from scipy.stats import beta
+
+    values = np.asarray(values, dtype=np.float64)
+    n, x = values.size, float(values.sum())
+    low = 0.0 if x <= 0 else float(beta.ppf(0.025, x, n - x + 1))
+    high = 1.0 if x >= n else float(beta.ppf(0.975, x + 1, n - x))
+    return low, high
 
 
 def interval_table(per_question: dict[str, pl.DataFrame], metrics: list[str], seed: int = 0) -> pl.DataFrame:

@@ -5,7 +5,7 @@ bounds, reports, traces and pictures take their metric lists from here (metrics/
 them), so a metric added here, or in a module RAGASSAY_PLUGINS names (its METRICS list), is in
 every one of them (ARCHITECTURE.md, "How to add a metric").
 
-The five built-in metrics are scored by the judge in shared passes (judge/judge.judge_answer:
+The six built-in metrics are scored in shared passes (judge/judge.judge_answer:
 one pass over the passages for the reference's and the answer's statements); their formulas are
 the docstrings of metrics/answers.py's functions, named in `formula`. An added metric's `score`
 takes judge/metric_input.MetricInput (the answer, its context and reference, and the judge to ask)
@@ -85,6 +85,14 @@ BUILT_IN_METRICS: tuple[AnswerMetric, ...] = (
         corrected_by_labels=True,
         needs_context=True,
         formula=answers.citation_precision,
+    ),
+    AnswerMetric(
+        "mean_support",
+        "mean support",
+        "the mean of the answer's statements' P(supported): the answer-level number people's ranking agrees with",
+        needs_context=True,
+        failed_as="judged unsupported",
+        formula=answers.mean_support,
     ),
     AnswerMetric(
         "answer_correctness",

@@ -16,7 +16,7 @@ import numpy as np
 import polars as pl
 from pydantic import BaseModel, ConfigDict
 
-from ragassay.metrics.averaging import IntervalRow
+from ragassay.metrics.averaging import MIN_BOOTSTRAP_QUESTIONS, IntervalRow
 from ragassay.metrics.conversations import drawn_ratio, group_index, question_groups
 from ragassay.metrics.names import LOWER_IS_BETTER
 from ragassay.progress import ProgressReporter
@@ -25,30 +25,47 @@ RESAMPLES = 10_000
 # A difference is called significant when its randomization p is below this (reports, the CLI's
 # tables and the regression gate's default).
 ALPHA = 0.05
+# Up to this many sign-flip units (questions, or dialogues) every flip is enumerated: the p-value
+# is exact, not drawn.
+EXACT_FLIPS_UP_TO = 14
+# Every paired metric is a mean of per-question values in [0, 1], so a difference lies in [-1, 1]:
+# where too few questions can reject no difference at all, the interval is this whole range.
+DIFFERENCE_RANGE = (-1.0, 1.0)
 
 
 @dataclass(frozen=True)
 class PairedComparison:
-    """Mean of (b - a) over questions, its bootstrap 95% interval, and a randomization p-value."""
+    """Mean of (b - a) over questions, its 95% interval, and a randomization p-value; `interval`
+    says how the interval was made ("bootstrap", or "sign-flip" below MIN_BOOTSTRAP_QUESTIONS)."""
 
     questions: int
     mean_difference: float
     ci_low: float
     ci_high: float
     p_value: float
+    interval: str = "bootstrap"
 
 
 def compare_paired(
-    a: np.ndarray, b: np.ndarray, seed: int = 0, resamples: int = RESAMPLES, groups: Sequence[str] | None = None
+    a: np.ndarray,
+    b: np.ndarray,
+    seed: int = 0,
+    resamples: int = RESAMPLES,
+    groups: Sequence[str] | None = None,
+    bootstrap_always: bool = False,
 ) -> PairedComparison:
     """Compare per-question scores b against a (same questions, same order).
 
-    - Bootstrap: resample the questions with replacement `resamples` times; the interval is the
-      2.5th and 97.5th percentile of the resampled mean differences.
     - Randomization (sign-flip) test: under the null hypothesis the two labels are exchangeable
       per question, so each difference keeps or flips its sign at random;
-      p = (1 + #{|mean of flipped differences| >= |observed mean|}) / (1 + resamples),
+      p = #{|mean of flipped differences| >= |observed mean|} / 2^n over every flip where n <=
+      EXACT_FLIPS_UP_TO, else (1 + #{...}) / (1 + resamples) over `resamples` drawn flips;
       two-sided, never 0.
+    - Interval: from MIN_BOOTSTRAP_QUESTIONS questions on, the percentile bootstrap (resample the
+      questions with replacement `resamples` times; the 2.5th and 97.5th percentile of the
+      resampled mean differences). Below it, the test inverted (randomization_interval): every
+      shift delta whose differences d - delta the test does not reject, so it excludes 0 exactly
+      when p < ALPHA (bootstrap_always: the bootstrap at every size, for the benchmark).
 
     groups: each question's group (its dialogue's key; metrics/conversations.py). Where a group
     holds several questions, both resample whole groups instead: the bootstrap draws groups (a
@@ -62,11 +79,34 @@ def compare_paired(
     count = len(differences)
     if count == 0:
         return PairedComparison(0, 0.0, 0.0, 0.0, 1.0)
+    index, units = group_index(groups) if groups is not None else (np.arange(count), count)
+    if units >= count:
+        index, units = np.arange(count), count
+    if units < MIN_BOOTSTRAP_QUESTIONS and not bootstrap_always:
+        return _sign_flip_comparison(differences, index, seed, resamples)
+    bootstrapped = (
+        _compare_grouped(differences, index, units, seed, resamples)
+        if units < count
+        else _compare_bootstrap(differences, seed, resamples)
+    )
+    excludes_zero = bootstrapped.ci_low > 0 or bootstrapped.ci_high < 0
+    if excludes_zero != (bootstrapped.p_value < ALPHA) and not bootstrap_always:
+        # The interval and the test disagree (a skewed sample near the edge): the test's own interval.
+        return _sign_flip_comparison(differences, index, seed, resamples)
+    return bootstrapped
+
+
+def _sign_flip_comparison(differences: np.ndarray, index: np.ndarray, seed: int, resamples: int) -> PairedComparison:
+    """compare_paired with the randomization test's p and its inverted interval (they agree)."""
+    low, high = randomization_interval(differences, index, seed, resamples)
+    p_value = randomization_p(differences, index, seed, resamples)
+    return PairedComparison(len(differences), float(differences.mean()), low, high, p_value, "sign-flip")
+
+
+def _compare_bootstrap(differences: np.ndarray, seed: int, resamples: int) -> PairedComparison:
+    """compare_paired's bootstrap interval and drawn sign-flip p, questions one by one."""
+    count = len(differences)
     observed = differences.mean()
-    if groups is not None:
-        index, group_count = group_index(groups)
-        if group_count < count:
-            return _compare_grouped(differences, index, group_count, seed, resamples)
     rng = np.random.default_rng(seed)
     bootstrap = np.empty(resamples)
     signed_means = np.empty(resamples)
@@ -103,6 +143,66 @@ def _compare_grouped(
     return PairedComparison(len(differences), float(observed), float(low), float(high), float(p_value))
 
 
+def _flips(units: int, seed: int, resamples: int) -> np.ndarray:
+    """The sign vectors a randomization test reads: all 2^units where units <= EXACT_FLIPS_UP_TO,
+    else `resamples` drawn with the seed."""
+    if units <= EXACT_FLIPS_UP_TO:
+        codes = np.arange(2**units)[:, None] >> np.arange(units)[None, :] & 1
+        return np.where(codes == 1, 1.0, -1.0)
+    return np.random.default_rng(seed).choice(np.array([-1.0, 1.0]), size=(resamples, units))
+
+
+def randomization_p(
+    differences: np.ndarray, index: np.ndarray | None = None, seed: int = 0, resamples: int = RESAMPLES
+) -> float:
+    """The two-sided sign-flip p of the mean difference, each unit's (question's, or dialogue's)
+    differences flipped together: exact over every flip up to EXACT_FLIPS_UP_TO units, else
+    (1 + #extreme) / (1 + resamples) (compare_paired's docstring)."""
+    index = np.arange(len(differences)) if index is None else index
+    units = int(index.max()) + 1
+    sums = np.bincount(index, weights=differences, minlength=units)
+    flips = _flips(units, seed, resamples)
+    observed = abs(sums.sum())
+    extreme = int((np.abs(flips @ sums) >= observed - 1e-12).sum())
+    if units <= EXACT_FLIPS_UP_TO:
+        return extreme / len(flips)
+    return (1 + extreme) / (1 + resamples)
+
+
+def randomization_interval(
+    differences: np.ndarray,
+    index: np.ndarray | None = None,
+    seed: int = 0,
+    resamples: int = RESAMPLES,
+    iterations: int = 40,
+) -> tuple[float, float]:
+    """The 95% interval of a mean difference the sign-flip test gives, inverted: the shifts delta
+    at which the differences d - delta are not rejected (randomization_p >= ALPHA), found by
+    bisection on each side of the mean. Where no shift is rejected on a side (too few questions
+    for any p below ALPHA: 2 / 2^n >= ALPHA up to 5 questions), that side is DIFFERENCE_RANGE's."""
+    index = np.arange(len(differences)) if index is None else index
+    mean = float(differences.mean())
+
+    def kept(delta: float) -> bool:
+        return randomization_p(differences - delta, index, seed, resamples) >= ALPHA
+
+    def bound(far: float) -> float:
+        if kept(far):
+            return far
+        inside, outside = mean, far
+        for _ in range(iterations):
+            middle = (inside + outside) / 2
+            inside, outside = (middle, outside) if kept(middle) else (inside, middle)
+        return inside
+
+    low, high = bound(DIFFERENCE_RANGE[0]), bound(DIFFERENCE_RANGE[1])
+    # The bisection stops a hair inside a bound; where that bound is 0 (the test keeps no
+    # difference at all, p >= ALPHA), the interval holds 0 itself, as the test says.
+    if (low > 0 or high < 0) and kept(0.0):
+        low, high = min(low, 0.0), max(high, 0.0)
+    return round(low, 12) + 0.0, round(high, 12) + 0.0
+
+
 COMPARISON_SCHEMA = pl.Schema(
     {
         "configuration_a": pl.String,
@@ -113,6 +213,8 @@ COMPARISON_SCHEMA = pl.Schema(
         "ci_low": pl.Float64,
         "ci_high": pl.Float64,
         "p_value": pl.Float64,
+        # How the interval was made: "bootstrap", or "sign-flip" below MIN_BOOTSTRAP_QUESTIONS.
+        "interval": pl.String,
     }
 )
 KEYS = ["query_collection", "query_id"]
@@ -132,6 +234,27 @@ class ComparisonRow(BaseModel):
     ci_low: float
     ci_high: float
     p_value: float
+    interval: str = "bootstrap"
+
+
+def interval_source(rows: Sequence[ComparisonRow]) -> str:
+    """How the rows' intervals were made, in words for a table's caption or footnote."""
+    flipped = [row for row in rows if row.interval == "sign-flip"]
+    if not flipped:
+        return "bootstrap"
+    fewest = min(row.questions for row in flipped)
+    return (
+        f"the sign-flip test inverted where fewer than {MIN_BOOTSTRAP_QUESTIONS} questions (or dialogues) were "
+        "compared, or where a bootstrap interval disagreed with the test (a percentile bootstrap over a handful of "
+        "questions claims more than they know; this interval excludes 0 exactly when p < "
+        f"{ALPHA})"
+        + (
+            f"; over {fewest} questions no difference can be significant, so its interval is every possible one"
+            if any(row.ci_low <= DIFFERENCE_RANGE[0] and row.ci_high >= DIFFERENCE_RANGE[1] for row in flipped)
+            else ""
+        )
+        + ("; else bootstrap" if len(flipped) < len(rows) else "")
+    )
 
 
 def comparison_rows(table: pl.DataFrame) -> list[ComparisonRow]:
@@ -177,6 +300,7 @@ def compare_all_pairs(per_question: dict[str, pl.DataFrame], metrics: Sequence[s
                     "ci_low": result.ci_low,
                     "ci_high": result.ci_high,
                     "p_value": result.p_value,
+                    "interval": result.interval,
                 }
             )
             progress(len(rows), total)

@@ -26,6 +26,7 @@ from ragassay.redaction import redact
 from ragassay.search.served_embeddings import (
     ServedEmbeddingClient,
     ServedEmbeddingModel,
+    probe_drift,
     served_model_id,
     served_model_of,
 )
@@ -33,6 +34,9 @@ from ragassay.search.served_embeddings import (
 DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2-int8"
 _TOKENIZER_FILES = ("tokenizer.json", "config.json", "tokenizer_config.json", "special_tokens_map.json")
 _FOLDER_MARKER = "ragassay-model.json"
+# How far (1 - cosine) a served model's probe vector may move between uses and still be the same
+# model: float32 serving and batching move it by under 1e-6; another model, by far more than 1e-2.
+PROBE_DRIFT_TOLERANCE = 1e-4
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,9 @@ class EmbeddingModelSpec:
     dimension: int | None
     # A served model's settings as JSON (search/served_embeddings.ServedEmbeddingModel); None: in process.
     served: str | None = None
+    # A served model's unit vector of served_embeddings.PROBE_TEXT when it was resolved: an index
+    # keeps it, and each later use compares it (Embedders.indexed).
+    probe_vector: tuple[float, ...] | None = None
 
 
 def package_folder(package: str) -> Path:
@@ -96,16 +103,19 @@ def resolve_model(name, models_dir: Path) -> EmbeddingModelSpec:
     if served is not None:
         client = ServedEmbeddingClient(served)
         try:
-            reported, width = client.probe()
+            reported, probe_vector = client.probe()
         finally:
             client.close()
+        width = len(probe_vector)
         if served.dimensions is not None and width != served.dimensions:
             raise EmbeddingModelError(
                 f"embedding server {redact(served.url)} ({served.model}) returns vectors of width {width}, not the "
                 f"dimensions {served.dimensions} set"
             )
         model_id = served_model_id(served, reported, width)
-        return EmbeddingModelSpec(model_id, "", None, width, served.model_dump_json())
+        return EmbeddingModelSpec(
+            model_id, "", None, width, served.model_dump_json(), tuple(round(float(x), 7) for x in probe_vector)
+        )
     if name == DEFAULT_MODEL_NAME:
         folder = assemble_default_model(models_dir)
         model_id = json.loads((folder / _FOLDER_MARKER).read_text())["model_id"]
@@ -253,6 +263,25 @@ class Embedders:
                 f"setting now gives {embedder.spec.model_id}: its vectors and the queries' would come from two models; "
                 f"run `ragassay index --collection {collection}` to index it with the model it names now"
             )
+        _refuse_drift(manifest, embedder.spec, collection)
         with self._lock:
             self._indexed[key] = embedder
         return embedder
+
+
+def _refuse_drift(manifest: dict, spec: EmbeddingModelSpec, collection: str) -> None:
+    """EmbeddingModelError when a served model's vector of the probe text moved since the index
+    was built (a new model served under the same name and width, or one whose vectors change from
+    call to call): its queries would be searched against another model's vectors. Float noise
+    (PROBE_DRIFT_TOLERANCE) passes; an index built before probes were kept is not compared."""
+    indexed = manifest.get("probe_vector")
+    if spec.probe_vector is None or not indexed or len(indexed) != len(spec.probe_vector):
+        return
+    drift = probe_drift(indexed, np.array(spec.probe_vector))
+    if drift > PROBE_DRIFT_TOLERANCE:
+        raise EmbeddingModelError(
+            f"collection {collection!r} was indexed with {manifest['embedding_model_id']}, and the model now served as "
+            f"{spec.model_id} gives the probe text another vector (cosine distance {drift:.2g}, float noise is under "
+            f"{PROBE_DRIFT_TOLERANCE:g}): the server changed its model or answers differently from call to call; "
+            f"run `ragassay index --collection {collection}` once it serves the model you mean"
+        )

@@ -12,13 +12,14 @@ partial reordering would mix scored and unscored passages.
 
 from __future__ import annotations
 
-import math
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from pydantic import BaseModel, Field
 
 from ragassay.errors import RagassayError
+from ragassay.http_bounds import finite_number
 from ragassay.llm.completion import ChatModel
 from ragassay.llm.messages import defuse, few_shot_messages, one_line, quoted
 from ragassay.llm.structured import Usage, generate_structured
@@ -41,13 +42,15 @@ class RerankServerError(RagassayError):
 
 @dataclass(frozen=True)
 class RerankStats:
-    """Queries reranked, queries that fell back to the fused order, unreadable passage scores, and
-    why the first fallback happened ("" when none did)."""
+    """Queries reranked, queries that fell back to the fused order, unreadable passage scores, why
+    the first fallback happened ("" when none did), and the queries a served reranker was not asked
+    because it had failed MAX_FAILURES_IN_A_ROW times in a row (`not_asked`, among the fallbacks)."""
 
     queries: int = 0
     fallbacks: int = 0
     unreadable_scores: int = 0
     failure: str = ""
+    not_asked: int = 0
 
     def __add__(self, other: RerankStats) -> RerankStats:
         return RerankStats(
@@ -55,6 +58,7 @@ class RerankStats:
             self.fallbacks + other.fallbacks,
             self.unreadable_scores + other.unreadable_scores,
             self.failure or other.failure,
+            self.not_asked + other.not_asked,
         )
 
     @staticmethod
@@ -63,8 +67,16 @@ class RerankStats:
 
     def fallback_reason(self) -> str:
         """One sentence for a run's warnings: how many queries kept the fused order, and why."""
-        return f"reranking fell back to the fused order on {self.fallbacks} of {self.queries} questions" + (
-            f" (first: {self.failure})" if self.failure else ""
+        stopped = (
+            f"; after {MAX_FAILURES_IN_A_ROW} failures in a row the reranker was not asked for {self.not_asked} "
+            "more questions"
+            if self.not_asked
+            else ""
+        )
+        return (
+            f"reranking fell back to the fused order on {self.fallbacks} of {self.queries} questions"
+            + (f" (first: {self.failure})" if self.failure else "")
+            + stopped
         )
 
     def as_metrics(self) -> dict[str, float]:
@@ -145,15 +157,49 @@ def _reordered(hits: list[SearchHit], scores: list[float | None], usage: Usage, 
     return Reranked(hits, usage, stats)
 
 
+# Served-reranker failures in a row (each after its retries) after which it is not asked again
+# by the same owner (a retrieval or answer evaluation's process): a reranker that is down would
+# otherwise cost its retries on every question, about 7 s each, for the whole batch.
+MAX_FAILURES_IN_A_ROW = 3
+
+
+class RerankerFailures:
+    """How often one owner's served rerankers failed in a row (by their settings), so that one that
+    failed MAX_FAILURES_IN_A_ROW times is asked no more: its questions keep their fused order and
+    are counted (RerankStats.not_asked). Thread-safe: an owner's tasks may rerank at once."""
+
+    def __init__(self) -> None:
+        self._in_a_row: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def given_up(self, reranker: ServedReranker) -> bool:
+        with self._lock:
+            return self._in_a_row.get(reranker.model_dump_json(), 0) >= MAX_FAILURES_IN_A_ROW
+
+    def record(self, reranker: ServedReranker, failed: bool) -> None:
+        key = reranker.model_dump_json()
+        with self._lock:
+            self._in_a_row[key] = self._in_a_row.get(key, 0) + 1 if failed else 0
+
+
 def rerank_served(
-    reranker: ServedReranker, loaded: list[SearchableCollection], query: str, hits: list[SearchHit]
+    reranker: ServedReranker,
+    loaded: list[SearchableCollection],
+    query: str,
+    hits: list[SearchHit],
+    failures: RerankerFailures | None = None,
 ) -> Reranked:
     """Score each hit's chunk with a served reranker and reorder (the rule is at the top of this
-    module): one request for the query's passages, with served_calls' retries."""
+    module): one request for the query's passages, with served_calls' retries. failures: the
+    owner's record of failures in a row; once it has given up on this reranker, the hits keep
+    their fused order without a request."""
     by_name = {collection.name: collection for collection in loaded}
     passages = [by_name[h.collection].chunk_text[by_name[h.collection].chunk_position(h.chunk_id)] for h in hits]
     if not passages:
         return Reranked(hits, Usage(), RerankStats(queries=1))
+    failures = failures or RerankerFailures()
+    if failures.given_up(reranker):
+        return Reranked(hits, Usage(), RerankStats(queries=1, fallbacks=1, not_asked=1))
     calls = ServedCalls(reranker, "rerank server", RerankServerError)
     body = (
         {"model": reranker.model, "query": query, "documents": passages}
@@ -170,6 +216,7 @@ def rerank_served(
         scores, failure = [None] * len(passages), calls.named(f"{calls.where(f'{len(passages)} passages')}: {error}")
     finally:
         calls.close()
+    failures.record(reranker, bool(failure))
     return _reordered(hits, scores, Usage(), failure)
 
 
@@ -185,9 +232,10 @@ def served_scores(payload, count: int, backend: str) -> list[float]:
         index, score = (item.get("index"), item.get(field)) if isinstance(item, dict) else (None, None)
         if not isinstance(index, int) or not 0 <= index < count or index in scores:
             raise ValueError(f"a result's index {index!r} is not one of the {count} passages, once each")
-        if isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(score):
-            raise ValueError(f"passage {index}'s {field} {score!r} is not a finite number")
-        scores[index] = float(score)
+        number = finite_number(score)
+        if number is None:
+            raise ValueError(f"passage {index}'s {field} {str(score)[:40]!r} is not a finite number")
+        scores[index] = number
     if len(scores) != count:
         raise ValueError(f"scores for {len(scores)} of {count} passages")
     return [scores[index] for index in range(count)]

@@ -15,7 +15,7 @@ from ragassay.llm.settings import ChatModelConfig
 from ragassay.llm.structured import Usage
 from ragassay.search.collections import OpenCollections
 from ragassay.search.ranking import SearchableCollection, SearchHit, rank_documents, search
-from ragassay.search.rerank import RerankStats, rerank_hits, rerank_served
+from ragassay.search.rerank import RerankerFailures, RerankStats, rerank_hits, rerank_served
 from ragassay.search.settings import SEARCH_RESULTS, SearchSettings
 
 
@@ -24,6 +24,8 @@ class SearchResources(Protocol):
     and, to rerank, a chat model. A protocol, so search does not depend on the owner of the state."""
 
     collections: OpenCollections
+    # Its served rerankers' failures in a row: one that keeps failing is not asked again.
+    reranker_failures: RerankerFailures
 
     def chat_model(self, config: ChatModelConfig, home: Path) -> ChatModel: ...
 
@@ -69,7 +71,9 @@ def run_search(
         model = resources.chat_model(settings.rerank_model or ChatModelConfig(), home)
         reranked = rerank_hits(model, loaded, query, hits[: settings.rerank_candidates])
     else:
-        reranked = rerank_served(settings.rerank, loaded, query, hits[: settings.rerank_candidates])
+        reranked = rerank_served(
+            settings.rerank, loaded, query, hits[: settings.rerank_candidates], resources.reranker_failures
+        )
     return SearchResult(reranked.hits[:k], reranked.usage, reranked.stats)
 
 

@@ -25,7 +25,9 @@ from ragassay.http_bounds import (
     SECRET_LOOKING_HEADER,
     ResponseTooLarge,
     bounded_content,
+    endpoint_path,
     header_secrets,
+    not_found_hint,
     resolved_headers,
     retry_after_seconds,
 )
@@ -100,7 +102,7 @@ class ServedCalls:
             try:
                 with self._slots:
                     deadline = time.monotonic() + self.settings.timeout_seconds
-                    with self._client.stream("POST", endpoint, json=body) as response:
+                    with self._client.stream("POST", self._path(endpoint), json=body) as response:
                         content = bounded_content(response, deadline)
                 if content is None:
                     raise _Repeatable(f"no whole response in {self.settings.timeout_seconds:g} s")
@@ -115,9 +117,10 @@ class ServedCalls:
                         wait = asked_wait
                     raise _Repeatable(f"answered {response.status_code}: {content[:200].decode(errors='replace')}")
                 if response.status_code >= 400:
+                    hint = not_found_hint(self.settings.url, endpoint) if response.status_code == 404 else ""
                     raise self.error(
                         self.named(
-                            f"{where}: answered {response.status_code}: {content[:300].decode(errors='replace')}"
+                            f"{where}: answered {response.status_code}: {content[:300].decode(errors='replace')}{hint}"
                         )
                     )
                 self.calls += 1
@@ -138,6 +141,11 @@ class ServedCalls:
                 self._log(where, error, wait)
             time.sleep(wait)
         raise AssertionError("unreachable")
+
+    def _path(self, endpoint: str) -> str:
+        """endpoint as the client calls it: after a base URL given as `http://host:port/v1`, the
+        endpoint's own `/v1` is not repeated (http_bounds.api_base)."""
+        return endpoint_path(self.settings.url, endpoint)
 
     def _log(self, where: str, error: Exception, wait: float) -> None:
         logging.getLogger("ragassay").warning("%s", self.named(f"{where}: {error}; retrying in {wait:g}s"))

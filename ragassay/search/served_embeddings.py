@@ -28,6 +28,9 @@ from ragassay.redaction import redact
 from ragassay.search.served_calls import ServedCalls, ServedModelSettings
 
 PROBE_TEXT = "ragassay embedding probe"
+# A vector shorter than this has no direction a cosine can read (an all-zero vector, or one a
+# float32 rounds to zero once normalized).
+MIN_VECTOR_NORM = 1e-12
 
 
 class ServedEmbeddingModel(ServedModelSettings):
@@ -69,11 +72,14 @@ class ServedEmbeddingClient:
         """Requests answered, for the tests and benchmarks that count what was asked."""
         return self._calls.calls
 
-    def probe(self) -> tuple[str, int]:
-        """The model's name as the server reports it and its vector width, from one call that is
-        not repeated when the server refuses the connection."""
-        reported, [vector] = self._call([PROBE_TEXT], "the probe", repeat_refused=False)
-        return reported, len(vector)
+    def probe(self) -> tuple[str, np.ndarray]:
+        """The model's name as the server reports it and its unit vector of PROBE_TEXT (its width
+        is the model's), from one call that is not repeated when the server refuses the connection;
+        checked as every vector is (a finite, non-zero list of numbers)."""
+        reported, rows = self._call([PROBE_TEXT], "the probe", repeat_refused=False)
+        width = len(rows[0]) if len(rows) == 1 and isinstance(rows[0], list) else -1
+        [vector] = _checked(rows, 1, width, self._calls.where("the probe"))
+        return reported, vector / np.linalg.norm(vector)
 
     def embed_batches(
         self, texts: list[str], dimension: int, on_progress: Callable[[int, int], None] | None = None
@@ -98,8 +104,7 @@ class ServedEmbeddingClient:
 
         with ThreadPoolExecutor(max_workers=self._calls.concurrency) as pool:
             list(pool.map(one, starts))
-        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-        return vectors / np.where(norms == 0, 1, norms)
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
     def _call(self, asked: list[str], label: str, repeat_refused: bool = True) -> tuple[str, list]:
         """One request: (the model the server reports, its vectors as sent)."""
@@ -119,8 +124,7 @@ def _read(payload, settings: ServedEmbeddingModel, where: str) -> tuple[str, lis
     """(model reported, vectors in input order) from an OpenAI or Ollama response."""
     try:
         if settings.backend == "openai":
-            data = sorted(payload["data"], key=lambda item: item["index"])
-            rows = [item["embedding"] for item in data]
+            rows = _in_request_order(payload["data"], where)
         else:
             rows = payload["embeddings"]
         reported = payload.get("model") or settings.model
@@ -134,9 +138,26 @@ def _read(payload, settings: ServedEmbeddingModel, where: str) -> tuple[str, lis
     return reported, rows
 
 
+def _in_request_order(data, where: str) -> list:
+    """An OpenAI response's `data` items' embeddings in the order of the request's texts, each
+    placed by its `index`; EmbeddingModelError when the indices are not each position of the
+    request once (a repeated, missing or non-integer index would put vectors on the wrong texts)."""
+    if not isinstance(data, list):
+        raise EmbeddingModelError(f"{where}: the response's data is not a list")
+    indices = [item.get("index") if isinstance(item, dict) else None for item in data]
+    if any(isinstance(i, bool) or not isinstance(i, int) for i in indices) or sorted(indices) != list(range(len(data))):
+        shown = ", ".join(map(repr, indices[:8])) + (", ..." if len(indices) > 8 else "")
+        raise EmbeddingModelError(
+            f"{where}: the data items' indices [{shown}] are not the request's positions 0-{len(data) - 1}, each "
+            "once: the vectors cannot be put on their texts"
+        )
+    return [item["embedding"] for item in sorted(data, key=lambda item: item["index"])]
+
+
 def _checked(rows: list, count: int, dimension: int, where: str) -> np.ndarray:
     """rows as a (count, dimension) float32 array; EmbeddingModelError naming the request (where)
-    when the server sent another number of vectors, another width, or anything but finite numbers."""
+    when the server sent another number of vectors, another width, anything but finite numbers,
+    or a vector a cosine cannot use (all zeros: it has no direction)."""
     if len(rows) != count:
         raise EmbeddingModelError(f"{where}: {len(rows)} vectors for {count} texts")
     widths = {len(row) if isinstance(row, list) else -1 for row in rows}
@@ -147,7 +168,21 @@ def _checked(rows: list, count: int, dimension: int, where: str) -> np.ndarray:
     array = np.array(rows)  # no dtype: a string or a null in a vector shows as a non-numeric kind
     if array.dtype.kind not in "fi" or not np.isfinite(array).all():
         raise EmbeddingModelError(f"{where}: a vector holds a value that is not a finite number")
-    return array.astype(np.float32)
+    array = array.astype(np.float32)
+    norms = np.linalg.norm(array, axis=1)
+    unusable = np.flatnonzero(~np.isfinite(norms) | (norms < MIN_VECTOR_NORM))
+    if unusable.size:
+        raise EmbeddingModelError(
+            f"{where}: {unusable.size} of {count} vectors have no direction (length {norms[unusable[0]]:.3g}, text "
+            f"{unusable[0] + 1} of the request first): the server's error, which a cosine cannot use"
+        )
+    return array
+
+
+def probe_drift(indexed: list[float], now: np.ndarray) -> float:
+    """How far the probe text's vector moved since the index was built: 1 - cosine of the two."""
+    before = np.asarray(indexed, dtype=np.float64)
+    return float(1.0 - before @ now.astype(np.float64) / (np.linalg.norm(before) * np.linalg.norm(now)))
 
 
 def served_model_id(settings: ServedEmbeddingModel, reported: str, dimension: int) -> str:

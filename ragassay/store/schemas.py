@@ -267,7 +267,7 @@ def answers_spec(metrics: tuple[str, ...]) -> TableSpec:
 
 JUDGMENTS = TableSpec(
     "judgments",
-    4,
+    5,
     pl.Schema(
         {
             "configuration": pl.String,
@@ -285,6 +285,10 @@ JUDGMENTS = TableSpec(
             # it. Null when unreadable, and for answer_correctness (version 3 and before held its
             # P(correct) here).
             "p_supported": pl.Float64,
+            # Version 5: the judge model's own P(supported) against the statement's most similar
+            # passage, beside a learned verdict's p_supported, where it was asked (the verdict reads
+            # it, or `judge_odds` asked it to be shown); null otherwise.
+            "judge_p_supported": pl.Float64,
             # Version 4: the judge's P(correct) of the answer_correctness verdict; null for every
             # other verdict and when unreadable.
             "p_correct": pl.Float64,

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from ragassay.errors import ConfigError
+from ragassay.fields import document_id
 from ragassay.systems.settings import DocIdRule
 from ragassay.user_files import read_user_text
 
@@ -30,8 +31,9 @@ class DocIdMapper:
             self._mapping = _read_mapping(self.rule)
 
     def one(self, system_id: str) -> str:
-        """The collection's id for one system id, by the rule (unchecked)."""
-        doc_id = system_id
+        """The collection's id for one system id, by the rule (unchecked), read as ingest and golden
+        sets read ids (fields.document_id: NFC, no outer spaces)."""
+        doc_id = document_id(system_id)
         if self.rule is not None:
             if self.rule.strip_prefix and doc_id.startswith(self.rule.strip_prefix):
                 doc_id = doc_id[len(self.rule.strip_prefix) :]

@@ -11,13 +11,13 @@ is a record with its error, never a missing row."""
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import polars as pl
 
 from ragassay.errors import ConfigError, listed_problems
+from ragassay.http_bounds import finite_number
 from ragassay.user_files import read_jsonl, write_user_text
 
 
@@ -104,8 +104,9 @@ def failed_record(query_id: str, question: str, kind: str, message: str, latency
 
 
 def _is_number(value) -> bool:
-    """A JSON number that ranks: not a bool (JSON true is no score), not NaN or infinite."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    """A JSON number that ranks: not a bool (JSON true is no score), not NaN, infinite or too large
+    for a float (http_bounds.finite_number)."""
+    return finite_number(value) is not None
 
 
 def _retrieved_items(items, where: str) -> list[Retrieved]:

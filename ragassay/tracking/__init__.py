@@ -10,7 +10,9 @@ set, one parent run per batch, one child run per configuration. Each job is its 
 - `views`: the links a user opens (the runs list's view of a batch, a run's filtered Traces tab);
 - `lifecycle`: runs registered until finished, so an interrupt ends them KILLED;
 - `read`: runs, tables and answer configurations read back;
-- `unreachable`: a tracking server that went away (bounded waits, a typed error, the batch kept).
+- `unreachable`: a tracking store that does not take a batch (gone, refusing, locked, unwritable
+  artifacts): bounded waits, a typed error with the store's reason, the batch kept, no run left
+  RUNNING.
 
 Callers use the names below (`tracking.download_table`); each module's own names stay its own.
 """
@@ -23,7 +25,7 @@ from ragassay.tracking.client import (
     tracking_uri,
     ui_command,
 )
-from ragassay.tracking.lifecycle import end_unfinished_runs, finish, mark_failed
+from ragassay.tracking.lifecycle import end_unfinished_runs, finish, mark_failed, verdict_status
 from ragassay.tracking.origin import flatten_params, git_commit, origin_tags
 from ragassay.tracking.read import (
     PER_QUESTION_TABLES,
@@ -55,11 +57,14 @@ from ragassay.tracking.tags import (
 )
 from ragassay.tracking.traces import find_traces, log_traces
 from ragassay.tracking.unreachable import (
+    TrackingStoreFailed,
     TrackingUnreachable,
+    end_failed_batch,
+    end_runs_left_running,
     keep_report,
     keep_unlogged,
+    store_failures_as_typed,
     unlogged_folder,
-    unreachable_as_typed,
 )
 from ragassay.tracking.views import (
     VIEW_TAG_PREFIX,
@@ -110,6 +115,7 @@ __all__ = [
     "BatchRecord",
     "ConfigurationRecord",
     "LoggedBatch",
+    "TrackingStoreFailed",
     "TrackingUnreachable",
     "answer_configuration_runs",
     "batch_collections",
@@ -119,6 +125,8 @@ __all__ = [
     "client",
     "describe_run",
     "download_table",
+    "end_failed_batch",
+    "end_runs_left_running",
     "end_unfinished_runs",
     "ensure_experiment",
     "ensure_named_experiment",
@@ -150,10 +158,11 @@ __all__ = [
     "runs_view_columns",
     "runs_view_url",
     "save_runs_view",
+    "store_failures_as_typed",
     "traces_below_url",
     "tracking_uri",
     "ui_address",
     "ui_command",
     "unlogged_folder",
-    "unreachable_as_typed",
+    "verdict_status",
 ]

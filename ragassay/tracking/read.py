@@ -12,7 +12,17 @@ import polars as pl
 
 from ragassay.errors import RagassayError
 from ragassay.tracking.client import client, quiet_mlflow, tracking_uri
-from ragassay.tracking.tags import MACHINE, TAG_BATCH, TAG_COLLECTIONS, TAG_KIND, TAG_LABEL, TAG_ROLE
+from ragassay.tracking.tags import (
+    MACHINE,
+    TAG_BATCH,
+    TAG_COLLECTIONS,
+    TAG_FAILED_STAGE,
+    TAG_KIND,
+    TAG_LABEL,
+    TAG_ROLE,
+    TAG_VERDICT,
+    VERDICT_FAILED,
+)
 
 
 def find_runs(home: Path, batch_id: str | None = None, collection: str | None = None, role: str | None = None) -> list:
@@ -143,13 +153,18 @@ def batch_parent_table(home: Path, batch_id: str, name: str) -> pl.DataFrame | N
 
 def latest_batch(home: Path, collections: str, excluding: str) -> str | None:
     """The newest finished batch over the same collections, other than `excluding` (the default
-    candidate). One still RUNNING (its process killed while it logged) or FAILED is never chosen:
-    its tables may be half there."""
+    candidate). One still RUNNING (its process killed while it logged) or FAILED in a stage is never
+    chosen: its tables may be half there. One FAILED on its assertions alone is whole, and chosen."""
     for run in find_runs(home, role="batch"):
         batch = run.data.tags.get(TAG_BATCH)
+        whole = run.info.status == "FINISHED" or (
+            run.info.status == "FAILED"
+            and run.data.tags.get(TAG_VERDICT) == VERDICT_FAILED
+            and TAG_FAILED_STAGE not in run.data.tags
+        )
         if (
             batch != excluding
-            and run.info.status == "FINISHED"
+            and whole
             and run.data.tags.get(TAG_COLLECTIONS) == collections
             and run.data.tags.get(TAG_KIND) in ("retrieval", "answers", "pipeline")
         ):

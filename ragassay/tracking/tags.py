@@ -24,6 +24,10 @@ TAG_INTERRUPTED = "ragassay.interrupted"
 # A batch's verdict on its parent (passed, failed, or none without assertions), and a configuration
 # run's verdict on its own assertions; the parent's `assertions.json` artifact holds each one.
 TAG_VERDICT = "ragassay.verdict"
+# The verdict of a batch whose assertions failed (gates/assertions.FAILED).
+VERDICT_FAILED = "failed"
+# On a batch a stage failed in: which stage (its later stages' tables are missing).
+TAG_FAILED_STAGE = "ragassay.failed_stage"
 ASSERTIONS_ARTIFACT = "assertions.json"
 
 # The tag MLflow's UI shows as a run's description (Markdown).

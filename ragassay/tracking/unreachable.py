@@ -1,15 +1,20 @@
-"""A tracking server that goes away: its failure told as one typed error naming the server, and
-a batch it could not take kept in the workspace instead.
+"""A tracking store that does not take a batch (a server gone, a server refusing the credentials,
+an SQLite database another process keeps locked, an artifact folder that cannot be written): its
+failure told as one typed error naming the store and its own reason, and the batch kept in the
+workspace instead.
 
 MLflow's client retries a request 7 times over about four minutes, each up to 120 s, and then
 raises a bare MlflowException; an evaluation whose server died while it judged waited for minutes
 and then lost the results it had computed. The waits are now seconds (client.BOUNDED_MLFLOW_WAITS;
-the environment may set MLflow's own variables to wait longer), the error is TrackingUnreachable,
-and the batch's record is written under `<workspace>/unlogged/<batch>/<stage>/` (its tables as
-Parquet, its params, metrics and assertions as JSON, its report as Markdown) for the command to
-print and point at. Rerunning the same command once the server is back logs the batch: answers,
-verdicts and systems' replies come from the workspace's completion cache, so nothing is asked
-again."""
+the environment may set MLflow's own variables to wait longer), the error is TrackingStoreFailed
+(TrackingUnreachable when the store did not answer), and the batch's record is written under
+`<workspace>/unlogged/<batch>/<stage>/` (its tables as Parquet, its params, metrics and
+assertions as JSON, its report as Markdown) for the command to print and point at. The runs the
+batch had opened are ended FAILED where the store still lets them be; those it does not are
+listed in the kept folder (`unended_runs.json`) and ended by the next batch opened in the
+workspace (end_runs_left_running). Rerunning the same command once the store takes writes again
+logs the batch: answers, verdicts and systems' replies come from the workspace's completion
+cache, so nothing is asked again."""
 
 from __future__ import annotations
 
@@ -20,16 +25,29 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ragassay.errors import RagassayError
+from ragassay.errors import RagassayError, environment_problem
 from ragassay.tracking.client import experiment_name, tracking_uri, ui_command
 from ragassay.tracking.records import Batch, BatchRecord, LoggedBatch, new_batch_id
 
 UNLOGGED_FOLDER = "unlogged"
 
 
-class TrackingUnreachable(RagassayError):
+class TrackingStoreFailed(RagassayError):
+    """The MLflow tracking store did not take what was logged (it did not answer, refused the
+    request, was locked, or could not write an artifact); the message names it and its reason."""
+
+
+class TrackingUnreachable(TrackingStoreFailed):
     """The MLflow tracking server did not answer (refused, timed out, or failing on its side
     through every retry); the message names it."""
+
+
+# How MLflow and SQLite say a store refused a write, as a reason a person reads.
+_REFUSALS = (
+    (re.compile(r"database is locked", re.I), "its SQLite database is locked by another process"),
+    (re.compile(r"\b(401|Unauthorized|UNAUTHENTICATED)\b"), "it refused the credentials (401 Unauthorized)"),
+    (re.compile(r"\b(403|Forbidden|PERMISSION_DENIED)\b"), "it refused the request (403 Forbidden)"),
+)
 
 
 def unreachable_cause(error: BaseException) -> str | None:
@@ -55,23 +73,55 @@ def unreachable_cause(error: BaseException) -> str | None:
     return None
 
 
+def refusal_cause(error: BaseException) -> str | None:
+    """How the tracking store refused a write, in a few words with its own message, when error (or
+    what it arose from) is MLflow's or SQLite's refusal (a locked database, 401, 403) or the
+    environment's (an artifact folder that cannot be written, a read-only or full disk); else
+    None (a bug is not the store's doing)."""
+    from mlflow.exceptions import MlflowException
+
+    problem = environment_problem(error)
+    if problem is not None:
+        return problem
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        text = " ".join(str(current).split())
+        for pattern, reason in _REFUSALS:
+            if pattern.search(text):
+                return f"{reason}: {text[:300]}"
+        if isinstance(current, MlflowException):
+            return f"MLflow refused it: {text[:300]}"
+        current = current.__cause__ or current.__context__
+    return None
+
+
 @contextmanager
-def unreachable_as_typed(home: Path) -> Iterator[None]:
-    """Within it, the tracking server not answering is TrackingUnreachable naming the server."""
+def store_failures_as_typed(home: Path, doing: str = "take the batch") -> Iterator[None]:
+    """Within it, the tracking store not answering is TrackingUnreachable naming it, and refusing a
+    request (a locked database, 401, 403, an artifact folder it cannot write) TrackingStoreFailed
+    with its own reason (`doing`: what it did not do, for the message); credentials in either are
+    masked."""
     try:
         yield
-    except TrackingUnreachable:
+    except TrackingStoreFailed:
         raise
     except Exception as error:
-        cause = unreachable_cause(error)
-        if cause is None:
-            raise
         from ragassay.redaction import redact
 
-        raise TrackingUnreachable(
-            f"the MLflow tracking server {redact(tracking_uri(home))} did not answer "
-            f"({cause}; MLflow tried {os.environ.get('MLFLOW_HTTP_REQUEST_MAX_RETRIES', '7')} more times)"
-        ) from error
+        cause = unreachable_cause(error)
+        if cause is not None:
+            raise TrackingUnreachable(
+                f"the MLflow tracking server {redact(tracking_uri(home))} did not answer "
+                f"({cause}; MLflow tried {os.environ.get('MLFLOW_HTTP_REQUEST_MAX_RETRIES', '7')} more times)"
+            ) from None  # the cause is in the message, masked; MLflow's own text may echo credentials
+        refused = refusal_cause(error)
+        if refused is None:
+            raise
+        raise TrackingStoreFailed(
+            redact(f"the MLflow tracking store {tracking_uri(home)} did not {doing}: {refused}")
+        ) from None
 
 
 def keep_unlogged(
@@ -121,6 +171,39 @@ def keep_unlogged(
         not_logged=reason,
         kept_in=str(folder),
     )
+
+
+UNENDED_RUNS = "unended_runs.json"
+
+
+def end_failed_batch(home: Path, kept_in: str, reason: str) -> None:
+    """The runs this process opened and did not end, ended FAILED with why (no batch stays RUNNING);
+    those the store does not let end now are listed in the kept folder for the next batch to end."""
+    from ragassay.tracking.lifecycle import end_unfinished_runs
+
+    left = end_unfinished_runs(f"not logged: {reason}"[:5000], "FAILED", keep_failed=True)
+    if left:
+        (Path(kept_in) / UNENDED_RUNS).write_text(json.dumps(left), encoding="utf-8")
+
+
+def end_runs_left_running(home: Path, mlflow_client) -> list[str]:
+    """The runs earlier batches could not end when their store refused them (UNENDED_RUNS in
+    `unlogged/`), ended FAILED now; each list removed once its runs are ended (or gone). The ids ended."""
+    ended = []
+    for listed in sorted((home / UNLOGGED_FOLDER).glob(f"*/*/{UNENDED_RUNS}")):
+        try:
+            run_ids = json.loads(listed.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        for run_id in run_ids:
+            try:
+                if mlflow_client.get_run(run_id).info.status == "RUNNING":
+                    mlflow_client.set_terminated(run_id, "FAILED")
+                    ended.append(run_id)
+            except Exception:  # a run the store lost or still refuses: left for the next batch
+                return ended
+        listed.unlink(missing_ok=True)
+    return ended
 
 
 def unlogged_folder(home: Path, batch_id: str) -> Path:

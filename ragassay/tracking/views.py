@@ -38,16 +38,35 @@ def run_url(home: Path, batch: Batch, run_id: str | None = None) -> str | None:
 VIEW_TAG_PREFIX = "mlflow.sharedViewState."
 
 
-def runs_view_columns(metrics: dict[str, dict[str, float]]) -> list[str]:
+# A metric's interval bounds as its run logs them (metrics/averaging.interval_metrics, and a
+# judge-corrected value's: judge_correction.corrected_metrics), in the order they follow it.
+INTERVAL_SUFFIXES = {"": ("_ci_low", "_ci_high"), "_corrected": ("_corrected_low", "_corrected_high")}
+
+
+def runs_view_columns(metrics: dict[str, dict[str, float]], logged: set[str] = frozenset()) -> list[str]:
     """The runs list's columns for a batch's headline metrics (configuration -> metric -> value):
-    each metric once, in the order the stage gives them, its corrected value right after it and
-    interval bounds left to the tables (MLflow's column key: metrics.`name`)."""
+    each metric once, in the order the stage gives them, each followed by its 95% interval's low
+    then high bound where a run logged them (`logged`: every metric key the batch's runs hold),
+    then its corrected value with its own bounds (MLflow's column key: metrics.`name`). Beside the
+    metric, because MLflow adds a column chosen by hand after Duration, and sorts a bound's `high`
+    before its `low`."""
     names = [
         n for n in dict.fromkeys(n for values in metrics.values() for n in values) if not n.endswith(("_low", "_high"))
     ]
     order = {name: position for position, name in enumerate(n for n in names if not n.endswith("_corrected"))}
     names.sort(key=lambda n: (order.get(n.removesuffix("_corrected"), len(order)), n.endswith("_corrected")))
-    return [f"metrics.`{mlflow_key(name)}`" for name in names]
+    columns = []
+    for name in names:
+        base = name.removesuffix("_corrected")
+        low, high = INTERVAL_SUFFIXES[name[len(base) :]]
+        columns += [name, *(bound for bound in (base + low, base + high) if bound in logged)]
+    return [f"metrics.`{mlflow_key(name)}`" for name in columns]
+
+
+# A pipeline's stages whose runs hold no evaluation metric: in the view they were groups whose
+# header rows read "- (average)" in every column, so the view leaves them out (the batch's
+# parent run and `ragassay runs show` keep them).
+STAGES_WITHOUT_METRICS = ("ingest", "index", "golden", "pipeline")
 
 
 def save_runs_view(mlflow_client, batch: Batch, kind: str, columns: list[str]) -> None:
@@ -62,7 +81,8 @@ def save_runs_view(mlflow_client, batch: Batch, kind: str, columns: list[str]) -
     # Each configuration's verdict on its assertions leads: which one failed is seen at a glance.
     selected = list(dict.fromkeys([f"tags.`{TAG_VERDICT}`", *earlier.get("selectedColumns", []), *columns]))
     state = {
-        "searchFilter": f"tags.`{TAG_BATCH}` = '{batch.batch_id}' and tags.`{TAG_ROLE}` = 'configuration'",
+        "searchFilter": f"tags.`{TAG_BATCH}` = '{batch.batch_id}' and tags.`{TAG_ROLE}` = 'configuration'"
+        + "".join(f" and tags.`{TAG_KIND}` != '{kind}'" for kind in STAGES_WITHOUT_METRICS),
         "orderByKey": "attributes.start_time",
         "orderByAsc": False,
         "selectedColumns": selected,

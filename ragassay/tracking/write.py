@@ -21,7 +21,7 @@ from ragassay.tracking.client import (
     tracking_uri,
     ui_command,
 )
-from ragassay.tracking.lifecycle import create_run, finish
+from ragassay.tracking.lifecycle import create_run, finish, verdict_status
 from ragassay.tracking.records import Batch, BatchRecord, LoggedBatch, new_batch_id
 from ragassay.tracking.tags import (
     ASSERTIONS_ARTIFACT,
@@ -36,6 +36,7 @@ from ragassay.tracking.tags import (
     TAG_VERDICT,
 )
 from ragassay.tracking.traces import log_traces
+from ragassay.tracking.unreachable import end_runs_left_running
 from ragassay.tracking.views import run_url, runs_view_columns, runs_view_url, save_runs_view
 from ragassay.work_span import WorkSpan
 
@@ -63,6 +64,8 @@ def open_batch(
     """The parent run of a new batch, named `kind-batchid`, with its params; started when its
     work began (started_ms) where the batch is opened after the work."""
     mlflow_client = client(home)
+    # Runs an earlier batch left RUNNING when its store refused to end them are ended first.
+    end_runs_left_running(home, mlflow_client)
     experiment_id = ensure_experiment(mlflow_client, home, collections)
     batch_id = new_batch_id()
     run = create_run(
@@ -176,10 +179,11 @@ def log_batch_record(home: Path, batch: Batch, record: BatchRecord) -> LoggedBat
     if record.parent_metrics:
         log_values(mlflow_client, batch.parent_run_id, {}, record.parent_metrics)
     log_batch_summary(mlflow_client, batch, record.kind, record.headline, record.tables, record.figures)
-    save_runs_view(mlflow_client, batch, record.kind, runs_view_columns(record.headline))
+    logged = {key for c in record.configurations for key in c.metrics}
+    save_runs_view(mlflow_client, batch, record.kind, runs_view_columns(record.headline, logged))
     if batch.owned:
         log_verdict(mlflow_client, batch, record.kind, record.verdict, record.assertions)
-        finish(mlflow_client, batch.parent_run_id)
+        finish(mlflow_client, batch.parent_run_id, verdict_status(record.verdict))
     return locate_batch(home, batch, run_ids).model_copy(update={"runs_view_url": runs_view_url(home, batch)})
 
 

@@ -6,6 +6,7 @@ tests/judge and benchmarks/."""
 from __future__ import annotations
 
 import json
+import urllib.parse
 from pathlib import Path
 
 import polars as pl
@@ -20,6 +21,7 @@ from ragassay.cli.main import app
 from ragassay.config import AnswerEvalConfig, RetrievalEvalConfig
 from ragassay.config_errors import parse_config
 from ragassay.evaluation.estimate import ANSWER_FIXED_TOKENS, ANSWER_KEPT_TOKENS, REFERENCE_RATES, CallRate, at_sources
+from ragassay.evaluation.outcomes import least_faithful_below
 from ragassay.evaluation.questions import gather_golden_questions
 from ragassay.golden.store import add_from_file
 from ragassay.metrics.answers import split_statements, tally_pairs
@@ -116,9 +118,14 @@ def test_the_runs_view_opens_the_batch_with_its_headline_metrics_first(evaluated
     assert view["selectedColumns"][0] == f"tags.`{tracking.TAG_VERDICT}`"
     columns = [c.removeprefix("metrics.`").removesuffix("`") for c in view["selectedColumns"][1:]]
     assert columns[0] == "faithfulness" and view["columnOrder"] == view["selectedColumns"]
+    # Each metric's interval beside it, low bound then high; its corrected value after, with its own.
+    assert columns[1:3] == ["faithfulness_ci_low", "faithfulness_ci_high"]
+    for position, column in enumerate(columns):
+        if column.endswith("_ci_low"):
+            assert columns[position - 1] == column.removesuffix("_ci_low")
+            assert columns[position + 1] == column.removesuffix("_low") + "_high"
     if "faithfulness_corrected" in columns:
-        assert columns[1] == "faithfulness_corrected"
-    assert not any(c.endswith(("_low", "_high")) for c in columns)
+        assert columns[3] == "faithfulness_corrected"
     held = set().union(*(mlflow_client.get_run(run_id).data.metrics for run_id in report.run_ids.values()))
     assert set(columns) <= held, "a column no child run has"
     # The view's filter is MLflow search syntax that finds exactly the batch's configurations'
@@ -127,19 +134,21 @@ def test_the_runs_view_opens_the_batch_with_its_headline_metrics_first(evaluated
     assert {r.info.run_id for r in found} == set(report.run_ids.values())
     assert view["groupBy"]["groupByKeys"] == [{"mode": "tag", "groupByData": tracking.TAG_KIND}]
     assert view["groupsExpanded"] == {f"tag.{tracking.TAG_KIND}.answers": True}
-    # One step from the report to the questions behind a low faithfulness: each configuration's
-    # Traces tab with MLflow's assessment filter in its address; only where some answer has a
-    # statement judged unsupported (a link to none would open "No traces found").
-    unfaithful = {
-        label
+    # One step from the report to its least faithful answers: each configuration's Traces tab
+    # with MLflow's assessment filter in its address, on mean support (the answer-level score
+    # chosen on people's answer-level labels); only where some answer falls below (a link to none
+    # would open "No traces found").
+    below = {
+        label: bound
         for label, run_id in report.run_ids.items()
-        if (_child_tables(sample_home, run_id)[0]["faithfulness"] < 1).any()
+        if (bound := least_faithful_below(_child_tables(sample_home, run_id)[0])) is not None
     }
-    assert set(report.unfaithful_traces_urls) == unfaithful
+    assert set(report.unfaithful_traces_urls) == set(below)
+    assert all(metric == "mean_support" for metric, _ in below.values())
     for label, url in report.unfaithful_traces_urls.items():
+        condition = urllib.parse.quote(f"ASSESSMENT::<::{below[label][1]:g}::mean_support", safe="")
         assert url.endswith(
-            f"/#/experiments/{experiment.experiment_id}/runs/{report.run_ids[label]}/traces"
-            "?filter=ASSESSMENT%3A%3A%3C%3A%3A1%3A%3Afaithfulness"
+            f"/#/experiments/{experiment.experiment_id}/runs/{report.run_ids[label]}/traces?filter={condition}"
         )
         assert f"[{label}]({url})" in parent.data.tags[tracking.DESCRIPTION_TAG]
 

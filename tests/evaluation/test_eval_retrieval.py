@@ -161,7 +161,7 @@ def test_a_failed_gate_exits_1_and_names_the_bound(sample_home, monkeypatch):
     [parent] = [
         r for r in tracking.find_runs(sample_home, role="batch") if r.data.tags[tracking.TAG_KIND] == "retrieval"
     ][:1]
-    assert parent.info.status == "FINISHED" and parent.data.tags[tracking.TAG_VERDICT] == "failed"
+    assert parent.info.status == "FAILED" and parent.data.tags[tracking.TAG_VERDICT] == "failed"
     assert parent.info.run_name.startswith("failed: retrieval-")
     stored = tracking.client(sample_home).download_artifacts(parent.info.run_id, tracking.ASSERTIONS_ARTIFACT)
     rows = json.loads(Path(stored).read_text())
@@ -174,7 +174,7 @@ def test_a_failed_gate_exits_1_and_names_the_bound(sample_home, monkeypatch):
             "metric": "recall@1",
             "operator": "at least",
             "bound": 1.01,
-            "value": measured,
+            "value": round(measured, 4),
             "outcome": "failed",
             "reason": None,
         },

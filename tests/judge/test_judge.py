@@ -33,7 +33,7 @@ def test_the_default_judge_tells_supported_from_unsupported_statements(qwen_judg
     statements), but it must put plain paraphrases above plain contradictions and additions."""
     from ragassay.judge.learned_verdict import LEARNED_THRESHOLD
 
-    # Its own P decides which passages are asked; its verdict is the learned verdict's.
+    # Its verdict is the learned verdict's, read from its own odds.
     assert qwen_judge.model_id.startswith("qwen2.5-1.5b:")
     assert qwen_judge.asking_threshold == SUPPORT_THRESHOLDS["qwen2.5-1.5b"]
     assert qwen_judge.support_threshold == LEARNED_THRESHOLD and qwen_judge.learned is not None
@@ -44,11 +44,10 @@ def test_the_default_judge_tells_supported_from_unsupported_statements(qwen_judg
     # contradiction and the addition.
     own = {s: p[s].value.judge_p_supported for s in p}
     assert min(own[s] for s in supported) > max(own[s] for s in unsupported)
-    # The learned verdict reads words, not meaning: it keeps the statement its passage says in
-    # its own words and refuses the addition; the paraphrase that shares no word with its
-    # passage ("can be removed" for "removable") and the wrong year in otherwise copied words
-    # are what it misses (docs/how-to/evaluating.md, "The learned verdict"), so they are not asserted here.
-    assert p[supported[1]].value.verdict == "supported" and p[unsupported[1]].value.verdict == "unsupported"
+    # The learned verdict reads those odds (issue 70): the paraphrase that shares no word with its
+    # passage ("can be removed" for "removable") and the wrong year in otherwise copied words,
+    # which the word-level verdict before it missed, are read as people read them.
+    assert [p[s].value.verdict for s in supported + unsupported] == ["supported"] * 2 + ["unsupported"] * 2
     for result in p.values():
         assert 0.0 <= result.value.p_supported <= 1.0 and result.usage.calls == 1 and not result.reused
     assert qwen_judge.support(CONTEXT, supported[0]).reused, "a repeated judgement is remembered"
@@ -56,28 +55,32 @@ def test_the_default_judge_tells_supported_from_unsupported_statements(qwen_judg
 
 @pytest.mark.slow
 def test_a_statement_is_judged_against_its_most_similar_passage_first(qwen_judge):
-    """Answer evaluation's verdict (support-probability/5): each passage alone, the most lexically
-    similar first, the next only when that one does not support the statement; P(supported) is
-    the highest over the passages asked. A statement the second passage supports costs one call;
-    one that none supports costs a call for every passage close enough to ask, and is
-    unsupported, as asking every passage says."""
+    """The learned verdict asks the judge once a statement, against its most similar passage, and
+    reads its odds. A judge's own rule (support-probability/5, for judges no learned verdict
+    reads): each passage alone, the most lexically similar first, the next only when that one
+    does not support the statement; P(supported) the highest over the passages asked."""
     passages = CONTEXT.splitlines()
     statements = ["The Langstroth hive uses removable frames.", "The Langstroth hive was patented in 1925."]
     question = "What is special about the Langstroth hive?"
-    verdicts = qwen_judge.support_by_passage(passages, statements, question)
     to_ask = [passages_to_ask(statement, passages) for statement in statements]
     assert [order[0] for order in to_ask] == [1, 1], "the Langstroth passage first"
+    learned = qwen_judge.support_by_passage(passages, statements, question)
+    assert [v.value.verdict for v in learned] == ["supported", "unsupported"]
+    assert [v.usage.calls for v in learned] == [1, 1]
+    for statement, verdict in zip(statements, learned, strict=True):
+        asked = qwen_judge.support(passages[1], statement, question)
+        assert asked.reused and verdict.value.judge_p_supported == asked.value.judge_p_supported
+        p = qwen_judge.learned.p_supported(statement, passages, question, verdict.value.judge_p_supported)
+        assert verdict.value.p_supported == round(p, 6)
+
+    own_rule = Judge(qwen_judge.model, learned=None)
+    verdicts = own_rule.support_by_passage(passages, statements, question)
     assert [v.value.verdict for v in verdicts] == ["supported", "unsupported"]
     assert [v.usage.calls for v in verdicts] == [1, len(to_ask[1])]
     for statement, verdict, order in zip(statements, verdicts, to_ask, strict=True):
-        asked = [qwen_judge.support(passages[i], statement, question) for i in order[: verdict.usage.calls]]
+        asked = [own_rule.support(passages[i], statement, question) for i in order[: verdict.usage.calls]]
         assert all(result.reused for result in asked), "the same prompts as the verdict's: remembered"
-        # The judge's own P is the highest over the passages asked; the verdict reads the
-        # statement against all of them (the learned verdict).
-        assert verdict.value.judge_p_supported == max(result.value.judge_p_supported for result in asked)
-        learned = qwen_judge.learned.p_supported(statement, passages, question, verdict.value.judge_p_supported)
-        assert verdict.value.p_supported == round(learned, 6)
-        assert (learned >= qwen_judge.support_threshold) == (verdict.value.verdict == "supported")
+        assert verdict.value.p_supported == max(result.value.p_supported for result in asked)
     [nothing] = qwen_judge.support_by_passage([], ["Anything."])
     assert nothing.value.verdict == "unsupported" and nothing.usage.calls == 0, "no passage supports anything"
 

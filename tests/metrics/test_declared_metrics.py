@@ -17,10 +17,11 @@ def test_every_list_of_answer_metrics_comes_from_the_declarations():
         "context_recall",
         "answer_relevancy",
         "citation_precision",
+        "mean_support",
         "answer_correctness",
     )
     assert JUDGED_METRICS == ("faithfulness", "context_recall", "citation_precision")
-    assert NEEDING_CONTEXT == ("faithfulness", "context_recall", "citation_precision")
+    assert NEEDING_CONTEXT == ("faithfulness", "context_recall", "citation_precision", "mean_support")
     assert NEEDING_REFERENCE == ("context_recall", "answer_correctness")
     assert LOWER_IS_BETTER == ("false_refusal_rate",)
     assert METRIC_TITLES["answer_correctness"] == "answer correctness"

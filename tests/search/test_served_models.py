@@ -354,3 +354,103 @@ def test_an_answer_evaluation_says_when_its_served_reranker_fell_back(server, ho
     assert len(said) == 1, report.warnings
     assert said[0].reason.startswith("reranking fell back to the fused order on 2 of 2 questions (first: rerank server")
     assert "answered 503" in said[0].reason and KEY not in said[0].reason
+
+
+def test_vectors_a_cosine_cannot_use_or_cannot_be_placed_are_the_servers_error_named(server, home, keyed):
+    from ragassay.index.build import build_index
+    from ragassay.search.dense import Embedders
+    from ragassay.search.served_embeddings import ServedEmbeddingClient, ServedEmbeddingModel
+    from tests.helpers import ingest
+
+    ingest(home, "faulty", (SAMPLE / "guides" / "equipment-checklist.txt",))
+    client = ServedEmbeddingClient(ServedEmbeddingModel(**served(server)))
+    try:
+        control(server, vectors="zero")
+        with pytest.raises(EmbeddingModelError, match=r"the probe: 1 of 1 vectors have no direction"):
+            client.probe()
+        with pytest.raises(EmbeddingModelError, match=r"texts 1-3: 3 of 3 vectors have no direction \(length 0"):
+            client.embed_batches(["a", "b", "c"], 384)
+        with pytest.raises(EmbeddingModelError, match="no direction"):
+            build_index(home, "faulty", Embedders().get, served(server))
+        control(server, vectors="same_index")
+        with pytest.raises(EmbeddingModelError) as misplaced:
+            client.embed_batches(["a", "b", "c"], 384)
+        assert "indices [0, 0, 0] are not the request's positions 0-2, each once" in str(misplaced.value)
+    finally:
+        client.close()
+        control(server)
+
+
+def test_a_server_serving_another_model_or_changing_vectors_under_the_same_name_is_refused(server, home, keyed):
+    from ragassay.index.build import build_index
+    from ragassay.search.collections import load_searchable
+    from ragassay.search.dense import Embedders
+    from tests.helpers import ingest
+
+    ingest(home, "drifting", (SAMPLE / "guides" / "equipment-checklist.txt",))
+    control(server)
+    build_index(home, "drifting", Embedders().get, served(server))
+    assert load_searchable(home, "drifting", True, Embedders()).embedding_model_id.startswith("openai:all-minilm")
+    for fault in ("other_model", "noisy"):
+        control(server, vectors=fault)
+        with pytest.raises(EmbeddingModelError) as refused:
+            load_searchable(home, "drifting", True, Embedders())
+        message = str(refused.value)
+        assert "gives the probe text another vector (cosine distance" in message, fault
+        assert message.count("openai:all-minilm-l6-v2@") == 2 and "ragassay index --collection drifting" in message
+    control(server)
+    assert load_searchable(home, "drifting", True, Embedders()), "the same model again: searched as before"
+
+
+def test_a_reranker_score_no_float_holds_keeps_the_fused_order_and_a_reranker_that_is_down_stops_being_asked(
+    server, sample_home, keyed
+):
+    from ragassay.resources import Resources
+    from ragassay.search.rerank import MAX_FAILURES_IN_A_ROW
+    from ragassay.search.run import run_search
+    from ragassay.search.settings import SearchSettings
+
+    query = "How often should I water succulents?"
+    resources = Resources()
+    fused = [h.chunk_id for h in run_search(resources, sample_home, ["sample"], query, SearchSettings(), 5).hits]
+    settings = SearchSettings(rerank=reranker(server), rerank_candidates=5)
+    control(server, rerank_score="1" + "0" * 400)
+    result = run_search(resources, sample_home, ["sample"], query, settings, 5)
+    assert [h.chunk_id for h in result.hits] == fused and result.rerank.fallbacks == 1
+    assert "relevance_score '10000000000" in result.rerank.failure and "is not a finite number" in result.rerank.failure
+    control(server)
+    assert run_search(resources, sample_home, ["sample"], query, settings, 5).rerank.fallbacks == 0
+    # Down: each question pays its retries until MAX_FAILURES_IN_A_ROW in a row, then none.
+    before = control(server, fail_next=1000, status=503)["posts"]
+    stats = [run_search(resources, sample_home, ["sample"], query, settings, 5).rerank for _ in range(5)]
+    assert all(s.fallbacks == 1 for s in stats)
+    assert [s.not_asked for s in stats] == [0] * MAX_FAILURES_IN_A_ROW + [1] * (5 - MAX_FAILURES_IN_A_ROW)
+    total = sum(stats[1:], stats[0])
+    assert f"the reranker was not asked for {5 - MAX_FAILURES_IN_A_ROW} more questions" in total.fallback_reason()
+    posted = httpx.get(f"{server}/stats").json()["posts"] - before
+    assert posted == MAX_FAILURES_IN_A_ROW * 4, "each failed question's four attempts, then no request"
+    control(server)
+
+
+def test_an_openai_style_base_url_ending_in_v1_works_and_a_wrong_path_says_what_was_called(server, home, keyed):
+    from ragassay.search.served_calls import ServedCalls
+    from ragassay.search.served_embeddings import ServedEmbeddingClient, ServedEmbeddingModel
+
+    control(server)
+    for url in (server, f"{server}/v1", f"{server}/v1/"):
+        client = ServedEmbeddingClient(ServedEmbeddingModel(**served(url)))
+        try:
+            assert client.probe()[1].shape == (384,), url
+        finally:
+            client.close()
+    calls = ServedCalls(
+        ServedEmbeddingModel(**served(f"{server}/embeddings-api")), "embedding server", EmbeddingModelError
+    )
+    try:
+        with pytest.raises(EmbeddingModelError) as wrong:
+            calls.post("/v1/embeddings", {"input": ["a"], "model": "x"}, "the probe")
+    finally:
+        calls.close()
+    message = str(wrong.value)
+    assert "answered 404" in message and f"called {server}/embeddings-api/v1/embeddings" in message
+    assert "http://host:port/v1" in message
