@@ -9,7 +9,7 @@ runs list, the Traces view of one question of an answer run (its retrieved passa
 assessments), the run's Traces tab, MLflow's runs list (the batch named `… failed`), the Prefect
 flow run's page (Failed, the bound named), its pipeline report and assertions artifacts and the
 runs list; then the three clicks docs/how-to/evaluating.md ("Three clicks from a low score") walks
-through (click-0 … click-3: the batch, its answers whose faithfulness is below 1, a question,
+through (click-0 … click-3: the batch, its least faithful answers, a question,
 the statement judged unsupported beside its passage), each a real click on the screen before;
 MLflow's Sessions view of the dialogues (a session per dialogue and configuration) and one
 dialogue opened turn by turn; and the documentation site (built with mkdocs into the work
@@ -162,8 +162,8 @@ def close_assistant(page) -> None:
 
 
 def three_clicks(browser, batch_url: str, label: str, trace_id: str, verdict_span: str, out: Path) -> None:
-    """What docs/how-to/evaluating.md ("Three clicks from a low score") walks through: the batch's page, then its link to the answers
-    whose faithfulness is below 1, a question, and the statement judged unsupported beside its
+    """What docs/how-to/evaluating.md ("Three clicks from a low score") walks through: the batch's page, then its link to the
+    least faithful answers (mean support below its bound), a question, and the statement judged unsupported beside its
     passage. Each step is a real click on what the step before showed."""
     page = browser.new_page(viewport={"width": 1900, "height": 1150})
     page.goto(batch_url, wait_until="load", timeout=120_000)
@@ -269,12 +269,22 @@ def main() -> None:
         label = "hybrid"
         answer_run = report["answers"]["run_ids"][label]
         traces = tracking.find_traces(home, answer_run)
-        # A question whose faithfulness is below 1 (what a user opens to find out why) and its
-        # first statement judged unsupported.
+        # A question among the least faithful answers (what the report links to: mean support
+        # below its bound, the answer-level score) with a statement judged unsupported (what a user
+        # opens to find out why).
+        from ragassay.metrics.answers import MEAN_SUPPORT_FAITHFUL_AT
+
         below = [
             t
             for t in traces
-            if any(a.name == "faithfulness" and a.value is not None and a.value < 1 for a in t.info.assessments)
+            if any(
+                a.name == "mean_support" and a.value is not None and a.value < MEAN_SUPPORT_FAITHFUL_AT
+                for a in t.info.assessments
+            )
+            and any(
+                s.name.startswith("faithfulness ") and (s.outputs or {}).get("verdict") == "unsupported"
+                for s in t.data.spans
+            )
         ]
         chosen = (below or traces)[0]
         unsupported = [

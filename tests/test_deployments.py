@@ -393,7 +393,7 @@ def test_pipeline_deployment_runs_on_real_servers(servers, tmp_path):
     assert report["mlflow_url"].startswith(servers["mlflow"]) and report["means"]["fulltext"]["recall@5"] > 0
 
     hybrid = next(run for run in children if run.info.run_name == "retrieval/hybrid")
-    assert hybrid.data.metrics["recall_at_5_ci_low"] == pytest.approx(published["ci_low"], abs=5e-5)
+    assert hybrid.data.metrics["lo/recall_at_5"] == pytest.approx(published["ci_low"], abs=5e-5)
     assert hybrid.data.tags["ragassay.verdict"] == "passed"
 
     if servers["database"]:

@@ -185,10 +185,10 @@ def test_a_batch_failed_on_its_assertions_ends_failed_and_stays_a_whole_batch_fo
 def test_the_saved_view_puts_each_metrics_interval_beside_it_low_then_high():
     headline = {"hybrid": {"recall@5": 0.8, "faithfulness": 0.7, "faithfulness_corrected": 0.75, "mrr": 0.6}}
     logged = {
-        "recall@5_ci_low",
-        "recall@5_ci_high",
-        "faithfulness_ci_high",
-        "faithfulness_ci_low",
+        "lo/recall@5",
+        "hi/recall@5",
+        "hi/faithfulness",
+        "lo/faithfulness",
         "faithfulness_corrected_low",
         "faithfulness_corrected_high",
     }
@@ -196,11 +196,11 @@ def test_the_saved_view_puts_each_metrics_interval_beside_it_low_then_high():
         f"metrics.`{name}`"
         for name in (
             "recall_at_5",
-            "recall_at_5_ci_low",
-            "recall_at_5_ci_high",
+            "lo/recall_at_5",
+            "hi/recall_at_5",
             "faithfulness",
-            "faithfulness_ci_low",
-            "faithfulness_ci_high",
+            "lo/faithfulness",
+            "hi/faithfulness",
             "faithfulness_corrected",
             "faithfulness_corrected_low",
             "faithfulness_corrected_high",

@@ -429,7 +429,7 @@ def summarize_answer_batch(
 ) -> AnswerBatchSummary:
     """Intervals and paired differences of every answer metric, with the judged metrics'
     judge-corrected estimates beside them (each mean's 95% interval added to its configuration's
-    run metrics as METRIC_ci_low, _ci_high, and a corrected one as METRIC_corrected,
+    run metrics as lo/METRIC, hi/METRIC, and a corrected one as METRIC_corrected,
     _corrected_low, _corrected_high), warnings, and the bounds checked. With golden dialogues, each
     metric's mean over their first turns and over their follow-ups (run metrics `first_…`,
     `followup_…`), the gap between them, and the share of dialogues handled turn after turn

@@ -9,6 +9,7 @@ import urllib.parse
 from pathlib import Path
 
 from ragassay.environment import environment
+from ragassay.metrics.averaging import HIGH_BOUND, LOW_BOUND
 from ragassay.metrics.names import mlflow_key
 from ragassay.tracking.client import tracking_uri
 from ragassay.tracking.records import Batch
@@ -38,18 +39,14 @@ def run_url(home: Path, batch: Batch, run_id: str | None = None) -> str | None:
 VIEW_TAG_PREFIX = "mlflow.sharedViewState."
 
 
-# A metric's interval bounds as its run logs them (metrics/averaging.interval_metrics, and a
-# judge-corrected value's: judge_correction.corrected_metrics), in the order they follow it.
-INTERVAL_SUFFIXES = {"": ("_ci_low", "_ci_high"), "_corrected": ("_corrected_low", "_corrected_high")}
-
-
 def runs_view_columns(metrics: dict[str, dict[str, float]], logged: set[str] = frozenset()) -> list[str]:
     """The runs list's columns for a batch's headline metrics (configuration -> metric -> value):
     each metric once, in the order the stage gives them, each followed by its 95% interval's low
-    then high bound where a run logged them (`logged`: every metric key the batch's runs hold),
-    then its corrected value with its own bounds (MLflow's column key: metrics.`name`). Beside the
-    metric, because MLflow adds a column chosen by hand after Duration, and sorts a bound's `high`
-    before its `low`."""
+    then high bound where a run logged them (`logged`: every metric key the batch's runs hold;
+    averaging.interval_metrics' `lo/…`, `hi/…`), then its corrected value with its own bounds
+    (judge_correction.corrected_metrics' `…_corrected_low`, `_high`; MLflow's column key:
+    metrics.`name`). Beside the metric, because MLflow adds a column chosen by hand after
+    Duration."""
     names = [
         n for n in dict.fromkeys(n for values in metrics.values() for n in values) if not n.endswith(("_low", "_high"))
     ]
@@ -57,9 +54,10 @@ def runs_view_columns(metrics: dict[str, dict[str, float]], logged: set[str] = f
     names.sort(key=lambda n: (order.get(n.removesuffix("_corrected"), len(order)), n.endswith("_corrected")))
     columns = []
     for name in names:
-        base = name.removesuffix("_corrected")
-        low, high = INTERVAL_SUFFIXES[name[len(base) :]]
-        columns += [name, *(bound for bound in (base + low, base + high) if bound in logged)]
+        bounds = (
+            (f"{name}_low", f"{name}_high") if name.endswith("_corrected") else (LOW_BOUND + name, HIGH_BOUND + name)
+        )
+        columns += [name, *(bound for bound in bounds if bound in logged)]
     return [f"metrics.`{mlflow_key(name)}`" for name in columns]
 
 

@@ -119,11 +119,12 @@ def test_the_runs_view_opens_the_batch_with_its_headline_metrics_first(evaluated
     columns = [c.removeprefix("metrics.`").removesuffix("`") for c in view["selectedColumns"][1:]]
     assert columns[0] == "faithfulness" and view["columnOrder"] == view["selectedColumns"]
     # Each metric's interval beside it, low bound then high; its corrected value after, with its own.
-    assert columns[1:3] == ["faithfulness_ci_low", "faithfulness_ci_high"]
+    # Bound first, so MLflow's cut headers still tell them apart.
+    assert columns[1:3] == ["lo/faithfulness", "hi/faithfulness"]
     for position, column in enumerate(columns):
-        if column.endswith("_ci_low"):
-            assert columns[position - 1] == column.removesuffix("_ci_low")
-            assert columns[position + 1] == column.removesuffix("_low") + "_high"
+        if column.startswith("lo/"):
+            assert columns[position - 1] == column.removeprefix("lo/")
+            assert columns[position + 1] == "hi/" + column.removeprefix("lo/")
     if "faithfulness_corrected" in columns:
         assert columns[3] == "faithfulness_corrected"
     held = set().union(*(mlflow_client.get_run(run_id).data.metrics for run_id in report.run_ids.values()))
@@ -161,11 +162,12 @@ def test_the_judgments_preview_reads_question_statement_verdict_first(evaluated,
     answers, judgments = _child_tables(sample_home, run_id)
     saved = tracking.client(sample_home).download_artifacts(run_id, "judgments.json")
     preview = json.loads(Path(saved).read_text(encoding="utf-8"))
-    assert preview["columns"][:7] == [
+    assert preview["columns"][:8] == [
         "question",
         "statement",
         "verdict",
         "p_supported",
+        "judge_p_supported",  # what the verdict read: the judge model's own P
         "p_correct",
         "context",
         "metric",

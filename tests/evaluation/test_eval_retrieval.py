@@ -192,8 +192,8 @@ def test_a_failed_gate_exits_1_and_names_the_bound(sample_home, monkeypatch):
     assert rows == {"verdict": "failed", "assertions": expected}
     assert recall.data.tags[tracking.TAG_VERDICT] == "failed"
     # Every mean has its 95% interval beside it.
-    assert recall.data.metrics["recall_at_1_ci_low"] <= measured <= recall.data.metrics["recall_at_1_ci_high"]
-    assert {f"{m}_ci_low" for m in ("ndcg_at_10", "mrr", "hit_rate_at_5")} <= set(recall.data.metrics)
+    assert recall.data.metrics["lo/recall_at_1"] <= measured <= recall.data.metrics["hi/recall_at_1"]
+    assert {f"lo/{m}" for m in ("ndcg_at_10", "mrr", "hit_rate_at_5")} <= set(recall.data.metrics)
 
     state, tables = flow_run_outcome(parent.data.tags[tracking.TAG_PREFECT_FLOW_RUN])
     assert state.type.value == "FAILED"

@@ -396,7 +396,7 @@ def test_calibrate_on_the_collections_labels_and_the_next_evaluation_is_correcte
     child = tracking.client(home).get_run(second.run_ids["faithful"]).data
     assert child.metrics["faithfulness_corrected_low"] == faithful["faithfulness_corrected_low"]
     # The raw interval beside the corrected one, and the child run's own description saying both.
-    assert (child.metrics["faithfulness_ci_low"], child.metrics["faithfulness_ci_high"]) == (row.ci_low, row.ci_high)
+    assert (child.metrics["lo/faithfulness"], child.metrics["hi/faithfulness"]) == (row.ci_low, row.ci_high)
     description = child.tags[tracking.DESCRIPTION_TAG]
     assert description.startswith(f"**answers/faithful: configuration faithful of answer batch {second.batch_id}")
     assert (

@@ -49,9 +49,13 @@ def test_a_text_longer_than_the_model_reads_at_once_is_read_in_windows_every_tok
     vectors = encoder.vectors(long_text)
     assert vectors.shape == (pieces, 384)
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-4)
-    # The last sentence's words are found in the long text as well as in a short one.
+    # The last sentence, read in the last window (among other sentences, so its vectors are not
+    # those of the sentence alone), is found there as nearly as in itself, and far above a
+    # sentence the text never says.
     last = "Hive 79 was inspected on day 79 and its queen was seen."
-    assert token_matches(encoder, last, [long_text]).features()["align_precision_best"] > 0.97
+    found = token_matches(encoder, last, [long_text]).features()["align_precision_best"]
+    never = token_matches(encoder, "The beekeeper sold honey at the market.", [long_text]).features()
+    assert found > 0.85 and found - never["align_precision_best"] > 0.4
 
 
 def test_no_passage_or_no_tokens_reads_as_nothing_held(encoder):

@@ -177,12 +177,12 @@ def test_every_mean_has_its_interval_as_run_metrics_first_turns_and_follow_ups_t
     )
     # A subset's interval reads its own turns: two first turns scored 1, one follow-up scored 0. So
     # few give an exact (Clopper-Pearson) interval, never the point a bootstrap would print.
-    assert {key: value for key, value in bounds["a"].items() if key.startswith(("first", "followup"))} == {
-        "first_recall@5_ci_low": pytest.approx(bounded_mean_interval([1.0, 1.0])[0]),
-        "first_recall@5_ci_high": 1.0,
-        "followup_recall@5_ci_low": 0.0,
-        "followup_recall@5_ci_high": pytest.approx(bounded_mean_interval([0.0])[1]),
+    assert {key: value for key, value in bounds["a"].items() if "first" in key or "followup" in key} == {
+        "lo/first_recall@5": pytest.approx(bounded_mean_interval([1.0, 1.0])[0]),
+        "hi/first_recall@5": 1.0,
+        "lo/followup_recall@5": 0.0,
+        "hi/followup_recall@5": pytest.approx(bounded_mean_interval([0.0])[1]),
     }
-    assert 0.0 <= bounds["a"]["recall@5_ci_low"] <= 0.625 <= bounds["a"]["recall@5_ci_high"] <= 1.0
+    assert 0.0 <= bounds["a"]["lo/recall@5"] <= 0.625 <= bounds["a"]["hi/recall@5"] <= 1.0
     # Nothing scored, no dialogues: no interval to log (never a 0).
     assert "b" not in bounds
