@@ -277,7 +277,9 @@ def main() -> None:
         below = [
             t
             for t in traces
-            if any(
+            # A single question: a dialogue's turn sits folded inside its session's row.
+            if "mlflow.trace.session" not in (t.info.trace_metadata or {})
+            and any(
                 a.name == "mean_support" and a.value is not None and a.value < MEAN_SUPPORT_FAITHFUL_AT
                 for a in t.info.assessments
             )
