@@ -9,9 +9,10 @@ Calls are counted from the evaluation's shape, with the work each question cause
   unanswerable ones);
 - judging, per answerable question: a support verdict's calls per reference-answer sentence
   (context recall) and per statement of an answered question (faithfulness), and per citation (at
-  most one: citation precision), as judge.support_calls says for the judge (none for the default
-  judge, whose learned verdict reads no judge output unless --judge-odds asks for its P; else its
-  own rule's passages, ~1.4), one for the implied question (answer relevancy) and, when it has a
+  most one: citation precision), as judge.support_calls says for the judge (one for the default
+  judge, whose learned verdict reads its odds against the most similar passage; none for a
+  learned verdict that reads no judge output, unless --judge-odds asks for its P; for another
+  judge its own rule's passages, ~1.4), one for the implied question (answer relevancy) and, when it has a
   reference answer, one grading (answer correctness). Sources: the configuration's `k`; a system
   under test's TYPICAL_SOURCES;
 - pairwise: two gradings per answerable question and pair of configurations, none expected for a
@@ -240,14 +241,7 @@ def estimate_answer_eval(config: AnswerEvalConfig) -> AnswerEstimate:
     rows = []
     for configuration in config.configurations:
         sources = TYPICAL_SOURCES if configuration.system_under_test else configuration.k
-        judge_expected, judge_most = _judge_calls(
-            answerable,
-            reference_sentences,
-            with_reference,
-            sources,
-            config.metrics,
-            support_calls(model_id_of(config.judge), config.judge_odds),
-        )
+        judge_expected, judge_most = _judge_calls(answerable, reference_sentences, with_reference, sources, config)
         if configuration.system_under_test:
             # The system answers itself: one call per question, at its own measured latency.
             answer, basis = _system_cost(config, configuration, total)
@@ -294,24 +288,27 @@ def _judge_calls(
     reference_sentences: int,
     with_reference: int,
     sources: int,
-    metrics: tuple[str, ...] | None,
-    per_statement: tuple[float, int],
+    config: AnswerEvalConfig,
 ) -> tuple[int, int]:
     """Expected and largest number of judge calls for one configuration, of the metrics asked for
-    (None: all): each statement's support verdict over the passages (faithfulness; per_statement:
-    judge.support_calls, none for the default judge's learned verdict), each citation's (citation
+    (config.metrics; None: all): each statement's support verdict over the passages (faithfulness,
+    mean support; judge.support_calls: one for the default judge's learned verdict), each citation's (citation
     precision: one passage, so at most one call), each answer's implied question (answer
     relevancy), each reference sentence's verdict (context recall), each answer's grade (answer
     correctness), and for an added metric that asks the judge, one call an answer (at most one a
     statement); the largest with every call asked twice (a retry)."""
+    metrics = config.metrics
     asks = (lambda name: True) if metrics is None else metrics.__contains__
+    per_statement = support_calls(model_id_of(config.judge), config.judge_odds)
     asked, most_asked = min(per_statement[0], sources), min(per_statement[1], sources)
     cited = min(per_statement[0], 1.0)
+    # Mean support reads the verdicts faithfulness asks: asked for either, they cost the same.
+    statements = asks("faithfulness") or asks("mean_support")
     added = sum(1 for metric in ADDED_METRICS if metric.asks_judge and asks(metric.name))
     expected = (
         answerable
         * (
-            asks("faithfulness") * TYPICAL_STATEMENTS * asked
+            statements * TYPICAL_STATEMENTS * asked
             + asks("citation_precision") * TYPICAL_CITATIONS * cited
             + asks("answer_relevancy")
             + added
@@ -322,7 +319,7 @@ def _judge_calls(
     most = 2 * (
         answerable
         * (
-            asks("faithfulness") * MAX_STATEMENTS * most_asked
+            statements * MAX_STATEMENTS * most_asked
             + asks("citation_precision") * MAX_STATEMENTS * MAX_CITATIONS_PER_STATEMENT * min(per_statement[1], 1)
             + asks("answer_relevancy")
             + added * MAX_STATEMENTS

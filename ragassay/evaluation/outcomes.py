@@ -239,10 +239,8 @@ def retrieval_record(
     warnings and intervals, and two pictures."""
     headline = headline_retrieval_metrics(config.ks)
     names = [str(m) for m in config.metrics()]
-    subsets = subset_interval_table(per_question, names, config.seed)
-    bounds = interval_metrics(
-        pl.concat([summary.intervals.filter(~pl.col("metric").is_in(subsets["metric"])), subsets])
-    )
+    # summary.intervals holds the subsets an assertion bounds already: the same rows, the same keys.
+    bounds = interval_metrics(pl.concat([summary.intervals, subset_interval_table(per_question, names, config.seed)]))
     verdicts = configuration_verdicts(summary.assertions)
     configurations = [
         ConfigurationRecord(
