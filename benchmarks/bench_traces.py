@@ -24,14 +24,14 @@ from ragassay.evaluation.answer_summary import AnsweredQuestion
 from ragassay.evaluation.answer_traces import TraceSettings, answer_traces
 from ragassay.evaluation.questions import EvalQuestion
 from ragassay.llm.structured import Usage
-from ragassay.metrics.answers import (
-    AnswerJudgement,
-    answer_correctness,
-    answer_relevancy,
-    citation_precision,
-    context_recall,
-    faithfulness,
-)
+from ragassay.metrics.answer_metric import AnswerJudgement
+from ragassay.metrics.answer_metrics.answer_correctness import answer_correctness
+from ragassay.metrics.answer_metrics.answer_relevancy import answer_relevancy
+from ragassay.metrics.answer_metrics.citation_precision import citation_precision
+from ragassay.metrics.answer_metrics.context_recall import context_recall
+from ragassay.metrics.answer_metrics.faithfulness import faithfulness
+from ragassay.metrics.answer_metrics.mean_support import mean_support
+from ragassay.metrics.answers import Scored
 
 WORDS = [
     "hive",
@@ -83,13 +83,16 @@ def question(rng: random.Random, number: int) -> tuple[AnsweredQuestion, AnswerJ
                     "error": None,
                 }
             )
+    relevancy = answer_relevancy(0.8, False)
     judgement = AnswerJudgement(
-        faithfulness(flags[: len(statements)]),
-        context_recall([True, False]),
-        answer_relevancy(0.8, False),
-        citation_precision(flags[len(statements) :]),
-        answer_correctness(rng.random(), 0.5),
-        answer.question,
+        {
+            "faithfulness": faithfulness(flags[: len(statements)]),
+            "context_recall": context_recall([True, False]),
+            "citation_precision": citation_precision(flags[len(statements) :]),
+            "answer_relevancy": Scored(relevancy.value, None, 1, answer.question),
+            "mean_support": mean_support([0.9] * len(statements)),
+            "answer_correctness": answer_correctness(rng.random(), 0.5),
+        },
         verdicts,
     )
     usage = Usage(calls=1, prompt_tokens=1570, completion_tokens=90)

@@ -272,7 +272,7 @@ def main() -> None:
         # A question among the least faithful answers (what the report links to: mean support
         # below its bound, the answer-level score) with a statement judged unsupported (what a user
         # opens to find out why).
-        from ragassay.metrics.answers import MEAN_SUPPORT_FAITHFUL_AT
+        from ragassay.metrics.answer_metrics.mean_support import MEAN_SUPPORT_FAITHFUL_AT
 
         below = [
             t

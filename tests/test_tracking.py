@@ -71,7 +71,11 @@ def test_an_answered_question_is_a_trace_of_its_run_with_passages_verdicts_and_a
     from ragassay.evaluation.answer_traces import TraceSettings, answer_traces
     from ragassay.evaluation.questions import EvalQuestion
     from ragassay.llm.structured import Usage
-    from ragassay.metrics.answers import AnswerJudgement, Scored, answer_correctness, faithfulness, mean_support
+    from ragassay.metrics.answer_metric import AnswerJudgement
+    from ragassay.metrics.answer_metrics.answer_correctness import answer_correctness
+    from ragassay.metrics.answer_metrics.faithfulness import faithfulness
+    from ragassay.metrics.answer_metrics.mean_support import mean_support
+    from ragassay.metrics.answers import Scored
     from ragassay.metrics.names import ANSWER_METRICS
 
     home = tmp_path / "workspace"
@@ -93,10 +97,15 @@ def test_an_answered_question_is_a_trace_of_its_run_with_passages_verdicts_and_a
         {"metric": "answer_correctness", "statement_index": -1, "statement": statement.text, "source_number": None,
          "verdict": "correct", "p_supported": None, "p_correct": 0.9, "error": None, "seconds": 0.0},
     ]  # fmt: skip
-    judgement = AnswerJudgement(
-        faithfulness([False]), Scored(None, "no reference answer"), Scored(0.8, None, 1), Scored(1.0, None, 1),
-        answer_correctness(0.9, 0.5), mean_support([0.4]), verdicts=verdicts,
-    )  # fmt: skip
+    scores = {
+        "faithfulness": faithfulness([False]),
+        "context_recall": Scored(None, "no reference answer"),
+        "answer_relevancy": Scored(0.8, None, 1),
+        "citation_precision": Scored(1.0, None, 1),
+        "answer_correctness": answer_correctness(0.9, 0.5),
+        "mean_support": mean_support([0.4]),
+    }
+    judgement = AnswerJudgement({name: scores[name] for name in ANSWER_METRICS}, verdicts)
     settings = TraceSettings("hybrid", "b1", "smollm2:abc", "qwen2.5-1.5b:def", 0.85, "support-probability/3")
     traces = answer_traces([answered], {answered.key: judgement}, {answered.key: 2.5}, settings)
 

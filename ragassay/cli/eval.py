@@ -267,7 +267,9 @@ def _render_answers(report) -> None:
     render_judge_calibration(report.judge_calibration)
     render_answer_costs(report.metrics)
     render_comparisons(report.comparisons, REPORTED_ANSWER_METRICS)
-    render_followups(report.followup_gaps, ("faithfulness", "citation_precision", "false_refusal_rate"))
+    from ragassay.metrics.names import HEADLINE_ANSWER_METRICS
+
+    render_followups(report.followup_gaps, (*HEADLINE_ANSWER_METRICS, "false_refusal_rate"))
     render_pairwise(report.pairwise)
     render_warnings(report.warnings)
     render_assertions(report.assertions)

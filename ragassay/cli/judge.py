@@ -268,11 +268,14 @@ def _stored_budgets(
     """The label budget of each of the sample's collections, from the verdicts its labels hold
     (none without a target width)."""
     from ragassay.judge.label_budget import BudgetRequest, stored_verdict_budget
+    from ragassay.metrics.declared import LABEL_BUDGET_METRIC
 
     if target_width is None:
         return []
 
-    request = BudgetRequest(batch, {run.label: run.answers["faithfulness"].to_list() for run in runs}, target_width)
+    request = BudgetRequest(
+        batch, {run.label: run.answers[LABEL_BUDGET_METRIC].to_list() for run in runs}, target_width
+    )
     judge = runs[0]
     return [
         stored_verdict_budget(
@@ -446,10 +449,11 @@ def _budget_request(home: Path, collection: str, batch: str | None, target_width
     """The batch's per-question faithfulness of each configuration, read before the judge loads."""
     from ragassay.judge.label_budget import BudgetRequest, latest_labelled_batch
     from ragassay.judge.labelled_batches import judged_runs
+    from ragassay.metrics.declared import LABEL_BUDGET_METRIC
 
     batch = batch or latest_labelled_batch(home, collection)
-    faithfulness = {run.label: run.answers["faithfulness"].to_list() for run in judged_runs(home, batch)}
-    return BudgetRequest(batch, faithfulness, target_width)
+    values = {run.label: run.answers[LABEL_BUDGET_METRIC].to_list() for run in judged_runs(home, batch)}
+    return BudgetRequest(batch, values, target_width)
 
 
 def _render_budget(budget: LabelBudgetReport) -> None:

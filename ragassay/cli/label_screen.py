@@ -15,6 +15,9 @@ from __future__ import annotations
 import textwrap
 from dataclasses import dataclass
 
+from ragassay.metrics.answer_metric import LabelPrompt
+from ragassay.metrics.declared import BY_NAME
+
 # The fewest context lines a page shows, however small the terminal: below this a person sees too
 # little of a passage to judge it, so the header is cut instead.
 MIN_CONTEXT_LINES = 4
@@ -84,7 +87,7 @@ def context_lines(item, width: int) -> list[Line]:
     paragraph) a block of its own, a blank line between them, cited sources marked ▶."""
     from ragassay.judge.prompts import passages_of
 
-    if item.metric == "citation_precision":
+    if _prompt(item).one_cited_passage:
         return [Line(line, "yellow") for line in wrapped(item.context, width - 2, "  ")]
     cited = {f"[{number}]" for number in item.cited_sources}
     lines: list[Line] = []
@@ -98,12 +101,9 @@ def context_lines(item, width: int) -> list[Line]:
     return lines
 
 
-def _question_asked(item) -> str:
-    if item.metric == "context_recall":
-        return "Is the reference answer's statement supported by the context below?"
-    if item.metric == "citation_precision":
-        return "Is the cited statement supported by its cited source below?"
-    return "Is the answer's statement supported by the context below?"
+def _prompt(item) -> LabelPrompt:
+    """How the item's metric asks a person (its declaration's label prompt)."""
+    return BY_NAME[item.metric].label_prompt
 
 
 def item_screen(
@@ -125,9 +125,9 @@ def item_screen(
     source = f"{item.query_collection}/{item.query_id} · {item.configuration} · {item.metric.replace('_', ' ')}"
     header = [Line(f"── {number}/{total} · {source} "[:width], "dim")]
     header += _labelled("question", item.question, width, MAX_QUESTION_LINES)
-    if item.metric != "context_recall":
+    if _prompt(item).shows_answer:
         header += _labelled("answer  ", item.answer, width, MAX_ANSWER_LINES)
-    header.append(Line(_question_asked(item)[:width], "bold"))
+    header.append(Line(_prompt(item).question[:width], "bold"))
     header += [Line(f"  {line}", "reverse") for line in wrapped(item.statement, width - 2, "")]
     if current_label is not None:
         header.append(Line(f"your label: {current_label}", "bold cyan"))
@@ -143,7 +143,7 @@ def item_screen(
     pages = max(1, -(-len(context) // room))
     page = min(max(page, 0), pages - 1)
     shown = context[page * room : (page + 1) * room]
-    if item.metric == "citation_precision":
+    if _prompt(item).one_cited_passage:
         heading = f"the cited source [{', '.join(map(str, item.cited_sources))}]"
     else:
         cites = ", ".join(f"[{n}]" for n in sorted(item.cited_sources))

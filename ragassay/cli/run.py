@@ -157,7 +157,9 @@ def _render_answers(answers) -> None:
     render_judge_calibration(answers.judge_calibration)
     render_answer_costs(answers.metrics)
     render_comparisons(answers.comparisons, REPORTED_ANSWER_METRICS, "answers: ")
-    render_followups(answers.followup_gaps, ("faithfulness", "citation_precision", "false_refusal_rate"), "answers: ")
+    from ragassay.metrics.names import HEADLINE_ANSWER_METRICS
+
+    render_followups(answers.followup_gaps, (*HEADLINE_ANSWER_METRICS, "false_refusal_rate"), "answers: ")
     render_pairwise(answers.pairwise)
 
 

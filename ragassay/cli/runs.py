@@ -18,7 +18,13 @@ from ragassay.cli.render import (
 from ragassay.config import workspace_home
 from ragassay.errors import RagassayError
 from ragassay.metrics.corrected_rows import answer_comparison_rows
-from ragassay.metrics.names import QUESTIONS_SCORED, REPORTED_ANSWER_METRICS, display_name, parse_metric_or_none
+from ragassay.metrics.names import (
+    HEADLINE_ANSWER_METRICS,
+    QUESTIONS_SCORED,
+    REPORTED_ANSWER_METRICS,
+    display_name,
+    parse_metric_or_none,
+)
 from ragassay.metrics.significance import comparison_rows
 
 runs_app = typer.Typer(help="Find, show and compare evaluation runs stored in MLflow.", no_args_is_help=True)
@@ -277,8 +283,7 @@ HEADLINE_METRICS = (
     "recall@5",
     "ndcg@10",
     "mrr",
-    "faithfulness",
-    "context_recall",
+    *HEADLINE_ANSWER_METRICS,
     "refusal_recall",
     "false_refusal_rate",
     *COUNTS,

@@ -24,7 +24,8 @@ from ragassay.judge.judge import Judge, judging_cost
 from ragassay.llm.openai_server import ModelResponseTooLarge
 from ragassay.llm.structured import Usage
 from ragassay.llm.threads import in_order
-from ragassay.metrics.answers import AnswerJudgement, pair_outcome, tally_pairs
+from ragassay.metrics.answer_metric import AnswerJudgement
+from ragassay.metrics.answers import pair_outcome, tally_pairs
 from ragassay.progress import ProgressReporter
 from ragassay.resources import Resources
 from ragassay.run_warnings import RunWarning

@@ -16,16 +16,16 @@ from ragassay.answer.grounding import GroundedAnswer
 from ragassay.evaluation.questions import EvalQuestion
 from ragassay.judge.judge import TOO_LONG
 from ragassay.llm.structured import Usage
+from ragassay.metrics.answer_metric import AnswerJudgement
 from ragassay.metrics.answers import (
     NO_CONTEXTS,
     NOT_ASKED,
     UNREADABLE,
-    AnswerJudgement,
     false_refusal_rate,
     refusal_recall,
 )
 from ragassay.metrics.averaging import interval_table, mean_scored
-from ragassay.metrics.declared import NEEDING_CONTEXT, NEEDING_REFERENCE
+from ragassay.metrics.declared import DECLARED_METRICS, NEEDING_CONTEXT, NEEDING_REFERENCE
 from ragassay.metrics.names import ANSWER_METRICS, METRIC_TITLES, REPORTED_ANSWER_METRICS
 from ragassay.metrics.significance import compare_all_pairs
 from ragassay.run_warnings import RunWarning
@@ -171,8 +171,13 @@ def _answers_frame(
                 "answer_completion_tokens": a.usage.completion_tokens,
                 "answer_model_seconds": a.usage.seconds,
                 "answer_seconds": a.seconds,
-                "implied_question": judgement.implied_question if judgement else None,
                 **{name: scores[name].value if name in scores else None for name in ANSWER_METRICS},
+                # What a metric's judge read beside its value (the implied question).
+                **{
+                    metric.detail_column: scores[metric.name].detail if metric.name in scores else None
+                    for metric in DECLARED_METRICS
+                    if metric.detail_column
+                },
             }
         )
     return pl.DataFrame(rows, schema=answers_spec(ANSWER_METRICS).schema)

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ragassay.evaluation.answer_summary import AnsweredQuestion
-from ragassay.judge.answer_judgement import CORRECT_THRESHOLD
 from ragassay.judge.judge import context_text
-from ragassay.metrics.answers import NOT_ASKED, UNREADABLE, AnswerJudgement
-from ragassay.metrics.conversations import turn_handled
+from ragassay.metrics.answer_metric import AnswerJudgement
+from ragassay.metrics.answers import NOT_ASKED, UNREADABLE
+from ragassay.metrics.conversations import CITATIONS_METRIC, turn_handled
 from ragassay.metrics.declared import BY_NAME
 from ragassay.metrics.names import ANSWER_METRICS
 
@@ -261,10 +261,12 @@ def _outcome(item: AnsweredQuestion) -> str:
 def _verdict_span(
     verdict: dict, sources: dict, context: str, reference: str | None, settings: TraceSettings
 ) -> SpanRecord:
-    """One verdict beside the passage it was judged against: the cited source for citation
-    precision, the reference answer for answer correctness, else the whole numbered context."""
+    """One verdict beside the passage it was judged against: the cited source for a citation's, the
+    reference answer for a grade of the whole answer (a metric with a grade_threshold), else the
+    whole numbered context."""
     metric, number = verdict["metric"], verdict["source_number"]
-    correctness = metric == "answer_correctness"
+    grade_threshold = BY_NAME[metric].grade_threshold if metric in BY_NAME else None
+    correctness = grade_threshold is not None
     if correctness:
         passage = f"reference answer: {reference}"
     elif number is not None and number in sources:
@@ -272,7 +274,7 @@ def _verdict_span(
     else:
         passage = context
     index = verdict["statement_index"]
-    threshold = CORRECT_THRESHOLD if correctness else settings.support_threshold
+    threshold = grade_threshold if correctness else settings.support_threshold
     probability = verdict["p_correct"] if correctness else verdict["p_supported"]
     # Named by the statement itself (cut to a span list's width), its number first to keep two
     # equal statements apart; the threshold beside the verdict it decided.
@@ -328,7 +330,7 @@ def _dialogue_feedback(
             item.answerable,
             _outcome(item),
             sum(len(s.citations) for s in item.answer.statements) + len(item.answer.answer_citations),
-            judgements[item.key].citation_precision.value if item.key in judgements else None,
+            judgements[item.key].scores()[CITATIONS_METRIC].value if item.key in judgements else None,
         )
         for item in turns
     ]

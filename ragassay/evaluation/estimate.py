@@ -43,7 +43,7 @@ from ragassay.judge.judge import support_calls
 from ragassay.llm.settings import ChatModelConfig, model_id_of
 from ragassay.llm.threads import default_threads
 from ragassay.metrics.answers import split_statements
-from ragassay.metrics.declared import ADDED_METRICS
+from ragassay.metrics.declared import DECLARED_METRICS
 from ragassay.systems.settings import SystemConfiguration
 
 # Statements and citations of an answered question, measured on the sample corpus with SmolLM2
@@ -290,41 +290,41 @@ def _judge_calls(
     sources: int,
     config: AnswerEvalConfig,
 ) -> tuple[int, int]:
-    """Expected and largest number of judge calls for one configuration, of the metrics asked for
-    (config.metrics; None: all): each statement's support verdict over the passages (faithfulness,
-    mean support; judge.support_calls: one for the default judge's learned verdict), each citation's (citation
-    precision: one passage, so at most one call), each answer's implied question (answer
-    relevancy), each reference sentence's verdict (context recall), each answer's grade (answer
-    correctness), and for an added metric that asks the judge, one call an answer (at most one a
-    statement); the largest with every call asked twice (a retry)."""
-    metrics = config.metrics
-    asks = (lambda name: True) if metrics is None else metrics.__contains__
+    """Expected and largest number of judge calls for one configuration: for each metric asked
+    (config.metrics; None: all), the calls its declaration says an answer costs it
+    (AnswerMetric.calls: one call per unit), the same calls two metrics read counted once (a
+    statement's verdict over the passages is one verdict however many metrics read it). A support
+    verdict over the passages costs judge.support_calls (one for the default judge's learned
+    verdict), one against a single passage at most one; the largest with every call asked twice (a
+    retry)."""
+    asks = (lambda name: True) if config.metrics is None else config.metrics.__contains__
     per_statement = support_calls(model_id_of(config.judge), config.judge_odds)
-    asked, most_asked = min(per_statement[0], sources), min(per_statement[1], sources)
-    cited = min(per_statement[0], 1.0)
-    # Mean support reads the verdicts faithfulness asks: asked for either, they cost the same.
-    statements = asks("faithfulness") or asks("mean_support")
-    added = sum(1 for metric in ADDED_METRICS if metric.asks_judge and asks(metric.name))
-    expected = (
-        answerable
-        * (
-            statements * TYPICAL_STATEMENTS * asked
-            + asks("citation_precision") * TYPICAL_CITATIONS * cited
-            + asks("answer_relevancy")
-            + added
-        )
-        + asks("context_recall") * reference_sentences * asked
-        + asks("answer_correctness") * with_reference
-    )
-    most = 2 * (
-        answerable
-        * (
-            statements * MAX_STATEMENTS * most_asked
-            + asks("citation_precision") * MAX_STATEMENTS * MAX_CITATIONS_PER_STATEMENT * min(per_statement[1], 1)
-            + asks("answer_relevancy")
-            + added * MAX_STATEMENTS
-        )
-        + asks("context_recall") * reference_sentences * most_asked
-        + asks("answer_correctness") * with_reference
-    )
-    return expected, most
+    per_call = {
+        "support over passages": (min(per_statement[0], sources), min(per_statement[1], sources)),
+        "support against one passage": (min(per_statement[0], 1.0), min(per_statement[1], 1)),
+        "one": (1.0, 1),
+    }
+    # How many of each unit: expected, and at most (questions, answers' statements and citations
+    # at the answer schema's limits, reference sentences and reference answers as counted).
+    units = {
+        "answer": (answerable, answerable),
+        "statement": (answerable * TYPICAL_STATEMENTS, answerable * MAX_STATEMENTS),
+        "citation": (answerable * TYPICAL_CITATIONS, answerable * MAX_STATEMENTS * MAX_CITATIONS_PER_STATEMENT),
+        "reference statement": (reference_sentences, reference_sentences),
+        "reference answer": (with_reference, with_reference),
+    }
+    shared = {
+        metric.calls for metric in DECLARED_METRICS if metric.calls and asks(metric.name) and metric.passage_statements
+    }
+    own = [
+        metric.calls
+        for metric in DECLARED_METRICS
+        if metric.calls and asks(metric.name) and not metric.passage_statements
+    ]
+    expected = most = 0.0
+    for calls in [*shared, *own]:
+        each_expected, each_most = units[calls.each]
+        call_expected, call_most = per_call[calls.call]
+        expected += each_expected * call_expected
+        most += 2 * each_most * call_most * (MAX_STATEMENTS if calls.at_most_each == "one a statement" else 1)
+    return expected, round(most)

@@ -51,7 +51,6 @@ from ragassay.judge.learned_verdict import learned_verdict_label
 from ragassay.judge.prompts import PROMPT_VERSIONS
 from ragassay.llm.registry import model_verification
 from ragassay.llm.settings import model_id_of
-from ragassay.metrics.answers import MEAN_SUPPORT_FAITHFUL_AT
 from ragassay.metrics.averaging import (
     IntervalRow,
     answer_scores,
@@ -76,6 +75,7 @@ from ragassay.metrics.corrected_rows import (
     answer_comparison_rows,
     answer_interval_rows,
 )
+from ragassay.metrics.declared import LEAST_FAITHFUL
 from ragassay.metrics.judge_error import JudgeCalibration
 from ragassay.metrics.names import (
     CORRECTED_METRICS,
@@ -660,10 +660,11 @@ def answer_report(
 
 
 def least_faithful_below(answers: pl.DataFrame) -> tuple[str, float] | None:
-    """The answer-level score and bound the "least faithful answers" list filters on: answer
-    support below MEAN_SUPPORT_FAITHFUL_AT where it was scored (the answer-level number that
-    ranks answers as people do), else faithfulness below 1; None when no answer falls below."""
-    for metric, below in (("mean_support", MEAN_SUPPORT_FAITHFUL_AT), ("faithfulness", 1.0)):
-        if metric in answers.columns and answers[metric].drop_nulls().len():
-            return (metric, below) if (answers[metric] < below).any() else None
+    """The answer-level score and bound the "least faithful answers" list filters on: the first
+    metric of declared.LEAST_FAITHFUL that was scored, below its bound; None when no answer falls
+    below."""
+    for metric in LEAST_FAITHFUL:
+        name, below = metric.name, metric.least_faithful.below
+        if name in answers.columns and answers[name].drop_nulls().len():
+            return (name, below) if (answers[name] < below).any() else None
     return None

@@ -19,10 +19,10 @@ from ragassay.evaluation.interval_text import (
     signed_interval,
 )
 from ragassay.gates.assertions import AssertionResult, measured
-from ragassay.metrics.answers import MEAN_SUPPORT_FAITHFUL_AT
 from ragassay.metrics.averaging import IntervalRow
 from ragassay.metrics.conversations import CONVERSATION_SUCCESS, FollowupGapRow
 from ragassay.metrics.corrected_rows import has_correction
+from ragassay.metrics.declared import LEAST_FAITHFUL
 from ragassay.metrics.names import LOWER_IS_BETTER, QUESTIONS_SCORED, REPORTED_ANSWER_METRICS
 from ragassay.metrics.significance import (
     ALPHA,
@@ -366,17 +366,15 @@ def conversation_lines(metrics: dict[str, dict[str, float]]) -> list[str]:
 
 def unfaithful_lines(urls: dict[str, str]) -> list[str]:
     """One link per configuration to its least faithful answers (MLflow's Traces tab, filtered on
-    mean support, or faithfulness where mean support was not scored: outcomes.least_faithful_below):
+    the first metric of declared.LEAST_FAITHFUL that was scored: outcomes.least_faithful_below):
     open one, and each statement judged unsupported sits beside its passage. Near a report's top,
     so the first screen of MLflow's description shows it."""
     if not urls:
         return []
     links = ", ".join(f"[{label}]({url})" for label, url in urls.items())
-    return [
-        "",
-        f"Least faithful answers (mean support below {MEAN_SUPPORT_FAITHFUL_AT:g}, or faithfulness below 1 "
-        f"where mean support was not scored), by configuration: {links}.",
-    ]
+    bounds = [f"{metric.title} below {metric.least_faithful.below:g}" for metric in LEAST_FAITHFUL]
+    where = f", or {bounds[1]} where {LEAST_FAITHFUL[0].title} was not scored" if len(bounds) > 1 else ""
+    return ["", f"Least faithful answers ({bounds[0]}{where}), by configuration: {links}."]
 
 
 def subsections(lines: list[str]) -> list[str]:

@@ -4,8 +4,9 @@
 - judge: the Judge: each judgement asked of the judge model (support, correctness, the implied
   question, preferences, criteria) with its cost.
 - memory: the judge's memory of one evaluation (an identical judgement asked once, threads too).
-- answer_judgement: judging one answer for every answer metric asked, with its verdicts' rows.
-- metric_input: what an added answer metric is given to score one answer (metrics/declared.py).
+- answer_judgement: judging one answer: each asked metric's score in the declared order, with
+  its verdicts' rows and cost.
+- metric_input: MetricInput where plugins import it from (declared in metrics/answer_metric.py).
 - passage_choice: which passages a statement is judged against, most similar first (pure).
 - evaluation_judges: a process's judge per model and workspace for the evaluation running now.
 - calibration: the judge's support verdicts against human labels (accuracy, Cohen's kappa), and

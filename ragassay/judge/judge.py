@@ -16,18 +16,15 @@ from ragassay.judge.prompts import (
     CORRECTNESS_MAX_TOKENS,
     CORRECTNESS_OPTIONS,
     CRITERIA_MAX_TOKENS,
-    IMPLIED_QUESTION_MAX_TOKENS,
     SUPPORT_MAX_TOKENS,
     SUPPORT_OPTIONS,
     CorrectnessGrade,
     CriteriaScore,
-    ImpliedQuestion,
     Preference,
     SupportVerdict,
     correctness_messages,
     criteria_messages,
     criteria_schema,
-    implied_question_messages,
     support_messages,
 )
 from ragassay.llm.completion import ChatModel, spelled_options
@@ -35,9 +32,7 @@ from ragassay.llm.messages import one_line
 from ragassay.llm.openai_server import ModelResponseTooLarge
 from ragassay.llm.structured import Structured, Usage, generate_structured, unreadable
 from ragassay.llm.threads import in_order
-from ragassay.metrics.answers import (
-    Verdict,
-)
+from ragassay.metrics.answers import Verdict
 
 # Tokens the chat template adds around each message (role markers); used to check a prompt fits.
 TEMPLATE_TOKENS_PER_MESSAGE = 8
@@ -270,8 +265,11 @@ class Judge:
         (consecutive prompts share their prefix), `concurrency` at a time for a served one."""
         return in_order(judge, items, self.concurrency, on_progress)
 
-    def implied_question(self, answer: str) -> Structured[ImpliedQuestion]:
-        return self._ask(implied_question_messages(answer), ImpliedQuestion, IMPLIED_QUESTION_MAX_TOKENS)
+    def ask(self, messages: list[dict], output: type[BaseModel], max_tokens: int) -> Structured:
+        """A judgement answered under `output`'s JSON schema (a metric's own prompt, such as the
+        implied question of metrics/answer_metrics/answer_relevancy.py), remembered as every
+        judgement is."""
+        return self._ask(messages, output, max_tokens)
 
     def correctness(self, question: str, reference: str | None, answer: str) -> Structured[CorrectnessGrade]:
         """P(correct) of one answer to a question; unreadable as for support."""

@@ -18,6 +18,7 @@ from ragassay.judge.labels import (
     current_probabilities,
     label_strata,
 )
+from ragassay.metrics.declared import LABEL_BUDGET_METRIC
 from ragassay.metrics.judge_error import (
     LabelStratum,
     labels_for_width,
@@ -30,7 +31,7 @@ class BudgetRequest:
     each configuration, and the width its corrected interval should narrow to."""
 
     batch_id: str
-    faithfulness: dict[str, list[float | None]]
+    values: dict[str, list[float | None]]  # per configuration, the per-question values of LABEL_BUDGET_METRIC
     target_width: float
 
 
@@ -50,7 +51,7 @@ def label_budget(strata: list[LabelStratum], request: BudgetRequest, seed: int =
     its corrected faithfulness interval to the target width (metrics/judge_error.labels_for_width);
     `more_labels` is the most any configuration needs."""
     rows = []
-    for label, values in request.faithfulness.items():
+    for label, values in request.values.items():
         budget = labels_for_width(values, strata, request.target_width, seed)
         rows.append(
             ConfigurationBudget(configuration=label, **budget.model_dump())
@@ -61,7 +62,7 @@ def label_budget(strata: list[LabelStratum], request: BudgetRequest, seed: int =
     return LabelBudgetReport(
         batch_id=request.batch_id,
         target_width=request.target_width,
-        metric="faithfulness",
+        metric=LABEL_BUDGET_METRIC,
         configurations=rows,
         more_labels=max(reachable) if reachable and len(reachable) == len(rows) else None,
     )

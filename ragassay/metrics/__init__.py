@@ -1,11 +1,14 @@
 """Metrics: small pure functions with their formula in the docstring, per-question values out.
 
 - retrieval: recall@k, precision@k, hit rate@k, nDCG@k, reciprocal rank (pytrec_eval parity).
-- answers: faithfulness, context recall, answer relevancy, citation precision, refusal both ways,
-  pairwise outcomes.
+- answers: what every answer metric shares (Scored, the supported fraction, statements), refusal
+  both ways, pairwise outcomes.
+- answer_metric: what an answer metric's module declares (AnswerMetric, MetricInput, JudgeCalls,
+  LabelPrompt) and what judging one answer records (VerdictRow, AnswerJudgement).
+- answer_metrics: the built-in answer metrics, a module each with its formula and score.
 - agreement: a judge against human labels: accuracy, balanced accuracy, Cohen's kappa with a
   bootstrap interval, per-class precision and recall.
-- declared: every answer metric declared once (name, meaning, direction, what scores it).
+- declared: every answer metric, built in or added by a plugin, and the lists derived from them.
 - names: metric names parsed in one place, their MLflow-safe form, and the lists derived from
   the declarations.
 - averaging: per-question values into run values, one rule for every metric.

@@ -1,4 +1,7 @@
-"""Answer metrics from judge verdicts: one small pure function per metric, per-question values out.
+"""What every answer metric shares: a question's score (`Scored`, a value or why it has none),
+the fraction of supported verdicts most of them are, the statements an answer or a reference is
+cut into, the refusal metrics (counted from outcomes, no judge) and pairwise outcomes. Each
+answer metric's own formula is in its module (metrics/answer_metrics/<name>.py).
 
 A verdict is True (supported), False (unsupported) or None (the judge's output could not be read).
 Conventions, in writing:
@@ -7,16 +10,15 @@ Conventions, in writing:
   scored 0, never NaN); a question with nothing to judge (no statements, no citations, no
   reference answer) is left out too. Means are over the questions a metric scored, and every mean
   is reported with that count (`mean_scored`).
-- refused answers are not scored for faithfulness, answer relevancy, citation precision or answer
-  correctness; they count in the refusal metrics. Context recall is a property of retrieval and is scored whatever
-  the answer was.
+- a refused answer is scored only by the metrics declared `scored_when_refused` (a property of
+  retrieval, such as context recall); it counts in the refusal metrics.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass
 from typing import Literal
 
 from ragassay.llm.messages import one_line
@@ -37,6 +39,9 @@ class Scored:
     value: float | None
     excluded: str | None = None
     judged: int = 0
+    # What the judge read to give the value, shown beside it where the metric declares a
+    # detail_column (answer relevancy: the question the answer responds to).
+    detail: str | None = None
 
     @property
     def counted(self) -> bool:
@@ -56,76 +61,6 @@ def supported_fraction(verdicts: Sequence[Verdict], nothing_reason: str = NOTHIN
     return Scored(sum(1 for v in verdicts if v) / len(verdicts), None, len(verdicts))
 
 
-def faithfulness(statement_verdicts: Sequence[Verdict]) -> Scored:
-    """faithfulness = answer statements supported by the retrieved context / answer statements.
-
-    The hallucination measure: 1 - faithfulness is the share of claims the sources do not back.
-    """
-    return supported_fraction(statement_verdicts, "the answer has no statements")
-
-
-def context_recall(reference_verdicts: Sequence[Verdict]) -> Scored:
-    """context recall = reference-answer statements found in the retrieved context / reference statements.
-
-    Low context recall with high faithfulness means retrieval, not generation, is the bottleneck.
-    """
-    return supported_fraction(reference_verdicts, "no reference answer")
-
-
-def citation_precision(citation_verdicts: Sequence[Verdict]) -> Scored:
-    """citation precision = citations whose cited span supports their statement / citations made."""
-    return supported_fraction(citation_verdicts, "the answer makes no citations")
-
-
-def answer_relevancy(similarity: float | None, noncommittal: bool | None) -> Scored:
-    """answer relevancy = max(0, cos(e(question), e(q'))), and 0 when the answer is noncommittal.
-
-    q' is the question the judge says the answer responds to; e is the collection's embedding
-    model (normalized vectors). This is ragas' method with one implied question instead of three:
-    at temperature 0 the judge writes the same question each time.
-    """
-    if similarity is None or noncommittal is None:
-        return Scored(None, UNREADABLE, 1)
-    return Scored(0.0 if noncommittal else max(0.0, min(1.0, similarity)), None, 1)
-
-
-# Mean support below which an answer is listed among the least faithful: the bound of the best
-# balanced accuracy over MEMERAG's answers and WiCE's claims as one-sentence answers, each
-# collection and class weighed the same (benchmarks/fit_learned_verdict.py, `answer_level`; the
-# shipped learned_verdict.json names it as answer_level.threshold).
-MEAN_SUPPORT_FAITHFUL_AT = 0.424
-
-
-def mean_support(statement_ps: Sequence[float | None]) -> Scored:
-    """mean support = (1/n) Σ_i P_i: the mean of the answer's n statements' P(supported) over
-    the retrieved passages (the verdicts faithfulness counts, read as probabilities).
-
-    The answer-level number: where people rate whole answers faithful or not (MEMERAG's answers,
-    WiCE's claims as one-sentence answers), it ranks them as people do better than the share of
-    supported statements, and its worst collection better than the answer's MiniLM K-precision
-    or its lowest P (benchmarks/fit_learned_verdict.py, `answer_level`; BENCHMARKS.md). Left out
-    when any statement's verdict is unreadable, as faithfulness is.
-    """
-    if not statement_ps:
-        return Scored(None, "the answer has no statements")
-    unreadable = sum(1 for p in statement_ps if p is None)
-    if unreadable:
-        return Scored(None, f"{UNREADABLE} ({unreadable} of {len(statement_ps)} verdicts)", len(statement_ps))
-    return Scored(sum(statement_ps) / len(statement_ps), None, len(statement_ps))
-
-
-def answer_correctness(p_correct: float | None, threshold: float) -> Scored:
-    """answer correctness = 1 when the judge's P(correct | question, reference answer, answer) >=
-    threshold, else 0; its mean is the share of answers the judge grades correct.
-
-    The one answer metric that needs no retrieved context, so a system under test that returns
-    none still has it. p_correct None: the grade was unreadable, and the question is left out.
-    """
-    if p_correct is None:
-        return Scored(None, UNREADABLE, 1)
-    return Scored(1.0 if p_correct >= threshold else 0.0, None, 1)
-
-
 def refusal_recall(declined_unanswerable: Sequence[bool]) -> float | None:
     """refusal recall = unanswerable questions declined / unanswerable questions (None without any)."""
     return sum(declined_unanswerable) / len(declined_unanswerable) if declined_unanswerable else None
@@ -138,28 +73,6 @@ def false_refusal_rate(declined_answerable: Sequence[bool]) -> float | None:
     a false-refusal rate of 1.
     """
     return sum(declined_answerable) / len(declined_answerable) if declined_answerable else None
-
-
-@dataclass
-class AnswerJudgement:
-    """Every answer metric of one question, and the verdicts behind them (rows of judgments.parquet)."""
-
-    faithfulness: Scored
-    context_recall: Scored
-    answer_relevancy: Scored
-    citation_precision: Scored
-    answer_correctness: Scored = Scored(None, NOTHING_TO_JUDGE)
-    mean_support: Scored = Scored(None, NOTHING_TO_JUDGE)
-    implied_question: str | None = None
-    verdicts: list[dict] = field(default_factory=list)
-    # The metrics added by declaration (metrics/declared.ADDED_METRICS), by name.
-    added: dict[str, Scored] = field(default_factory=dict)
-
-    def scores(self) -> dict[str, Scored]:
-        """Every metric's score by name: the built-in ones (this class's Scored fields), then the
-        added ones."""
-        built_in = {f.name: getattr(self, f.name) for f in fields(self) if isinstance(getattr(self, f.name), Scored)}
-        return built_in | self.added
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")

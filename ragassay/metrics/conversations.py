@@ -23,6 +23,7 @@ import numpy as np
 import polars as pl
 from pydantic import BaseModel, ConfigDict
 
+from ragassay.metrics.declared import TURN_METRIC
 from ragassay.metrics.names import metric_key
 
 INTERVAL_RESAMPLES = 2_000
@@ -159,9 +160,13 @@ def subset_means(table: pl.DataFrame, metrics: Sequence[str]) -> dict[str, float
     return means
 
 
-def turn_handled(answerable: bool, outcome: str, citations: int, citation_precision: float | None) -> bool | None:
+# The metric a turn's citations are judged by (turn_handled): every citation supported.
+CITATIONS_METRIC = TURN_METRIC
+
+
+def turn_handled(answerable: bool, outcome: str, citations: int, cited_supported: float | None) -> bool | None:
     """One turn cited or declined as it should be: an unanswerable turn declined; an answerable one
-    answered with citations, every one supported by its source (citation precision 1). None when
+    answered with citations, every one supported by its source (TURN_METRIC, citation precision, is 1). None when
     it cannot be told: a system's call failed (outcome `error`), or the judge could not read a
     citation's verdict."""
     if outcome == "error":
@@ -171,7 +176,7 @@ def turn_handled(answerable: bool, outcome: str, citations: int, citation_precis
         return refused
     if refused or citations == 0:
         return False
-    return None if citation_precision is None else citation_precision == 1.0
+    return None if cited_supported is None else cited_supported == 1.0
 
 
 def conversation_success(answers: pl.DataFrame) -> tuple[float | None, int]:
@@ -179,7 +184,7 @@ def conversation_success(answers: pl.DataFrame) -> tuple[float | None, int]:
     dialogues whose every turn can be told, from a configuration's answers table; and how many
     those are. (None, 0) without any."""
     turns: dict[tuple, list[bool | None]] = {}
-    columns = ("query_collection", "dialogue_id", "answerable", "outcome", "citations", "citation_precision")
+    columns = ("query_collection", "dialogue_id", "answerable", "outcome", "citations", CITATIONS_METRIC)
     if "dialogue_id" not in answers.columns:
         return None, 0
     for collection, dialogue, answerable, outcome, citations, precision in answers.select(*columns).iter_rows():

@@ -24,6 +24,8 @@ from ragassay.metrics.retrieval import (
 # The answer metrics scored per question, in the order tables show them, as declared
 # (metrics/declared.py: the built-in ones, then any a plugin adds).
 ANSWER_METRICS = tuple(metric.name for metric in DECLARED_METRICS)
+# The few answer metrics `runs list` and the follow-up tables show.
+HEADLINE_ANSWER_METRICS = tuple(metric.name for metric in DECLARED_METRICS if metric.headline)
 # The refusal metrics, counted from outcomes (no judge), in both directions.
 REFUSAL_METRICS = ("refusal_recall", "false_refusal_rate")
 # Every answer metric a report shows, bounds and compares: the judged ones, then refusal.

@@ -25,7 +25,7 @@ from ragassay.judge.learned_verdict import (
 )
 from ragassay.judge.prompts import SUPPORT_PROMPT_VERSION
 from ragassay.judge.verdict_features import FEATURE_NAMES, verdict_features
-from ragassay.metrics.answers import MEAN_SUPPORT_FAITHFUL_AT
+from ragassay.metrics.answer_metrics.mean_support import MEAN_SUPPORT_FAITHFUL_AT
 
 PASSAGE = "Ellicott City Station, opened in 1830 between Ellicott City and Baltimore, is the oldest surviving station in the USA."
 # Statements written here (from no dataset) against two passages of their own: as written, then

@@ -8,8 +8,9 @@ import pytest
 
 from ragassay.answer.grounding import Source, answer_messages
 from ragassay.golden.generation import generation_messages
-from ragassay.judge.prompts import correctness_messages, criteria_messages, implied_question_messages, support_messages
+from ragassay.judge.prompts import correctness_messages, criteria_messages, support_messages
 from ragassay.llm.messages import QUOTING_TAGS, defuse, quoted
+from ragassay.metrics.answer_metrics.answer_relevancy import implied_question_messages
 from ragassay.search.rerank import rerank_messages
 
 # A document trying every way out of its quotation, then giving orders.

@@ -20,15 +20,16 @@ from ragassay.gates.cases import (
 from ragassay.judge.prompts import CriteriaScore, criteria_schema
 from ragassay.llm.structured import Usage
 from ragassay.metrics.agreement import agreement
+from ragassay.metrics.answer_metric import AnswerJudgement
+from ragassay.metrics.answer_metrics.answer_correctness import answer_correctness
+from ragassay.metrics.answer_metrics.answer_relevancy import answer_relevancy
+from ragassay.metrics.answer_metrics.citation_precision import citation_precision
+from ragassay.metrics.answer_metrics.context_recall import context_recall
+from ragassay.metrics.answer_metrics.faithfulness import faithfulness
 from ragassay.metrics.answers import (
+    NOTHING_TO_JUDGE,
     UNREADABLE,
-    AnswerJudgement,
     Scored,
-    answer_correctness,
-    answer_relevancy,
-    citation_precision,
-    context_recall,
-    faithfulness,
     false_refusal_rate,
     pair_outcome,
     refusal_recall,
@@ -36,6 +37,7 @@ from ragassay.metrics.answers import (
     tally_pairs,
 )
 from ragassay.metrics.averaging import mean_scored
+from ragassay.metrics.names import ANSWER_METRICS
 
 
 @pytest.mark.parametrize(
@@ -45,6 +47,12 @@ from ragassay.metrics.averaging import mean_scored
 def test_faithfulness_is_supported_statements_over_statements(verdicts, value):
     scored = faithfulness(verdicts)
     assert scored.value == pytest.approx(value) and scored.excluded is None and scored.judged == len(verdicts)
+
+
+def judgement(**scores: Scored) -> AnswerJudgement:
+    """One question's judgement with the scores given, every other declared metric left out as
+    having nothing to judge."""
+    return AnswerJudgement({name: scores.get(name, Scored(None, NOTHING_TO_JUDGE)) for name in ANSWER_METRICS})
 
 
 def test_an_unreadable_verdict_excludes_the_question_instead_of_scoring_it():
@@ -208,23 +216,31 @@ def test_configuration_summary_counts_exclusions_refusals_and_warnings():
     ]
     refused = Scored(None, "refused")
     judgements = {
-        "sample/g1": AnswerJudgement(
-            faithfulness([True, False]),
-            context_recall([True, True]),
-            answer_relevancy(0.8, False),
-            citation_precision([True, False]),
-            answer_correctness(0.9, 0.5),
+        "sample/g1": judgement(
+            faithfulness=faithfulness([True, False]),
+            context_recall=context_recall([True, True]),
+            answer_relevancy=answer_relevancy(0.8, False),
+            citation_precision=citation_precision([True, False]),
+            answer_correctness=answer_correctness(0.9, 0.5),
         ),
-        "sample/g2": AnswerJudgement(
-            faithfulness([None]),
-            context_recall([False]),
-            answer_relevancy(0.6, False),
-            citation_precision([True]),
-            answer_correctness(0.2, 0.5),
+        "sample/g2": judgement(
+            faithfulness=faithfulness([None]),
+            context_recall=context_recall([False]),
+            answer_relevancy=answer_relevancy(0.6, False),
+            citation_precision=citation_precision([True]),
+            answer_correctness=answer_correctness(0.2, 0.5),
         ),
-        "sample/g3": AnswerJudgement(refused, context_recall([True]), refused, refused),
-        "sample/g4": AnswerJudgement(
-            faithfulness([True]), context_recall([]), answer_relevancy(None, None), citation_precision([True])
+        "sample/g3": judgement(
+            faithfulness=refused,
+            context_recall=context_recall([True]),
+            answer_relevancy=refused,
+            citation_precision=refused,
+        ),
+        "sample/g4": judgement(
+            faithfulness=faithfulness([True]),
+            context_recall=context_recall([]),
+            answer_relevancy=answer_relevancy(None, None),
+            citation_precision=citation_precision([True]),
         ),
     }
     summary = summarize_configuration("hybrid", answered, judgements, Usage(calls=9), judge_reused=2)

@@ -61,14 +61,14 @@ def test_resampling_groups_of_one_is_the_plain_bootstrap_and_groups_widen_the_in
 
 
 def test_a_dialogue_is_handled_when_every_turn_is_cited_correctly_or_declined():
-    assert turn_handled(answerable=False, outcome="refused", citations=0, citation_precision=None) is True
-    assert turn_handled(answerable=False, outcome="answered", citations=1, citation_precision=1.0) is False
-    assert turn_handled(answerable=True, outcome="answered", citations=2, citation_precision=1.0) is True
-    assert turn_handled(answerable=True, outcome="answered", citations=2, citation_precision=0.5) is False
-    assert turn_handled(answerable=True, outcome="answered", citations=0, citation_precision=None) is False
-    assert turn_handled(answerable=True, outcome="refused", citations=0, citation_precision=None) is False
-    assert turn_handled(answerable=True, outcome="error", citations=0, citation_precision=None) is None
-    assert turn_handled(answerable=True, outcome="answered", citations=1, citation_precision=None) is None
+    assert turn_handled(answerable=False, outcome="refused", citations=0, cited_supported=None) is True
+    assert turn_handled(answerable=False, outcome="answered", citations=1, cited_supported=1.0) is False
+    assert turn_handled(answerable=True, outcome="answered", citations=2, cited_supported=1.0) is True
+    assert turn_handled(answerable=True, outcome="answered", citations=2, cited_supported=0.5) is False
+    assert turn_handled(answerable=True, outcome="answered", citations=0, cited_supported=None) is False
+    assert turn_handled(answerable=True, outcome="refused", citations=0, cited_supported=None) is False
+    assert turn_handled(answerable=True, outcome="error", citations=0, cited_supported=None) is None
+    assert turn_handled(answerable=True, outcome="answered", citations=1, cited_supported=None) is None
     answers = pl.DataFrame(
         {
             "query_collection": ["c"] * 7,

@@ -15,8 +15,8 @@ def test_every_list_of_answer_metrics_comes_from_the_declarations():
     assert ANSWER_METRICS == (
         "faithfulness",
         "context_recall",
-        "answer_relevancy",
         "citation_precision",
+        "answer_relevancy",
         "mean_support",
         "answer_correctness",
     )

@@ -14,9 +14,11 @@ import polars as pl
 
 from ragassay.errors import ConfigError
 from ragassay.judge.prompts import passages_of
+from ragassay.metrics.declared import BY_NAME, LABELLED_METRICS
 
-# The metrics whose verdicts are support verdicts (one prompt), the ones a label can check.
-SUPPORT_METRICS = ("faithfulness", "context_recall", "citation_precision")
+# The metrics whose verdicts are support verdicts (one prompt), the ones a label can check: those
+# declared with a label prompt.
+SUPPORT_METRICS = LABELLED_METRICS
 
 LABELS = ("supported", "unsupported", "skipped")
 
@@ -83,9 +85,10 @@ def parse_sample_id(sample_id: str) -> tuple[str, int, int]:
 
 def judgement_of(statement: str, context: str, metric: str) -> tuple[str, tuple[str, ...]]:
     """What a person is asked to judge: the statement and the passages' texts, spacing and source
-    numbers aside. A statement citing the one passage of its answer is the same judgement for
-    faithfulness (context `[1] text`) and citation precision (context `text`)."""
-    if metric == "citation_precision":
+    numbers aside. A statement citing the one passage of its answer is the same judgement over
+    the numbered passages (context `[1] text`) and against the one passage it cites (context
+    `text`: a metric whose label prompt shows one cited passage)."""
+    if BY_NAME[metric].label_prompt.one_cited_passage:
         passages = [context]
     else:
         passages = [_SOURCE_NUMBER.sub("", passage, count=1) for passage in passages_of(context)]
