@@ -64,7 +64,7 @@ def main() -> None:
     if (arguments.sweep or arguments.strategy) and arguments.half != "dev":
         parser.error("--sweep and --strategy choose how to judge: only on the development half")
 
-    from ragassay.judge.calibration import calibrate_judge
+    from ragassay.judge.calibration.calibrate import calibrate_judge
     from ragassay.llm.registry import ChatModels
     from ragassay.metrics.agreement import agreement
 

@@ -10,7 +10,7 @@ each passage alone, question shown) and replays support-probability/5 on them (t
 judge/passage_choice.passages_to_ask picks, stopping at the first that supports the statement, the
 highest P), so each sentence gets the P(supported) an answer evaluation's verdict has. Then:
 
-1. **Candidates**, each cross-fitted exactly as judge/alignment.py does (StratifiedGroupKFold by
+1. **Candidates**, each cross-fitted exactly as judge/calibration/alignment.py does (StratifiedGroupKFold by
    question, the same folds for all): the plain threshold; isotonic calibration of P (balanced
    weights); a logistic regression on the judge's log-odds alone; the shipped one on all
    FEATURES. Balanced accuracy and AUC with question-level bootstrap intervals (alignment.compare).
@@ -37,7 +37,7 @@ SAMPLES = 20
 
 def replayed(path: Path) -> list:
     """Each development sentence as a LabelledJudgement with support-probability/5's P."""
-    from ragassay.judge.alignment import LabelledJudgement
+    from ragassay.judge.calibration.alignment import LabelledJudgement
     from ragassay.judge.judge import support_threshold_for
     from ragassay.judge.passage_choice import passages_to_ask
     from ragassay.llm.messages import one_line
@@ -78,7 +78,7 @@ def candidates(items: list, threshold: float) -> None:
     from sklearn.model_selection import StratifiedGroupKFold
     from sklearn.utils.class_weight import compute_sample_weight
 
-    from ragassay.judge import alignment
+    from ragassay.judge.calibration import alignment
 
     features = np.array([alignment.statement_features(i.statement, i.context, i.p_supported) for i in items])
     labels = np.array([item.supported for item in items])
@@ -128,7 +128,7 @@ def candidates(items: list, threshold: float) -> None:
 
 
 def label_counts(items: list, model: str, threshold: float) -> None:
-    from ragassay.judge.alignment import align_judge
+    from ragassay.judge.calibration.alignment import align_judge
     from ragassay.judge.prompts import SUPPORT_PROMPT_VERSION
 
     print(f"\nalign_judge on seeded samples ({SAMPLES} each; all labels once)")

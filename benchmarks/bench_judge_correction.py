@@ -11,7 +11,7 @@ For each half, each labelled sentence is judged exactly as answer evaluation jud
 judge's calls are remembered in a completion cache under --work, so a second run reads them back
 instead of asking again. Printed:
 - the development half's agreement and its (label, verdict) counts: the prior's
-  (ragassay/judge/measured_rates.py holds the same counts for the shipped judge; until 2026-12-05
+  (ragassay/judge/calibration/measured_rates.py holds the same counts for the shipped judge; until 2026-12-05
   they were the bundled prior that corrected collections without labels);
 - on the test half, per answer: faithfulness = supported sentences / labelled sentences, people's
   and the judge's; their means over the answers (the human rate, the raw judge estimate with its
@@ -65,9 +65,9 @@ def main() -> None:
     parser.add_argument("--out", type=Path, help="write both halves' reports (every row) as JSON here")
     arguments = parser.parse_args()
 
-    from ragassay.judge.calibration import calibrate_statements
+    from ragassay.judge.calibration.labelled_statements import LabelledStatement
+    from ragassay.judge.calibration.support import calibrate_statements
     from ragassay.judge.judge import Judge
-    from ragassay.judge.label_files import LabelledStatement
     from ragassay.llm.cache import CompletionCache
     from ragassay.llm.registry import ChatModels
     from ragassay.llm.settings import ChatModelConfig

@@ -17,7 +17,7 @@ sentences, as people said and as the judge said; the batch's mean over answers i
   be used, the batch's verdicts are the aligned judge's and the error rates come from its
   cross-fitted verdicts on the labels (never from predictions on the labels it was fitted on);
   otherwise as the plain row;
-- the general prior: the counts on this half (judge/measured_rates.py; the bundled prior that
+- the general prior: the counts on this half (judge/calibration/measured_rates.py; the bundled prior that
   corrected collections without labels until 2026-12-05). They were measured on this very half,
   held-out answers included, so this row's coverage is flattering by construction; its width is
   what a team without labels is shown.
@@ -43,7 +43,7 @@ SPLITS = 200
 
 def labelled_judgements(path: Path) -> tuple[list, str, float]:
     """Each development sentence as a LabelledJudgement with the P its verdict had."""
-    from ragassay.judge.alignment import LabelledJudgement
+    from ragassay.judge.calibration.alignment import LabelledJudgement
 
     measured = json.loads(path.read_text())
     statements = {row["id"]: row for row in map(json.loads, LABELS.read_text().splitlines()) if row}
@@ -78,8 +78,8 @@ def answer_means(items: list, verdicts: list[bool]) -> tuple[list[float], float]
 
 
 def held_out(items: list, model: str, threshold: float, labelled_share: float) -> None:
-    from ragassay.judge.alignment import align_judge
-    from ragassay.judge.measured_rates import measured_on
+    from ragassay.judge.calibration.alignment import align_judge
+    from ragassay.judge.calibration.measured_rates import measured_on
     from ragassay.judge.prompts import SUPPORT_PROMPT_VERSION
     from ragassay.metrics.judge_error import corrected_mean, simple_strata
 

@@ -86,9 +86,9 @@ def test_items(answers: int | None) -> tuple[list[dict], dict[str, bool]]:
 
 def run_ragassay(items: list[dict], labels: dict[str, bool]) -> tuple[dict[str, float | None], float]:
     """P(supported) per sentence, and the judge's seconds in all."""
-    from ragassay.judge.calibration import calibrate_statements
+    from ragassay.judge.calibration.labelled_statements import LabelledStatement
+    from ragassay.judge.calibration.support import calibrate_statements
     from ragassay.judge.judge import Judge
-    from ragassay.judge.label_files import LabelledStatement
     from ragassay.llm.registry import ChatModels
     from ragassay.llm.settings import ChatModelConfig
 

@@ -186,9 +186,9 @@ def default_judge_model(models):
 def plain_judged(pairs: list[dict], models) -> tuple[dict[str, float | None], str, float, float]:
     """Each pair's P(supported) from the plain judge through calibrate_statements (what `ragassay
     judge calibrate` runs), with the judge's model id, threshold and the seconds it took."""
-    from ragassay.judge.calibration import calibrate_statements
+    from ragassay.judge.calibration.labelled_statements import LabelledStatement
+    from ragassay.judge.calibration.support import calibrate_statements
     from ragassay.judge.judge import Judge
-    from ragassay.judge.label_files import LabelledStatement
 
     labelled = [LabelledStatement(p["id"], p["context"], p["statement"], p["label"] == "supported") for p in pairs]
     support_judge = Judge(default_judge_model(models))
@@ -236,7 +236,7 @@ def write_judged(pairs: list[dict], out: Path) -> None:
 def judged_items(path: Path) -> tuple[list, str, float]:
     """The judged pairs as LabelledJudgements (group: the claim), unreadable ones left out as
     calibrate_statements leaves them out of agreement."""
-    from ragassay.judge.alignment import LabelledJudgement
+    from ragassay.judge.calibration.alignment import LabelledJudgement
 
     judged = json.loads(path.read_text())
     items = [
@@ -248,14 +248,14 @@ def judged_items(path: Path) -> tuple[list, str, float]:
 
 
 def _figures(items: list, verdicts: list[bool], scores: list[float]) -> tuple[float, float]:
-    from ragassay.judge.alignment import auc, balanced_accuracy
+    from ragassay.judge.calibration.alignment import auc, balanced_accuracy
 
     labels = np.array([item.supported for item in items])
     return balanced_accuracy(labels, np.array(verdicts)), auc(labels, np.array(scores))
 
 
 def whole_set(items: list, threshold: float) -> None:
-    from ragassay.judge.alignment import FEATURES, auc, balanced_accuracy, statement_features
+    from ragassay.judge.calibration.alignment import FEATURES, auc, balanced_accuracy, statement_features
 
     labels = np.array([item.supported for item in items])
     p = np.array([item.p_supported for item in items])
@@ -280,7 +280,7 @@ def _gain_lower_bounds(evaluated: list, scores: list[float], threshold: float, s
     """Lower ends of the paired 95% intervals of the fitted aligned judge's balanced accuracy and AUC
     minus the plain judge's on the evaluated pairs: alignment.group_replicates of their groups
     (claims), both judges read on the same replicate."""
-    from ragassay.judge.alignment import auc, balanced_accuracy, group_replicates
+    from ragassay.judge.calibration.alignment import auc, balanced_accuracy, group_replicates
 
     labels = np.array([item.supported for item in evaluated])
     plain_p = np.array([item.p_supported for item in evaluated])
@@ -344,8 +344,8 @@ def align(path: Path, held_out: Path | None = None) -> None:
     """The table of "A second collection"; with held_out (plain verdicts of claims outside `path`,
     as `few-shot --out` and `judge --exclude` write them), the same draws' aligned judges read on
     those claims instead: a later batch of the collection that no label was drawn from."""
-    from ragassay.judge.alignment import align_judge
-    from ragassay.judge.measured_rates import measured_on
+    from ragassay.judge.calibration.alignment import align_judge
+    from ragassay.judge.calibration.measured_rates import measured_on
     from ragassay.judge.prompts import SUPPORT_PROMPT_VERSION
     from ragassay.metrics.judge_error import corrected_mean
 
@@ -472,7 +472,7 @@ def few_shot(judged: Path, count: int, draws: int, shots: int, out: Path) -> Non
     Compared as alignment.compare compares an aligned judge: the plain verdict at the judge's
     threshold, the few-shot one at P >= 0.5 (its examples show the collection's classes; a
     threshold chosen for the plain prompt belongs to that prompt), AUC of each P."""
-    from ragassay.judge.alignment import auc, balanced_accuracy, compare
+    from ragassay.judge.calibration.alignment import auc, balanced_accuracy, compare
     from ragassay.judge.prompts import SUPPORT_OPTIONS, support_messages
     from ragassay.llm.completion import spelled_options
     from ragassay.llm.registry import ChatModels

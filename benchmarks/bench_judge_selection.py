@@ -89,9 +89,9 @@ def after(out: Path | None = None) -> None:
     """The shipped path (calibrate_statements, Judge.support_by_passage) on the development half,
     timed: what a team's verdicts now cost, and their agreement with people. out: where to write
     each sentence's (id, label, P) with the judge and its threshold (bench_judge_heldout.py)."""
-    from ragassay.judge.calibration import calibrate_statements
+    from ragassay.judge.calibration.labelled_statements import LabelledStatement
+    from ragassay.judge.calibration.support import calibrate_statements
     from ragassay.judge.judge import Judge
-    from ragassay.judge.label_files import LabelledStatement
     from ragassay.judge.prompts import SUPPORT_PROMPT_VERSION, passages_of
     from ragassay.llm.registry import ChatModels
     from ragassay.llm.settings import ChatModelConfig

@@ -22,7 +22,7 @@ each n over seeded replicates, and the labels at which the median width reaches 
 grid points), as a ratio to today's draw.
 
 The allocations need the strata's label rates before any label is given: Neyman's uses the
-default judge's sensitivity and specificity on MEMERAG-EXT's development half (judge/measured_rates.py,
+default judge's sensitivity and specificity on MEMERAG-EXT's development half (judge/calibration/measured_rates.py,
 the bundled prior until 2026-12-05) to predict them, as a collection
 without labels would.
 """

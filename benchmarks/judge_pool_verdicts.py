@@ -39,7 +39,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     arguments = parser.parse_args()
 
-    from ragassay.judge.calibration import calibrate_judge
+    from ragassay.judge.calibration.calibrate import calibrate_judge
     from ragassay.llm.cache import CompletionCache
     from ragassay.llm.registry import ChatModels
     from ragassay.llm.settings import ChatModelConfig

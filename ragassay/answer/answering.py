@@ -73,19 +73,7 @@ def answer_question(
         return _as_searched(declined(question, reason, candidates, relevance, searched.usage), searched, asked_in)
     model = resources.chat_model(config.model, home)
     shown = [(turn.question, turn.answer) for turn in conversation][-CONVERSATION_TURNS:] if remembered else []
-    # The question and the conversation the prompt shows take the sources' room; a conversation
-    # that leaves none is cut from its oldest turns, and a question that alone does not fit is
-    # that question's too_long outcome (llama.cpp would refuse the prompt, ending the evaluation).
-    room = model.context_size - config.max_answer_tokens - PROMPT_OVERHEAD_TOKENS
-    if model.count_tokens(question) > room:
-        raise PromptTooLong(
-            f"too_long: the question, about {model.count_tokens(question):,} tokens, does not fit the answer model's "
-            f"context of {model.context_size:,} tokens ({config.max_answer_tokens} kept for the answer)"
-        )
-    kept = list(shown)
-    while kept and model.count_tokens(_asked_text(question, kept)) > room:
-        kept.pop(0)
-    budget = room - model.count_tokens(_asked_text(question, kept))
+    kept, budget = _prompt_room(model, question, shown, config.max_answer_tokens)
     sources = assemble_sources(candidates, budget, model.count_tokens)
     result = generate_structured(
         model,
@@ -131,6 +119,23 @@ def _retrieved_sources(
         )
         similarities.append(float(collection.dense[position] @ query_vectors[hit.collection]))
     return candidates, similarities
+
+
+def _prompt_room(model, question: str, shown: list[tuple[str, str]], max_answer_tokens: int) -> tuple[list, int]:
+    """The conversation turns the prompt keeps and the tokens left for the sources. The question
+    and the conversation take the sources' room; a conversation that leaves none is cut from its
+    oldest turns, and a question that alone does not fit is that question's too_long outcome
+    (llama.cpp would refuse the prompt, ending the evaluation)."""
+    room = model.context_size - max_answer_tokens - PROMPT_OVERHEAD_TOKENS
+    if model.count_tokens(question) > room:
+        raise PromptTooLong(
+            f"too_long: the question, about {model.count_tokens(question):,} tokens, does not fit the answer model's "
+            f"context of {model.context_size:,} tokens ({max_answer_tokens} kept for the answer)"
+        )
+    kept = list(shown)
+    while kept and model.count_tokens(_asked_text(question, kept)) > room:
+        kept.pop(0)
+    return kept, room - model.count_tokens(_asked_text(question, kept))
 
 
 def _as_searched(

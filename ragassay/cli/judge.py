@@ -26,14 +26,14 @@ from ragassay.cli.common import (
 from ragassay.errors import ConfigError, RagassayError
 
 if TYPE_CHECKING:  # the reports' module loads numpy: imported where a command runs, not at start
-    from ragassay.judge.calibration_reports import (
+    from ragassay.judge.calibration.labelled_batches import LabelImport
+    from ragassay.judge.calibration.reports import (
         AlignmentSummary,
         CollectionCalibration,
         LabelBudgetReport,
         PairwiseCalibration,
         SupportCalibration,
     )
-    from ragassay.judge.labelled_batches import LabelImport
 
 judge_app = typer.Typer(help="Measure how far to trust a judge model.", no_args_is_help=True)
 
@@ -89,9 +89,9 @@ def judge_calibrate(
     from ragassay import tracking
     from ragassay.config import workspace_home
     from ragassay.config_errors import parse_config
-    from ragassay.judge.calibration import CalibrationRequest, calibrate
-    from ragassay.judge.calibration_log import log_calibration_report
-    from ragassay.judge.calibration_reports import CollectionCalibration
+    from ragassay.judge.calibration.calibrate import CalibrationRequest, calibrate
+    from ragassay.judge.calibration.log import log_calibration_report
+    from ragassay.judge.calibration.reports import CollectionCalibration
     from ragassay.llm.settings import DEFAULT_JUDGE_BACKEND, ChatModelConfig
     from ragassay.store.workspace import collection_paths
 
@@ -192,8 +192,8 @@ def judge_label(
     import sys
 
     from ragassay.config import workspace_home
-    from ragassay.judge import labels as labelling
-    from ragassay.judge.labelled_batches import import_labels, import_outside_labels, judged_runs
+    from ragassay.judge.calibration import labels as labelling
+    from ragassay.judge.calibration.labelled_batches import import_labels, import_outside_labels, judged_runs
 
     try:
         home = workspace_home()
@@ -244,7 +244,7 @@ def _export_sample(
 ) -> NoReturn:
     """`judge label --export`: the sample written to a file to label elsewhere (with the label
     budgets when --target-width is given), then exit."""
-    from ragassay.judge import labels as labelling
+    from ragassay.judge.calibration import labels as labelling
 
     collections = labelling.collections_of(items)
     written = labelling.export_sample(items, export, _stored_labels(home, collections))
@@ -267,7 +267,7 @@ def _stored_budgets(
 ) -> list[LabelBudgetReport]:
     """The label budget of each of the sample's collections, from the verdicts its labels hold
     (none without a target width)."""
-    from ragassay.judge.label_budget import BudgetRequest, stored_verdict_budget
+    from ragassay.judge.calibration.label_budget import BudgetRequest, stored_verdict_budget
     from ragassay.metrics.declared import LABEL_BUDGET_METRIC
 
     if target_width is None:
@@ -292,7 +292,7 @@ def _now():
 
 
 def _stored_labels(home: Path, collections: list[str]):
-    from ragassay.judge.label_files import collection_labels
+    from ragassay.judge.calibration.labelled_statements import collection_labels
 
     return collection_labels(home, collections)
 
@@ -447,8 +447,8 @@ def _review_in_terminal(review) -> dict:
 
 def _budget_request(home: Path, collection: str, batch: str | None, target_width: float):
     """The batch's per-question faithfulness of each configuration, read before the judge loads."""
-    from ragassay.judge.label_budget import BudgetRequest, latest_labelled_batch
-    from ragassay.judge.labelled_batches import judged_runs
+    from ragassay.judge.calibration.label_budget import BudgetRequest, latest_labelled_batch
+    from ragassay.judge.calibration.labelled_batches import judged_runs
     from ragassay.metrics.declared import LABEL_BUDGET_METRIC
 
     batch = batch or latest_labelled_batch(home, collection)
@@ -514,7 +514,7 @@ def _label_origin(report) -> str:
 
 
 def _render_support(report: SupportCalibration) -> None:
-    from ragassay.judge.calibration_reports import CollectionCalibration
+    from ragassay.judge.calibration.reports import CollectionCalibration
 
     source = (
         f"collection {report.collection} (labelled by {', '.join(report.people)}, {_label_origin(report)})"
@@ -638,7 +638,7 @@ def _render_collection_figures(report: CollectionCalibration) -> None:
 def _render_alignment(aligned: AlignmentSummary, how: str) -> None:
     """The aligned judge against the plain threshold on the collection's labels, and whether
     evaluations of the collection use it."""
-    from ragassay.judge.alignment import USE_RULE
+    from ragassay.judge.calibration.alignment import USE_RULE
 
     comparison = aligned.comparison
     if comparison is not None:

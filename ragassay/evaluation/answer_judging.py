@@ -18,8 +18,8 @@ from ragassay.answer.grounding import declined
 from ragassay.answer.settings import AnswerConfiguration
 from ragassay.evaluation.answer_summary import AnsweredQuestion
 from ragassay.evaluation.questions import EvalQuestion, GoldenContext, dialogue_units
-from ragassay.judge.alignment import AlignedJudges
 from ragassay.judge.answer_judgement import JudgedAnswer, judge_answer
+from ragassay.judge.calibration.alignment import AlignedJudges
 from ragassay.judge.judge import Judge, judging_cost
 from ragassay.llm.openai_server import ModelResponseTooLarge
 from ragassay.llm.structured import Usage

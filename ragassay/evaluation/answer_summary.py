@@ -201,31 +201,9 @@ def _judgments_frame(
 
 
 def _warnings(label: str, answered: list[AnsweredQuestion], judgements: dict[str, AnswerJudgement]) -> list[RunWarning]:
-    warnings = []
-    for a in answered:
-        if a.answer.unparseable:
-            warnings.append(
-                RunWarning(
-                    configuration=label,
-                    metric="answer",
-                    question=a.key,
-                    reason="the answer model's output could not be read; the user saw a refusal, and it counts as one",
-                )
-            )
-        judgement = judgements.get(a.key)
-        for name, scored in (judgement.scores() if judgement else {}).items():
-            if scored.excluded and scored.excluded.startswith(UNREADABLE):
-                # A prompt the judge's context could not hold was never sent: named for what it is.
-                too_long = [
-                    v for v in judgement.verdicts if v["metric"] == name and (v["error"] or "").startswith(TOO_LONG)
-                ]
-                reason = (
-                    f"{TOO_LONG}: {len(too_long)} of its verdicts did not fit the judge's context (never sent, never "
-                    "cut); not scored"
-                    if too_long
-                    else scored.excluded
-                )
-                warnings.append(RunWarning(configuration=label, metric=name, question=a.key, reason=reason))
+    """What a configuration's answers leave out, and why: an unreadable answer or verdict, a
+    reranker's fallback, answers without context text, failed calls, questions without a reference."""
+    warnings = [warning for a in answered for warning in _question_warnings(label, a, judgements.get(a.key))]
     # A fallback is never silent: those questions were answered from the fused order.
     reranked = RerankStats.total(a.answer.rerank for a in answered if a.error is None)
     if reranked.fallbacks:
@@ -274,6 +252,34 @@ def _in_words(metrics: tuple[str, ...]) -> str:
     """Metrics' titles as a sentence names them: `context recall and answer correctness`."""
     titles = [METRIC_TITLES[name] for name in metrics]
     return " and ".join(titles) if len(titles) < 3 else ", ".join(titles[:-1]) + " and " + titles[-1]
+
+
+def _question_warnings(label: str, a: AnsweredQuestion, judgement: AnswerJudgement | None) -> list[RunWarning]:
+    """One question's: an answer the model's output did not give, a metric its judge's output did not."""
+    warnings = []
+    if a.answer.unparseable:
+        warnings.append(
+            RunWarning(
+                configuration=label,
+                metric="answer",
+                question=a.key,
+                reason="the answer model's output could not be read; the user saw a refusal, and it counts as one",
+            )
+        )
+    for name, scored in (judgement.scores() if judgement else {}).items():
+        if scored.excluded and scored.excluded.startswith(UNREADABLE):
+            # A prompt the judge's context could not hold was never sent: named for what it is.
+            too_long = [
+                v for v in judgement.verdicts if v["metric"] == name and (v["error"] or "").startswith(TOO_LONG)
+            ]
+            reason = (
+                f"{TOO_LONG}: {len(too_long)} of its verdicts did not fit the judge's context (never sent, never "
+                "cut); not scored"
+                if too_long
+                else scored.excluded
+            )
+            warnings.append(RunWarning(configuration=label, metric=name, question=a.key, reason=reason))
+    return warnings
 
 
 def _first_keys(keys: list[str]) -> str:

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from ragassay.judge.calibration.measured_rates import no_labels_reason
 from ragassay.judge.judge import support_threshold_for
-from ragassay.judge.measured_rates import no_labels_reason
 from ragassay.judge.prompts import SUPPORT_PROMPT_VERSION
 from ragassay.metrics.conversations import question_groups
 from ragassay.metrics.corrected_rows import (

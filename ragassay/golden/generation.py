@@ -144,6 +144,25 @@ class GenerationKind:
     from_page: Callable[..., dict]
 
 
+def _progress_from(known_questions: list[str], embedder) -> GenerationProgress:
+    """A generation's state before its first page: the questions already stored, embedded, so a
+    near duplicate of one is discarded."""
+    vectors = (
+        embedder.embed(known_questions)
+        if known_questions
+        else np.zeros((0, embedder.spec.dimension or 384), np.float32)
+    )
+    return GenerationProgress(known_questions, vectors)
+
+
+def _same_run_log(kind: GenerationKind, paths: CollectionPaths, seed: int, model_id: str) -> pl.DataFrame:
+    """The candidates an earlier generation of the same draw (seed, model, prompt) logged."""
+    log = read_table_or_empty(kind.log_path(paths), kind.log_spec)
+    return log.filter(
+        (pl.col("seed") == seed) & (pl.col("model") == model_id) & (pl.col("prompt_version") == kind.prompt_version)
+    )
+
+
 def run_generation(
     resources: Resources, paths: CollectionPaths, config: GenerateConfig, seed: int, kind: GenerationKind
 ) -> tuple[GenerationReport, pl.DataFrame]:
@@ -153,22 +172,11 @@ def run_generation(
     model = resources.chat_model(config.model, config.home)
     judge = Judge(resources.chat_model(config.judge, config.home))
     documents = load_documents(paths)
-    log = read_table_or_empty(kind.log_path(paths), kind.log_spec)
-    same_run = log.filter(
-        (pl.col("seed") == seed)
-        & (pl.col("model") == model.model_id)
-        & (pl.col("prompt_version") == kind.prompt_version)
-    )
+    same_run = _same_run_log(kind, paths, seed, model.model_id)
     done_pages = kind.stored_pages(paths) | set(same_run["chunk_id"].to_list())
     pages = sample_pages(load_chunks(paths), seed, done_pages)
     embedder = resources.collection_embedder(config.home, config.collection)
-    known_questions = kind.known_questions(paths)
-    state = GenerationProgress(
-        known_questions,
-        embedder.embed(known_questions)
-        if known_questions
-        else np.zeros((0, embedder.spec.dimension or 384), np.float32),
-    )
+    state = _progress_from(kind.known_questions(paths), embedder)
     digests = dict(zip(documents["doc_id"], documents["sha256"]))
     wanted, attempts = still_wanted(config, same_run)
     limit = min(pages.height, attempts)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ragassay.answer.grounding import GroundedAnswer
-from ragassay.judge.alignment import AlignedJudge
+from ragassay.judge.calibration.alignment import AlignedJudge
 from ragassay.judge.judge import Judge, context_text, judging_cost, verdict_of
 from ragassay.llm.structured import Structured, Usage
 from ragassay.metrics.answer_metric import AnswerJudgement, AnswerMetric, MetricInput, VerdictRow
@@ -121,7 +121,7 @@ def judge_answer(
     Every statement a scored metric reads over the passages (its `passage_statements`) is judged
     first, in one pass; a statement two metrics read is one verdict.
     embed: the question collection's embedding model (normalized vectors).
-    aligned: the question collection's aligned judge (judge/alignment.py), when it has one in use:
+    aligned: the question collection's aligned judge (judge/calibration/alignment.py), when it has one in use:
     it reads each support verdict's P(supported) with its statement and context into the
     verdict; P(supported) is recorded as the judge gave it.
     A dialogue's follow-up is judged as asked in its conversation (answer.question_in_context:

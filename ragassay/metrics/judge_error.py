@@ -43,7 +43,7 @@ labels and 5-150 questions, where the raw interval covers it in 0-10% at 150 que
 What the interval does not cover: judge errors that depend on more than the true class (a judge
 worse on one configuration's style, or on documents unlike the labelled ones: the default
 judge's error rates measured on two other collections differ by far more than their intervals,
-judge/measured_rates.py, which is why only a collection's own labels correct its numbers), labels
+judge/calibration/measured_rates.py, which is why only a collection's own labels correct its numbers), labels
 that people would give differently, and the choice of the judge's threshold on the labels themselves.
 
 A paired difference of two configurations judged by one judge is (m_b - m_a) / J: the judge's
@@ -350,7 +350,7 @@ class JudgeCalibration:
     judge_model: str
     prompt_version: str
     support_threshold: float
-    # The collections whose verdicts (and so these strata) are an aligned judge's (judge/alignment.py),
+    # The collections whose verdicts (and so these strata) are an aligned judge's (judge/calibration/alignment.py),
     # described; and why one a collection has stored is not used.
     aligned_judges: tuple[str, ...] = ()
     alignment_notes: tuple[str, ...] = ()

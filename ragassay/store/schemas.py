@@ -313,7 +313,7 @@ JUDGE_LABELS = TableSpec(
             # sha256 (16 hex) of the statement and its context digest: the same judgement in two
             # configurations or batches is one item.
             "item_id": pl.String,
-            # The sample it was labelled in: batch, seed and size (judge/labels/sample.py, sample_id).
+            # The sample it was labelled in: batch, seed and size (judge/calibration/labels/sample.py, sample_id).
             "sample_id": pl.String,
             "batch_id": pl.String,
             "configuration": pl.String,

@@ -93,12 +93,12 @@ class CollectionPaths:
 
     @property
     def judge_labels(self) -> Path:
-        """People's labels of the judge's verdicts (judge/labels/store.py)."""
+        """People's labels of the judge's verdicts (judge/calibration/labels/store.py)."""
         return self.root / "judge_labels.parquet"
 
     @property
     def aligned_judge(self) -> Path:
-        """The judge aligned to the collection's labels, as `judge calibrate` fitted it (judge/alignment.py)."""
+        """The judge aligned to the collection's labels, as `judge calibrate` fitted it (judge/calibration/alignment.py)."""
         return self.root / "aligned_judge.json"
 
     @property

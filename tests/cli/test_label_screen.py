@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ragassay.cli.label_screen import item_screen, wrapped
-from ragassay.judge.labels import SampleItem, item_id_of
+from ragassay.judge.calibration.labels import SampleItem, item_id_of
 
 CORPUS = Path(__file__).resolve().parents[2] / "data" / "sample" / "corpus"
 VARROA = (CORPUS / "health" / "varroa-mites.md").read_text()

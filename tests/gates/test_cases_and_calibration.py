@@ -150,7 +150,7 @@ def test_calibration_with_the_default_judge_on_a_seeded_sample(workspace):
 
 
 def test_a_context_too_long_for_the_judge_is_counted_not_cut(tmp_path):
-    from ragassay.judge.calibration import calibrate_judge
+    from ragassay.judge.calibration.calibrate import calibrate_judge
     from ragassay.llm.registry import ChatModels
     from ragassay.llm.settings import ChatModelConfig
 

@@ -1,5 +1,5 @@
-"""The aligned judge (judge/alignment.py) with real scikit-learn fits on labelled judgements, and
-the correction it feeds (judge/calibration.py) from a real labels table in a workspace: used only
+"""The aligned judge (judge/calibration/alignment.py) with real scikit-learn fits on labelled judgements, and
+the correction it feeds (judge/calibration/correction.py) from a real labels table in a workspace: used only
 when cross-validation shows it ahead, read back from its JSON, its cross-fitted verdicts (never
 in-sample ones) in the correction, and set aside when the labels changed since the fit."""
 
@@ -16,8 +16,8 @@ import pytest
 from sklearn.metrics import balanced_accuracy_score, roc_auc_score
 
 from ragassay.errors import CollectionDeleted, ConfigError
-from ragassay.judge import aligned_store, alignment, calibration, label_files
-from ragassay.judge.alignment import AlignedJudge, LabelledJudgement, align_judge, numbers_found
+from ragassay.judge.calibration import aligned_store, alignment, correction, labelled_statements, labels
+from ragassay.judge.calibration.alignment import AlignedJudge, LabelledJudgement, align_judge, numbers_found
 from ragassay.judge.judge import support_threshold_for
 from ragassay.judge.prompts import SUPPORT_PROMPT_VERSION
 from ragassay.metrics.judge_error import corrected_mean, simple_strata
@@ -191,7 +191,7 @@ def labelled_collection(tmp_path):
     items = _off_threshold()
     paths = collection_paths(tmp_path, "c", must_exist=False)
     write_table(_labels_table(items), paths.judge_labels, JUDGE_LABELS)
-    rows = calibration.labelled_statements(label_files.collection_labels(tmp_path, ["c"]))
+    rows = labels.labelled_statements(labelled_statements.collection_labels(tmp_path, ["c"]))
     judgements = aligned_store.labelled_judgements(rows, {row["item_id"]: row["p_supported"] for row in rows})
     digest = alignment.labels_digest((row["item_id"], row["label"] == "supported") for row in rows)
     aligned = align_judge("c", judgements, JUDGE, SUPPORT_PROMPT_VERSION, THRESHOLD, digest=digest)
@@ -207,8 +207,8 @@ def test_the_correction_reads_the_cross_fitted_verdicts_of_the_labels_the_judge_
     home, _, aligned = labelled_collection
     loaded = aligned_store.load_aligned_judges(home, ["c"], JUDGE)
     assert set(loaded.by_collection) == {"c"} and loaded.notes == ()
-    corrected = calibration.judge_calibration(home, ["c"], JUDGE, _never, loaded)
-    plain = calibration.judge_calibration(home, ["c"], JUDGE, _never)
+    corrected = correction.judge_calibration(home, ["c"], JUDGE, _never, loaded)
+    plain = correction.judge_calibration(home, ["c"], JUDGE, _never)
     counted = sum(s.supported_judged_supported + s.unsupported_judged_supported for s in corrected.strata)
     assert counted == sum(aligned.cross_fitted.values()), "verdicts 'supported' are the cross-fitted ones"
     assert corrected.aligned_judges and corrected.aligned_judges[0].startswith("c: aligned judge fitted on 60 labels")
@@ -226,7 +226,7 @@ def test_an_aligned_judge_fitted_on_other_labels_or_for_another_judge_is_set_asi
     loaded = aligned_store.load_aligned_judges(home, ["c"], JUDGE)
     assert loaded.by_collection == {}
     assert "labels changed since its aligned judge was fitted" in loaded.notes[0]
-    note = calibration.judge_calibration(home, ["c"], JUDGE, _never, loaded).warnings()[0]
+    note = correction.judge_calibration(home, ["c"], JUDGE, _never, loaded).warnings()[0]
     assert "ragassay judge calibrate --collection c" in note
 
 

@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 from ragassay.errors import ConfigError
-from ragassay.judge.labels import current_verdicts, label_strata, read_label_file
+from ragassay.judge.calibration.labels import current_verdicts, label_strata, read_label_file
 from ragassay.judge.prompts import passages_of
 from ragassay.store.schemas import JUDGE_LABELS
 
@@ -139,7 +139,7 @@ def test_a_labels_file_gives_each_item_one_label_and_refuses_contradictions_nami
 
 
 def test_one_item_per_distinct_judgement_across_metrics_and_configurations():
-    from ragassay.judge.labels import JudgedConfiguration, judged_items
+    from ragassay.judge.calibration.labels import JudgedConfiguration, judged_items
 
     passage = "Beeswax melts between 62 and 64 degrees Celsius."
     statement = "Beeswax melts at about 63 degrees."

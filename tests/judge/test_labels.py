@@ -25,10 +25,10 @@ from ragassay.cli.main import app
 from ragassay.config import AnswerEvalConfig
 from ragassay.config_errors import parse_config
 from ragassay.golden.store import add_from_file
-from ragassay.judge import labels as labelling
-from ragassay.judge.alignment import AlignedJudge, labels_digest
+from ragassay.judge.calibration import labels as labelling
+from ragassay.judge.calibration.alignment import AlignedJudge, labels_digest
+from ragassay.judge.calibration.labelled_statements import collection_labels
 from ragassay.judge.judge import support_threshold_for
-from ragassay.judge.label_files import collection_labels
 from ragassay.judge.prompts import SUPPORT_PROMPT_VERSION
 from ragassay.store.schemas import JUDGE_LABELS
 from ragassay.store.tables import read_table
@@ -129,7 +129,7 @@ def labelled_batch(tmp_path_factory):
 
 
 def _runs(home: Path, batch_id: str) -> list[labelling.JudgedConfiguration]:
-    from ragassay.judge.labelled_batches import judged_runs
+    from ragassay.judge.calibration.labelled_batches import judged_runs
 
     return judged_runs(home, batch_id)
 

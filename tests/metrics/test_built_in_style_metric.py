@@ -25,7 +25,7 @@ from ragassay.answer.grounding import AnsweredStatement, Citation, GroundedAnswe
 from ragassay.cli.label_screen import item_screen
 from ragassay.judge.answer_judgement import judge_answer
 from ragassay.judge.judge import Judge
-from ragassay.judge.labels.sample import SUPPORT_METRICS, SampleItem
+from ragassay.judge.calibration.labels.sample import SUPPORT_METRICS, SampleItem
 from ragassay.llm.registry import ChatModels
 from ragassay.llm.settings import ChatModelConfig
 from ragassay.metrics.declared import BY_NAME, LABELLED_METRICS

@@ -1,6 +1,6 @@
 """A sample of an answer batch's judged statements for people to label: one item per distinct
 judgement (statement and passages), drawn seeded from two strata by the judge's verdict, shown in a
-seeded shuffle, with ids that say where each came from (judge/labels/__init__.py says how)."""
+seeded shuffle, with ids that say where each came from (judge/calibration/labels/__init__.py says how)."""
 
 from __future__ import annotations
 

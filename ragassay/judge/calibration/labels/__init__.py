@@ -20,14 +20,14 @@ the labelling session and review, what calibration reads back), `files` (a sampl
 file, a filled-in file read back and matched). Callers use the names below.
 """
 
-from ragassay.judge.labels.files import (
+from ragassay.judge.calibration.labels.files import (
     EXPORT_COLUMNS,
     ImportedLabel,
     export_sample,
     matched_labels,
     read_label_file,
 )
-from ragassay.judge.labels.sample import (
+from ragassay.judge.calibration.labels.sample import (
     LABELS,
     SUPPORT_METRICS,
     VERDICTS,
@@ -41,7 +41,7 @@ from ragassay.judge.labels.sample import (
     parse_sample_id,
     sample_id_of,
 )
-from ragassay.judge.labels.store import (
+from ragassay.judge.calibration.labels.store import (
     LabellingSession,
     LabelReview,
     check_labels,

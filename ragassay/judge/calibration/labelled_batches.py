@@ -1,5 +1,5 @@
 """Where people's labels meet logged batches: a batch's judged answer runs read back from MLflow
-as JudgedConfiguration (judge/labels/sample.py draws its samples from them), and a filled-in label file
+as JudgedConfiguration (judge/calibration/labels/sample.py draws its samples from them), and a filled-in label file
 matched to its items and stored per collection. The `judge label` command parses, renders and
 sets exit codes; this is what it does."""
 
@@ -12,9 +12,9 @@ from pydantic import BaseModel
 
 from ragassay import tracking
 from ragassay.errors import ConfigError
-from ragassay.judge import labels as labelling
-from ragassay.judge.label_files import outside_label_rows, read_labelled_statements
-from ragassay.judge.labels import JudgedConfiguration
+from ragassay.judge.calibration import labels as labelling
+from ragassay.judge.calibration.labelled_statements import outside_label_rows, read_labelled_statements
+from ragassay.judge.calibration.labels import JudgedConfiguration
 from ragassay.store.workspace import collection_paths
 
 

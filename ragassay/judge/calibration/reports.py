@@ -1,7 +1,7 @@
 """What a judge calibration reports, as types: a judge's support verdicts against people's labels
 (from a file, or a collection's own with their weighted error rates, the aligned judge and the
-label budget), and its pairwise verdicts' position bias. judge/calibration.py fills them,
-judge/calibration_log.py logs them, `ragassay judge calibrate` renders them and prints them as
+label budget), and its pairwise verdicts' position bias. judge/calibration/calibrate.py fills them,
+judge/calibration/log.py logs them, `ragassay judge calibrate` renders them and prints them as
 JSON (each type's fields by name)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from ragassay.judge.alignment import Comparison
+from ragassay.judge.calibration.alignment import Comparison
 from ragassay.llm.structured import Usage
 from ragassay.metrics.agreement import Agreement
 from ragassay.metrics.judge_error import ErrorRates
@@ -73,7 +73,7 @@ class LabelBudgetReport(_Report):
 
 
 class AlignmentSummary(_Report):
-    """The aligned judge fitted on a collection's labels as a report shows it (judge/alignment.
+    """The aligned judge fitted on a collection's labels as a report shows it (judge/calibration/alignment.
     AlignedJudge without its per-label cross-fitted verdicts), and when used, the weighted error
     rates of its cross-fitted verdicts (what corrected estimates then use)."""
 
@@ -108,7 +108,7 @@ class _JudgeRun(_Report):
 
 
 class SupportCalibration(_JudgeRun, Agreement):
-    """The judge's support verdicts against people's labels (judge/calibration.
+    """The judge's support verdicts against people's labels (judge/calibration/support.
     calibrate_statements): its agreement figures, what it cost, every row; from a labels file
     (labels_file, max_items) and, with a collection named, as that collection uses it (as_used).
     mlflow_run_id and experiment: where the calibration run was logged."""
@@ -128,7 +128,7 @@ class SupportCalibration(_JudgeRun, Agreement):
 
 
 class CollectionCalibration(SupportCalibration):
-    """The judge against a collection's own labels (judge/calibration.calibrate_collection): the
+    """The judge against a collection's own labels (judge/calibration/calibrate.calibrate_collection): the
     support report over each labelled statement once, who labelled from which batches, its error
     rates weighted to the batches the labels stand for, the aligned judge, and the label budget
     when asked."""
@@ -157,7 +157,7 @@ class PairRow(_Report):
 
 
 class PairwiseCalibration(_JudgeRun):
-    """Position bias of the judge's pairwise verdicts (judge/pairwise_calibration.calibrate_pairwise)."""
+    """Position bias of the judge's pairwise verdicts (judge/calibration/pairwise.calibrate_pairwise)."""
 
     golden_file: str
     pairs: int

@@ -14,7 +14,7 @@ from pathlib import Path
 import polars as pl
 
 from ragassay.errors import ConfigError, listed_problems
-from ragassay.judge.labels import item_id_of, load_labels
+from ragassay.judge.calibration.labels import item_id_of, load_labels
 from ragassay.store.schemas import JUDGE_LABELS
 from ragassay.store.workspace import collection_paths
 from ragassay.user_files import read_jsonl
@@ -154,6 +154,6 @@ def context_groups(labelled: list[LabelledStatement]) -> list[list[LabelledState
 
 
 def collection_labels(home: Path, collections: Iterable[str]) -> pl.DataFrame:
-    """Every label stored in these collections (judge/labels/store.py)."""
+    """Every label stored in these collections (judge/calibration/labels/store.py)."""
     tables = [load_labels(collection_paths(home, name, must_exist=False)) for name in collections]
     return pl.concat(tables) if tables else JUDGE_LABELS.empty()

@@ -11,7 +11,7 @@ import polars as pl
 from pydantic import BaseModel
 
 from ragassay import tracking
-from ragassay.judge.calibration_reports import CollectionCalibration, PairwiseCalibration, SupportCalibration
+from ragassay.judge.calibration.reports import CollectionCalibration, PairwiseCalibration, SupportCalibration
 
 # Settings of a report, logged as params where the report has them.
 PARAMS = ("judge_model", "prompt_version", "labels_file", "golden_file", "support_threshold", "max_items", "seed")
@@ -33,7 +33,7 @@ def _numbers(values: BaseModel | None, prefix: str = "", leave_out: tuple[str, .
 def calibration_log_values(
     report: SupportCalibration | PairwiseCalibration,
 ) -> tuple[dict[str, str], dict[str, float]]:
-    """The params and metrics of a calibration report (judge/calibration.calibrate_judge,
+    """The params and metrics of a calibration report (judge/calibration/calibrate.calibrate_judge,
     calibrate_collection, calibrate_pairwise)."""
     dumped = report.model_dump()
     params = {key: str(dumped[key]) for key in PARAMS if dumped.get(key) is not None}

@@ -9,14 +9,14 @@ from pathlib import Path
 import polars as pl
 
 from ragassay.errors import ConfigError
-from ragassay.judge.calibration_reports import (
-    ConfigurationBudget,
-    LabelBudgetReport,
-)
-from ragassay.judge.label_files import collection_labels
-from ragassay.judge.labels import (
+from ragassay.judge.calibration.labelled_statements import collection_labels
+from ragassay.judge.calibration.labels import (
     current_probabilities,
     label_strata,
+)
+from ragassay.judge.calibration.reports import (
+    ConfigurationBudget,
+    LabelBudgetReport,
 )
 from ragassay.metrics.declared import LABEL_BUDGET_METRIC
 from ragassay.metrics.judge_error import (

@@ -13,8 +13,8 @@ from pathlib import Path
 import polars as pl
 
 from ragassay.errors import ConfigError, listed_problems
-from ragassay.judge.labels.sample import SampleItem, parse_sample_id
-from ragassay.judge.labels.store import label_row
+from ragassay.judge.calibration.labels.sample import SampleItem, parse_sample_id
+from ragassay.judge.calibration.labels.store import label_row
 from ragassay.user_files import read_jsonl, read_user_text, write_user_text
 
 # The columns of an exported sample, in order: what a person needs, where it came from, and the
@@ -117,46 +117,46 @@ def read_label_file(path: Path) -> list[ImportedLabel]:
         records = read_jsonl(path, "labels file")
     problems, rows = [], []
     for where, record in records:
-        if isinstance(record, ValueError):
-            problems.append(f"{where}: {record}")
-            continue
-        if not isinstance(record, dict):
-            problems.append(f"{where}: each row must be an object of an exported sample")
-            continue
-        bad = [
-            name
-            for name in ("item_id", "sample_id", "statement")
-            if not isinstance(record.get(name), str) or not record[name]
-        ]
-        if bad:
-            problems.append(f"{where}: field {' and '.join(repr(b) for b in bad)} must be a non-empty string")
-            continue
-        raw_label = record.get("label")
-        if raw_label in (None, ""):
-            continue
-        label = _LABEL_SPELLINGS.get(str(raw_label).strip().lower()) if isinstance(raw_label, str) else None
-        if label is None:
-            problems.append(f"{where}: field 'label' must be supported, unsupported, skip or empty, not {raw_label!r}")
-            continue
-        who = record.get("who")
-        if who not in (None, "") and not isinstance(who, str):
-            problems.append(f"{where}: field 'who' must be a string")
-            continue
-        try:
-            parse_sample_id(record["sample_id"])
-        except ValueError:
-            problems.append(
-                f"{where}: field 'sample_id' {record['sample_id']!r} is not a sample of `ragassay judge label`"
-            )
-            continue
-        rows.append(
-            ImportedLabel(where, record["item_id"], record["sample_id"], record["statement"], label, who or None)
-        )
+        read = _label_row(where, record)
+        if isinstance(read, str):
+            problems.append(read)
+        elif read is not None:
+            rows.append(read)
     rows, repeated = _one_label_an_item(rows)
     problems.extend(repeated)
     if problems:
         raise ConfigError(f"{path} has {len(problems)} bad rows, nothing imported: " + listed_problems(problems))
     return rows
+
+
+def _label_row(where: str, record) -> ImportedLabel | str | None:
+    """One row of a label file: the label it gives, None when it gives none yet (an empty label),
+    or what is wrong with it (`where: ...`)."""
+    if isinstance(record, ValueError):
+        return f"{where}: {record}"
+    if not isinstance(record, dict):
+        return f"{where}: each row must be an object of an exported sample"
+    bad = [
+        name
+        for name in ("item_id", "sample_id", "statement")
+        if not isinstance(record.get(name), str) or not record[name]
+    ]
+    if bad:
+        return f"{where}: field {' and '.join(repr(b) for b in bad)} must be a non-empty string"
+    raw_label = record.get("label")
+    if raw_label in (None, ""):
+        return None
+    label = _LABEL_SPELLINGS.get(str(raw_label).strip().lower()) if isinstance(raw_label, str) else None
+    if label is None:
+        return f"{where}: field 'label' must be supported, unsupported, skip or empty, not {raw_label!r}"
+    who = record.get("who")
+    if who not in (None, "") and not isinstance(who, str):
+        return f"{where}: field 'who' must be a string"
+    try:
+        parse_sample_id(record["sample_id"])
+    except ValueError:
+        return f"{where}: field 'sample_id' {record['sample_id']!r} is not a sample of `ragassay judge label`"
+    return ImportedLabel(where, record["item_id"], record["sample_id"], record["statement"], label, who or None)
 
 
 def _one_label_an_item(rows: list[ImportedLabel]) -> tuple[list[ImportedLabel], list[str]]:

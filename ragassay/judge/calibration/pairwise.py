@@ -7,12 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from ragassay.errors import ConfigError, listed_problems
-from ragassay.judge.calibration_reports import (
+from ragassay.judge.calibration.labelled_statements import seeded_sample
+from ragassay.judge.calibration.reports import (
     PairRow,
     PairwiseCalibration,
 )
 from ragassay.judge.judge import Judge, judging_cost
-from ragassay.judge.label_files import seeded_sample
 from ragassay.judge.prompts import PREFERENCE_PROMPT_VERSION
 from ragassay.llm.registry import ChatModels
 from ragassay.llm.settings import ChatModelConfig

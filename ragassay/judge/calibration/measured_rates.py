@@ -7,7 +7,7 @@ marked as supporting or contradicting them, 0.47 and 0.89 (benchmarks/bench_judg
 Until 2026-12-05 the first was a bundled prior that corrected the judged numbers of every
 collection without labels; on SciFact its corrected interval held people's supported rate in 0 of
 50 draws (BENCHMARKS.md, "A second collection"). A judge's error depends on the documents, so a
-judged number is corrected only with labels of its own collection (judge/calibration.judge_calibration);
+judged number is corrected only with labels of its own collection (judge/calibration/correction.judge_calibration);
 these rates are kept to say so in numbers (`no_labels_reason`) and for the benchmarks.
 
 Only counts are kept here, never the data (read from ../shared).

@@ -1,5 +1,5 @@
 """Aligned judges stored and loaded: the one `judge calibrate` fitted to a collection's labels
-(judge/alignment.py), written into the collection, and read back for the judge model an
+(judge/calibration/alignment.py), written into the collection, and read back for the judge model an
 evaluation uses."""
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ragassay.errors import CollectionDeleted, ConfigError
-from ragassay.judge.alignment import AlignedJudge, AlignedJudges, LabelledJudgement, labels_digest
-from ragassay.judge.judge import support_threshold_for
-from ragassay.judge.labels import (
+from ragassay.judge.calibration.alignment import AlignedJudge, AlignedJudges, LabelledJudgement, labels_digest
+from ragassay.judge.calibration.labels import (
     labelled_statements,
     load_labels,
 )
+from ragassay.judge.judge import support_threshold_for
 from ragassay.judge.prompts import SUPPORT_PROMPT_VERSION
 from ragassay.store.tables import write_json
 from ragassay.store.workspace import collection_paths
