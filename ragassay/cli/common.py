@@ -249,36 +249,37 @@ MODEL_OPTION = typer.Option(
     "--model",
     help="Chat model: smollm2 (bundled: fast, weak), qwen2.5-1.5b (Qwen2.5-Coder-1.5B-Instruct, assembled at set-up) or a .gguf file. Default: the config's.",
 )
-MODEL_BACKEND_OPTION = typer.Option(
-    None, help="smollm2, qwen2.5-1.5b, gguf (--model-path) or openai (--model-url, --model-name)."
-)
-MODEL_PATH_OPTION = typer.Option(None, help="A GGUF file, for --model-backend gguf.")
-MODEL_URL_OPTION = typer.Option(None, help="Base URL of an OpenAI-compatible server, for --model-backend openai.")
-MODEL_NAME_OPTION = typer.Option(None, help="Model name at that server.")
-MODEL_API_KEY_ENV_OPTION = typer.Option(
-    None,
-    "--model-api-key-env",
-    help="Environment variable holding the server's API key (sent as a bearer token, never recorded). Never put credentials in --model-url.",
+
+
+def model_field_option(name: str, flag: str, lead: str = "") -> Any:
+    """An option for one ChatModelConfig field (--model-url for `url`), its help the field's
+    description after `lead`; it sets the field only when given (cli/common.model_settings)."""
+    from ragassay.llm.settings import ChatModelConfig
+
+    said = ChatModelConfig.model_fields[name].description
+    return typer.Option(None, flag, help=f"{lead}{said[0].lower()}{said[1:]}" if lead else said)
+
+
+MODEL_BACKEND_OPTION = model_field_option("backend", "--model-backend")
+MODEL_PATH_OPTION = model_field_option("path", "--model-path")
+MODEL_URL_OPTION = model_field_option("url", "--model-url")
+MODEL_NAME_OPTION = model_field_option("model", "--model-name")
+MODEL_API_KEY_ENV_OPTION = model_field_option(
+    "api_key_env", "--model-api-key-env", "Sent as a bearer token, never recorded (never put credentials in the URL): "
 )
 JUDGE_MODEL_OPTION = typer.Option(
     None,
     "--judge-model",
     help="Judge model: qwen2.5-1.5b (Qwen2.5-Coder-1.5B-Instruct, the default), smollm2 (fast smoke tests: its verdicts do not agree with people) or a .gguf file.",
 )
-JUDGE_BACKEND_OPTION = typer.Option(
-    None,
-    "--judge-backend",
-    help="Judge model: qwen2.5-1.5b (the default), smollm2, gguf (--judge-path) or openai (--judge-url, --judge-name).",
-)
-JUDGE_PATH_OPTION = typer.Option(None, "--judge-path", help="A GGUF file, for --judge-backend gguf.")
-JUDGE_URL_OPTION = typer.Option(
-    None, "--judge-url", help="Base URL of an OpenAI-compatible server, for --judge-backend openai."
-)
-JUDGE_NAME_OPTION = typer.Option(None, "--judge-name", help="Judge model name at that server.")
-JUDGE_API_KEY_ENV_OPTION = typer.Option(
-    None,
+JUDGE_BACKEND_OPTION = model_field_option("backend", "--judge-backend", "For the judge (default qwen2.5-1.5b): ")
+JUDGE_PATH_OPTION = model_field_option("path", "--judge-path", "For the judge: ")
+JUDGE_URL_OPTION = model_field_option("url", "--judge-url", "For the judge: ")
+JUDGE_NAME_OPTION = model_field_option("model", "--judge-name", "For the judge: ")
+JUDGE_API_KEY_ENV_OPTION = model_field_option(
+    "api_key_env",
     "--judge-api-key-env",
-    help="Environment variable holding the judge server's API key (sent as a bearer token, never recorded). Never put credentials in --judge-url.",
+    "For the judge, sent as a bearer token, never recorded (never put credentials in the URL): ",
 )
 
 TASK_RUNNER_OPTION = typer.Option(

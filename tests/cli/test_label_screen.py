@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ragassay.cli.label_screen import item_screen, wrapped
+from ragassay.cli.judge.screens import item_screen, wrapped
 from ragassay.judge.calibration.labels import SampleItem, item_id_of
 
 CORPUS = Path(__file__).resolve().parents[2] / "data" / "sample" / "corpus"
@@ -82,7 +82,7 @@ def test_every_page_keeps_question_statement_and_keys_and_the_context_pages_whol
 
 
 def _context_lines(item, columns):
-    from ragassay.cli.label_screen import context_lines
+    from ragassay.cli.judge.screens import context_lines
 
     return context_lines(item, max(columns - 1, 40))
 

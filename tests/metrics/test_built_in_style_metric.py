@@ -22,7 +22,7 @@ SCRIPT = r"""
 import json
 import numpy as np
 from ragassay.answer.grounding import AnsweredStatement, Citation, GroundedAnswer, Source
-from ragassay.cli.label_screen import item_screen
+from ragassay.cli.judge.screens import item_screen
 from ragassay.judge.answer_judgement import judge_answer
 from ragassay.judge.judge import Judge
 from ragassay.judge.calibration.labels.sample import SUPPORT_METRICS, SampleItem
