@@ -12,6 +12,9 @@ Prints, for the library, flows and tasks (tests, benchmarks and scripts not coun
 - `isinstance` checks on configuration and system settings types;
 - modules over 400 lines;
 - library functions (ragassay/, the CLI aside) over 60 lines;
+- hand-written CLI options (typer.Option) that repeat a field of a settings model the same command
+  takes options from (`field_option` / `override_option` name the models it builds), where
+  those helpers would make it from the field;
 - dicts built in flow bodies (dict displays and dict() calls inside the functions of the
   flows/*.py modules that define a flow; flows/runners.py and the other helpers define none).
 """
@@ -126,6 +129,62 @@ def dicts_in_flow_bodies() -> list[str]:
     return sorted(set(found))
 
 
+# Options named as a field that mean something else, and why.
+OTHER_MEANING = {
+    "golden_generate --dialogues": "a number of dialogues wanted, where GenerateSettings.dialogues is whether to write them",
+}
+
+
+def repeated_options() -> list[str]:
+    """Hand-written options of a command whose name is a field of a model the command already
+    makes options from."""
+    import importlib
+
+    found = []
+    for path in sorted((ROOT / "ragassay" / "cli").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        imported = {
+            alias.asname or alias.name: node.module
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("ragassay")
+            for alias in node.names
+        }
+        for function in (node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)):
+            defaults = [*function.args.defaults, *(d for d in function.args.kw_defaults if d is not None)]
+            names = [a.arg for a in function.args.args][-len(function.args.defaults) or len(function.args.args) :]
+            names += [a.arg for a, d in zip(function.args.kwonlyargs, function.args.kw_defaults) if d is not None]
+            calls = [d for d in defaults if isinstance(d, ast.Call)]
+            models = {
+                call.args[0].id
+                for call in calls
+                if isinstance(call.func, ast.Name)
+                and call.func.id in ("field_option", "override_option")
+                and isinstance(call.args[0], ast.Name)
+            }
+            covered = {
+                call.args[1].value
+                for call in calls
+                if isinstance(call.func, ast.Name)
+                and call.func.id in ("field_option", "override_option")
+                and len(call.args) > 1
+                and isinstance(call.args[1], ast.Constant)
+            }
+            fields = set()
+            for model in models:
+                if model in imported:
+                    fields |= set(getattr(importlib.import_module(imported[model]), model).model_fields)
+            for name, default in zip(names, defaults):
+                hand_written = (
+                    isinstance(default, ast.Call)
+                    and isinstance(default.func, ast.Attribute)
+                    and default.func.attr == "Option"
+                )
+                where = f"{function.name} --{name.replace('_', '-')}"
+                if hand_written and name in fields - covered and where not in OTHER_MEANING:
+                    found.append(f"{relative(path)}:{default.lineno} {where}")
+    return found
+
+
 def main() -> None:
     print("## Files naming each built-in answer metric in code, outside its module (library, flows, tasks)")
     for name in metric_names():
@@ -147,6 +206,9 @@ def main() -> None:
     functions = long_functions()
     print(f"\n## Library functions over {LONG_FUNCTION} lines: {len(functions)}")
     print("\n".join(f"{name}: {lines}" for name, lines in functions))
+    options = repeated_options()
+    print(f"\n## Hand-written CLI options that repeat a settings field: {len(options)}")
+    print("\n".join(options))
     built = dicts_in_flow_bodies()
     print(f"\n## Dicts built in flow bodies: {len(built)}")
     print("\n".join(built))

@@ -71,16 +71,19 @@ def field_option(model: type[BaseModel], name: str, *declarations: str, required
     return typer.Option(... if required else field.get_default(), *declarations, help=field.description, **options)
 
 
-def override_option(model: type[BaseModel], name: str, *declarations: str, lead: str = "", **options) -> Any:
+def override_option(
+    model: type[BaseModel], name: str, *declarations: str, lead: str = "", shows_default: bool = True, **options
+) -> Any:
     """A typer option that sets the model field only when given (default None, so a value from a
     --configs file stands), its help the field's description (after `lead`, where the option's
-    reach needs saying) and its declared default."""
+    reach needs saying) and its declared default (unless shows_default is False: a command that
+    needs the option given)."""
     field = model.model_fields[name]
     if field.description is None:
         raise TypeError(f"{model.__name__}.{name} has no description to show as --help")
     default = field.get_default(call_default_factory=True)
     shown = ",".join(map(str, default)) if isinstance(default, tuple) else default
-    said = "" if default is None else f" Default {shown}."
+    said = "" if default is None or not shows_default else f" Default {shown}."
     return typer.Option(None, *declarations, help=f"{lead}{field.description}{said}", **options)
 
 

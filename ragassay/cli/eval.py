@@ -78,11 +78,7 @@ def eval_retrieval(
     ),
     save_records: Path | None = field_option(RetrievalSettings, "save_records", "--save-records"),
     max_rank: int | None = override_option(RetrievalSettings, "max_rank"),
-    common_questions: bool = typer.Option(
-        False,
-        "--common-questions",
-        help=RetrievalSettings.model_fields["common_questions"].description,
-    ),
+    common_questions: bool = field_option(RetrievalSettings, "common_questions", "--common-questions"),
     task_runner: str | None = TASK_RUNNER_OPTION,
     dask_address: str | None = DASK_ADDRESS_OPTION,
     workers: int | None = WORKERS_OPTION,
@@ -167,20 +163,13 @@ def eval_answers(
     groundedness: str | None = override_option(
         AnswerSettings, "groundedness", lead="Groundedness of the --mode configurations (or the default one): "
     ),
-    unanswerable: Path | None = typer.Option(
-        None, help="JSONL/CSV of questions the corpus cannot answer (id, question)."
-    ),
+    unanswerable: Path | None = override_option(AnswerEvalSettings, "unanswerable"),
     max_questions: int | None = override_option(AnswerEvalSettings, "max_questions"),
     max_dialogues: int | None = override_option(AnswerEvalSettings, "max_dialogues"),
     max_unanswerable: int | None = override_option(AnswerEvalSettings, "max_unanswerable"),
     seed: int | None = override_option(AnswerEvalSettings, "seed"),
     no_pairwise: bool = typer.Option(False, "--no-pairwise", help="Skip the pairwise comparison of configurations."),
-    judge_odds: bool = typer.Option(
-        False,
-        "--judge-odds",
-        help="Also ask the judge model its own P(supported) of each statement, shown beside the verdict "
-        "(one more call a statement with the default judge, whose verdict does not read it).",
-    ),
+    judge_odds: bool = field_option(AnswerEvalSettings, "judge_odds", "--judge-odds"),
     no_traces: bool = typer.Option(
         False, "--no-traces", help="Log no MLflow trace per question (the tables and metrics are logged as ever)."
     ),

@@ -30,6 +30,7 @@ from ragassay.cli.common import (
     judge_override,
     model_settings,
     out,
+    override_option,
     run_flow,
     styled,
 )
@@ -130,9 +131,7 @@ def golden_import(
 @golden_app.command("generate")
 def golden_generate(
     collection: str = COLLECTION_OPTION,
-    count: int | None = typer.Option(
-        None, "--count", help="Questions wanted (at most 3 pages are tried per question)."
-    ),
+    count: int | None = override_option(GenerateSettings, "count", shows_default=False),
     dialogues: int | None = typer.Option(
         None, "--dialogues", help="Dialogues wanted instead of questions: a first question and follow-ups that need it."
     ),
