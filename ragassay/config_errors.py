@@ -2,7 +2,7 @@
 ConfigError naming each bad field as written (a list index without pydantic's kind tag), an
 unknown key with the keys allowed there; and a validated config with a few dotted keys changed
 (a deployment's `overrides`), validated the same way. Kept apart from the declarations in
-config.py, which say what each setting is, not how a mistake in one is worded."""
+config/, which say what each setting is, not how a mistake in one is worded."""
 
 from __future__ import annotations
 

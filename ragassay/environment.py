@@ -1,6 +1,6 @@
 """Every setting ragassay reads from the environment, declared once, typed and checked.
 
-A command's config (ragassay/config.py) says what one run does; these say where things live and
+A command's config (ragassay/config/) says what one run does; these say where things live and
 how long to wait on this machine, for every run of a user or a worker process (a Dask worker gets
 its share of the cores this way, flows/runners.py). docs/reference/environment.md lists them
 from this model (tests/test_environment.py keeps the two equal), and no other module reads them.

@@ -13,10 +13,11 @@ from prefect.cache_policies import NO_CACHE
 from ragassay import tracking
 from ragassay.answer.settings import AnswerConfiguration
 from ragassay.config import AnswerEvalConfig
-from ragassay.evaluation import answer_judging, outcomes, system_answers
+from ragassay.evaluation import answer_judging, answer_outcomes, outcomes, system_answers
 from ragassay.evaluation.answer_judging import JudgedConfiguration, PairComparison
+from ragassay.evaluation.answer_outcomes import AnswerQuestions
 from ragassay.evaluation.answer_summary import AnsweredQuestion, ConfigurationSummary, summarize_configuration
-from ragassay.evaluation.outcomes import AnswerEvalReport, AnswerQuestions
+from ragassay.evaluation.outcomes import AnswerEvalReport
 from ragassay.evaluation.questions import EvalQuestion, gather_golden_questions, gather_unanswerable
 from ragassay.evaluation.reports import answers_markdown
 from ragassay.judge.calibration import aligned_store, correction, support
@@ -192,13 +193,13 @@ def log_answer_batch(
     """One child run per configuration under the batch's parent run (a new batch unless a
     pipeline passes its batch), each over the time its work took (work_spans), the summary on the
     parent; the report. Retried: the tracking server may be briefly unreachable."""
-    summary = outcomes.summarize_answer_batch(config, questions, summaries, preferences, judge_calibration)
-    shared = outcomes.answer_params(config, questions, judge_model_id, judge_calibration)
+    summary = answer_outcomes.summarize_answer_batch(config, questions, summaries, preferences, judge_calibration)
+    shared = answer_outcomes.answer_params(config, questions, judge_model_id, judge_calibration)
     labels = [c.label for c in config.configurations]
     logged = log_or_keep(
         config.home,
         list(config.collections),
-        lambda batch_id: outcomes.answer_record(
+        lambda batch_id: answer_outcomes.answer_record(
             config, questions, judge_model_id, summary, shared, batch_id, work_spans
         ),
         kind="answers",
@@ -208,7 +209,7 @@ def log_answer_batch(
         labels=labels,
         work_spans=work_spans,
     )
-    return outcomes.answer_report(
+    return answer_outcomes.answer_report(
         config, questions, judge_model_id, summary, logged, time.perf_counter() - questions.started
     )
 

@@ -10,7 +10,8 @@
 - answer_traces: each question of an answer evaluation as an MLflow trace (passages, answer,
   verdicts, scores as assessments).
 - outcomes: what an evaluation logs (tracking.BatchRecord) and reports (RetrievalEvalReport,
-  AnswerEvalReport), computed before MLflow is called.
+  AnswerEvalReport), computed before MLflow is called; a retrieval batch's whole outcome.
+- answer_outcomes: an answer batch's outcome: its params, summary, MLflow record and report.
 - interval_text: means with their intervals (and judge-corrected estimates) as Markdown lines, what
   the corrected numbers rest on, and a configuration's child run description.
 - reports: an evaluation's outcome as Markdown (the Prefect UI's artifacts and the MLflow batch's

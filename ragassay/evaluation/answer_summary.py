@@ -289,7 +289,7 @@ def _first_keys(keys: list[str]) -> str:
 
 # The functions below take each configuration's answers as per-question scores (`per_question`:
 # metrics/averaging.answer_scores of its answers table, refusal both ways beside the judged
-# metrics), computed once per batch by evaluation/outcomes.summarize_answer_batch.
+# metrics), computed once per batch by evaluation/answer_outcomes.summarize_answer_batch.
 
 
 def answer_intervals(per_question: dict[str, pl.DataFrame], seed: int = 0) -> pl.DataFrame:

@@ -22,6 +22,7 @@ from ragassay.metrics.judge_error import ErrorRates, JudgeCalibration, corrected
 from ragassay.metrics.names import JUDGED_METRICS
 from ragassay.metrics.significance import paired_scores
 from ragassay.run_warnings import RunWarning
+from ragassay.store.schemas import JUDGE_CALIBRATION
 
 
 def corrected_intervals(
@@ -183,3 +184,33 @@ def calibration_summary(calibration: JudgeCalibration | None) -> CalibrationSumm
         support_threshold=calibration.support_threshold,
         aligned_judges=list(calibration.aligned_judges),
     )
+
+
+def calibration_record(calibration: JudgeCalibration | None) -> tuple[dict[str, float], pl.DataFrame]:
+    """The parent run's view of the labels behind the corrected numbers: the judge's sensitivity,
+    specificity and balanced accuracy with their intervals as metrics (judge_…), and the strata
+    as the `judge_calibration` table (`ragassay gate` reads it back)."""
+    if calibration is None:
+        return {}, JUDGE_CALIBRATION.empty()
+    rates = calibration.rates
+    metrics = {
+        f"judge_{key}": value
+        for key, value in rates.model_dump(exclude={"separable", "summary"}).items()
+        if value is not None
+    }
+    table = pl.DataFrame(
+        [
+            {
+                "source": calibration.source,
+                "stratum": stratum.name,
+                "population": stratum.population,
+                "supported_judged_supported": stratum.supported_judged_supported,
+                "supported_judged_unsupported": stratum.supported_judged_unsupported,
+                "unsupported_judged_supported": stratum.unsupported_judged_supported,
+                "unsupported_judged_unsupported": stratum.unsupported_judged_unsupported,
+            }
+            for stratum in calibration.strata
+        ],
+        schema=JUDGE_CALIBRATION.schema,
+    )
+    return {**metrics, "judge_separable": float(rates.separable)}, table

@@ -366,7 +366,7 @@ def conversation_lines(metrics: dict[str, dict[str, float]]) -> list[str]:
 
 def unfaithful_lines(urls: dict[str, str]) -> list[str]:
     """One link per configuration to its least faithful answers (MLflow's Traces tab, filtered on
-    the first metric of declared.LEAST_FAITHFUL that was scored: outcomes.least_faithful_below):
+    the first metric of declared.LEAST_FAITHFUL that was scored: answer_outcomes.least_faithful_below):
     open one, and each statement judged unsupported sits beside its passage. Near a report's top,
     so the first screen of MLflow's description shows it."""
     if not urls:

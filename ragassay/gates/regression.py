@@ -291,7 +291,7 @@ def _corrected_drop(
 
 def calibration_strata(table: pl.DataFrame) -> list[LabelStratum]:
     """The label strata a batch logged (its `judge_calibration` table) as the correction reads them."""
-    # The table's cell columns are named as LabelStratum's fields (evaluation/outcomes.calibration_record).
+    # The table's cell columns are named as LabelStratum's fields (evaluation/judge_correction.calibration_record).
     cells = [name for name in LabelStratum.__dataclass_fields__ if name not in ("name", "population")]
     return [
         LabelStratum(row["stratum"], row["population"], **{cell: row[cell] for cell in cells})

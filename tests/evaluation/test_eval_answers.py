@@ -20,8 +20,8 @@ from ragassay.answer.answering import answer_question
 from ragassay.cli.main import app
 from ragassay.config import AnswerEvalConfig, RetrievalEvalConfig
 from ragassay.config_errors import parse_config
+from ragassay.evaluation.answer_outcomes import least_faithful_below
 from ragassay.evaluation.estimate import ANSWER_FIXED_TOKENS, ANSWER_KEPT_TOKENS, REFERENCE_RATES, CallRate, at_sources
-from ragassay.evaluation.outcomes import least_faithful_below
 from ragassay.evaluation.questions import gather_golden_questions
 from ragassay.golden.store import add_from_file
 from ragassay.metrics.answers import split_statements, tally_pairs

@@ -355,7 +355,7 @@ def test_a_regression_gate_bounds_the_judge_corrected_drop():
 
 
 def test_the_logged_calibration_table_reads_back_as_the_strata_it_was_written_from():
-    from ragassay.evaluation.outcomes import calibration_record
+    from ragassay.evaluation.judge_correction import calibration_record
     from ragassay.gates.regression import calibration_strata
     from ragassay.metrics.judge_error import JudgeCalibration, LabelStratum
 
