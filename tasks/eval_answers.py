@@ -24,7 +24,7 @@ from ragassay.judge.calibration import aligned_store, correction, support
 from ragassay.judge.calibration.alignment import AlignedJudges
 from ragassay.judge.judge import Judge
 from ragassay.llm.settings import ChatModelConfig, model_id_of
-from ragassay.metrics.judge_error import JudgeCalibration
+from ragassay.metrics.judge_calibration import JudgeCalibration
 from ragassay.systems.settings import SystemConfiguration
 from ragassay.tracking import Batch
 from ragassay.work_span import WorkSpan

@@ -12,7 +12,7 @@ from ragassay.gates.assertions import assertion_rows, batch_verdict
 from ragassay.gates.case_runs import CaseReport, SuiteResult
 from ragassay.gates.suite import CaseSuite
 from ragassay.judge.judge import Judge
-from ragassay.metrics.judge_error import JudgeCalibration
+from ragassay.metrics.judge_calibration import JudgeCalibration
 from tasks.publish import publish_verdict, run_origin
 from tasks.resources import MODEL_SERVER_RETRIES, worker_resources
 

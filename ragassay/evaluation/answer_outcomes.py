@@ -64,7 +64,7 @@ from ragassay.metrics.corrected_rows import (
     answer_interval_rows,
 )
 from ragassay.metrics.declared import LEAST_FAITHFUL
-from ragassay.metrics.judge_error import JudgeCalibration
+from ragassay.metrics.judge_calibration import JudgeCalibration
 from ragassay.metrics.names import (
     CORRECTED_METRICS,
     REPORTED_ANSWER_METRICS,

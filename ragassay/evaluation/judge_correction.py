@@ -18,7 +18,8 @@ from ragassay.metrics.corrected_rows import (
     AnswerIntervalRow,
     answer_interval_rows,
 )
-from ragassay.metrics.judge_error import ErrorRates, JudgeCalibration, corrected_difference, corrected_mean
+from ragassay.metrics.judge_calibration import JudgeCalibration
+from ragassay.metrics.judge_error import ErrorRates, corrected_difference, corrected_mean
 from ragassay.metrics.names import JUDGED_METRICS
 from ragassay.metrics.significance import paired_scores
 from ragassay.run_warnings import RunWarning

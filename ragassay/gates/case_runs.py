@@ -25,7 +25,8 @@ from ragassay.judge.judge import Judge, context_text, judging_cost, verdict_of
 from ragassay.judge.prompts import PROMPT_VERSIONS
 from ragassay.llm.structured import Usage
 from ragassay.metrics.corrected_rows import CorrectedEstimate
-from ragassay.metrics.judge_error import JudgeCalibration, corrected_mean
+from ragassay.metrics.judge_calibration import JudgeCalibration
+from ragassay.metrics.judge_error import corrected_mean
 from ragassay.progress import ProgressReporter
 from ragassay.resources import Resources
 from ragassay.store.schemas import CASE_RESULTS

@@ -16,6 +16,8 @@
 - conversations: a dialogue's turns resampled together, the follow-up gap, conversation success.
 - judge_error: the judge's sensitivity and specificity from labels, and judged means and paired
   differences corrected for them, with intervals that include the judge's error.
+- judge_calibration: the labels one judge's numbers are corrected with, and what to know of them.
+- label_need: how many more labels would narrow a corrected interval to a width.
 - corrected_rows: an answer batch's interval and comparison rows, the judge-corrected estimate
   beside the raw one (CorrectedEstimate).
 """

@@ -273,7 +273,8 @@ def test_judged_metrics_carry_their_corrected_estimate_in_intervals_differences_
         correction_fit_warnings,
     )
     from ragassay.metrics.corrected_rows import answer_interval_rows
-    from ragassay.metrics.judge_error import JudgeCalibration, corrected_difference, corrected_mean, simple_strata
+    from ragassay.metrics.judge_calibration import JudgeCalibration
+    from ragassay.metrics.judge_error import corrected_difference, corrected_mean, simple_strata
 
     answers = {
         "a": _answers(
@@ -357,7 +358,8 @@ def test_a_regression_gate_bounds_the_judge_corrected_drop():
 def test_the_logged_calibration_table_reads_back_as_the_strata_it_was_written_from():
     from ragassay.evaluation.judge_correction import calibration_record
     from ragassay.gates.regression import calibration_strata
-    from ragassay.metrics.judge_error import JudgeCalibration, LabelStratum
+    from ragassay.metrics.judge_calibration import JudgeCalibration
+    from ragassay.metrics.judge_error import LabelStratum
 
     strata = (LabelStratum("supported", 900, 18, 0, 2, 0), LabelStratum("unsupported", 100, 0, 5, 0, 15))
     _, table = calibration_record(JudgeCalibration("labels", "40 labels", strata, "judge", "p/4", 0.85))

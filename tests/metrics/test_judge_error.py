@@ -7,14 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ragassay.metrics.judge_error import (
-    LabelStratum,
-    corrected_difference,
-    corrected_mean,
-    error_rates,
-    labels_for_width,
-    simple_strata,
-)
+from ragassay.metrics.judge_error import LabelStratum, corrected_difference, corrected_mean, error_rates, simple_strata
+from ragassay.metrics.label_need import labels_for_width
 
 
 def test_error_rates_of_a_simple_sample_are_the_confusion_matrix_ratios():

@@ -19,10 +19,8 @@ from ragassay.judge.calibration.reports import (
     LabelBudgetReport,
 )
 from ragassay.metrics.declared import LABEL_BUDGET_METRIC
-from ragassay.metrics.judge_error import (
-    LabelStratum,
-    labels_for_width,
-)
+from ragassay.metrics.judge_error import LabelStratum
+from ragassay.metrics.label_need import labels_for_width
 
 
 @dataclass(frozen=True)
@@ -48,7 +46,7 @@ def latest_labelled_batch(home: Path, collection: str) -> str:
 
 def label_budget(strata: list[LabelStratum], request: BudgetRequest, seed: int = 0) -> LabelBudgetReport:
     """Per configuration of the batch, how many more labels (drawn as these were) would narrow
-    its corrected faithfulness interval to the target width (metrics/judge_error.labels_for_width);
+    its corrected faithfulness interval to the target width (metrics/label_need.labels_for_width);
     `more_labels` is the most any configuration needs."""
     rows = []
     for label, values in request.values.items():

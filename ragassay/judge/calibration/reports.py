@@ -44,7 +44,7 @@ class AsUsedAgreement(Agreement):
 
 
 class ConfigurationBudget(_Report):
-    """One configuration's label budget (metrics/judge_error.LabelBudget's figures), or
+    """One configuration's label budget (metrics/label_need.LabelBudget's figures), or
     no_interval where the labels do not yet show the judge separating the classes."""
 
     configuration: str
