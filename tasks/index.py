@@ -12,8 +12,11 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from ragassay.config import IndexConfig
-from ragassay.index import build
-from ragassay.index.build import Embedded, EmbeddingWork, IndexInputs, IndexReport, Staged
+from ragassay.index import build, embedding
+from ragassay.index import inputs as inputs_of_index
+from ragassay.index.build import IndexReport, Staged
+from ragassay.index.embedding import Embedded, EmbeddingWork
+from ragassay.index.inputs import IndexInputs
 from ragassay.progress import ProgressReporter
 from ragassay.search.dense import EmbeddingModelSpec
 from ragassay.store.workspace import CollectionPaths, collection_paths
@@ -30,19 +33,19 @@ def one_build_at_a_time(config: IndexConfig):
 def read_index_inputs(config: IndexConfig) -> IndexInputs:
     """The collection's documents and chunks (a snapshot of its tables), and the embedding model
     resolved offline."""
-    return build.read_index_inputs(config.home, config.collection, config.embedding_model)
+    return inputs_of_index.read_index_inputs(config.home, config.collection, config.embedding_model)
 
 
 @task(name="release-index-inputs", cache_policy=NO_CACHE)
 def release_index_inputs(inputs: IndexInputs) -> None:
     """Remove the build's snapshot of the tables, whether the build was swapped in or failed."""
-    build.release_index_inputs(inputs.snapshot)
+    inputs_of_index.release_index_inputs(inputs.snapshot)
 
 
 @task(name="plan-embedding", cache_policy=NO_CACHE)
 def plan_embedding(inputs: IndexInputs, chunks_per_task: int) -> EmbeddingWork:
     """The chunk texts the embedding cache lacks for the model, in groups of chunks_per_task."""
-    return build.plan_embedding(inputs.paths, inputs.chunks, inputs.spec, chunks_per_task)
+    return embedding.plan_embedding(inputs.paths, inputs.chunks, inputs.spec, chunks_per_task)
 
 
 @task(name="embed-text-group", cache_policy=NO_CACHE)
@@ -53,15 +56,17 @@ def embed_text_group(
     its rows go to part (in the collection's folder, which every worker sees, as it sees the
     snapshot), so only digests travel out and a path back."""
     with ProgressReporter(f"embedding {label}", total=group.height) as progress:
-        rows = build.embed_group(worker_resources().embedders.get(spec), snapshot, group, batch_size, progress)
-    return build.write_embedded_part(rows, part)
+        rows = embedding.embed_group(worker_resources().embedders.get(spec), snapshot, group, batch_size, progress)
+    return embedding.write_embedded_part(rows, part)
 
 
 @task(name="store-embeddings", cache_policy=NO_CACHE)
 def store_embeddings(inputs: IndexInputs, work: EmbeddingWork, parts: list[Path]) -> Embedded:
     """The new embedding cache: kept vectors and the groups' parts, read one at a time; then the
     parts are removed."""
-    embedded = build.store_embeddings(inputs.paths, work, build.read_embedded_parts(parts), inputs.spec.dimension)
+    embedded = embedding.store_embeddings(
+        inputs.paths, work, embedding.read_embedded_parts(parts), inputs.spec.dimension
+    )
     shutil.rmtree(work.parts_folder, ignore_errors=True)
     return embedded
 

@@ -124,7 +124,7 @@ def test_a_lock_held_too_long_names_its_holder(home, tmp_path):
 def test_a_second_index_build_waits_for_the_first_and_leaves_its_embedded_groups(home, tmp_path):
     """Two builds of one collection at once would each remove the other's embedded groups: the
     second waits for the index-build lock (here past RAGASSAY_LOCK_TIMEOUT, naming the holder)."""
-    from ragassay.index.build import EMBEDDING_PARTS
+    from ragassay.index.embedding import EMBEDDING_PARTS
     from ragassay.store.workspace import collection_paths
 
     ingest(home, "s", (small_corpus(tmp_path / "corpus", 3),))

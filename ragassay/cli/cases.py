@@ -7,9 +7,8 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from ragassay.cli.common import (
-    EXIT_OK,
-    EXIT_PARTIAL,
+from ragassay.cli.common import EXIT_OK, EXIT_PARTIAL, emit, err, fail, out, prefect_defaults, run_flow, styled
+from ragassay.cli.options import (
     JSON_OPTION,
     JUDGE_API_KEY_ENV_OPTION,
     JUDGE_BACKEND_OPTION,
@@ -17,14 +16,7 @@ from ragassay.cli.common import (
     JUDGE_NAME_OPTION,
     JUDGE_PATH_OPTION,
     JUDGE_URL_OPTION,
-    emit,
-    err,
-    fail,
     judge_override,
-    out,
-    prefect_defaults,
-    run_flow,
-    styled,
 )
 from ragassay.errors import ConfigError, RagassayError
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from ragassay.cli.common import EXIT_PARTIAL, JSON_OPTION, emit, err, fail, out, styled
+from ragassay.cli.common import EXIT_PARTIAL, emit, err, fail, out, styled
+from ragassay.cli.options import JSON_OPTION
 from ragassay.config import workspace_home
 from ragassay.errors import RagassayError
 

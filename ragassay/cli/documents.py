@@ -5,7 +5,8 @@ from __future__ import annotations
 import typer
 from rich.table import Table
 
-from ragassay.cli.common import COLLECTION_OPTION, JSON_OPTION, emit, fail, out, prefect_defaults
+from ragassay.cli.common import emit, fail, out, prefect_defaults
+from ragassay.cli.options import COLLECTION_OPTION, JSON_OPTION
 from ragassay.config import workspace_home
 from ragassay.errors import RagassayError
 

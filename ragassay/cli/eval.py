@@ -8,8 +8,19 @@ import typer
 
 from ragassay.answer.settings import AnswerSettings
 from ragassay.cli.common import (
-    DASK_ADDRESS_OPTION,
     EXIT_OK,
+    emit,
+    exit_on_failed_assertions,
+    exit_unless_logged,
+    fail,
+    load_config_file,
+    out,
+    prefect_defaults,
+    run_flow,
+    styled,
+)
+from ragassay.cli.options import (
+    DASK_ADDRESS_OPTION,
     JSON_OPTION,
     JUDGE_API_KEY_ENV_OPTION,
     JUDGE_BACKEND_OPTION,
@@ -19,19 +30,10 @@ from ragassay.cli.common import (
     JUDGE_URL_OPTION,
     TASK_RUNNER_OPTION,
     WORKERS_OPTION,
-    emit,
-    exit_on_failed_assertions,
-    exit_unless_logged,
-    fail,
     field_option,
     given_over,
     judge_override,
-    load_config_file,
-    out,
     override_option,
-    prefect_defaults,
-    run_flow,
-    styled,
     with_task_runner,
 )
 from ragassay.cli.render import (

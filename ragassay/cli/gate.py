@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 import typer
 from rich.table import Table
 
-from ragassay.cli.common import EXIT_OK, EXIT_PARTIAL, JSON_OPTION, dumped, emit, err, fail, out, styled
+from ragassay.cli.common import EXIT_OK, EXIT_PARTIAL, dumped, emit, err, fail, out, styled
+from ragassay.cli.options import JSON_OPTION
 from ragassay.errors import RagassayError
 from ragassay.evaluation.interval_text import signed, signed_interval
 from ragassay.metrics.significance import ALPHA

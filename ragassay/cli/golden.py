@@ -7,10 +7,9 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from ragassay.cli.common import (
+from ragassay.cli.common import EXIT_OK, EXIT_PARTIAL, emit, fail, out, run_flow, styled
+from ragassay.cli.options import (
     COLLECTION_OPTION,
-    EXIT_OK,
-    EXIT_PARTIAL,
     JSON_OPTION,
     JUDGE_API_KEY_ENV_OPTION,
     JUDGE_BACKEND_OPTION,
@@ -24,15 +23,10 @@ from ragassay.cli.common import (
     MODEL_OPTION,
     MODEL_PATH_OPTION,
     MODEL_URL_OPTION,
-    emit,
-    fail,
     field_option,
     judge_override,
     model_settings,
-    out,
     override_option,
-    run_flow,
-    styled,
 )
 from ragassay.config import GenerateSettings, workspace_home
 from ragassay.errors import ConfigError, RagassayError

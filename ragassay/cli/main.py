@@ -15,11 +15,16 @@ import typer
 from ragassay.answer.settings import AnswerSettings
 from ragassay.cli.cases import cases_app
 from ragassay.cli.collections import collections_app
-from ragassay.cli.common import (
+from ragassay.cli.common import EXIT_OK, EXIT_PARTIAL, emit, fail, out, prefect_defaults, run_flow, styled
+from ragassay.cli.documents import documents_app
+from ragassay.cli.eval import eval_app
+from ragassay.cli.gate import gate
+from ragassay.cli.golden import golden_app
+from ragassay.cli.judge import judge_app
+from ragassay.cli.models import models_app
+from ragassay.cli.options import (
     COLLECTION_OPTION,
     DASK_ADDRESS_OPTION,
-    EXIT_OK,
-    EXIT_PARTIAL,
     JSON_OPTION,
     MODEL_API_KEY_ENV_OPTION,
     MODEL_BACKEND_OPTION,
@@ -29,23 +34,11 @@ from ragassay.cli.common import (
     MODEL_URL_OPTION,
     TASK_RUNNER_OPTION,
     WORKERS_OPTION,
-    emit,
-    fail,
     field_option,
     model_settings,
-    out,
     override_option,
-    prefect_defaults,
-    run_flow,
-    styled,
     with_task_runner,
 )
-from ragassay.cli.documents import documents_app
-from ragassay.cli.eval import eval_app
-from ragassay.cli.gate import gate
-from ragassay.cli.golden import golden_app
-from ragassay.cli.judge import judge_app
-from ragassay.cli.models import models_app
 from ragassay.cli.run import run as run_pipeline
 from ragassay.cli.runs import runs_app
 from ragassay.config import ChunkingConfig, IndexSettings, IngestConfig, workspace_home

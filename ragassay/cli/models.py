@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from ragassay.cli.common import JSON_OPTION, emit, fail, out
+from ragassay.cli.common import emit, fail, out
+from ragassay.cli.options import JSON_OPTION
 from ragassay.errors import RagassayError
 
 models_app = typer.Typer(help="Assemble and verify named chat models.", no_args_is_help=True)

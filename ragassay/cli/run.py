@@ -7,7 +7,6 @@ from pathlib import Path
 import typer
 
 from ragassay.cli.common import (
-    JSON_OPTION,
     emit,
     exit_on_failed_assertions,
     exit_unless_logged,
@@ -18,6 +17,7 @@ from ragassay.cli.common import (
     run_flow,
     section_rule,
 )
+from ragassay.cli.options import JSON_OPTION
 from ragassay.cli.render import (
     REPORTED_ANSWER_METRICS,
     headline_metrics,

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import typer
 
-from ragassay.cli.common import JSON_OPTION, dumped, emit, fail, out
+from ragassay.cli.common import dumped, emit, fail, out
+from ragassay.cli.options import JSON_OPTION
 from ragassay.cli.render import (
     render_answer_costs,
     render_answer_metrics,

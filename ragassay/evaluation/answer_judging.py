@@ -30,7 +30,7 @@ from ragassay.progress import ProgressReporter
 from ragassay.resources import Resources
 from ragassay.run_warnings import RunWarning
 from ragassay.search.followups import Exchange
-from ragassay.store.schemas import PAIRWISE
+from ragassay.store.judge_schemas import PAIRWISE
 
 # Written in both order columns when two answers are the same text: a tie, no judge call needed.
 IDENTICAL = "identical"

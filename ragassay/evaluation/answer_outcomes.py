@@ -72,7 +72,7 @@ from ragassay.metrics.names import (
 )
 from ragassay.run_warnings import RunWarning, warnings_table
 from ragassay.search.followups import REWRITE_PROMPT_VERSION
-from ragassay.store.schemas import PAIRWISE
+from ragassay.store.judge_schemas import PAIRWISE
 from ragassay.tracking import BatchRecord, ConfigurationRecord, LoggedBatch, flatten_params, traces_below_url
 from ragassay.work_span import WorkSpan
 

@@ -30,7 +30,8 @@ from ragassay.metrics.names import ANSWER_METRICS, METRIC_TITLES, REPORTED_ANSWE
 from ragassay.metrics.significance import compare_all_pairs
 from ragassay.run_warnings import RunWarning
 from ragassay.search.rerank import RerankStats
-from ragassay.store.schemas import JUDGMENTS, answers_spec
+from ragassay.store.judge_schemas import JUDGMENTS
+from ragassay.store.schemas import answers_spec
 
 
 @dataclass

@@ -23,7 +23,7 @@ from ragassay.metrics.judge_error import ErrorRates, corrected_difference, corre
 from ragassay.metrics.names import JUDGED_METRICS
 from ragassay.metrics.significance import paired_scores
 from ragassay.run_warnings import RunWarning
-from ragassay.store.schemas import JUDGE_CALIBRATION
+from ragassay.store.judge_schemas import JUDGE_CALIBRATION
 
 
 def corrected_intervals(

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 class VerdictRow(TypedDict):
     """One verdict of an answer's judgement, as the judgments table, the traces and the labelling
-    sample read it (store/schemas JUDGMENTS holds the same columns but `seconds`)."""
+    sample read it (store/judge_schemas JUDGMENTS holds the same columns but `seconds`)."""
 
     metric: str
     statement_index: int  # -1: the whole answer (answer correctness, a citation of the prose)

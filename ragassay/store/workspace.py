@@ -122,7 +122,7 @@ class CollectionPaths:
     def index_build_lock(self):
         """Held for a whole index build (minutes to hours), apart from the write lock so that
         ingests go on meanwhile: a second build of the collection waits for the first instead of
-        removing the embedded groups it is writing (index/build.EMBEDDING_PARTS)."""
+        removing the embedded groups it is writing (index/embedding.EMBEDDING_PARTS)."""
         lock_file = self.lock_file.with_name(f"{self.name}.index-build.lock")
         return collection_lock(lock_file, name=f"collection {self.name!r} (an index build)")
 

@@ -130,7 +130,7 @@ def test_every_subcommand_has_help_and_a_json_flag(command):
 
 
 def test_models_are_chosen_by_name_file_or_server(tmp_path):
-    from ragassay.cli.common import judge_override, model_settings
+    from ragassay.cli.options import judge_override, model_settings
     from ragassay.errors import ConfigError
 
     assert model_settings("qwen2.5-1.5b", None, None, None, None) == {"backend": "qwen2.5-1.5b"}
@@ -174,8 +174,8 @@ def test_eval_options_override_a_configs_file_only_when_given_and_say_the_declar
     """An option left out keeps the --configs file's value; --groundedness reaches the --mode
     configurations or the declared default one, never a file's (a system's has no such setting);
     each option's help says the default its setting declares."""
-    from ragassay.cli.common import given_over
     from ragassay.cli.eval import _mode_configurations
+    from ragassay.cli.options import given_over
 
     assert given_over(
         {"seed": 3, "assertions": ["a:x>=1"]},

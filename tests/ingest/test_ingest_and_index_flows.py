@@ -174,13 +174,9 @@ def test_an_index_build_reads_the_tables_as_they_were_when_it_began(home, tmp_pa
     import shutil
 
     from ragassay.config import DEFAULT_EMBEDDING_MODEL
-    from ragassay.index.build import (
-        build_bm25_indexes,
-        plan_embedding,
-        read_group_texts,
-        read_index_inputs,
-        release_index_inputs,
-    )
+    from ragassay.index.build import build_bm25_indexes
+    from ragassay.index.embedding import plan_embedding, read_group_texts
+    from ragassay.index.inputs import read_index_inputs, release_index_inputs
     from ragassay.search.lexical import LexicalIndex
 
     corpus = make_corpus(tmp_path / "corpus")
@@ -277,7 +273,8 @@ def test_embeddings_are_written_a_row_group_at_a_time_with_the_vectors_of_one_ca
     import pyarrow.parquet as pq
 
     from ragassay.config import DEFAULT_EMBEDDING_MODEL
-    from ragassay.index.build import embed_chunks, read_index_inputs
+    from ragassay.index.embedding import embed_chunks
+    from ragassay.index.inputs import read_index_inputs
     from ragassay.resources import Resources
 
     ingest(home, make_corpus(tmp_path / "corpus"))

@@ -21,7 +21,7 @@ from ragassay.judge.calibration.alignment import AlignedJudge, LabelledJudgement
 from ragassay.judge.judge import support_threshold_for
 from ragassay.judge.prompts import SUPPORT_PROMPT_VERSION
 from ragassay.metrics.judge_error import corrected_mean, simple_strata
-from ragassay.store.schemas import JUDGE_LABELS
+from ragassay.store.judge_schemas import JUDGE_LABELS
 from ragassay.store.tables import write_table
 from ragassay.store.workspace import collection_paths
 

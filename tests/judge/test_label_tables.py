@@ -12,7 +12,7 @@ import pytest
 from ragassay.errors import ConfigError
 from ragassay.judge.calibration.labels import current_verdicts, label_strata, read_label_file
 from ragassay.judge.prompts import passages_of
-from ragassay.store.schemas import JUDGE_LABELS
+from ragassay.store.judge_schemas import JUDGE_LABELS
 
 START = datetime(2026, 12, 1, tzinfo=UTC)
 

@@ -30,7 +30,7 @@ from ragassay.judge.calibration.alignment import AlignedJudge, labels_digest
 from ragassay.judge.calibration.labelled_statements import collection_labels
 from ragassay.judge.judge import support_threshold_for
 from ragassay.judge.prompts import SUPPORT_PROMPT_VERSION
-from ragassay.store.schemas import JUDGE_LABELS
+from ragassay.store.judge_schemas import JUDGE_LABELS
 from ragassay.store.tables import read_table
 from ragassay.store.workspace import collection_paths
 from tests.helpers import build_collection, report_of

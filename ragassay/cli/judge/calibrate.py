@@ -6,8 +6,11 @@ from pathlib import Path
 
 import typer
 
-from ragassay.cli.common import (
-    EXIT_OK,
+from ragassay.cli.common import EXIT_OK, emit, fail
+from ragassay.cli.judge.app import judge_app
+from ragassay.cli.judge.budget import budget_request
+from ragassay.cli.judge.calibration_tables import render_pairwise, render_support
+from ragassay.cli.options import (
     JSON_OPTION,
     JUDGE_API_KEY_ENV_OPTION,
     JUDGE_BACKEND_OPTION,
@@ -15,13 +18,8 @@ from ragassay.cli.common import (
     JUDGE_NAME_OPTION,
     JUDGE_PATH_OPTION,
     JUDGE_URL_OPTION,
-    emit,
-    fail,
     judge_override,
 )
-from ragassay.cli.judge.app import judge_app
-from ragassay.cli.judge.budget import budget_request
-from ragassay.cli.judge.calibration_tables import render_pairwise, render_support
 from ragassay.errors import ConfigError, RagassayError
 
 

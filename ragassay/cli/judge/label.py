@@ -8,17 +8,11 @@ from typing import TYPE_CHECKING, NoReturn
 
 import typer
 
-from ragassay.cli.common import (
-    EXIT_OK,
-    JSON_OPTION,
-    dumped,
-    emit,
-    fail,
-    out,
-)
+from ragassay.cli.common import EXIT_OK, dumped, emit, fail, out
 from ragassay.cli.judge.app import judge_app
 from ragassay.cli.judge.budget import render_budget
 from ragassay.cli.judge.terminal import label_in_terminal, review_in_terminal
+from ragassay.cli.options import JSON_OPTION
 from ragassay.errors import ConfigError, RagassayError
 
 if TYPE_CHECKING:  # the reports' module loads numpy: imported where a command runs, not at start

@@ -19,7 +19,7 @@ from ragassay.judge.calibration.labels import (
 from ragassay.judge.judge import support_threshold_for
 from ragassay.judge.prompts import SUPPORT_PROMPT_VERSION
 from ragassay.metrics.judge_calibration import JudgeCalibration
-from ragassay.store.schemas import JUDGE_LABELS
+from ragassay.store.judge_schemas import JUDGE_LABELS
 
 
 def judge_calibration(

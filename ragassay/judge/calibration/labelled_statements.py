@@ -15,7 +15,7 @@ import polars as pl
 
 from ragassay.errors import ConfigError, listed_problems
 from ragassay.judge.calibration.labels import item_id_of, load_labels
-from ragassay.store.schemas import JUDGE_LABELS
+from ragassay.store.judge_schemas import JUDGE_LABELS
 from ragassay.store.workspace import collection_paths
 from ragassay.user_files import read_jsonl
 

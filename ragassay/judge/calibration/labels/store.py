@@ -15,7 +15,7 @@ import polars as pl
 from ragassay.errors import ConfigError, listed_problems
 from ragassay.judge.calibration.labels.sample import LABELS, SampleItem, collections_of
 from ragassay.metrics.judge_error import LabelStratum
-from ragassay.store.schemas import JUDGE_LABELS
+from ragassay.store.judge_schemas import JUDGE_LABELS
 from ragassay.store.tables import read_table_or_empty, write_table
 from ragassay.store.workspace import CollectionPaths, collection_paths
 
