@@ -90,3 +90,56 @@ def test_every_library_subpackage_describes_each_of_its_modules():
         package = __import__(info.name, fromlist=["_"])
         for module in pkgutil.iter_modules(package.__path__):
             assert module.name in (package.__doc__ or ""), f"{info.name}'s docstring does not describe {module.name}"
+
+
+# What ARCHITECTURE.md says of the code's size, checked against the code: "The longest functions"
+# (its table), "No library function ... is over 60 lines", and "Long modules" (each module over
+# 400 lines, with its length).
+LONG_FUNCTION, LONG_MODULE, TABLE_ROWS = 60, 400, 10
+
+
+def _functions() -> list[tuple[str, int, int]]:
+    """Every function of ragassay/ as (`path:name`, lines from `def` to its end, lines of the body
+    after its docstring)."""
+    import ast
+
+    found = []
+    for path in sorted((REPO / "ragassay").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                body = node.body
+                documented = isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and len(body) > 1
+                first = body[1] if documented else body[0]
+                name = f"{path.relative_to(REPO / 'ragassay')}:{node.name}"
+                found.append((name, node.end_lineno - node.lineno + 1, node.end_lineno - first.lineno + 1))
+    return found
+
+
+def _architecture_section(title: str) -> str:
+    text = (REPO / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    return text.split(f"## {title}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_no_library_function_is_over_60_lines():
+    long = [(name, lines) for name, lines, _ in _functions() if not name.startswith("cli/") and lines > LONG_FUNCTION]
+    assert not long, f"library functions over {LONG_FUNCTION} lines (ARCHITECTURE.md says none): {long}"
+
+
+def test_the_table_of_longest_functions_is_the_code():
+    import re
+
+    longest = sorted(_functions(), key=lambda row: (-row[1], row[0]))[:TABLE_ROWS]
+    table = re.findall(r"^\| `([^`]+)` \| (\d+) \((\d+)\) \|$", _architecture_section("The longest functions"), re.M)
+    assert [(name, int(lines), int(body)) for name, lines, body in table] == longest
+
+
+def test_every_module_over_400_lines_is_named_with_its_length():
+    import re
+
+    long = {
+        str(path.relative_to(REPO / "ragassay")): lines
+        for path in sorted((REPO / "ragassay").rglob("*.py"))
+        if (lines := len(path.read_text(encoding="utf-8").splitlines())) > LONG_MODULE
+    }
+    named = re.findall(r"`([^`]+\.py)` \((\d+) lines\)", _architecture_section("Long modules"))
+    assert {name: int(lines) for name, lines in named} == long

@@ -173,13 +173,7 @@ def runs_compare(
     parent_id = parents[0].info.run_id if parents else None
     # A pipeline's batch holds both kinds, and keeps each kind's tables under the kind's name.
     prefix = "" if not parents or parents[0].data.tags.get(tracking.TAG_KIND) != "pipeline" else "{kind}/"
-    by_kind: dict[str, dict[str, dict[str, float]]] = {}
-    for run in reversed(children):
-        kind = run.data.tags.get(tracking.TAG_KIND)
-        if kind in tracking.PER_QUESTION_TABLES:
-            by_kind.setdefault(kind, {})[run.data.tags[tracking.TAG_LABEL]] = {
-                display_name(k): v for k, v in run.data.metrics.items()
-            }
+    by_kind = _means_by_kind(children)
     if "answers" in by_kind and "retrieval" not in by_kind:
         _compare_answer_batch(home, batch_id, parent_id, by_kind["answers"], as_json, prefix.format(kind="answers"))
         return
@@ -225,6 +219,20 @@ def runs_compare(
         )
         return
     emit(as_json, {"batch_id": batch_id, "means": means, "comparisons": dumped(comparisons)}, render)
+
+
+def _means_by_kind(children) -> dict[str, dict[str, dict[str, float]]]:
+    """Each kind's (retrieval, answers) configurations' metrics, by configuration label."""
+    from ragassay import tracking
+
+    by_kind: dict[str, dict[str, dict[str, float]]] = {}
+    for run in reversed(children):
+        kind = run.data.tags.get(tracking.TAG_KIND)
+        if kind in tracking.PER_QUESTION_TABLES:
+            by_kind.setdefault(kind, {})[run.data.tags[tracking.TAG_LABEL]] = {
+                display_name(k): v for k, v in run.data.metrics.items()
+            }
+    return by_kind
 
 
 def _compare_answer_batch(

@@ -81,6 +81,15 @@ def render_support(report: SupportCalibration) -> None:
         highlight=False,
     )
     _render_confusion(report)
+    _render_beside(report)
+    if isinstance(report, CollectionCalibration):
+        render_collection_figures(report)
+    out.print(f"MLflow run {report.mlflow_run_id} (experiment {report.experiment})", style="dim", highlight=False)
+
+
+def _render_beside(report: SupportCalibration) -> None:
+    """The same statements read by the judge's own rule (beside a learned verdict), and as the
+    collection's evaluations use the judge (its aligned judge or the plain one)."""
     if report.judge_own is not None:
         own = report.judge_own
         out.print(
@@ -99,9 +108,6 @@ def render_support(report: SupportCalibration) -> None:
             f"{_figure(used.kappa)} (95% CI {_figure(used.kappa_ci_low)} to {_figure(used.kappa_ci_high)})",
             highlight=False,
         )
-    if isinstance(report, CollectionCalibration):
-        render_collection_figures(report)
-    out.print(f"MLflow run {report.mlflow_run_id} (experiment {report.experiment})", style="dim", highlight=False)
 
 
 def _render_confusion(report: SupportCalibration) -> None:
