@@ -215,7 +215,7 @@ def compare_batches(
             _configuration_drop(label, bound, baseline[label], candidate[label], alpha, seed, calibration)
             for label in labels
         ]
-    return pl.DataFrame(rows, schema=REGRESSION_SCHEMA)
+    return pl.DataFrame([row.model_dump() for row in rows], schema=REGRESSION_SCHEMA)
 
 
 def _configuration_drop(
@@ -226,7 +226,7 @@ def _configuration_drop(
     alpha: float,
     seed: int,
     calibration: list[LabelStratum] | None,
-) -> dict:
+) -> DropRow:
     """One configuration's row of compare_batches for one bound: baseline a against candidate b
     over the questions both scored, in question order, the drop judge-corrected for a
     `.corrected` bound."""
@@ -258,20 +258,20 @@ def _configuration_drop(
     # + 0.0 turns a negative zero (no change) into 0.0, so it never prints as "-0.0000".
     drop = sign * difference + 0.0
     low, high = sorted((sign * ci_low + 0.0, sign * ci_high + 0.0))
-    return {
-        "configuration": label,
-        "metric": bound.bounded,
-        "questions": result.questions,
-        "asked": asked,
-        "baseline": means[0],
-        "candidate": means[1],
-        "drop": drop,
-        "ci_low": low,
-        "ci_high": high,
-        "p_value": result.p_value,
-        "max_drop": bound.max_drop,
-        "failed": bool(drop > bound.max_drop and result.p_value < alpha),
-    }
+    return DropRow(
+        configuration=label,
+        metric=bound.bounded,
+        questions=result.questions,
+        asked=asked,
+        baseline=means[0],
+        candidate=means[1],
+        drop=drop,
+        ci_low=low,
+        ci_high=high,
+        p_value=result.p_value,
+        max_drop=bound.max_drop,
+        failed=bool(drop > bound.max_drop and result.p_value < alpha),
+    )
 
 
 def _corrected_drop(

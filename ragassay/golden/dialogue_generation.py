@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from typing import TypedDict
 
 import numpy as np
 import polars as pl
@@ -136,6 +137,25 @@ def _gate_dialogue(
     return decision, None
 
 
+class DialogueCandidateRow(TypedDict):
+    """One generated dialogue, accepted or not: a row of the dialogue candidates log
+    (store/schemas DIALOGUE_CANDIDATES, the same columns)."""
+
+    seed: int
+    model: str
+    prompt_version: str
+    chunk_id: str
+    doc_id: str
+    questions: list[str] | None
+    answers: list[str] | None
+    raw_output: str
+    accepted: bool
+    reason: str | None
+    detail: str | None
+    failed_turn: int | None  # the turn the gate stopped at (None: accepted, or unreadable as a whole)
+    dialogue_id: str | None
+
+
 def _dialogue_from_page(
     paths: CollectionPaths,
     config: GenerateConfig,
@@ -146,7 +166,7 @@ def _dialogue_from_page(
     page: dict,
     seed: int,
     digests: dict[str, str],
-) -> dict:
+) -> DialogueCandidateRow:
     """One page's candidate dialogue (seeded by the page), gated, stored when accepted; its log row."""
     result = generate_structured(
         model,
@@ -171,21 +191,21 @@ def _dialogue_from_page(
             state.accepted.append(dialogue_id)
             state.known_questions.append(dialogue.turns[0].question)
             state.known_vectors = np.vstack([state.known_vectors, vector[None, :]])
-    return {
-        "seed": seed,
-        "model": model.model_id,
-        "prompt_version": DIALOGUE_PROMPT_VERSION,
-        "chunk_id": page["chunk_id"],
-        "doc_id": page["doc_id"],
-        "questions": [turn.question for turn in dialogue.turns] if dialogue else None,
-        "answers": [turn.answer for turn in dialogue.turns] if dialogue else None,
-        "raw_output": result.raw,
-        "accepted": decision.accepted,
-        "reason": decision.reason,
-        "detail": decision.detail,
-        "failed_turn": failed_turn,
-        "dialogue_id": dialogue_id,
-    }
+    return DialogueCandidateRow(
+        seed=seed,
+        model=model.model_id,
+        prompt_version=DIALOGUE_PROMPT_VERSION,
+        chunk_id=page["chunk_id"],
+        doc_id=page["doc_id"],
+        questions=[turn.question for turn in dialogue.turns] if dialogue else None,
+        answers=[turn.answer for turn in dialogue.turns] if dialogue else None,
+        raw_output=result.raw,
+        accepted=decision.accepted,
+        reason=decision.reason,
+        detail=decision.detail,
+        failed_turn=failed_turn,
+        dialogue_id=dialogue_id,
+    )
 
 
 def _store_dialogue(

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
+from typing import TypedDict
 
 import numpy as np
 import polars as pl
@@ -238,6 +239,24 @@ def still_wanted(config: GenerateConfig, same_run: pl.DataFrame) -> tuple[int, i
     return wanted, attempts
 
 
+class CandidateRow(TypedDict):
+    """One generated question, accepted or not: a row of the candidates log (store/schemas
+    GENERATION_CANDIDATES, the same columns)."""
+
+    seed: int
+    model: str
+    prompt_version: str
+    chunk_id: str
+    doc_id: str
+    question: str | None
+    answer: str | None
+    raw_output: str
+    accepted: bool
+    reason: str | None
+    detail: str | None
+    entry_id: str | None
+
+
 def _generate_from_page(
     paths: CollectionPaths,
     config: GenerateConfig,
@@ -248,7 +267,7 @@ def _generate_from_page(
     page: dict,
     seed: int,
     digests: dict[str, str],
-) -> dict:
+) -> CandidateRow:
     """One page's candidate: the model's question and answer (seeded by the page), the quality
     gate's rules, then the judge's check that the page supports the answer; stored when accepted
     (a near duplicate of a stored entry is refused there). The candidate's log row."""
@@ -283,20 +302,20 @@ def _generate_from_page(
             state.accepted.append(entry_id)
             state.known_questions.append(result.value.question)
             state.known_vectors = np.vstack([state.known_vectors, vector[None, :]])
-    return {
-        "seed": seed,
-        "model": model.model_id,
-        "prompt_version": GENERATION_PROMPT_VERSION,
-        "chunk_id": page["chunk_id"],
-        "doc_id": page["doc_id"],
-        "question": result.value.question if result.ok else None,
-        "answer": result.value.answer if result.ok else None,
-        "raw_output": result.raw,
-        "accepted": decision.accepted,
-        "reason": decision.reason,
-        "detail": decision.detail,
-        "entry_id": entry_id,
-    }
+    return CandidateRow(
+        seed=seed,
+        model=model.model_id,
+        prompt_version=GENERATION_PROMPT_VERSION,
+        chunk_id=page["chunk_id"],
+        doc_id=page["doc_id"],
+        question=result.value.question if result.ok else None,
+        answer=result.value.answer if result.ok else None,
+        raw_output=result.raw,
+        accepted=decision.accepted,
+        reason=decision.reason,
+        detail=decision.detail,
+        entry_id=entry_id,
+    )
 
 
 def _page_logged(kind: GenerationKind, paths: CollectionPaths, seed: int, model_id: str, chunk_id: str) -> bool:
