@@ -216,3 +216,60 @@ def test_the_saved_view_puts_each_metrics_interval_beside_it_low_then_high():
             "mrr",
         )
     ]
+
+
+def test_the_store_file_read_without_mlflow_gives_what_mlflow_search_gives(tmp_path):
+    """runs list reads the workspace's SQLite store with the standard library (tracking/local_store.py):
+    the same runs as MLflow's own search, in the same order, with the same tags, params and latest
+    metrics; a deleted run, a run of another experiment and a run without ragassay's kind tag are
+    in neither."""
+    import math
+
+    from ragassay import tracking
+    from ragassay.tracking.local_store import store_file, stored_runs
+
+    home = tmp_path / "workspace"
+    mlflow_client = tracking.client(home)
+    experiment = tracking.ensure_experiment(mlflow_client, home, ["sample"])
+    other = mlflow_client.create_experiment("not-ragassay")
+    made = []
+    for index, (kind, role) in enumerate(
+        [("retrieval", "batch"), ("retrieval", "configuration"), ("answers", "batch")]
+    ):
+        tags = {tracking.TAG_KIND: kind, tracking.TAG_ROLE: role, tracking.TAG_BATCH: f"b{index % 2}"}
+        run = mlflow_client.create_run(experiment, tags=tags, start_time=1_000 + index)
+        mlflow_client.log_param(run.info.run_id, "k", str(index))
+        for step, value in enumerate((0.1, 0.5 + index)):
+            mlflow_client.log_metric(run.info.run_id, "recall_at_5", value, step=step)
+        mlflow_client.log_metric(run.info.run_id, "empty", math.nan)
+        made.append(run.info.run_id)
+    mlflow_client.set_terminated(made[0], "FINISHED")
+    deleted = mlflow_client.create_run(experiment, tags={tracking.TAG_KIND: "retrieval"})
+    mlflow_client.delete_run(deleted.info.run_id)
+    mlflow_client.create_run(experiment, tags={"note": "no kind"})
+    mlflow_client.create_run(other, tags={tracking.TAG_KIND: "retrieval"})
+
+    def seen(runs) -> list[tuple]:
+        return [
+            (
+                r.info.run_id,
+                r.info.status,
+                r.info.start_time,
+                dict(r.data.tags),
+                dict(r.data.params),
+                {k: "nan" if math.isnan(v) else v for k, v in r.data.metrics.items()},
+            )
+            for r in runs
+        ]
+
+    experiments = [e.experiment_id for e in mlflow_client.search_experiments() if e.name.startswith("ragassay/")]
+    for filters, tags in [((), {}), ((f"tags.`{tracking.TAG_BATCH}` = 'b0'",), {tracking.TAG_BATCH: "b0"})]:
+        query = " and ".join([f"tags.`{tracking.TAG_KIND}` != ''", *filters])
+        by_mlflow = mlflow_client.search_runs(experiments, query, order_by=["attributes.start_time DESC"])
+        by_file = stored_runs(store_file(tracking.tracking_uri(home)), tags)
+        assert seen(by_file) == seen(by_mlflow) and len(by_file) == (3 if not tags else 2)
+    assert tracking.get_run(home, made[1]).data.metrics["recall_at_5"] == 1.5
+    assert tracking.get_run(home, "no-such-run") is None
+    # A workspace with no store yet has no runs, and reading creates none.
+    assert stored_runs(tmp_path / "elsewhere" / "mlflow.db") == []
+    assert not (tmp_path / "elsewhere").exists()

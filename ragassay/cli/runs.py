@@ -99,13 +99,10 @@ def runs_show(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Show one run: tags, params and metrics (and with --questions, each question's values)."""
-    from mlflow.exceptions import MlflowException
-
     from ragassay import tracking
 
-    try:
-        run = tracking.client(workspace_home()).get_run(run_id)
-    except MlflowException:
+    run = tracking.get_run(workspace_home(), run_id)
+    if run is None:
         fail(RagassayError(f"no run {run_id!r} in {tracking.tracking_uri(workspace_home())}"))
     payload = {**_run_row(run), "params": dict(run.data.params), "tags": dict(run.data.tags)}
     table = None

@@ -10,6 +10,7 @@ set, one parent run per batch, one child run per configuration. Each job is its 
 - `views`: the links a user opens (the runs list's view of a batch, a run's filtered Traces tab);
 - `lifecycle`: runs registered until finished, so an interrupt ends them KILLED;
 - `read`: runs, tables and answer configurations read back;
+- `local_store`: the workspace's own store file read without MLflow (look-ups in milliseconds);
 - `unreachable`: a tracking store that does not take a batch (gone, refusing, locked, unwritable
   artifacts): bounded waits, a typed error with the store's reason, the batch kept, no run left
   RUNNING.
@@ -37,6 +38,7 @@ from ragassay.tracking.read import (
     batch_tables,
     download_table,
     find_runs,
+    get_run,
     latest_batch,
 )
 from ragassay.tracking.records import Batch, BatchRecord, ConfigurationRecord, LoggedBatch, new_batch_id
@@ -136,6 +138,7 @@ __all__ = [
     "finish",
     "fitted_description",
     "flatten_params",
+    "get_run",
     "git_commit",
     "keep_report",
     "keep_unlogged",

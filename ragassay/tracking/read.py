@@ -12,6 +12,7 @@ import polars as pl
 
 from ragassay.errors import RagassayError
 from ragassay.tracking.client import client, quiet_mlflow, tracking_uri
+from ragassay.tracking.local_store import store_file, stored_runs
 from ragassay.tracking.tags import (
     MACHINE,
     TAG_BATCH,
@@ -26,7 +27,14 @@ from ragassay.tracking.tags import (
 
 
 def find_runs(home: Path, batch_id: str | None = None, collection: str | None = None, role: str | None = None) -> list:
-    """ragassay's runs, newest first, optionally of one batch, collection or role."""
+    """ragassay's runs, newest first, optionally of one batch, collection or role: read from the
+    workspace's own store file without MLflow (local_store.py) where that is the store."""
+    path = store_file(tracking_uri(home))
+    if path is not None:
+        home.mkdir(parents=True, exist_ok=True)  # a workspace path that is a file fails here, as MLflow's would
+        wanted = {key: value for key, value in ((TAG_BATCH, batch_id), (TAG_ROLE, role)) if value}
+        runs = stored_runs(path, wanted)
+        return [r for r in runs if not collection or collection in r.data.tags.get(TAG_COLLECTIONS, "").split(",")]
     mlflow_client = client(home)
     experiments = [e.experiment_id for e in mlflow_client.search_experiments() if e.name.startswith("ragassay/")]
     if not experiments:
@@ -42,6 +50,21 @@ def find_runs(home: Path, batch_id: str | None = None, collection: str | None = 
     if collection:
         runs = [r for r in runs if collection in r.data.tags.get(TAG_COLLECTIONS, "").split(",")]
     return list(runs)
+
+
+def get_run(home: Path, run_id: str):
+    """One run by id (any experiment), or None when the store has no such run."""
+    path = store_file(tracking_uri(home))
+    if path is not None:
+        home.mkdir(parents=True, exist_ok=True)
+        found = stored_runs(path, run_id=run_id)
+        return found[0] if found else None
+    from mlflow.exceptions import MlflowException
+
+    try:
+        return client(home).get_run(run_id)
+    except MlflowException:
+        return None
 
 
 def _quote(value: str) -> str:
