@@ -6,7 +6,7 @@ from __future__ import annotations
 import unicodedata
 
 from ragassay.config_model import ConfigModel
-from ragassay.store.workspace import COLLECTION_NAME
+from ragassay.store.names import COLLECTION_NAME
 
 # A configuration's or case's label: it names MLflow runs, table rows and --assert bounds.
 LABEL = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"

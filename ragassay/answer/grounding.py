@@ -33,11 +33,6 @@ CONVERSATION_PROMPT_VERSION = "grounded-answer-in-conversation/1"
 CONVERSATION_TURNS = 4
 Groundedness = Literal["strict", "off"]
 
-# Cosine similarity (query, best provided chunk) under which a question is declined without
-# calling the model. Measured on the sample corpus with all-MiniLM-L6-v2: off-topic questions
-# score 0.04-0.12, the least similar answerable question 0.31; questions on the subject that the
-# corpus cannot answer score 0.25-0.48 and are left to the model.
-MIN_RELEVANCE = 0.25
 REFUSAL_TEXT = "The documents do not support an answer to this question."
 
 

@@ -10,8 +10,7 @@ from rich.table import Table
 from ragassay.cli.common import EXIT_OK, EXIT_PARTIAL, dumped, emit, err, fail, out, styled
 from ragassay.cli.options import JSON_OPTION
 from ragassay.errors import RagassayError
-from ragassay.evaluation.interval_text import signed, signed_interval
-from ragassay.metrics.significance import ALPHA
+from ragassay.metrics.levels import ALPHA
 
 if TYPE_CHECKING:
     from ragassay.gates.regression import DropRow
@@ -76,6 +75,8 @@ def gate(
 
 def _render_gate(baseline: str, candidate: str, alpha: float, results: list[DropRow], warnings: list[str]) -> None:
     """Each bounded metric's drop from baseline to candidate, failed or ok, then the warnings."""
+    from ragassay.evaluation.interval_text import signed, signed_interval
+
     table = Table(
         title=f"candidate {candidate} against baseline {baseline} (drop = how much worse; fails when > bound and p < {alpha})"
     )

@@ -9,24 +9,22 @@ from typing import TYPE_CHECKING
 from rich.table import Table
 
 from ragassay.cli.common import out, styled
-from ragassay.evaluation.answer_judging import PairwiseTally
-from ragassay.evaluation.interval_text import counted, signed, signed_estimate, signed_interval
-from ragassay.evaluation.judge_correction import CalibrationSummary
-from ragassay.evaluation.reports import FEWER_QUESTIONS_NOTE, means_rows
-from ragassay.gates.assertions import AssertionResult, measured
-from ragassay.metrics.conversations import CONVERSATION_SUCCESS, FollowupGapRow
-from ragassay.metrics.corrected_rows import has_correction
 from ragassay.metrics.names import (
+    CONVERSATION_SUCCESS,
     JUDGED_METRICS,
     METRIC_TITLES,
     REPORTED_ANSWER_METRICS,  # noqa: F401 (commands import it from here)
 )
 from ragassay.metrics.names import headline_retrieval_metrics as headline_metrics  # noqa: F401 (commands import it from here)
-from ragassay.metrics.significance import ALPHA, ComparisonRow, interval_source
-from ragassay.run_warnings import RunWarning
 
-if TYPE_CHECKING:  # the estimate's module reads the tracking store's history: loaded by --estimate only
+if TYPE_CHECKING:  # the evaluation's modules load polars and numpy: named here, imported where a table is drawn
+    from ragassay.evaluation.answer_judging import PairwiseTally
     from ragassay.evaluation.estimate import AnswerEstimate
+    from ragassay.evaluation.judge_correction import CalibrationSummary
+    from ragassay.gates.assertions import AssertionResult
+    from ragassay.metrics.conversations import FollowupGapRow
+    from ragassay.metrics.significance import ComparisonRow
+    from ragassay.run_warnings import RunWarning
 
 
 def render_means(title: str, means: dict[str, dict[str, float | None]], columns: list[str]) -> None:
@@ -34,6 +32,8 @@ def render_means(title: str, means: dict[str, dict[str, float | None]], columns:
     (n): `not scored` where none was, and a mark on means over fewer questions than another
     configuration's. Metrics are rows, as in the answer metrics' table: four recall@k, nDCG and
     MRR as columns were cut to "recall…" four times over on an 80-column terminal."""
+    from ragassay.evaluation.reports import FEWER_QUESTIONS_NOTE, means_rows
+
     rows, marked = means_rows(means, columns)
     table = Table(title=title)
     table.add_column("metric", no_wrap=True)
@@ -84,6 +84,8 @@ def render_systems(costs: dict[str, dict[str, float]]) -> None:
 def render_followups(gaps: Sequence[FollowupGapRow], metrics: Sequence[str], title: str = "") -> None:
     """The golden dialogues' first turns against their follow-ups, a table per metric with a row
     per configuration, the gap with its dialogue-resampled 95% interval (nothing without dialogues)."""
+    from ragassay.evaluation.interval_text import counted, signed_estimate
+
     for metric in metrics:
         shown = [row for row in gaps if row.metric == metric and row.first_scored]
         if not shown:
@@ -108,6 +110,10 @@ def render_comparisons(
 ) -> None:
     """The paired differences of the given metrics; a pair that scored no question in common for a
     metric has nothing to compare and is not shown."""
+    from ragassay.evaluation.interval_text import signed, signed_interval
+    from ragassay.metrics.corrected_rows import has_correction
+    from ragassay.metrics.significance import ALPHA, interval_source
+
     shown = [c for c in comparisons if c.metric in metrics and c.questions]
     if not shown:
         return
@@ -327,6 +333,8 @@ COST_ROWS = {
 
 
 def render_assertions(assertions: list[AssertionResult]) -> None:
+    from ragassay.gates.assertions import measured
+
     for result in assertions:
         status = ("passed", "green") if result.passed else ("FAILED", "red")
         out.print(styled(f"assert {result.assertion}: ", status, f" ({measured(result)})"), highlight=False)

@@ -18,7 +18,6 @@ from ragassay.cli.render import (
 )
 from ragassay.config import workspace_home
 from ragassay.errors import RagassayError
-from ragassay.metrics.corrected_rows import answer_comparison_rows
 from ragassay.metrics.names import (
     HEADLINE_ANSWER_METRICS,
     QUESTIONS_SCORED,
@@ -26,7 +25,6 @@ from ragassay.metrics.names import (
     display_name,
     parse_metric_or_none,
 )
-from ragassay.metrics.significance import comparison_rows
 
 runs_app = typer.Typer(help="Find, show and compare evaluation runs stored in MLflow.", no_args_is_help=True)
 
@@ -160,6 +158,7 @@ def runs_compare(
     """Metrics × configurations of one batch (a pipeline's: both evaluation stages), with the paired
     differences and pairwise tallies logged beside them."""
     from ragassay import tracking
+    from ragassay.metrics.significance import comparison_rows
 
     home = workspace_home()
     runs = tracking.find_runs(home, batch_id=batch_id)
@@ -269,6 +268,7 @@ def _answer_comparisons(home: Path, parent_run_id: str | None, prefix: str) -> t
     from ragassay import tracking
     from ragassay.evaluation.answer_judging import PairwiseTally
     from ragassay.metrics.answers import tally_pairs
+    from ragassay.metrics.corrected_rows import answer_comparison_rows
 
     pairwise_table = tracking.download_table(home, parent_run_id, prefix + "pairwise") if parent_run_id else None
     pairwise = []

@@ -14,7 +14,7 @@ from pydantic import (
 
 from ragassay.fields import Frozen, check_collection, check_collections
 from ragassay.llm.settings import DEFAULT_JUDGE
-from ragassay.store.workspace import collection_paths, workspace_home
+from ragassay.store.names import workspace_home
 
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2-int8"
 # Generation writes with the judge's model: on the sample corpus it wrote 10 acceptable questions
@@ -66,6 +66,8 @@ class OneCollection(Frozen):
     def check_stored(self) -> None:
         """CollectionNotFound, naming the workspace's collections, unless the collection is there:
         a command checks it before it starts any work (or a Prefect server)."""
+        from ragassay.store.workspace import collection_paths  # the table libraries, only when checked
+
         collection_paths(self.home, self.collection)
 
 
@@ -79,6 +81,8 @@ class SomeCollections(Frozen):
 
     def check_stored(self) -> None:
         """CollectionNotFound for the first collection that is not there (see OneCollection)."""
+        from ragassay.store.workspace import collection_paths
+
         for name in self.collections:
             collection_paths(self.home, name)
 

@@ -16,7 +16,7 @@ from pydantic import (
 from ragassay.config.common import DEFAULT_EMBEDDING_MODEL, DEFAULT_GENERATION_MODEL, OneCollection, OnTaskRunner
 from ragassay.fields import Frozen
 from ragassay.llm.settings import DEFAULT_JUDGE, ChatModelConfig
-from ragassay.search.served_embeddings import ServedEmbeddingModel
+from ragassay.search.served_settings import ServedEmbeddingModel
 
 
 class ChunkingConfig(Frozen):

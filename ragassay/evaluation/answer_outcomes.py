@@ -52,7 +52,6 @@ from ragassay.metrics.averaging import (
     subset_interval_table,
 )
 from ragassay.metrics.conversations import (
-    CONVERSATION_SUCCESS,
     FollowupGapRow,
     conversation_success,
     followup_gap_rows,
@@ -66,6 +65,7 @@ from ragassay.metrics.corrected_rows import (
 from ragassay.metrics.declared import LEAST_FAITHFUL
 from ragassay.metrics.judge_calibration import JudgeCalibration
 from ragassay.metrics.names import (
+    CONVERSATION_SUCCESS,
     CORRECTED_METRICS,
     REPORTED_ANSWER_METRICS,
     metric_key,

@@ -20,10 +20,10 @@ from ragassay.evaluation.interval_text import (
 )
 from ragassay.gates.assertions import AssertionResult, measured
 from ragassay.metrics.averaging import IntervalRow
-from ragassay.metrics.conversations import CONVERSATION_SUCCESS, FollowupGapRow
+from ragassay.metrics.conversations import FollowupGapRow
 from ragassay.metrics.corrected_rows import has_correction
 from ragassay.metrics.declared import LEAST_FAITHFUL
-from ragassay.metrics.names import LOWER_IS_BETTER, QUESTIONS_SCORED, REPORTED_ANSWER_METRICS
+from ragassay.metrics.names import CONVERSATION_SUCCESS, LOWER_IS_BETTER, QUESTIONS_SCORED, REPORTED_ANSWER_METRICS
 from ragassay.metrics.significance import (
     ALPHA,
     ComparisonRow,

@@ -22,8 +22,15 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict
 
-from ragassay.metrics.conversations import CONVERSATION_SUCCESS, TURN_SUBSETS
-from ragassay.metrics.names import CORRECTED_METRICS, REPORTED_ANSWER_METRICS, MetricName, metric_key, parse_metric
+from ragassay.metrics.names import (
+    CONVERSATION_SUCCESS,
+    CORRECTED_METRICS,
+    REPORTED_ANSWER_METRICS,
+    TURN_SUBSETS,
+    MetricName,
+    metric_key,
+    parse_metric,
+)
 
 # What either evaluation can bound besides its own metrics: the share of questions a system under
 # test answered (its failed calls lower it; a built-in configuration has none to bound).

@@ -31,9 +31,16 @@ from pydantic import BaseModel, ConfigDict
 
 from ragassay.errors import ConfigError
 from ragassay.metrics.averaging import answer_scores
-from ragassay.metrics.conversations import FIRST, TURN_SUBSETS, question_groups
+from ragassay.metrics.conversations import question_groups
 from ragassay.metrics.judge_error import LabelStratum, corrected_difference, corrected_mean
-from ragassay.metrics.names import JUDGED_METRICS, LOWER_IS_BETTER, REPORTED_ANSWER_METRICS, parse_metric_or_none
+from ragassay.metrics.names import (
+    FIRST,
+    JUDGED_METRICS,
+    LOWER_IS_BETTER,
+    REPORTED_ANSWER_METRICS,
+    TURN_SUBSETS,
+    parse_metric_or_none,
+)
 from ragassay.metrics.significance import ALPHA, KEYS, compare_paired
 
 _BOUND = re.compile(r"^\s*(?:(?P<label>[A-Za-z0-9][A-Za-z0-9_.-]*):)?(?P<metric>[\w@.]+)\s*=\s*(?P<drop>\d*\.?\d+)\s*$")

@@ -13,6 +13,7 @@
   the declarations.
 - averaging: per-question values into run values, one rule for every metric.
 - significance: paired bootstrap confidence interval and randomization p-value.
+- levels: the significance level (ALPHA) they are read at.
 - conversations: a dialogue's turns resampled together, the follow-up gap, conversation success.
 - judge_error: the judge's sensitivity and specificity from labels, and judged means and paired
   differences corrected for them, with intervals that include the judge's error.

@@ -16,11 +16,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol, TypedDict
 
-import numpy as np
-
 from ragassay.metrics.answers import Scored, Verdict
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from ragassay.answer.grounding import GroundedAnswer
     from ragassay.judge.judge import Judge
     from ragassay.llm.structured import Structured

@@ -16,8 +16,8 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict
 
 from ragassay.metrics.answers import Scored
-from ragassay.metrics.conversations import FIRST, FOLLOWUP, drawn_ratio, group_index, has_turns, question_groups
-from ragassay.metrics.names import MetricName, metric_key
+from ragassay.metrics.conversations import drawn_ratio, group_index, has_turns, question_groups
+from ragassay.metrics.names import FIRST, FOLLOWUP, MetricName, metric_key
 
 
 def mean_of_scored(values: Sequence[float | None]) -> tuple[float | None, int]:

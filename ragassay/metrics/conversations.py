@@ -24,14 +24,9 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict
 
 from ragassay.metrics.declared import TURN_METRIC
-from ragassay.metrics.names import metric_key
+from ragassay.metrics.names import FIRST, FOLLOWUP, metric_key
 
 INTERVAL_RESAMPLES = 2_000
-# Turns of the golden dialogues reported apart: first turns, and the follow-ups after them.
-FIRST, FOLLOWUP = "first", "followup"
-TURN_SUBSETS = (FIRST, FOLLOWUP)
-# The share of golden dialogues every turn of which was cited or declined as it should be.
-CONVERSATION_SUCCESS = "conversation_success"
 
 
 def group_index(groups: Sequence[str]) -> tuple[np.ndarray, int]:

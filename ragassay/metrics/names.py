@@ -8,24 +8,25 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from ragassay.metrics.declared import DECLARED_METRICS
-from ragassay.metrics.retrieval import (
-    Judged,
-    hit_rate_at_k,
-    ndcg_at_k,
-    precision_at_k,
-    recall_at_k,
-    reciprocal_rank,
-)
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ragassay.metrics.retrieval import Judged
 
 # The answer metrics scored per question, in the order tables show them, as declared
 # (metrics/declared.py: the built-in ones, then any a plugin adds).
 ANSWER_METRICS = tuple(metric.name for metric in DECLARED_METRICS)
 # The few answer metrics `runs list` and the follow-up tables show.
 HEADLINE_ANSWER_METRICS = tuple(metric.name for metric in DECLARED_METRICS if metric.headline)
+# Turns of the golden dialogues reported apart: first turns, and the follow-ups after them.
+FIRST, FOLLOWUP = "first", "followup"
+TURN_SUBSETS = (FIRST, FOLLOWUP)
+# The share of golden dialogues every turn of which was cited or declined as it should be.
+CONVERSATION_SUCCESS = "conversation_success"
 # The refusal metrics, counted from outcomes (no judge), in both directions.
 REFUSAL_METRICS = ("refusal_recall", "false_refusal_rate")
 # Every answer metric a report shows, bounds and compares: the judged ones, then refusal.
@@ -51,13 +52,21 @@ def metric_key(name: str) -> str:
     return name.replace(".", "_")
 
 
-_METRICS: dict[str, Callable[..., np.ndarray]] = {
-    "recall": recall_at_k,
-    "precision": precision_at_k,
-    "hit_rate": hit_rate_at_k,
-    "ndcg": ndcg_at_k,
-    "mrr": reciprocal_rank,
-}
+# The retrieval metric families, each computed by its function of metrics/retrieval.py (loaded,
+# with numpy, when a metric is computed: a command that only parses a name does not pay for it).
+_METRICS = ("recall", "precision", "hit_rate", "ndcg", "mrr")
+
+
+def _compute(family: str) -> Callable[..., np.ndarray]:
+    from ragassay.metrics import retrieval
+
+    return {
+        "recall": retrieval.recall_at_k,
+        "precision": retrieval.precision_at_k,
+        "hit_rate": retrieval.hit_rate_at_k,
+        "ndcg": retrieval.ndcg_at_k,
+        "mrr": retrieval.reciprocal_rank,
+    }[family]
 
 
 _NAME = re.compile(r"^(?P<family>[a-z_]+?)(?:@(?P<k>\d+))?$")
@@ -78,7 +87,7 @@ class MetricName:
         return mlflow_key(str(self))
 
     def compute(self, judged: Judged) -> np.ndarray:
-        return _METRICS[self.family](judged, self.k)
+        return _compute(self.family)(judged, self.k)
 
 
 def parse_metric(name: str) -> MetricName:

@@ -18,13 +18,11 @@ from pydantic import BaseModel, ConfigDict
 
 from ragassay.metrics.averaging import MIN_BOOTSTRAP_QUESTIONS, IntervalRow
 from ragassay.metrics.conversations import drawn_ratio, group_index, question_groups
+from ragassay.metrics.levels import ALPHA
 from ragassay.metrics.names import LOWER_IS_BETTER
 from ragassay.progress import ProgressReporter
 
 RESAMPLES = 10_000
-# A difference is called significant when its randomization p is below this (reports, the CLI's
-# tables and the regression gate's default).
-ALPHA = 0.05
 # Up to this many sign-flip units (questions, or dialogues) every flip is enumerated: the p-value
 # is exact, not drawn.
 EXACT_FLIPS_UP_TO = 14

@@ -6,7 +6,8 @@
 - ranking: ranking documents fulltext, semantic or hybrid; filters; snippets.
 - lexical: BM25 with bm25s and PyStemmer.
 - dense: fastembed embedding models, loaded offline, and their cache (Embedders).
-- served_calls: calls to a model served over HTTP (settings, retries, bounds, secrets).
+- served_settings: where a served model is and how it is called (its settings, secrets as ${VAR}).
+- served_calls: calls to a model served over HTTP (retries, bounds, secrets).
 - served_embeddings: an embedding model behind an HTTP API (OpenAI's /v1/embeddings, Ollama's /api/embed).
 - fusion: reciprocal-rank fusion.
 - rerank: the LLM reranker's prompt and ordering rule.

@@ -16,13 +16,9 @@ import threading
 import time
 
 import httpx
-from pydantic import Field, field_validator
 
 from ragassay.errors import RagassayError
-from ragassay.fields import Frozen
 from ragassay.http_bounds import (
-    HEADER_VARIABLE,
-    SECRET_LOOKING_HEADER,
     ResponseTooLarge,
     bounded_content,
     endpoint_path,
@@ -33,35 +29,12 @@ from ragassay.http_bounds import (
 )
 from ragassay.llm.threads import process_share
 from ragassay.redaction import mask_secrets, redact
+from ragassay.search.served_settings import ServedModelSettings
 
 # Waits before the second, third and fourth attempt of a call that failed in a way worth repeating.
 RETRY_DELAYS = (1.0, 2.0, 4.0)
 # The longest Retry-After honoured: a server asking for more is treated as down.
 MAX_RETRY_AFTER = 60.0
-
-
-class ServedModelSettings(Frozen):
-    """Where a served model is and how it is called. Header values that look secret
-    (Authorization, X-Api-Key, ...) must take the secret from the environment (`Bearer ${VAR}`):
-    these settings are stored (a collection's manifest, a run's params), and a secret written into
-    them would be stored too."""
-
-    url: str = Field(pattern=r"^https?://", description="The server's base URL (without the endpoint's path).")
-    model: str = Field(min_length=1, description="The model name the server knows.")
-    concurrency: int = Field(4, ge=1, le=64, description="Requests in flight at once.")
-    timeout_seconds: float = Field(60.0, gt=0, le=3600, description="The most one request may take.")
-    headers: dict[str, str] = Field(default_factory=dict, description="Request headers; secrets as ${VAR}.")
-
-    @field_validator("headers")
-    @classmethod
-    def _secrets_from_environment(cls, headers: dict[str, str]) -> dict[str, str]:
-        for name, value in headers.items():
-            if SECRET_LOOKING_HEADER.search(name) and not HEADER_VARIABLE.search(value):
-                raise ValueError(
-                    f"header {name!r} holds a secret written into the settings: write it as ${{VARIABLE}} "
-                    f"(e.g. 'Bearer ${{MODEL_API_KEY}}') and set the variable (these settings are stored)"
-                )
-        return headers
 
 
 class _Repeatable(Exception):

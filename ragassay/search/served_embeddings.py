@@ -14,50 +14,21 @@ of the wrong length, width or type is refused naming its request (the texts it h
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Literal
 
 import numpy as np
-from pydantic import Field
 
 from ragassay.errors import EmbeddingModelError
 from ragassay.redaction import redact
-from ragassay.search.served_calls import ServedCalls, ServedModelSettings
+from ragassay.search.served_calls import ServedCalls
+from ragassay.search.served_settings import ServedEmbeddingModel
 
 PROBE_TEXT = "ragassay embedding probe"
 # A vector shorter than this has no direction a cosine can read (an all-zero vector, or one a
 # float32 rounds to zero once normalized).
 MIN_VECTOR_NORM = 1e-12
-
-
-class ServedEmbeddingModel(ServedModelSettings):
-    """An embedding model behind an HTTP API. backend `openai`: POST {url}/v1/embeddings with
-    {model, input}; `ollama`: POST {url}/api/embed with {model, input}. dimensions: the vector
-    width expected (asked of an `openai` server as `dimensions`, for models that can shorten their
-    vectors); a response of another width is refused."""
-
-    backend: Literal["openai", "ollama"] = Field(
-        description="openai: POST {url}/v1/embeddings (vLLM, llama.cpp, TEI); ollama: POST {url}/api/embed."
-    )
-    dimensions: int | None = Field(None, ge=1, le=65536, description="Vector width expected (and asked for).")
-    batch_size: int = Field(32, ge=1, le=2048, description="Texts per request.")
-
-    @property
-    def endpoint(self) -> str:
-        return "/v1/embeddings" if self.backend == "openai" else "/api/embed"
-
-
-def served_model_of(value) -> ServedEmbeddingModel | None:
-    """The served model an `embedding_model` setting names (a mapping, its JSON text or the model
-    itself), or None for a local one (a name or a folder)."""
-    if isinstance(value, ServedEmbeddingModel):
-        return value
-    if isinstance(value, str) and value.lstrip().startswith("{"):
-        value = json.loads(value)
-    return ServedEmbeddingModel.model_validate(value) if isinstance(value, dict) else None
 
 
 class ServedEmbeddingClient:

@@ -19,7 +19,7 @@ from ragassay.config_model import ConfigModel
 from ragassay.llm.settings import ChatModelConfig
 from ragassay.search.followups import FOLLOWUP_QUERIES, FollowupQuery
 from ragassay.search.fusion import RRF_K
-from ragassay.search.served_calls import ServedModelSettings
+from ragassay.search.served_settings import ServedModelSettings
 
 SearchType = Literal["fulltext", "semantic", "hybrid"]
 SEARCH_TYPES: tuple[str, ...] = ("fulltext", "semantic", "hybrid")

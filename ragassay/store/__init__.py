@@ -1,5 +1,6 @@
 """The workspace on disk and its tables.
 
+- names: what a collection may be called, and where the workspace is (no table library loaded).
 - workspace: where each collection's files live; listing, loading and deleting collections.
 - schemas: every canonical table's explicit Polars schema, with its name and version.
 - judge_schemas: the judge's tables (its verdicts, people's labels of them, the corrections, pairs).

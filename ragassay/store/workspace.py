@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import time
 import uuid
@@ -32,17 +31,11 @@ import polars as pl
 from ragassay.environment import environment
 from ragassay.errors import CollectionNotFound, ConfigError
 from ragassay.store.locks import collection_lock
+from ragassay.store.names import COLLECTION_NAME
 from ragassay.store.schemas import CHUNKS, DOCUMENTS, TableSpec
 from ragassay.store.tables import read_table
 
 INDEX_FORMAT_VERSION = 2
-# \Z, not $: `$` also matches before a final newline, which let "name\n" through.
-COLLECTION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z")
-
-
-def workspace_home() -> Path:
-    """The workspace root: $RAGASSAY_HOME, or ~/.ragassay when it is unset."""
-    return environment().home.expanduser().resolve()
 
 
 def completion_cache_path(home: Path) -> Path:

@@ -12,7 +12,6 @@ import time
 from collections.abc import Callable
 from typing import Literal
 
-import httpx
 from pydantic import Field, SecretStr, model_validator
 
 from ragassay.fields import Frozen
@@ -151,6 +150,8 @@ class HttpSystem(CalledSystem):
         headers = resolved_headers(self.header_templates())
 
         def clear(session: str) -> str | None:
+            import httpx
+
             fills = _fills("", "", Conversation(session=session))
             url = _substituted(request.url, fills)
             body = _substituted(request.body, fills) if request.body is not None else None
@@ -206,6 +207,8 @@ class HttpCaller:
     within its bounds, the record's fields read by the JSONPaths."""
 
     def __init__(self, system: HttpSystem):
+        # The HTTP client and JSONPath, loaded when a system is called, not when its settings are read.
+        import httpx
         from jsonpath_ng.ext import parse
 
         self.system = system
@@ -222,6 +225,8 @@ class HttpCaller:
         self.client.close()
 
     def __call__(self, query_id: str, question: str, conversation: Conversation) -> dict:
+        import httpx
+
         system, client, url = self.system, self.client, self.url
         fills = _fills(query_id, question, conversation)
         body = _substituted(system.body, fills) if system.body is not None else None

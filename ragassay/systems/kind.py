@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from ragassay.fields import Frozen
 from ragassay.llm.cache import CompletionCache
-from ragassay.systems.records import SystemQuestion, SystemRecord
+
+if TYPE_CHECKING:  # the records' module loads polars: named here, read where a system is asked
+    from ragassay.systems.records import SystemQuestion, SystemRecord
 
 # How a kind says how far collecting has got: (questions done, questions in all).
 Progress = Callable[[int, int], None]

@@ -14,8 +14,6 @@ import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import polars as pl
-
 from ragassay.errors import ConfigError, listed_problems
 from ragassay.http_bounds import finite_number
 from ragassay.user_files import read_jsonl, write_user_text
@@ -213,6 +211,8 @@ def read_records(path: Path, names: dict[str, str]) -> list[SystemRecord]:
         if not path.is_file():
             raise ConfigError(f"records file {path} does not exist")
         try:
+            import polars as pl  # only for a Parquet file of records
+
             rows = pl.read_parquet(path).to_dicts()
         except Exception as error:  # polars raises several types for a file that is not Parquet
             raise ConfigError(f"records file {path} is not readable Parquet: {error}") from None

@@ -7,12 +7,15 @@ import tempfile
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
-
-import polars as pl
+from typing import TYPE_CHECKING
 
 from ragassay.errors import RagassayError
 from ragassay.tracking.client import client, quiet_mlflow, tracking_uri
 from ragassay.tracking.local_store import store_file, stored_runs
+
+if TYPE_CHECKING:
+    import polars as pl
+
 from ragassay.tracking.tags import (
     MACHINE,
     TAG_BATCH,
@@ -73,6 +76,8 @@ def _quote(value: str) -> str:
 
 def download_table(home: Path, run_id: str, name: str) -> pl.DataFrame | None:
     """A table a run logged (its Parquet copy), or None when the run has none of that name."""
+    import polars as pl
+
     quiet_mlflow()
     import mlflow.artifacts
     from mlflow.exceptions import MlflowException
@@ -96,6 +101,7 @@ PER_QUESTION_TABLES = {"retrieval": "per_question", "answers": "answers"}
 def batch_tables(home: Path, batch_id: str) -> dict[str, dict[str, pl.DataFrame]]:
     """The per-question tables of a batch's configuration runs: {kind: {label: table}} (a pipeline
     batch holds both kinds). Empty when there is no such batch."""
+
     tables: dict[str, dict[str, pl.DataFrame]] = {}
     for run in find_runs(home, batch_id=batch_id, role="configuration"):
         kind, label = run.data.tags.get(TAG_KIND), run.data.tags.get(TAG_LABEL)

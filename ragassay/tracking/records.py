@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import polars as pl
 from pydantic import BaseModel
 
 from ragassay.work_span import WorkSpan
+
+if TYPE_CHECKING:  # the tables' type only: a record is made where polars is loaded already
+    import polars as pl
 
 
 @dataclass(frozen=True)
