@@ -61,7 +61,8 @@ def main() -> None:
     arguments = parser.parse_args()
     from ragassay.environment import models_dir
     from ragassay.search.dense import DEFAULT_MODEL_NAME, Embedder, resolve_model
-    from ragassay.search.served_embeddings import ServedEmbeddingClient, ServedEmbeddingModel
+    from ragassay.search.served_embeddings import ServedEmbeddingClient
+    from ragassay.search.served_settings import ServedEmbeddingModel
 
     passages = texts(arguments.texts)
     local = Embedder(resolve_model(DEFAULT_MODEL_NAME, models_dir()))

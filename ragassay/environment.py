@@ -66,6 +66,12 @@ class Environment(BaseSettings):
         description="Comma-separated modules that add system kinds (SYSTEM_KINDS) or answer metrics (METRICS) "
         '(ARCHITECTURE.md, "How to add a system kind" and "How to add a metric").',
     )
+    prefect_server_idle_seconds: float = Field(
+        60.0,
+        ge=0,
+        description="Seconds the Prefect server commands share stays up after the last command using it ended "
+        "(the next command within them starts at once; 0: it stops with the last one).",
+    )
     debug: bool = Field(False, description="Tracebacks for expected errors too (set by --debug).")
     mlflow_ui_url: str = Field(
         "http://127.0.0.1:5000",

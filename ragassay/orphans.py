@@ -1,7 +1,7 @@
 """Child processes that end when the process that started them is gone.
 
 A child started with Popen keeps running when its parent is killed (SIGKILL, or SIGTERM, which
-skips atexit): a temporary server keeps its port, an extraction worker keeps parsing. Each of our
+skips atexit): an extraction worker keeps parsing. Each of our
 children watches its parent instead: once it has been re-parented, it ends.
 """
 

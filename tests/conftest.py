@@ -17,6 +17,10 @@ REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "data" / "sample"
 
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+# A command a test starts without PREFECT_API_URL shares a Prefect server with the commands running
+# beside it, and the server stops as soon as none holds it: no server outlives the tests that used
+# it (tests/test_reliability.py sets other idle times where it measures them).
+os.environ.setdefault("RAGASSAY_PREFECT_SERVER_IDLE_SECONDS", "0")
 # pytest-xdist runs test files in several worker processes at once, each loading its own models:
 # each gets its share of the cores, as a Dask LocalCluster's workers do (llm/threads.default_threads).
 if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:

@@ -1,41 +1,59 @@
-"""A temporary Prefect server for one CLI process, which dies with it.
+"""The Prefect server commands share: started by the first command that runs a flow, found by the
+next, stopped once no command has used it for RAGASSAY_PREFECT_SERVER_IDLE_SECONDS.
 
-Without PREFECT_API_URL, Prefect starts its own temporary server (uvicorn) as a plain subprocess
-and stops it at exit; a CLI killed with SIGKILL (or SIGTERM, which skips atexit) leaves that
-server running with its port open (RELIABILITY.md counts how often). The server started
-here is the same Prefect app, run by a child that watches its parent and shuts down within a
-second of the parent's death, however it died (RELIABILITY.md measures it).
+Without PREFECT_API_URL, Prefect would start a temporary server of its own (uvicorn, 5-10 s) for
+every command, as a plain subprocess that outlives a command killed with SIGKILL (or SIGTERM, which
+skips atexit). This one is the same Prefect app, shared through a folder in Prefect's home (where
+its one database lives, so one server a database):
 
-    python -m ragassay.cli.temporary_server PORT PARENT_PID    (started by start_for_this_process)
+- `server.json`: the running server's port and pid;
+- `leases/<pid>`: one file a command using it; the command removes it at exit, and a command that
+  died (however it died) is seen gone by its pid;
+- `start.lock`: held while a command finds or starts the server and takes its lease, and by the
+  server while it decides to stop, so a command never takes a lease on a server that is stopping,
+  and two commands starting at once start one server.
+
+The server watches the leases: once none is held it waits the idle seconds for a new one, then
+removes `server.json` and shuts down (RELIABILITY.md measures both).
+
+    python -m ragassay.cli.temporary_server PORT STARTER_PID    (started by start_for_this_process)
 """
 
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 from ragassay.errors import RagassayError
-from ragassay.orphans import end_when_orphaned
 
 SHUTDOWN_GRACE_SECONDS = 10.0
 START_ATTEMPTS = 3  # a port chosen free can be taken before the server binds it; then try another
+LEASE_POLL_SECONDS = 0.25
 
 
 class TemporaryServerError(RagassayError):
-    """The temporary Prefect server did not come up."""
+    """The shared Prefect server did not come up."""
+
+
+def shared_folder(prefect_home: Path) -> Path:
+    return prefect_home / "ragassay-server"
 
 
 def start_for_this_process() -> str | None:
-    """Start a temporary Prefect server tied to this process and point Prefect at it; returns its
-    API URL, or None when Prefect already has an API URL (environment or profile) or the user
-    switched temporary servers off (then Prefect's own error says what to set)."""
+    """Point Prefect at the shared server, starting it when none is running, and hold a lease on it
+    until this process ends; returns its API URL, or None when Prefect already has an API URL
+    (environment or profile) or the user switched temporary servers off (then Prefect's own error
+    says what to set)."""
     from prefect.settings import get_current_settings
 
     settings = get_current_settings()
@@ -53,22 +71,47 @@ def start_for_this_process() -> str | None:
         "PREFECT__SERVER_FINAL": "1",
     }
     timeout = settings.server.ephemeral.startup_timeout_seconds
-    # Commands started at once each start a server on Prefect's one database; each server creates
-    # or migrates its tables as it starts, and together they raced ("no such table", a server
-    # exiting, another attempt). They start one at a time; once a server answers, the next starts.
+    folder = shared_folder(settings.home)
+    (folder / "leases").mkdir(parents=True, exist_ok=True)
     from ragassay.store.locks import collection_lock
 
+    # Commands started at once on a new database each started a server that created or migrated
+    # its tables, and together they raced ("no such table"); under the lock one starts it and the
+    # others find it.
     with collection_lock(
-        settings.home / "ragassay-server-start.lock",
-        timeout=timeout * START_ATTEMPTS * 4,
-        name="the start of another command's temporary Prefect server",
+        folder / "start.lock", timeout=timeout * START_ATTEMPTS * 4, name="the start of the shared Prefect server"
     ):
-        return _start(server_env, timeout)
-
-
-def _start(server_env: dict[str, str], timeout: float) -> str:
+        _take_lease(folder)
+        api_url = _running(folder) or _start(folder, server_env, timeout)
     from prefect.context import refresh_global_settings_context
 
+    os.environ["PREFECT_API_URL"] = api_url
+    # Prefect infers a UI address from the API's; this server serves no UI, so no "View at" link
+    # may point at it (as with Prefect's own temporary server).
+    os.environ["PREFECT_UI_URL"] = ""
+    refresh_global_settings_context()
+    return api_url
+
+
+def _take_lease(folder: Path) -> None:
+    lease = folder / "leases" / str(os.getpid())
+    lease.write_text(str(os.getpid()), encoding="utf-8")
+    atexit.register(lease.unlink, missing_ok=True)
+
+
+def _running(folder: Path) -> str | None:
+    """The API URL of the server `server.json` names, when that server is alive and answers."""
+    try:
+        state = json.loads((folder / "server.json").read_text(encoding="utf-8"))
+        port, pid = int(state["port"]), int(state["pid"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not _alive(pid) or not _healthy(port, timeout=2.0):
+        return None
+    return f"http://127.0.0.1:{port}/api"
+
+
+def _start(folder: Path, server_env: dict[str, str], timeout: float) -> str:
     for _attempt in range(START_ATTEMPTS):
         port = _free_port()
         process = subprocess.Popen(
@@ -76,26 +119,20 @@ def _start(server_env: dict[str, str], timeout: float) -> str:
             env=server_env,
             stdin=subprocess.DEVNULL,
             # Its own session: a terminal's Ctrl-C (SIGINT to the whole foreground group) must not
-            # stop the server while the command still reports to it. It ends with the command.
+            # stop the server other commands may be using; it stops when no command holds a lease.
             start_new_session=True,
         )
         if _wait_until_healthy(process, port, timeout):
-            atexit.register(_stop, process)
-            api_url = f"http://127.0.0.1:{port}/api"
-            os.environ["PREFECT_API_URL"] = api_url
-            # Prefect infers a UI address from the API's; this server serves no UI and stops with
-            # the command, so no "View at" link may point at it (as with Prefect's own).
-            os.environ["PREFECT_UI_URL"] = ""
-            refresh_global_settings_context()
-            return api_url
+            (folder / "server.json").write_text(json.dumps({"port": port, "pid": process.pid}), encoding="utf-8")
+            return f"http://127.0.0.1:{port}/api"
         if process.poll() is None:
             _stop(process)
             raise TemporaryServerError(
-                f"the temporary Prefect server did not answer within {timeout} s; set PREFECT_API_URL to a running "
+                f"the Prefect server did not answer within {timeout} s; set PREFECT_API_URL to a running "
                 "Prefect server, or raise PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"
             )
     raise TemporaryServerError(
-        f"the temporary Prefect server exited (code {process.returncode}) {START_ATTEMPTS} times before answering; "
+        f"the Prefect server exited (code {process.returncode}) {START_ATTEMPTS} times before answering; "
         "its output is above; set PREFECT_API_URL to a running Prefect server"
     )
 
@@ -112,7 +149,7 @@ def _check_reachable(api_url: str, timeout: float = 5.0) -> None:
         reason = getattr(error, "reason", error)
         raise TemporaryServerError(
             f"the Prefect API at PREFECT_API_URL={redact(api_url)} does not answer ({reason}); start that server, "
-            "or unset PREFECT_API_URL to run with a temporary server of this command's own"
+            "or unset PREFECT_API_URL to run with the server ragassay's commands share"
         ) from None
 
 
@@ -122,17 +159,31 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
+def _healthy(port: int, timeout: float) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/health", timeout=timeout) as response:
+            return response.status == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
 def _wait_until_healthy(process: subprocess.Popen, port: int, timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and process.poll() is None:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/health", timeout=2) as response:
-                if response.status == 200:
-                    return True
-        except (urllib.error.URLError, OSError):
-            pass
+        if _healthy(port, timeout=2.0):
+            return True
         time.sleep(0.1)
     return False
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _stop(process: subprocess.Popen) -> None:
@@ -146,6 +197,51 @@ def _stop(process: subprocess.Popen) -> None:
         process.wait()
 
 
+def _holders(folder: Path) -> list[int]:
+    """The pids of the commands holding a lease; the leases of commands that died are removed."""
+    alive = []
+    for lease in (folder / "leases").glob("*"):
+        try:
+            pid = int(lease.name)
+        except ValueError:
+            continue
+        if _alive(pid):
+            alive.append(pid)
+        else:
+            lease.unlink(missing_ok=True)
+    return alive
+
+
+def _stop_when_idle(folder: Path, idle_seconds: float) -> None:
+    """From a daemon thread: once no lease has been held for idle_seconds, stop taking commands
+    (under the start lock, so none takes a lease meanwhile: `server.json` removed) and shut down."""
+    from ragassay.store.locks import collection_lock
+
+    def watch() -> None:
+        idle_since = None
+        while True:
+            time.sleep(LEASE_POLL_SECONDS)
+            if _holders(folder):
+                idle_since = None
+                continue
+            idle_since = idle_since or time.monotonic()
+            if time.monotonic() - idle_since < idle_seconds:
+                continue
+            with collection_lock(folder / "start.lock", name="the shared Prefect server's stop"):
+                if _holders(folder):
+                    idle_since = None
+                    continue
+                state = folder / "server.json"
+                try:
+                    if json.loads(state.read_text(encoding="utf-8")).get("pid") == os.getpid():
+                        state.unlink()
+                except (OSError, ValueError):
+                    pass
+            _shut_down()
+
+    threading.Thread(target=watch, daemon=True, name="lease-watch").start()
+
+
 def _shut_down() -> None:
     """SIGTERM lets uvicorn close gracefully; if that takes too long, exit outright."""
     os.kill(os.getpid(), signal.SIGTERM)
@@ -153,10 +249,13 @@ def _shut_down() -> None:
     os._exit(1)
 
 
-def _serve(port: int, parent_pid: int) -> None:
+def _serve(port: int) -> None:
     import uvicorn
+    from prefect.settings import get_current_settings
 
-    end_when_orphaned(parent_pid, _shut_down)
+    from ragassay.environment import environment
+
+    _stop_when_idle(shared_folder(get_current_settings().home), environment().prefect_server_idle_seconds)
     uvicorn.run(
         "prefect.server.api.server:create_app",
         factory=True,
@@ -168,4 +267,4 @@ def _serve(port: int, parent_pid: int) -> None:
 
 
 if __name__ == "__main__":
-    _serve(int(sys.argv[1]), int(sys.argv[2]))
+    _serve(int(sys.argv[1]))

@@ -9,7 +9,7 @@ from pydantic import Field, field_validator, model_validator
 from ragassay.answer.settings import AnswerSettings
 from ragassay.fields import LABEL, Frozen, check_collections
 from ragassay.llm.settings import DEFAULT_JUDGE, ChatModelConfig
-from ragassay.store.workspace import workspace_home
+from ragassay.store.names import workspace_home
 
 
 class CaseJudgeCheck(Frozen):

@@ -23,13 +23,8 @@ import numpy as np
 
 from ragassay.errors import EmbeddingModelError
 from ragassay.redaction import redact
-from ragassay.search.served_embeddings import (
-    ServedEmbeddingClient,
-    ServedEmbeddingModel,
-    probe_drift,
-    served_model_id,
-    served_model_of,
-)
+from ragassay.search.served_embeddings import ServedEmbeddingClient, probe_drift, served_model_id
+from ragassay.search.served_settings import ServedEmbeddingModel, served_model_of
 
 DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2-int8"
 _TOKENIZER_FILES = ("tokenizer.json", "config.json", "tokenizer_config.json", "special_tokens_map.json")

@@ -132,7 +132,8 @@ def test_ollamas_shape_gives_the_same_vectors(server, keyed):
 
 
 def test_busy_and_failing_servers_are_retried_and_a_wrong_response_names_its_request(server, keyed):
-    from ragassay.search.served_embeddings import ServedEmbeddingClient, ServedEmbeddingModel
+    from ragassay.search.served_embeddings import ServedEmbeddingClient
+    from ragassay.search.served_settings import ServedEmbeddingModel
 
     settings = ServedEmbeddingModel.model_validate(served(server, timeout_seconds=1.0))
     texts = [f"text number {i}" for i in range(20)]
@@ -359,7 +360,8 @@ def test_an_answer_evaluation_says_when_its_served_reranker_fell_back(server, ho
 def test_vectors_a_cosine_cannot_use_or_cannot_be_placed_are_the_servers_error_named(server, home, keyed):
     from ragassay.index.build import build_index
     from ragassay.search.dense import Embedders
-    from ragassay.search.served_embeddings import ServedEmbeddingClient, ServedEmbeddingModel
+    from ragassay.search.served_embeddings import ServedEmbeddingClient
+    from ragassay.search.served_settings import ServedEmbeddingModel
     from tests.helpers import ingest
 
     ingest(home, "faulty", (SAMPLE / "guides" / "equipment-checklist.txt",))
@@ -434,7 +436,8 @@ def test_a_reranker_score_no_float_holds_keeps_the_fused_order_and_a_reranker_th
 
 def test_an_openai_style_base_url_ending_in_v1_works_and_a_wrong_path_says_what_was_called(server, home, keyed):
     from ragassay.search.served_calls import ServedCalls
-    from ragassay.search.served_embeddings import ServedEmbeddingClient, ServedEmbeddingModel
+    from ragassay.search.served_embeddings import ServedEmbeddingClient
+    from ragassay.search.served_settings import ServedEmbeddingModel
 
     control(server)
     for url in (server, f"{server}/v1", f"{server}/v1/"):
