@@ -22,8 +22,9 @@ from ragassay.evaluation.reports import (
     warning_lines,
 )
 from ragassay.gates.assertions import AssertionResult
-from ragassay.golden.generation import GENERATION_PROMPT_VERSION, GenerationReport
+from ragassay.golden.generation import GenerationReport
 from ragassay.golden.quality_gate import DISCARD_REASONS
+from ragassay.golden.question_prompt import GENERATION_PROMPT_VERSION
 from ragassay.golden.store import GoldenChange, load_dialogues, load_golden
 from ragassay.index.build import IndexReport
 from ragassay.ingest.files import IngestReport

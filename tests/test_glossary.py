@@ -23,7 +23,7 @@ def _sources() -> dict[str, str]:
 # is (the golden package, its flow, task and command, the config of generation, the packages'
 # indexes), and where the gates package says it is not one of them.
 QUALITY_GATE_FILES = re.compile(
-    r"^(ragassay/golden/.*|ragassay/config\.py|ragassay/cli/golden\.py|flows/generate_golden\.py|"
+    r"^(ragassay/golden/.*|ragassay/config/(stages|pipeline)\.py|ragassay/cli/golden\.py|flows/generate_golden\.py|"
     r"tasks/generate_golden\.py|(ragassay|flows|tasks)/__init__\.py|ragassay/gates/__init__\.py)$"
 )
 # A slice of work is a part (work_parts.py): "a batch of files", "batches of documents", a task

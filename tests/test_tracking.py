@@ -253,8 +253,14 @@ def test_the_store_file_read_without_mlflow_gives_what_mlflow_search_gives(tmp_p
         return [
             (
                 r.info.run_id,
+                r.info.run_name,
+                r.info.experiment_id,
+                r.info.user_id,
+                r.info.lifecycle_stage,
                 r.info.status,
                 r.info.start_time,
+                r.info.end_time,
+                r.info.artifact_uri,
                 dict(r.data.tags),
                 dict(r.data.params),
                 {k: "nan" if math.isnan(v) else v for k, v in r.data.metrics.items()},

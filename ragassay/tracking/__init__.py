@@ -24,16 +24,22 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+# The client's names are bound here at once: importing the submodule `client` makes the package's
+# attribute `client` that module, which would hide the function of the same name. The module is
+# light (MLflow is imported inside its functions).
+from ragassay.tracking.client import (
+    client,
+    ensure_experiment,
+    ensure_named_experiment,
+    experiment_name,
+    tracking_uri,
+    ui_command,
+)
+
 # Each name and the module that defines it. A name is imported when first used (`tracking.X`, or
 # `from ragassay.tracking import X`), so a look-up that needs one module (`runs list`: the store
 # file's reader) does not load every other one, and polars, numpy and MLflow with them.
 _DEFINED_IN = {
-    "client": "client",
-    "ensure_experiment": "client",
-    "ensure_named_experiment": "client",
-    "experiment_name": "client",
-    "tracking_uri": "client",
-    "ui_command": "client",
     "end_unfinished_runs": "lifecycle",
     "finish": "lifecycle",
     "mark_failed": "lifecycle",
@@ -104,14 +110,6 @@ _DEFINED_IN = {
 }
 
 if TYPE_CHECKING:
-    from ragassay.tracking.client import (
-        client,
-        ensure_experiment,
-        ensure_named_experiment,
-        experiment_name,
-        tracking_uri,
-        ui_command,
-    )
     from ragassay.tracking.lifecycle import end_unfinished_runs, finish, mark_failed, verdict_status
     from ragassay.tracking.origin import flatten_params, git_commit, origin_tags
     from ragassay.tracking.read import (

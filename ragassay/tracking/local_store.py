@@ -28,7 +28,10 @@ class StoredRunInfo:
     """The fields of MLflow's RunInfo that ragassay reads."""
 
     run_id: str
+    run_name: str
     experiment_id: str
+    user_id: str
+    lifecycle_stage: str
     status: str
     start_time: int  # milliseconds since the epoch, as MLflow keeps it
     end_time: int | None
@@ -116,7 +119,10 @@ def _run(connection: sqlite3.Connection, row: sqlite3.Row) -> StoredRun:
     }
     info = StoredRunInfo(
         run_id,
+        row["name"],
         str(row["experiment_id"]),
+        row["user_id"],
+        row["lifecycle_stage"],
         row["status"],
         row["start_time"],
         row["end_time"],

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from ragassay.answer.grounding import Source, answer_messages
-from ragassay.golden.generation import generation_messages
+from ragassay.golden.question_prompt import generation_messages
 from ragassay.judge.prompts import correctness_messages, criteria_messages, support_messages
 from ragassay.llm.messages import QUOTING_TAGS, defuse, quoted
 from ragassay.metrics.answer_metrics.answer_relevancy import implied_question_messages
