@@ -3,10 +3,13 @@ the import-linter contracts that `lint-imports` checks in the test command."""
 
 from __future__ import annotations
 
+import os
 import pkgutil
 import subprocess
 import sys
 import tomllib
+
+import pytest
 
 import ragassay
 from tests.conftest import REPO
@@ -27,6 +30,25 @@ def test_importing_the_whole_library_loads_neither_prefect_nor_mlflow():
     code += "print(sorted({m.split('.')[0] for m in sys.modules} & {'prefect', 'mlflow', 'flows', 'tasks'}))"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
     assert result.stdout.strip() == "[]"
+
+
+# What a look-up command may not load: each costs a tenth of a second or more to import, and none
+# is needed to parse options, print help or read the workspace's store (issue 73). A command that
+# reads a collection's tables (`collections list`, `documents list`, `search`) loads polars for it.
+HEAVY = ("polars", "numpy", "pyarrow", "httpx", "mlflow", "prefect", "fastembed", "onnxruntime", "llama_cpp")
+
+
+@pytest.mark.parametrize("command", [["--help"], ["runs", "list"], ["runs", "show", "0" * 32]])
+def test_a_command_that_runs_no_flow_loads_no_heavy_library(tmp_path, command):
+    code = (
+        "import sys\nfrom ragassay.cli.main import app\n"
+        f"try:\n    app({command!r}, standalone_mode=False)\nexcept SystemExit:\n    pass\n"
+        f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r})))"
+    )
+    env = {**os.environ, "RAGASSAY_HOME": str(tmp_path / "workspace")}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, env=env)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip().splitlines()[-1] == "[]", result.stdout[-2000:]
 
 
 def test_every_library_module_is_under_the_layer_contracts():

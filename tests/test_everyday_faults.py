@@ -161,7 +161,13 @@ def test_a_prefect_server_lost_after_the_work_still_prints_the_results_with_a_wa
     env = {name: value for name, value in os.environ.items() if name != "PREFECT_API_URL"}
     result = subprocess.run(
         [sys.executable, "-c", LOSE_THE_SERVER_AFTER_THE_WORK],
-        env={**env, "RAGASSAY_HOME": str(tmp_path / "workspace"), "PREFECT_CLIENT_MAX_RETRIES": "1"},
+        # Its own Prefect home: the server it kills is no other test's shared one.
+        env={
+            **env,
+            "RAGASSAY_HOME": str(tmp_path / "workspace"),
+            "PREFECT_HOME": str(tmp_path / "prefect"),
+            "PREFECT_CLIENT_MAX_RETRIES": "1",
+        },
         cwd=REPO,
         capture_output=True,
         text=True,

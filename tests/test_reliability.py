@@ -298,7 +298,10 @@ def port_open(port: int) -> bool:
 @pytest.mark.slow
 @pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
 def test_a_killed_command_leaves_no_prefect_server_behind(home, tmp_path, stop):
+    # Its own Prefect home, so the server is this command's alone, and stops as soon as no command
+    # holds it (idle 0, the suite's setting).
     env = {name: value for name, value in os.environ.items() if name != "PREFECT_API_URL"}
+    env |= {"PREFECT_HOME": str(tmp_path / "prefect"), "RAGASSAY_PREFECT_SERVER_IDLE_SECONDS": "0"}
     command = subprocess.Popen(
         [RAGASSAY, "ingest", "-c", "s", str(small_corpus(tmp_path / "corpus", 30))],
         env=env,
@@ -326,7 +329,53 @@ def test_a_killed_command_leaves_no_prefect_server_behind(home, tmp_path, stop):
     left = running(server_pid)
     if left:
         os.kill(server_pid, signal.SIGKILL)
-    assert not left and not port_open(port), "the temporary server stops with the command that started it"
+    assert not left and not port_open(port), "the shared server stops once no command holds it"
+
+
+@pytest.mark.slow
+def test_commands_share_one_prefect_server_which_stops_once_idle(tmp_path):
+    """Two commands started at once on a new Prefect database start one server; the next command
+    finds it (no start of its own); once no command has held it for the idle seconds, it stops and
+    says so (`server.json` removed)."""
+    prefect_home = tmp_path / "prefect"
+    env = {name: value for name, value in os.environ.items() if name != "PREFECT_API_URL"}
+    env |= {
+        "PREFECT_HOME": str(prefect_home),
+        "RAGASSAY_HOME": str(tmp_path / "workspace"),
+        "RAGASSAY_PREFECT_SERVER_IDLE_SECONDS": "8",
+    }
+    corpus = small_corpus(tmp_path / "corpus", 2)
+    both = [
+        subprocess.Popen([RAGASSAY, "ingest", "-c", f"s{n}", str(corpus)], env=env, cwd=REPO, stderr=subprocess.PIPE)
+        for n in range(2)
+    ]
+    assert [command.wait(timeout=300) for command in both] == [0, 0]
+    state = prefect_home / "ragassay-server" / "server.json"
+    server = json.loads(state.read_text(encoding="utf-8"))
+
+    def servers() -> list[int]:
+        found = []
+        for pid, _, args in process_table():
+            if "ragassay.cli.temporary_server" not in args:
+                continue
+            try:
+                environment = Path(f"/proc/{pid}/environ").read_bytes()
+            except OSError:
+                continue
+            if f"PREFECT_HOME={prefect_home}".encode() in environment:
+                found.append(pid)
+        return found
+
+    assert servers() == [server["pid"]], "the two commands started one server"
+    started = time.monotonic()
+    assert subprocess.run([RAGASSAY, "ingest", "-c", "s0", str(corpus)], env=env, cwd=REPO).returncode == 0
+    assert json.loads(state.read_text(encoding="utf-8")) == server, "the next command used the running server"
+    assert not list((prefect_home / "ragassay-server" / "leases").iterdir()), "each command gave its lease back"
+    deadline = time.monotonic() + 60
+    while (state.exists() or running(server["pid"])) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not state.exists() and not running(server["pid"]) and not port_open(server["port"])
+    assert time.monotonic() - started > 8, "it stayed up for the idle seconds after the last command"
 
 
 @pytest.mark.slow
@@ -357,6 +406,7 @@ def test_a_ctrl_c_during_a_pipeline_ends_it_within_seconds_its_batch_killed_and_
         encoding="utf-8",
     )
     env = {name: value for name, value in os.environ.items() if name != "PREFECT_API_URL"}
+    env["PREFECT_HOME"] = str(tmp_path / "prefect")  # a server of its own: "no process left" is about it
     command = subprocess.Popen(
         [RAGASSAY, "run", "--config", str(pipeline)],
         env={**env, "RAGASSAY_CACHE": str(tmp_path / "cache")},
