@@ -17,10 +17,11 @@ REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "data" / "sample"
 
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-# A command a test starts without PREFECT_API_URL shares a Prefect server with the commands running
-# beside it, and the server stops as soon as none holds it: no server outlives the tests that used
-# it (tests/test_reliability.py sets other idle times where it measures them).
-os.environ.setdefault("RAGASSAY_PREFECT_SERVER_IDLE_SECONDS", "0")
+# The commands tests start as subprocesses (the session's test server is this process's setting,
+# which they do not inherit) share one Prefect server, as a user's do: the next command within 30 s
+# finds it instead of starting its own. Tests that kill servers or count processes use a Prefect
+# home of their own and idle 0 (tests/test_reliability.py, tests/test_everyday_faults.py).
+os.environ.setdefault("RAGASSAY_PREFECT_SERVER_IDLE_SECONDS", "30")
 # pytest-xdist runs test files in several worker processes at once, each loading its own models:
 # each gets its share of the cores, as a Dask LocalCluster's workers do (llm/threads.default_threads).
 if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:

@@ -406,7 +406,8 @@ def test_a_ctrl_c_during_a_pipeline_ends_it_within_seconds_its_batch_killed_and_
         encoding="utf-8",
     )
     env = {name: value for name, value in os.environ.items() if name != "PREFECT_API_URL"}
-    env["PREFECT_HOME"] = str(tmp_path / "prefect")  # a server of its own: "no process left" is about it
+    # A server of its own, stopped once the command is gone: "no process left" is about it.
+    env |= {"PREFECT_HOME": str(tmp_path / "prefect"), "RAGASSAY_PREFECT_SERVER_IDLE_SECONDS": "0"}
     command = subprocess.Popen(
         [RAGASSAY, "run", "--config", str(pipeline)],
         env={**env, "RAGASSAY_CACHE": str(tmp_path / "cache")},

@@ -150,6 +150,8 @@ def _questions_key(questions: list[str]) -> str:
 
 
 def _row(dialogue_id: str, number: int, turn: TurnCandidate, candidate: DialogueCandidate, now: datetime) -> dict:
+    """One turn as a row of the golden dialogues table (store/schemas DIALOGUES), which polars
+    builds against that schema."""
     return {
         "dialogue_id": dialogue_id,
         "turn": number,

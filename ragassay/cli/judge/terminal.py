@@ -49,7 +49,8 @@ def _shown_key(screen) -> tuple[str, int | None, str | None]:
 
 
 def label_in_terminal(session) -> dict:
-    """The labelling loop: one statement a screen (cli/judge/screens), one key each."""
+    """The labelling loop: one statement a screen (cli/judge/screens), one key each. Returns the
+    command's --json payload (a JSON object: counts and where the labels went)."""
 
     from ragassay.cli.judge.screens import item_screen
 
@@ -103,7 +104,7 @@ def label_in_terminal(session) -> dict:
 
 def review_in_terminal(review) -> dict:
     """The review loop: the person's labels of the sample listed, then one a screen, each
-    changeable (s, u, k), n and p to move, q to stop."""
+    changeable (s, u, k), n and p to move, q to stop. Returns the command's --json payload."""
     import click
 
     from ragassay.cli.judge.screens import REVIEW_KEYS_LINE, item_screen

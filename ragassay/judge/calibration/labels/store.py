@@ -25,6 +25,9 @@ def load_labels(paths: CollectionPaths) -> pl.DataFrame:
 
 
 def label_row(item: SampleItem, label: str, who: str, when: datetime) -> dict:
+    """One row of the labels table (store/judge_schemas JUDGE_LABELS: the item's fields, then the
+    label, who gave it and when), a plain dict because polars builds the table from such rows
+    against that explicit schema."""
     if label not in LABELS:
         raise ConfigError(f"label must be one of {', '.join(LABELS)}, not {label!r}")
     return {**asdict(item), "label": label, "who": who, "labelled_at": when}
