@@ -112,16 +112,23 @@ def _running(folder: Path) -> str | None:
 
 
 def _start(folder: Path, server_env: dict[str, str], timeout: float) -> str:
+    # The server outlives the command that started it, so it must not hold that command's output
+    # open (a caller reading the command's output to its end would wait for the server): its own
+    # output goes to server.log, quoted when it fails to start.
+    log = folder / "server.log"
     for _attempt in range(START_ATTEMPTS):
         port = _free_port()
-        process = subprocess.Popen(
-            [sys.executable, "-m", "ragassay.cli.temporary_server", str(port), str(os.getpid())],
-            env=server_env,
-            stdin=subprocess.DEVNULL,
-            # Its own session: a terminal's Ctrl-C (SIGINT to the whole foreground group) must not
-            # stop the server other commands may be using; it stops when no command holds a lease.
-            start_new_session=True,
-        )
+        with log.open("wb") as output:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "ragassay.cli.temporary_server", str(port), str(os.getpid())],
+                env=server_env,
+                stdin=subprocess.DEVNULL,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                # Its own session: a terminal's Ctrl-C (SIGINT to the whole foreground group) must
+                # not stop the server other commands may be using; it stops when no command holds a lease.
+                start_new_session=True,
+            )
         if _wait_until_healthy(process, port, timeout):
             (folder / "server.json").write_text(json.dumps({"port": port, "pid": process.pid}), encoding="utf-8")
             return f"http://127.0.0.1:{port}/api"
@@ -131,9 +138,10 @@ def _start(folder: Path, server_env: dict[str, str], timeout: float) -> str:
                 f"the Prefect server did not answer within {timeout} s; set PREFECT_API_URL to a running "
                 "Prefect server, or raise PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"
             )
+    said = log.read_text(encoding="utf-8", errors="replace").strip()[-2000:]
     raise TemporaryServerError(
         f"the Prefect server exited (code {process.returncode}) {START_ATTEMPTS} times before answering; "
-        "its output is above; set PREFECT_API_URL to a running Prefect server"
+        f"set PREFECT_API_URL to a running Prefect server. Its last output ({log}):\n{said}"
     )
 
 
@@ -177,13 +185,19 @@ def _wait_until_healthy(process: subprocess.Popen, port: int, timeout: float) ->
 
 
 def _alive(pid: int) -> bool:
+    """Whether the process runs: a zombie (exited, not yet reaped by its parent) does not."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        # /proc/PID/stat: "pid (name) state ...": the state follows the last ")".
+        state = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state != "Z"
 
 
 def _stop(process: subprocess.Popen) -> None:

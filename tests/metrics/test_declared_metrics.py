@@ -13,15 +13,15 @@ from ragassay.metrics.names import ANSWER_METRICS, JUDGED_METRICS, LOWER_IS_BETT
 
 def test_every_list_of_answer_metrics_comes_from_the_declarations():
     assert ANSWER_METRICS == (
-        "faithfulness",
         "context_recall",
+        "faithfulness",
         "citation_precision",
         "answer_relevancy",
         "mean_support",
         "answer_correctness",
     )
-    assert JUDGED_METRICS == ("faithfulness", "context_recall", "citation_precision")
-    assert NEEDING_CONTEXT == ("faithfulness", "context_recall", "citation_precision", "mean_support")
+    assert JUDGED_METRICS == ("context_recall", "faithfulness", "citation_precision")
+    assert NEEDING_CONTEXT == ("context_recall", "faithfulness", "citation_precision", "mean_support")
     assert NEEDING_REFERENCE == ("context_recall", "answer_correctness")
     assert LOWER_IS_BETTER == ("false_refusal_rate",)
     assert METRIC_TITLES["answer_correctness"] == "answer correctness"

@@ -11,10 +11,13 @@ docstring of its pure function), the prompt it asks if no other metric shares it
 - answer_correctness: the share of answers graded correct against the reference.
 
 BUILT_IN_METRICS is the order tables show them and the order one answer is judged in. Every
-statement read over the passages is judged first, in one pass; then the metrics in this order,
-citation precision straight after that pass: its prompts begin with the support instruction just
-asked, which an in-process model keeps instead of reading it again (BENCHMARKS.md, issue 62); the
-implied question and the correctness grade, each a prompt of its own, after.
+statement read over the passages is judged first, in one pass; then the metrics in this order:
+context recall and faithfulness read that pass (their verdict rows in this order: a statement the
+answer and the reference share is one judgement, which the labelling sample files under the first
+metric that recorded it, context recall, as it always has); citation precision straight after,
+its prompts beginning with the support instruction just asked, which an in-process model keeps
+instead of reading it again (BENCHMARKS.md, issue 62); the implied question and the correctness
+grade, each a prompt of its own, after.
 """
 
 from __future__ import annotations
@@ -30,8 +33,8 @@ from ragassay.metrics.answer_metrics import (
 )
 
 BUILT_IN_METRICS: tuple[AnswerMetric, ...] = (
-    faithfulness.METRIC,
     context_recall.METRIC,
+    faithfulness.METRIC,
     citation_precision.METRIC,
     answer_relevancy.METRIC,
     mean_support.METRIC,
