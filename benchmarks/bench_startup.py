@@ -35,7 +35,7 @@ QUERY = "How often should a hive be inspected?"
 
 # Each command as typed, whether it runs a flow, and the library call doing the same work.
 COMMANDS = [
-    ("--help", [], False, "pass"),
+    ("--help", ["--help"], False, "pass"),
     ("runs list", ["runs", "list"], False, "from ragassay import tracking; tracking.find_runs(home)"),
     (
         "collections list",
