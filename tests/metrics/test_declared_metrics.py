@@ -36,7 +36,9 @@ def test_a_metric_name_that_is_no_column_name_is_refused():
 
 def test_metrics_names_only_declared_metrics_and_assertions_only_those_it_keeps(tmp_path):
     settings = {"collections": ["sample"], "home": tmp_path}
-    with pytest.raises(ConfigError, match=r"'faithfullness' is not an answer metric; answer metrics: context_recall, faithfulness, "):
+    with pytest.raises(
+        ConfigError, match=r"'faithfullness' is not an answer metric; answer metrics: context_recall, faithfulness, "
+    ):
         parse_config(AnswerEvalConfig, **settings, metrics=["faithfullness"])
     with pytest.raises(ConfigError, match=r"bounds context_recall, which metrics leaves out"):
         parse_config(AnswerEvalConfig, **settings, metrics=["faithfulness"], assertions=["hybrid:context_recall>=0.5"])
