@@ -35,6 +35,7 @@ import urllib.request
 from pathlib import Path
 
 from ragassay.errors import RagassayError
+from ragassay.orphans import process_alive
 
 SHUTDOWN_GRACE_SECONDS = 10.0
 START_ATTEMPTS = 3  # a port chosen free can be taken before the server binds it; then try another
@@ -106,7 +107,7 @@ def _running(folder: Path) -> str | None:
         port, pid = int(state["port"]), int(state["pid"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    if not _alive(pid) or not _healthy(port, timeout=2.0):
+    if not process_alive(pid) or not _healthy(port, timeout=2.0):
         return None
     return f"http://127.0.0.1:{port}/api"
 
@@ -184,22 +185,6 @@ def _wait_until_healthy(process: subprocess.Popen, port: int, timeout: float) ->
     return False
 
 
-def _alive(pid: int) -> bool:
-    """Whether the process runs: a zombie (exited, not yet reaped by its parent) does not."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        # /proc/PID/stat: "pid (name) state ...": the state follows the last ")".
-        state = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return True
-    return state != "Z"
-
-
 def _stop(process: subprocess.Popen) -> None:
     if process.poll() is not None:
         return
@@ -219,7 +204,7 @@ def _holders(folder: Path) -> list[int]:
             pid = int(lease.name)
         except ValueError:
             continue
-        if _alive(pid):
+        if process_alive(pid):
             alive.append(pid)
         else:
             lease.unlink(missing_ok=True)

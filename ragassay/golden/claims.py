@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from ragassay.orphans import process_alive
 from ragassay.store.workspace import CollectionPaths
 
 # A draft takes seconds to a few minutes; a claim this old is a lost one, whatever its host says.
@@ -62,14 +63,4 @@ def _held_by_another(path: Path) -> bool:
     if holder.get("host") != socket.gethostname():
         return True  # another machine's process: alive as far as we can tell
     pid = int(holder.get("pid", 0))
-    return pid != os.getpid() and _alive(pid)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return pid > 0
+    return pid != os.getpid() and process_alive(pid)
