@@ -105,7 +105,8 @@ def test_each_configuration_run_lasts_as_long_as_its_work(evaluated, sample_home
 def test_the_runs_view_opens_the_batch_with_its_headline_metrics_first(evaluated, sample_home):
     """MLflow's runs list opens with no metric column; the batch's saved view (an experiment tag
     its UI reads for `viewStateShareKey`) selects the batch's runs and shows the headline metrics
-    the child runs hold, faithfulness first with its corrected value beside it."""
+    the child runs hold, in the declared order (context recall, then faithfulness), each with its
+    interval and corrected value beside it."""
     _, report = evaluated
     mlflow_client = tracking.client(sample_home)
     parent = mlflow_client.get_run(report.parent_run_id)
@@ -117,16 +118,17 @@ def test_the_runs_view_opens_the_batch_with_its_headline_metrics_first(evaluated
     # Each run's verdict first (the tag), then its metrics.
     assert view["selectedColumns"][0] == f"tags.`{tracking.TAG_VERDICT}`"
     columns = [c.removeprefix("metrics.`").removesuffix("`") for c in view["selectedColumns"][1:]]
-    assert columns[0] == "faithfulness" and view["columnOrder"] == view["selectedColumns"]
+    first = ANSWER_METRICS[0]
+    assert columns[0] == first and view["columnOrder"] == view["selectedColumns"]
     # Each metric's interval beside it, low bound then high; its corrected value after, with its own.
     # Bound first, so MLflow's cut headers still tell them apart.
-    assert columns[1:3] == ["lo/faithfulness", "hi/faithfulness"]
+    assert columns[1:3] == [f"lo/{first}", f"hi/{first}"]
     for position, column in enumerate(columns):
         if column.startswith("lo/"):
             assert columns[position - 1] == column.removeprefix("lo/")
             assert columns[position + 1] == "hi/" + column.removeprefix("lo/")
-    if "faithfulness_corrected" in columns:
-        assert columns[3] == "faithfulness_corrected"
+    if f"{first}_corrected" in columns:
+        assert columns[3] == f"{first}_corrected"
     held = set().union(*(mlflow_client.get_run(run_id).data.metrics for run_id in report.run_ids.values()))
     assert set(columns) <= held, "a column no child run has"
     # The view's filter is MLflow search syntax that finds exactly the batch's configurations'
