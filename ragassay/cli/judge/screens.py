@@ -7,7 +7,7 @@ statements have nothing to do with the configuration's answer) and the keys. The
 can be long, so it is the part that pages: wrapped at words, its paragraphs and numbered sources
 kept as separate blocks, the sources the statement cites marked. The judge's verdict is never on
 the screen. Laying out is a pure function of the item and the terminal's size (`item_screen`),
-so it is tested without a terminal; the loop in cli/judge.py prints it and reads the keys.
+so it is tested without a terminal; the loop in cli/judge/terminal.py prints it and reads the keys.
 """
 
 from __future__ import annotations
