@@ -20,8 +20,8 @@ from ragassay.evaluation.answer_summary import AnsweredQuestion
 from ragassay.judge.judge import context_text
 from ragassay.metrics.answer_metric import AnswerJudgement
 from ragassay.metrics.answers import NOT_ASKED, UNREADABLE
-from ragassay.metrics.conversations import CITATIONS_METRIC, turn_handled
-from ragassay.metrics.declared import BY_NAME
+from ragassay.metrics.conversations import turn_handled
+from ragassay.metrics.declared import BY_NAME, TURN_METRIC
 from ragassay.metrics.names import ANSWER_METRICS
 
 # MLflow's span types (mlflow.entities.SpanType), named here so this module needs no MLflow.
@@ -330,7 +330,7 @@ def _dialogue_feedback(
             item.answerable,
             _outcome(item),
             sum(len(s.citations) for s in item.answer.statements) + len(item.answer.answer_citations),
-            judgements[item.key].scores()[CITATIONS_METRIC].value if item.key in judgements else None,
+            judgements[item.key].scores()[TURN_METRIC].value if item.key in judgements else None,
         )
         for item in turns
     ]

@@ -155,10 +155,6 @@ def subset_means(table: pl.DataFrame, metrics: Sequence[str]) -> dict[str, float
     return means
 
 
-# The metric a turn's citations are judged by (turn_handled): every citation supported.
-CITATIONS_METRIC = TURN_METRIC
-
-
 def turn_handled(answerable: bool, outcome: str, citations: int, cited_supported: float | None) -> bool | None:
     """One turn cited or declined as it should be: an unanswerable turn declined; an answerable one
     answered with citations, every one supported by its source (TURN_METRIC, citation precision, is 1). None when
@@ -179,7 +175,7 @@ def conversation_success(answers: pl.DataFrame) -> tuple[float | None, int]:
     dialogues whose every turn can be told, from a configuration's answers table; and how many
     those are. (None, 0) without any."""
     turns: dict[tuple, list[bool | None]] = {}
-    columns = ("query_collection", "dialogue_id", "answerable", "outcome", "citations", CITATIONS_METRIC)
+    columns = ("query_collection", "dialogue_id", "answerable", "outcome", "citations", TURN_METRIC)
     if "dialogue_id" not in answers.columns:
         return None, 0
     for collection, dialogue, answerable, outcome, citations, precision in answers.select(*columns).iter_rows():

@@ -13,7 +13,6 @@ from ragassay.metrics.answer_metrics import BUILT_IN_METRICS
 from ragassay.plugins import plugin_modules
 
 __all__ = [
-    "ADDED_METRICS",
     "BUILT_IN_METRICS",
     "BY_NAME",
     "DECLARED_METRICS",
@@ -44,8 +43,6 @@ BY_NAME = {metric.name: metric for metric in DECLARED_METRICS}
 # The metrics a system without context text, or a question without a reference answer, lacks.
 NEEDING_CONTEXT = tuple(metric.name for metric in DECLARED_METRICS if metric.needs_context)
 NEEDING_REFERENCE = tuple(metric.name for metric in DECLARED_METRICS if metric.needs_reference)
-# Metrics added from outside the library (a plugin module's METRICS).
-ADDED_METRICS = tuple(metric for metric in DECLARED_METRICS if metric not in BUILT_IN_METRICS)
 # The metrics that can list an answer among the least faithful, the one to use first first.
 LEAST_FAITHFUL = tuple(
     sorted((metric for metric in DECLARED_METRICS if metric.least_faithful), key=lambda m: m.least_faithful.rank)
