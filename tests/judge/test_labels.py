@@ -30,6 +30,7 @@ from ragassay.judge.calibration.alignment import AlignedJudge, labels_digest
 from ragassay.judge.calibration.labelled_statements import collection_labels
 from ragassay.judge.judge import support_threshold_for
 from ragassay.judge.prompts import SUPPORT_PROMPT_VERSION
+from ragassay.metrics.declared import LABELLED_METRICS
 from ragassay.store.judge_schemas import JUDGE_LABELS
 from ragassay.store.tables import read_table
 from ragassay.store.workspace import collection_paths
@@ -120,6 +121,9 @@ def labelled_batch(tmp_path_factory):
         AnswerEvalConfig,
         collections=["lab"],
         configurations=configurations,
+        # The metrics people label (what these tests read): answer relevancy's implied question and
+        # the correctness grade would add judge calls nothing here reads.
+        metrics=LABELLED_METRICS,
         pairwise=False,
         traces=False,
         home=home,
