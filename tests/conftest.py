@@ -61,6 +61,19 @@ def outer_models_dir() -> Path:
 
 
 @pytest.fixture(scope="session", autouse=True)
+def commands_prefect_home(tmp_path_factory):
+    """The commands tests start as subprocesses keep their Prefect database (and the server they
+    share) in this test run's temporary folder, not in the user's ~/.prefect: every run starts
+    from an empty database, as CI's does, and leaves nothing in the home folder (pytest keeps the
+    last three runs' folders). pytest-xdist's workers share their run's folder, so they share one
+    server, as a user's commands do."""
+    base = tmp_path_factory.getbasetemp()
+    run_folder = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    os.environ.setdefault("PREFECT_HOME", str(run_folder / "prefect-home"))
+    yield
+
+
+@pytest.fixture(scope="session", autouse=True)
 def no_temporary_prefect_server():
     """Prefect may not start a temporary server of its own in this process: a flow run by a test
     not marked `flows` fails at once ("No Prefect API URL"), instead of quietly starting a server
