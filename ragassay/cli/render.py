@@ -83,8 +83,9 @@ def render_systems(costs: dict[str, dict[str, float]]) -> None:
 
 def render_followups(gaps: Sequence[FollowupGapRow], metrics: Sequence[str], title: str = "") -> None:
     """The golden dialogues' first turns against their follow-ups, a table per metric with a row
-    per configuration, the gap with its dialogue-resampled 95% interval (nothing without dialogues)."""
-    from ragassay.evaluation.interval_text import counted, signed_estimate
+    per configuration, the gap with its dialogue-resampled 95% interval where there are enough
+    dialogues for one (nothing without dialogues)."""
+    from ragassay.evaluation.interval_text import GAP_INTERVAL_NOTE, counted, gap_estimate
 
     for metric in metrics:
         shown = [row for row in gaps if row.metric == metric and row.first_scored]
@@ -92,7 +93,7 @@ def render_followups(gaps: Sequence[FollowupGapRow], metrics: Sequence[str], tit
             continue
         table = Table(
             title=f"{title}{metric} on the first turns and follow-ups of {counted(shown[0].dialogues, 'dialogue')}",
-            caption="(n): turns scored; gap: follow-ups - first turns, its 95% CI resampling whole dialogues",
+            caption=f"(n): turns scored; gap: follow-ups - first turns, {GAP_INTERVAL_NOTE}",
         )
         for column in ("configuration", "first turns", "follow-ups", "gap [95% CI]"):
             table.add_column(
@@ -100,8 +101,7 @@ def render_followups(gaps: Sequence[FollowupGapRow], metrics: Sequence[str], tit
             )
         for row in shown:
             later = "not scored" if row.followup_mean is None else f"{row.followup_mean:.3f} ({row.followup_scored})"
-            gap = "-" if row.gap is None else signed_estimate(row.gap, row.ci_low, row.ci_high)
-            table.add_row(row.configuration, f"{row.first_mean:.3f} ({row.first_scored})", later, gap)
+            table.add_row(row.configuration, f"{row.first_mean:.3f} ({row.first_scored})", later, gap_estimate(row))
         out.print(table)
 
 

@@ -11,7 +11,9 @@ from pydantic import BaseModel
 
 from ragassay.evaluation.judge_correction import CalibrationSummary
 from ragassay.metrics.averaging import IntervalRow
+from ragassay.metrics.conversations import FollowupGap
 from ragassay.metrics.corrected_rows import has_correction
+from ragassay.metrics.levels import MIN_BOOTSTRAP_QUESTIONS
 
 
 def signed(value: float, places: int = 3) -> str:
@@ -28,6 +30,22 @@ def signed_interval(low: float, high: float, places: int = 3) -> str:
 def signed_estimate(value: float, low: float, high: float) -> str:
     """`+0.120 [-0.050, +0.300]`: a difference and its interval, as signed() writes them."""
     return f"{signed(value)} {signed_interval(low, high)}"
+
+
+def gap_estimate(gap: FollowupGap) -> str:
+    """A follow-up gap as its tables show it: `-0.067 [-0.158, +0.000]`, the gap alone with why
+    where it has no interval (`-0.067 (no CI: 2 dialogues)`), `-` where it is not defined."""
+    if gap.gap is None:
+        return "-"
+    if gap.ci_low is None or gap.ci_high is None:
+        return f"{signed(gap.gap)} (no CI: {counted(gap.dialogues, 'dialogue')})"
+    return signed_estimate(gap.gap, gap.ci_low, gap.ci_high)
+
+
+GAP_INTERVAL_NOTE = (
+    f"its 95% CI resampling whole dialogues, none from fewer than {MIN_BOOTSTRAP_QUESTIONS} (a bootstrap over so "
+    "few is narrower than the truth)"
+)
 
 
 def counted(count: int, noun: str) -> str:

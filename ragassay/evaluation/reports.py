@@ -10,8 +10,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ragassay.evaluation.interval_text import (
+    GAP_INTERVAL_NOTE,
     corrected_text,
     counted,
+    gap_estimate,
     interval_lines,
     judge_error_lines,
     signed,
@@ -244,8 +246,7 @@ def retrieval_sections(report: RetrievalEvalReport, headline: list[str]) -> list
 
 FOLLOWUP_CELLS = (
     "First turns and follow-ups of the golden dialogues: each side's mean and the turns it is over; the gap is "
-    "follow-ups minus first turns, its 95% CI from resampling whole dialogues (the turns of one dialogue are not "
-    "independent questions)."
+    f"follow-ups minus first turns, {GAP_INTERVAL_NOTE} (the turns of one dialogue are not independent questions)."
 )
 
 
@@ -267,7 +268,7 @@ def followup_lines(gaps: Sequence[FollowupGapRow], metrics: Sequence[str], dialo
             if row.followup_mean is None
             else f"{row.followup_mean:.3f}, {counted(row.followup_scored, 'turn')}"
         )
-        gap = "-" if row.gap is None else signed_estimate(row.gap, row.ci_low, row.ci_high)
+        gap = gap_estimate(row)
         lines.append(
             f"| {row.metric} | {row.configuration} | {row.first_mean:.3f}, {counted(row.first_scored, 'turn')} | {later} "
             f"| {gap} |"

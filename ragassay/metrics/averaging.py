@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ragassay.metrics.answers import Scored
 from ragassay.metrics.conversations import drawn_ratio, group_index, has_turns, question_groups
+from ragassay.metrics.levels import MIN_BOOTSTRAP_QUESTIONS
 from ragassay.metrics.names import FIRST, FOLLOWUP, MetricName, metric_key
 
 
@@ -65,15 +66,6 @@ def on_common_questions(per_question: dict[str, pl.DataFrame], metrics: list[str
 
 
 INTERVAL_RESAMPLES = 2_000
-# Below this many questions (or dialogues) a percentile bootstrap interval is narrower than the
-# truth: simulated (300 samples a size and shape, 2026-12-07), it first held the true value in at
-# least 94% of samples (95% claimed) at this size for recall-like paired differences and for means
-# of skewed and of rare scores (at 20: 0.95, 0.92 and 0.86); nDCG-like graded differences stay at
-# 0.92-0.93 up to 50 questions (benchmarks/bench_small_sample_intervals.py; BENCHMARKS.md,
-# "Intervals over a handful of questions"). Below it a mean's interval is Clopper-Pearson's
-# (bounded_mean_interval) and a paired difference's the randomization test's own, inverted
-# (significance.randomization_interval: it excludes 0 exactly when the test rejects).
-MIN_BOOTSTRAP_QUESTIONS = 25
 INTERVAL_SCHEMA = pl.Schema(
     {
         "configuration": pl.String,

@@ -9,7 +9,10 @@ and first turns and follow-ups are reported apart. Pure numpy.
 - Follow-up gap: mean over follow-up turns minus mean over first turns,
       gap = (1/|F|) sum_{t in F} v_t - (1/|S|) sum_{t in S} v_t,
   where S holds the dialogues' first turns and F their later ones (scored turns only); its 95%
-  interval resamples dialogues, both means taken over the same drawn dialogues.
+  interval resamples dialogues, both means taken over the same drawn dialogues, and is given only
+  from MIN_BOOTSTRAP_QUESTIONS dialogues on: over fewer, a percentile bootstrap is narrower than
+  the truth (a demo's 2 dialogues would print a zero-width gap), and no test of the gap is printed
+  beside it to invert instead.
 - Conversation success: the share of dialogues every turn of which was cited or declined as it
   should be: an answerable turn answered with every citation supported, an unanswerable one
   declined (`turn_handled`); over the dialogues whose every turn can be told.
@@ -24,6 +27,7 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict
 
 from ragassay.metrics.declared import TURN_METRIC
+from ragassay.metrics.levels import MIN_BOOTSTRAP_QUESTIONS
 from ragassay.metrics.names import FIRST, FOLLOWUP, metric_key
 
 INTERVAL_RESAMPLES = 2_000
@@ -56,7 +60,8 @@ def drawn_ratio(sums: np.ndarray, counts: np.ndarray, picks: np.ndarray) -> np.n
 
 class FollowupGap(BaseModel):
     """One metric on the dialogues' first turns and on their follow-ups, and the gap between them
-    (follow-ups minus first turns) with its dialogue-resampled 95% interval."""
+    (follow-ups minus first turns) with its dialogue-resampled 95% interval (None below
+    MIN_BOOTSTRAP_QUESTIONS dialogues: `has_interval`)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -69,6 +74,10 @@ class FollowupGap(BaseModel):
     ci_low: float | None
     ci_high: float | None
 
+    @property
+    def has_interval(self) -> bool:
+        return self.ci_low is not None and self.ci_high is not None
+
 
 def followup_gap(
     values: Sequence[float | None],
@@ -78,7 +87,8 @@ def followup_gap(
     resamples: int = INTERVAL_RESAMPLES,
 ) -> FollowupGap:
     """First-turn and follow-up means of the dialogues' scored turns, and the gap with its
-    dialogue-resampled 95% interval (None where either side has nothing scored)."""
+    dialogue-resampled 95% interval (the gap None where either side has nothing scored; the
+    interval None too below MIN_BOOTSTRAP_QUESTIONS dialogues: module docstring)."""
     rows = [
         (value, dialogue, turn)
         for value, dialogue, turn in zip(values, dialogue_ids, turns, strict=True)
@@ -97,6 +107,8 @@ def followup_gap(
     }
     if first_mean is None or later_mean is None:
         return FollowupGap(**sides, gap=None, ci_low=None, ci_high=None)
+    if sides["dialogues"] < MIN_BOOTSTRAP_QUESTIONS:
+        return FollowupGap(**sides, gap=later_mean - first_mean, ci_low=None, ci_high=None)
     groups, count = group_index([dialogue for _, dialogue, _ in rows])
     value_array = np.array([value for value, _, _ in rows], dtype=np.float64)
     is_first = np.array([turn == 1 for _, _, turn in rows], dtype=np.float64)

@@ -16,9 +16,9 @@ import numpy as np
 import polars as pl
 from pydantic import BaseModel, ConfigDict
 
-from ragassay.metrics.averaging import MIN_BOOTSTRAP_QUESTIONS, IntervalRow
+from ragassay.metrics.averaging import IntervalRow
 from ragassay.metrics.conversations import drawn_ratio, group_index, question_groups
-from ragassay.metrics.levels import ALPHA
+from ragassay.metrics.levels import ALPHA, MIN_BOOTSTRAP_QUESTIONS
 from ragassay.metrics.names import LOWER_IS_BETTER
 from ragassay.progress import ProgressReporter
 

@@ -7,6 +7,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from ragassay.evaluation.interval_text import GAP_INTERVAL_NOTE, gap_estimate
 from ragassay.gates.assertions import check_assertions, parse_answer_assertion, parse_assertion
 from ragassay.metrics.averaging import (
     bounded_mean_interval,
@@ -22,20 +23,33 @@ from ragassay.metrics.conversations import (
     subset_means,
     turn_handled,
 )
+from ragassay.metrics.levels import MIN_BOOTSTRAP_QUESTIONS
 from ragassay.metrics.significance import compare_paired
 
 
 def test_the_gap_is_followups_minus_first_turns_with_an_interval_over_dialogues():
-    # Two dialogues of three turns: first turns 1 and 1, follow-ups 0.5, 0 and 1, 0.5.
-    values = [1.0, 0.5, 0.0, 1.0, 1.0, 0.5]
-    dialogues = ["a", "a", "a", "b", "b", "b"]
-    turns = [1, 2, 3, 1, 2, 3]
+    # Two kinds of dialogue of three turns: first turns 1 and 1, follow-ups 0.5, 0 and 1, 0.5.
+    kinds = ([1.0, 0.5, 0.0], [1.0, 1.0, 0.5])
+    count = MIN_BOOTSTRAP_QUESTIONS + 1
+    values = [value for number in range(count) for value in kinds[number % 2]]
+    dialogues = [f"d{number}" for number in range(count) for _ in range(3)]
+    turns = [1, 2, 3] * count
     gap = followup_gap(values, dialogues, turns, seed=1)
-    assert (gap.first_mean, gap.first_scored, gap.followup_mean, gap.followup_scored) == (1.0, 2, 0.5, 4)
-    assert gap.gap == pytest.approx(-0.5) and gap.dialogues == 2
-    # Resampling dialogues: a replicate of a and a gives -0.75, of b and b -0.25.
-    assert -0.75 <= gap.ci_low <= gap.gap <= gap.ci_high <= -0.25
+    assert (gap.first_mean, gap.first_scored, gap.followup_mean, gap.followup_scored) == (1.0, count, 0.5, 2 * count)
+    assert gap.gap == pytest.approx(-0.5) and gap.dialogues == count and gap.has_interval
+    # Resampling dialogues: a replicate of the first kind only gives -0.75, of the second -0.25.
+    assert -0.75 < gap.ci_low < gap.gap < gap.ci_high < -0.25
     assert followup_gap(values, dialogues, turns, seed=1) == gap, "seeded"
+
+
+def test_a_gap_over_fewer_dialogues_than_a_bootstrap_needs_has_no_interval_and_says_why():
+    # Two dialogues, as in the README's demo: resampling them would print [-0.75, -0.25] or,
+    # where they agree, a zero-width interval; neither is what two dialogues know.
+    gap = followup_gap([1.0, 0.5, 0.0, 1.0, 1.0, 0.5], ["a"] * 3 + ["b"] * 3, [1, 2, 3] * 2, seed=1)
+    assert gap.gap == pytest.approx(-0.5) and gap.dialogues == 2
+    assert (gap.ci_low, gap.ci_high) == (None, None) and not gap.has_interval
+    assert gap_estimate(gap) == "-0.500 (no CI: 2 dialogues)"
+    assert f"none from fewer than {MIN_BOOTSTRAP_QUESTIONS}" in GAP_INTERVAL_NOTE
 
 
 def test_a_gap_without_follow_ups_or_unscored_turns_says_so():

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ragassay.metrics.averaging import MIN_BOOTSTRAP_QUESTIONS, bounded_mean_interval, mean_interval
+from ragassay.metrics.averaging import bounded_mean_interval, mean_interval
+from ragassay.metrics.levels import MIN_BOOTSTRAP_QUESTIONS
 from ragassay.metrics.significance import ALPHA, RESAMPLES, compare_paired, randomization_p
 
 
