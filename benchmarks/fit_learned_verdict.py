@@ -241,7 +241,7 @@ def ask_judge(items: list[sets.Item], out_path: Path, messages_of, options: dict
     from ragassay.llm.catalog import QWEN_1_5B, model_path
     from ragassay.llm.completion import spelled_options
 
-    done = {json.loads(line)["id"] for line in out_path.read_text().splitlines()} if out_path.exists() else set()
+    done = set(rows_by_id(out_path))
     todo = [item for item in items if item.id not in done]
     first_passage = {item.id: most_similar_first(item.statement, list(item.passages))[0] for item in todo}
     # Statements asked against one passage one after the other: llama.cpp keeps their prefix.
@@ -292,6 +292,12 @@ def ask_judge(items: list[sets.Item], out_path: Path, messages_of, options: dict
 # --- the comparison ------------------------------------------------------------------------
 
 
+def rows_by_id(path: Path) -> dict[str, dict]:
+    """The rows a judge pass appended to path (JUDGED, THREE_WAY), by statement id; none before it ran."""
+    rows = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    return {row["id"]: row for row in rows}
+
+
 class Table:
     """Every item with its inputs, labels and groups as arrays, and the judge's signals where read."""
 
@@ -307,21 +313,13 @@ class Table:
         self.group = np.array([item.group for item in self.items])
         self.fold = np.array([item.fold for item in self.items])
         self.edit = np.isin(self.kind, EDIT_KINDS)
-        judged = {}
-        if JUDGED.exists():
-            for line in JUDGED.read_text().splitlines():
-                row = json.loads(line)
-                judged[row["id"]] = row
+        judged = rows_by_id(JUDGED)
         self.judged = np.array([item.id in judged for item in self.items])
         self.judge_p = np.array([judged[i.id]["p_supported"] if i.id in judged else 0.5 for i in self.items])
         width = len(next(iter(judged.values()))["state"]) if judged else 0
         self.state = np.array([judged[i.id]["state"] if i.id in judged else [0.0] * width for i in self.items])
         self.judged_rows = judged
-        three_way = {}
-        if THREE_WAY.exists():
-            for line in THREE_WAY.read_text().splitlines():
-                row = json.loads(line)
-                three_way[row["id"]] = row
+        three_way = rows_by_id(THREE_WAY)
         self.three_way = np.array([item.id in three_way for item in self.items])
         self.three_p = np.array(
             [
