@@ -4,7 +4,7 @@ each signal alone and combined on collections and languages it never saw.
     .venv/bin/python benchmarks/fit_learned_verdict.py signals            # every statement's inputs (cached)
     .venv/bin/python benchmarks/fit_learned_verdict.py judge     # the judge's on a sample (slow, resumable)
     .venv/bin/python benchmarks/fit_learned_verdict.py report [--write]
-    .venv/bin/python benchmarks/fit_learned_verdict.py three-way         # the three-way question on a subsample (slow, resumable)
+    .venv/bin/python benchmarks/fit_learned_verdict.py three-way [--whole]  # the three-way question on a subsample (slow, resumable)
     .venv/bin/python benchmarks/fit_learned_verdict.py three-way-report
 
 The statements (benchmarks/verdict_sets.py): MEMERAG's five languages, SciFact's claims against
@@ -218,15 +218,17 @@ def three_way_sample(items: list[sets.Item]) -> list[sets.Item]:
     return [item for item in judged if item.fold in folds]
 
 
-def three_way_signals() -> None:
-    """The default judge's three-way answer on each statement of the three-way sample, against the
-    same passage as its support verdict, appended to THREE_WAY as they come."""
+def three_way_signals(whole: bool = False) -> None:
+    """The default judge's three-way answer on each statement of the three-way sample (with whole,
+    of the whole judged sample: the rule's step 4), against the same passage as its support
+    verdict, appended to THREE_WAY as they come."""
 
     def row(item, mass, state):
         total = max(sum(mass.values()), 1e-12)
         return {"p": {option: mass[option] / total for option in THREE_WAY_OPTIONS}, "coverage": total}
 
-    ask_judge(three_way_sample(all_items()), THREE_WAY, three_way_messages, THREE_WAY_OPTIONS, row)
+    items = judged_sample(all_items()) if whole else three_way_sample(all_items())
+    ask_judge(items, THREE_WAY, three_way_messages, THREE_WAY_OPTIONS, row)
 
 
 def ask_judge(items: list[sets.Item], out_path: Path, messages_of, options: dict, row_of, read_state: bool = False):
@@ -678,7 +680,10 @@ def report(write: bool) -> None:
     scored: dict[str, tuple[Candidate, dict]] = {}
     on_sample: dict[str, tuple[Candidate, dict]] = {}
     held_p: dict[str, np.ndarray] = {}
-    for candidate in CANDIDATES:
+    # The three-way question is a candidate of the whole comparison once it has been read on every
+    # judged statement (`three-way --whole`): the rule's step 4 (module docstring).
+    three_way_read = bool(table.judged.sum()) and bool(table.three_way[table.judged].all())
+    for candidate in CANDIDATES + (THREE_WAY_CANDIDATES[1:] if three_way_read else ()):
         if not candidate.reads_judge:
             results, held_p[candidate.name] = held_out(candidate, table, everything)
             scored[candidate.name] = (candidate, results)
@@ -798,6 +803,11 @@ def write_shipped(
 
     if shipped.state:
         raise SystemExit("a verdict that reads the judge's state would need its probe in the file: not written")
+    if shipped.three_way:
+        raise SystemExit(
+            "a verdict that reads the three-way question needs that prompt in the judge (judge/prompts.py) and its two "
+            "inputs in learned_verdict.py first: not written"
+        )
     rows = table.judged if shipped.reads_judge else np.ones(len(table.y), bool)
     names = [name for family in shipped.families for name in INPUT_FAMILIES[family]]
     x, _ = shipped.matrix(table, rows, rows)
@@ -854,7 +864,8 @@ def main() -> None:
     commands.add_parser("judge", help="the judge's odds and state on a seeded sample (slow, resumable)")
     reporting = commands.add_parser("report", help="the comparison, the rule, and with --write the shipped file")
     reporting.add_argument("--write", action="store_true")
-    commands.add_parser("three-way", help="the judge's three-way answer on a subsample (slow, resumable)")
+    asking = commands.add_parser("three-way", help="the judge's three-way answer on a subsample (slow, resumable)")
+    asking.add_argument("--whole", action="store_true", help="on the whole judged sample (the rule's step 4)")
     commands.add_parser("three-way-report", help="the three-way question against the shipped judge odds")
     arguments = parser.parse_args()
     if arguments.command == "signals":
@@ -862,7 +873,7 @@ def main() -> None:
     elif arguments.command == "judge":
         judge_signals()
     elif arguments.command == "three-way":
-        three_way_signals()
+        three_way_signals(arguments.whole)
     elif arguments.command == "three-way-report":
         three_way_report()
     else:
