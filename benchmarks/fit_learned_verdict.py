@@ -754,7 +754,9 @@ def three_way_report() -> None:
     """The three-way question against the shipped judge odds on the three-way sample (module
     docstring): each held out by collection and MEMERAG language, the rule, and the call's cost."""
     table = Table()
-    within = table.three_way & table.judged
+    # The subsample's statements only: once `three-way --whole` has read more, `report` compares them.
+    sample = {item.id for item in three_way_sample(all_items())}
+    within = table.three_way & table.judged & np.array([item.id in sample for item in table.items])
     natural = within & (table.kind == "natural")
     print(
         f"three-way sample: {int(within.sum())} statements ("
