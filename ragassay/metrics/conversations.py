@@ -11,8 +11,8 @@ and first turns and follow-ups are reported apart. Pure numpy.
   where S holds the dialogues' first turns and F their later ones (scored turns only); its 95%
   interval resamples dialogues, both means taken over the same drawn dialogues, and is given only
   from MIN_BOOTSTRAP_QUESTIONS dialogues on: over fewer, a percentile bootstrap is narrower than
-  the truth (a demo's 2 dialogues would print a zero-width gap), and no test of the gap is printed
-  beside it to invert instead.
+  the truth (the sample's 12 dialogues, all scored 1.0, printed +0.000 [+0.000, +0.000]), and no
+  test of the gap is printed beside it to invert instead.
 - Conversation success: the share of dialogues every turn of which was cited or declined as it
   should be: an answerable turn answered with every citation supported, an unanswerable one
   declined (`turn_handled`); over the dialogues whose every turn can be told.
