@@ -70,7 +70,6 @@ def commands_prefect_home(tmp_path_factory):
     base = tmp_path_factory.getbasetemp()
     run_folder = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
     os.environ.setdefault("PREFECT_HOME", str(run_folder / "prefect-home"))
-    yield
 
 
 @pytest.fixture(scope="session", autouse=True)

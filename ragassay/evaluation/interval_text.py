@@ -37,7 +37,7 @@ def gap_estimate(gap: FollowupGap) -> str:
     where it has no interval (`-0.067 (no CI: 2 dialogues)`), `-` where it is not defined."""
     if gap.gap is None:
         return "-"
-    if gap.ci_low is None or gap.ci_high is None:
+    if not gap.has_interval:
         return f"{signed(gap.gap)} (no CI: {counted(gap.dialogues, 'dialogue')})"
     return signed_estimate(gap.gap, gap.ci_low, gap.ci_high)
 
