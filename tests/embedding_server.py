@@ -18,8 +18,9 @@ every OpenAI data item with index 0, in reverse order; "other_model": each vecto
 reverse order, another model of the same name and width; "noisy": each call's vectors moved by a
 new random direction). GET /stats: requests and texts embedded so far, and the most requests it
 was answering at once (`most_in_flight`) and is answering now (`in_flight`), and every request
-posted to it, failed ones too (`posts`). GET /stats: requests and texts embedded so far, and the most requests it was answering at
-once (`most_in_flight`) and is answering now (`in_flight`).
+posted to it, failed ones too (`posts`). A request is in flight from its arrival until its answer
+starts to be written: once a client can read the answer it may send its next request, which must
+not count as one more at once.
 """
 
 from __future__ import annotations
@@ -48,8 +49,14 @@ def serve(port: int, api_key: str | None, model_name: str) -> None:
         def log_message(self, *args) -> None:  # quiet
             pass
 
+        counted = False  # this request is counted in state["in_flight"]
+
         def _send(self, status: int, body: dict, headers: dict | None = None) -> None:
-            data = json.dumps(body).encode()
+            self._send_text(status, json.dumps(body), headers)
+
+        def _send_text(self, status: int, text: str, headers: dict | None = None) -> None:
+            self._done_answering()
+            data = text.encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
@@ -88,9 +95,17 @@ def serve(port: int, api_key: str | None, model_name: str) -> None:
                 state["posts"] += 1
                 state["in_flight"] += 1
                 state["most_in_flight"] = max(state["most_in_flight"], state["in_flight"])
+            self.counted = True
             try:
                 self._answer(body)
             finally:
+                self._done_answering()
+
+        def _done_answering(self) -> None:
+            # Before the answer is written (_send_text), not after: the client may already be
+            # sending its next request while this thread writes.
+            if self.counted:
+                self.counted = False
                 with lock:
                     state["in_flight"] -= 1
 
@@ -150,14 +165,6 @@ def serve(port: int, api_key: str | None, model_name: str) -> None:
                 self._send_text(200, text)
                 return
             self._send(200, payload)
-
-        def _send_text(self, status: int, text: str) -> None:
-            data = text.encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
 
     ThreadingHTTPServer(("127.0.0.1", port), Handler).serve_forever()
 
