@@ -42,7 +42,7 @@ from ragassay.gates.assertions import (
     parse_answer_assertion,
 )
 from ragassay.judge.judge import support_threshold_for
-from ragassay.judge.learned_verdict import learned_verdict_label
+from ragassay.judge.learned_verdict import learned_verdict_label, verdict_version
 from ragassay.judge.prompts import PROMPT_VERSIONS
 from ragassay.llm.registry import model_verification
 from ragassay.llm.settings import model_id_of
@@ -132,6 +132,8 @@ def answer_params(
             "judge_support_threshold": support_threshold_for(judge_model_id),
             # Which verdict read the judge: the learned one (its version and fit date) or its own P.
             "judge_verdict": learned_verdict_label(judge_model_id),
+            # What its P(supported) is, as labels and calibrations compare it (learned_verdict.verdict_version).
+            "judge_verdict_version": verdict_version(judge_model_id),
             "prompt_version": {
                 "answer": ANSWER_PROMPT_VERSION,
                 "answer_in_conversation": CONVERSATION_PROMPT_VERSION,

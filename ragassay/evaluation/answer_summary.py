@@ -345,6 +345,8 @@ JUDGMENTS_PREVIEW_FIRST = (
     "statement",
     "verdict",
     "p_supported",
+    "three_way_p_supported",
+    "three_way_p_contradicted",
     "judge_p_supported",
     "p_correct",
     "context",
@@ -361,6 +363,7 @@ def judgments_preview(judgments: pl.DataFrame, answers: pl.DataFrame) -> pl.Data
     )
     joined = judgments.join(questions, on=["query_collection", "query_id"], how="left", maintain_order="left")
     rest = [name for name in judgments.columns if name not in JUDGMENTS_PREVIEW_FIRST]
-    probabilities = [name for name in ("p_supported", "judge_p_supported", "p_correct") if name in judgments.columns]
+    probabilities = [name for name in JUDGMENTS_PREVIEW_FIRST if name.startswith("p_") or "_p_" in name]
+    probabilities = [name for name in probabilities if name in judgments.columns]
     first = [name for name in JUDGMENTS_PREVIEW_FIRST if name in joined.columns]
     return joined.with_columns(pl.col(*probabilities).round(3)).select(*first, *rest)

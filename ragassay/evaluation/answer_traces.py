@@ -287,8 +287,16 @@ def _verdict_span(
             "p": probability,
             "threshold": threshold,
             "error": verdict["error"],
-            # The judge model's own P beside a learned verdict's, where it was asked.
-            **({"judge_p": verdict["judge_p_supported"]} if verdict.get("judge_p_supported") is not None else {}),
+            # The judge model's answers beside a learned verdict's P, where they were asked.
+            **{
+                shown: verdict[name]
+                for shown, name in (
+                    ("judge_p", "judge_p_supported"),
+                    ("three_way_p_supported", "three_way_p_supported"),
+                    ("three_way_p_contradicted", "three_way_p_contradicted"),
+                )
+                if verdict.get(name) is not None
+            },
         },
         attributes={
             "metric": metric,

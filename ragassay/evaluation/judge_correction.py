@@ -9,7 +9,7 @@ import polars as pl
 
 from ragassay.judge.calibration.measured_rates import no_labels_reason
 from ragassay.judge.judge import support_threshold_for
-from ragassay.judge.prompts import SUPPORT_PROMPT_VERSION
+from ragassay.judge.learned_verdict import verdict_version
 from ragassay.metrics.conversations import question_groups
 from ragassay.metrics.corrected_rows import (
     ANSWER_COMPARISON_SCHEMA,
@@ -102,7 +102,7 @@ def calibration_warnings(calibration: JudgeCalibration | None, judge_model: str)
         return [
             RunWarning(
                 metric=metric,
-                reason=no_labels_reason(judge_model, SUPPORT_PROMPT_VERSION, support_threshold_for(judge_model)),
+                reason=no_labels_reason(judge_model, verdict_version(judge_model), support_threshold_for(judge_model)),
             )
         ]
     return [RunWarning(metric=metric, reason=note) for note in calibration.warnings()]

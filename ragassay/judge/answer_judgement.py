@@ -85,6 +85,7 @@ class _Judging:
         result: Structured,
     ) -> Verdict:
         verdict = verdict_of(result)
+        three_way = result.value.three_way if result.value else None
         if self.aligned is not None and verdict is not None:
             verdict = self.aligned.supported(statement, context, result.value.p_supported)
         self.rows.append(
@@ -96,6 +97,8 @@ class _Judging:
                 verdict="unreadable" if verdict is None else ("supported" if verdict else "unsupported"),
                 p_supported=result.value.p_supported if result.value else None,
                 judge_p_supported=result.value.judge_p_supported if result.value else None,
+                three_way_p_supported=three_way.p_supported if three_way else None,
+                three_way_p_contradicted=three_way.p_contradicted if three_way else None,
                 p_correct=None,
                 error=result.error,
                 context=context,

@@ -18,14 +18,18 @@ from ragassay.judge.prompts import (
     CRITERIA_MAX_TOKENS,
     SUPPORT_MAX_TOKENS,
     SUPPORT_OPTIONS,
+    THREE_WAY_MAX_TOKENS,
+    THREE_WAY_OPTIONS,
     CorrectnessGrade,
     CriteriaScore,
     Preference,
     SupportVerdict,
+    ThreeWayAnswer,
     correctness_messages,
     criteria_messages,
     criteria_schema,
     support_messages,
+    three_way_messages,
 )
 from ragassay.llm.completion import ChatModel, spelled_options
 from ragassay.llm.messages import one_line
@@ -64,13 +68,21 @@ def support_threshold_for(model_id: str) -> float:
 
 def support_calls(model_id: str, own_odds: bool = False) -> tuple[float, int]:
     """(expected, most) judge model calls a statement's support verdict costs over several
-    passages: none where the learned verdict reads no judge output (own_odds: its P asked anyway,
-    one), one where it reads the judge's odds against the most similar passage, and for another
-    judge its own rule's passages (TYPICAL_PASSAGES_ASKED, at most MAX_PASSAGES_ASKED)."""
+    passages: where a learned verdict reads this judge, one for each prompt whose answer it reads
+    (against the most similar passage; none for a verdict that reads no judge output), and one
+    more for the support prompt when own_odds asks the judge's own P beside it; for another judge,
+    its own rule's passages (TYPICAL_PASSAGES_ASKED, at most MAX_PASSAGES_ASKED)."""
     learned = learned_verdict_for(model_id)
     if learned is None:
         return TYPICAL_PASSAGES_ASKED, MAX_PASSAGES_ASKED
-    return (1.0, 1) if learned.judge_input or own_odds else (0.0, 0)
+    calls = len(_prompts_asked(learned, own_odds))
+    return float(calls), calls
+
+
+def _prompts_asked(learned: LearnedVerdict, own_odds: bool) -> tuple[str, ...]:
+    """The prompts a learned verdict's statement asks the judge, each once: those the verdict reads,
+    and the support prompt when the judge's own P is asked to be shown (own_odds)."""
+    return tuple(dict.fromkeys((*learned.judge_prompts, *(("support",) if own_odds else ()))))
 
 
 # Passages a statement is judged against by a judge's own rule (support-probability/5): the most
@@ -103,7 +115,7 @@ class Judge:
     ):
         self.model = model
         self.model_id = model.model_id
-        # The learned verdict that reads this judge's odds with the statement's passages (the
+        # The learned verdict that reads this judge's answers with the statement's passages (the
         # shipped one for the default judge; None: the judge's own P against its threshold).
         self.learned = learned_verdict_for(model.model_id) if learned == "default" else learned
         # Ask the judge model its own P(supported) of each statement's most similar passage even
@@ -166,7 +178,7 @@ class Judge:
     @property
     def asks_model(self) -> bool:
         """Whether a support verdict asks the judge model: its own verdict, a learned verdict that
-        reads its odds, or its odds asked to be shown (own_odds)."""
+        reads its answers, or its own P asked to be shown (own_odds)."""
         return self.learned is None or self.learned.judge_input or self.own_odds
 
     def _judged(self, context: str, statement: str, question: str | None) -> Structured[SupportVerdict]:
@@ -176,28 +188,59 @@ class Judge:
             ["support", self.asking_threshold, messages],
             messages,
             SUPPORT_OPTIONS,
-            "supported",
             SUPPORT_MAX_TOKENS,
             lambda p: SupportVerdict(
-                verdict="supported" if p >= self.asking_threshold else "unsupported", p_supported=round(p, 6)
+                verdict="supported" if p["supported"] >= self.asking_threshold else "unsupported",
+                p_supported=round(p["supported"], 6),
             ),
         )
 
+    def _three_way(self, context: str, statement: str, question: str | None) -> Structured[ThreeWayAnswer]:
+        """The judge model's answer to the three-way question (supported / contradicted / not
+        mentioned) as its probabilities of the three."""
+        messages = three_way_messages(context, statement, question)
+        return self._option_probability(
+            ["three-way", messages],
+            messages,
+            THREE_WAY_OPTIONS,
+            THREE_WAY_MAX_TOKENS,
+            lambda p: ThreeWayAnswer(**{f"p_{option}": round(p[option], 6) for option in THREE_WAY_OPTIONS}),
+        )
+
     def _learned(
-        self, result: Structured[SupportVerdict] | None, statement: str, passages: list[str], question: str | None
+        self, asked: dict[str, Structured], statement: str, passages: list[str], question: str | None
     ) -> Structured[SupportVerdict]:
-        """The learned verdict of a statement over its passages, reading the judge's verdict against
-        its most similar passage (`result`; None: the judge was not asked)."""
-        if result is not None and result.value is None and self.learned.judge_input:
-            return result  # the judge's answer the verdict reads could not be read: unreadable
-        judge_p = result.value.p_supported if result is not None and result.value is not None else None
-        p = self.learned.p_supported(statement, passages, question, judge_p)
+        """The learned verdict of a statement over its passages, reading the judge's answers against
+        its most similar passage (`asked`, by prompt: "support" a SupportVerdict, "three-way" a
+        ThreeWayAnswer; empty where the judge was not asked). What every answer asked cost is the
+        verdict's cost."""
+        results = list(asked.values())
+        usage = Usage.total(result.usage for result in results)
+        completions = [c for result in results for c in result.completions]
+        reused = bool(results) and all(result.reused for result in results)
+        for prompt in self.learned.judge_prompts:
+            if asked[prompt].value is None:  # an answer the verdict reads could not be read: unreadable
+                return replace(asked[prompt], usage=usage, completions=completions, reused=reused)
+        own = asked["support"].value if "support" in asked else None
+        three_way = asked["three-way"].value if "three-way" in asked else None
+        answers = {
+            **({"support": {"supported": own.p_supported}} if own is not None else {}),
+            **(
+                {"three-way": {"supported": three_way.p_supported, "contradicted": three_way.p_contradicted}}
+                if three_way
+                else {}
+            ),
+        }
+        p = self.learned.p_supported(statement, passages, question, answers)
         verdict = SupportVerdict(
             verdict="supported" if p >= self.support_threshold else "unsupported",
             p_supported=round(p, 6),
-            judge_p_supported=judge_p,
+            judge_p_supported=own.p_supported if own is not None else None,
+            three_way=three_way,
         )
-        return Structured.without_call(verdict) if result is None else replace(result, value=verdict)
+        if not results:
+            return Structured.without_call(verdict)
+        return Structured(value=verdict, raw="", completions=completions, usage=usage, reused=reused)
 
     def support_by_passage(
         self, passages: list[str], statements: list[str], question: str | None = None
@@ -241,21 +284,25 @@ class Judge:
     def _learned_by_passage(
         self, passages: list[str], statements: list[str], question: str | None
     ) -> list[Structured[SupportVerdict]]:
-        """Each statement's learned verdict over every passage. The judge model is asked once a
-        statement, against its most similar passage (passage_choice.most_similar_first), and only
-        where the verdict reads its odds or they were asked to be shown (asks_model); statements
-        sharing that passage are asked one after the other, so their prompts share it as a prefix."""
-        judged: list[Structured[SupportVerdict] | None] = [None] * len(statements)
-        if self.asks_model:
-            pairs = sorted(
-                (most_similar_first(statement, passages)[0], index) for index, statement in enumerate(statements)
-            )
-            verdicts = self.each(lambda pair: self._judged(passages[pair[0]], statements[pair[1]], question), pairs)
-            for (_, index), verdict in zip(pairs, verdicts, strict=True):
-                judged[index] = verdict
+        """Each statement's learned verdict over every passage. The judge model is asked each prompt
+        whose answer the verdict reads (and the support prompt when its own P is to be shown:
+        own_odds) once a statement, against its most similar passage
+        (passage_choice.most_similar_first); a verdict that reads no judge output asks nothing.
+        Statements sharing that passage are asked one after the other, so their prompts share it
+        as a prefix."""
+        asked: list[dict[str, Structured]] = [{} for _ in statements]
+        prompts = _prompts_asked(self.learned, self.own_odds)
+        pairs = sorted(
+            (most_similar_first(statement, passages)[0], index) for index, statement in enumerate(statements)
+        )
+        for prompt in prompts:
+            ask = self._judged if prompt == "support" else self._three_way
+            answers = self.each(lambda pair, ask=ask: ask(passages[pair[0]], statements[pair[1]], question), pairs)
+            for (_, index), answer in zip(pairs, answers, strict=True):
+                asked[index][prompt] = answer
         return [
-            self._learned(result, statement, passages, question)
-            for result, statement in zip(judged, statements, strict=True)
+            self._learned(answers, statement, passages, question)
+            for answers, statement in zip(asked, statements, strict=True)
         ]
 
     def each(
@@ -278,9 +325,8 @@ class Judge:
             ["correctness", messages],
             messages,
             CORRECTNESS_OPTIONS,
-            "correct",
             CORRECTNESS_MAX_TOKENS,
-            lambda p: CorrectnessGrade(p_correct=round(p, 6)),
+            lambda p: CorrectnessGrade(p_correct=round(p["correct"], 6)),
         )
 
     def preference(self, question: str, reference: str | None, first: str, second: str) -> Structured[Preference]:
@@ -310,13 +356,12 @@ class Judge:
         key_parts: list,
         messages: list[dict],
         options: dict[str, tuple[str, ...]],
-        positive: str,
         max_tokens: int,
-        value_of: Callable[[float], BaseModel],
+        value_of: Callable[[dict[str, float]], BaseModel],
     ) -> Structured:
-        """A one-word judgement read as P(positive option), made into the judgement's value by
-        value_of; unreadable when the options held less than MIN_OPTION_COVERAGE of the model's
-        probability. Remembered under key_parts."""
+        """A one-word judgement read as the options' probabilities (normalized over them), made
+        into the judgement's value by value_of; unreadable when the options held less than
+        MIN_OPTION_COVERAGE of the model's probability. Remembered under key_parts."""
 
         def ask() -> Structured:
             try:
@@ -327,7 +372,7 @@ class Judge:
             if answer.coverage < MIN_OPTION_COVERAGE:
                 error = f"the judge put only {answer.coverage:.2f} of its probability on {' or '.join(repr(o) for o in options)}"
                 return Structured.unread(error, [completion])
-            return Structured.read(value_of(answer.probabilities[positive]), [completion])
+            return Structured.read(value_of(answer.probabilities), [completion])
 
         return self._remember(key_parts, max_tokens, messages, ask)
 

@@ -10,16 +10,20 @@ collection and language held out. Its inputs are named, each from one module:
 - token-level alignment in meaning (judge/token_alignment.py: the bundled MiniLM's token vectors);
 - contradiction cues (judge/contradiction_cues.py: a negation, a number or a name the passages
   do not hold);
-- when the file says `judge_input`, the judge's log-odds `judge_log_odds`: logit of the judge
-  model's P(supported) of the statement against its most similar passage (one call a statement).
+- the judge model's answers named in the file's `judge_inputs` (JUDGE_INPUTS), each asked of the
+  statement against its most similar passage (one call a statement and prompt):
+  `judge_log_odds`, logit of its P(supported) under the support prompt; and under the three-way
+  question (judge/prompts.py), `three_way_supported_log_odds` and
+  `three_way_contradicted_log_odds`, logits of its P(supported) and P(contradicted), each against
+  the other two options.
 
 A verdict is
 
     P(supported) = sigmoid(intercept + Σ_i w_i x_i),  supported when P >= LEARNED_THRESHOLD
 
-The file names the support prompt version it was fitted beside when it reads the judge; a file of
-another version (or of an unknown shape) is refused with LearnedVerdictError naming it, never
-read as if it fitted."""
+The file names the version of each prompt whose answers it reads (`prompt_versions`); a file
+fitted beside another version (or of another version or shape) is refused with
+LearnedVerdictError naming it, never read as if it fitted."""
 
 from __future__ import annotations
 
@@ -31,19 +35,25 @@ from pathlib import Path
 
 from ragassay.errors import RagassayError
 from ragassay.judge.contradiction_cues import CUE_FEATURES, cue_features
-from ragassay.judge.prompts import SUPPORT_PROMPT_VERSION
+from ragassay.judge.prompts import PROMPT_VERSIONS, SUPPORT_PROMPT_VERSION
 from ragassay.judge.token_alignment import ALIGNMENT_FEATURES, TokenEncoder, alignment_features, default_token_encoder
 from ragassay.judge.verdict_features import FEATURE_NAMES, verdict_features
 
 LEARNED_VERDICT_FILE = Path(__file__).with_name("learned_verdict.json")
-LEARNED_VERDICT_VERSION = "learned-verdict/2"
+LEARNED_VERDICT_VERSION = "learned-verdict/3"
 # A learned verdict's P(supported) at or above which a statement is supported (each collection's
 # classes weighed the same in the fit, so 0.5 is where its two errors weigh the same).
 LEARNED_THRESHOLD = 0.5
 # The judge models a learned verdict reads: the default judge, whose odds (or whose absence of
 # odds) it was fitted beside. Another judge keeps its own P against its threshold.
 LEARNED_FOR = ("qwen2.5-1.5b",)
-JUDGE_INPUT = "judge_log_odds"
+# The judge model's answers a learned verdict may read: each input's prompt (PROMPT_VERSIONS'
+# name) and the option whose probability's logit it is.
+JUDGE_INPUTS = {
+    "judge_log_odds": ("support", "supported"),
+    "three_way_supported_log_odds": ("three-way", "supported"),
+    "three_way_contradicted_log_odds": ("three-way", "contradicted"),
+}
 # The edits a fit measures (benchmarks/verdict_sets.py): statements written to contradict their passages.
 EDIT_KINDS = ("negation", "number", "name")
 # The judge's P(supported) is clipped this far from 0 and 1 before its log-odds are taken.
@@ -83,13 +93,23 @@ def statement_inputs(
 
 @dataclass(frozen=True)
 class LearnedVerdict:
-    """A fitted verdict: its coefficients, whether the judge's odds are an input, and where it came from."""
+    """A fitted verdict: its coefficients, the judge's answers it reads, and where it came from."""
 
     intercept: float
     weights: dict[str, float]
-    judge_input: bool
+    judge_inputs: tuple[str, ...]  # names of JUDGE_INPUTS it reads
     provenance: dict
     path: Path
+
+    @property
+    def judge_input(self) -> bool:
+        """Whether it reads the judge model's answers (a call a statement and prompt)."""
+        return bool(self.judge_inputs)
+
+    @property
+    def judge_prompts(self) -> tuple[str, ...]:
+        """The prompts (PROMPT_VERSIONS' names) whose answers it reads, each asked once a statement."""
+        return tuple(dict.fromkeys(JUDGE_INPUTS[name][0] for name in self.judge_inputs))
 
     @property
     def families(self) -> tuple[str, ...]:
@@ -97,14 +117,21 @@ class LearnedVerdict:
         return tuple(family for family, names in INPUT_FAMILIES.items() if set(names) & set(self.weights))
 
     def p_supported(
-        self, statement: str, passages: list[str], question: str | None, judge_p: float | None = None
+        self,
+        statement: str,
+        passages: list[str],
+        question: str | None,
+        judge_answers: dict[str, dict[str, float]] | None = None,
     ) -> float:
-        """P(supported) of the statement (the formula in the module's docstring). judge_p: the judge
-        model's P(supported) against the statement's most similar passage, read when the file
-        says judge_input (None there: an even 0.5)."""
+        """P(supported) of the statement (the formula in the module's docstring). judge_answers: the
+        judge model's option probabilities against the statement's most similar passage, by prompt
+        ({"three-way": {"supported": 0.9, "contradicted": 0.02, ...}}), read for its judge_inputs
+        (an option not given: an even 0.5)."""
         inputs = statement_inputs(statement, passages, question, self.families)
-        if self.judge_input:
-            inputs[JUDGE_INPUT] = logit(judge_p if judge_p is not None else 0.5)
+        for name in self.judge_inputs:
+            prompt, option = JUDGE_INPUTS[name]
+            p = (judge_answers or {}).get(prompt, {}).get(option)
+            inputs[name] = logit(p if p is not None else 0.5)
         z = self.intercept + sum(weight * inputs[name] for name, weight in self.weights.items())
         return 1 / (1 + math.exp(-z))
 
@@ -150,7 +177,7 @@ class LearnedVerdict:
 
 def load_learned_verdict(path: Path = LEARNED_VERDICT_FILE) -> LearnedVerdict:
     """The learned verdict in path; LearnedVerdictError naming the file when it is not one this
-    code reads (another version, another support prompt, inputs it does not compute)."""
+    code reads (another version, another version of a prompt it reads, inputs it does not compute)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
@@ -158,14 +185,18 @@ def load_learned_verdict(path: Path = LEARNED_VERDICT_FILE) -> LearnedVerdict:
     if not isinstance(data, dict) or data.get("version") != LEARNED_VERDICT_VERSION:
         found = data.get("version") if isinstance(data, dict) else type(data).__name__
         raise LearnedVerdictError(f"{path}: version {found!r}, this code reads {LEARNED_VERDICT_VERSION!r}")
-    judge_input = bool(data.get("judge_input"))
-    if judge_input and data.get("support_prompt_version") != SUPPORT_PROMPT_VERSION:
-        raise LearnedVerdictError(
-            f"{path}: fitted beside support prompt {data.get('support_prompt_version')!r}, the judge asks "
-            f"{SUPPORT_PROMPT_VERSION!r}: refit it (benchmarks/fit_learned_verdict.py)"
-        )
+    judge_inputs = data.get("judge_inputs", [])
+    if not isinstance(judge_inputs, list) or set(judge_inputs) - set(JUDGE_INPUTS):
+        raise LearnedVerdictError(f"{path}: judge inputs {judge_inputs!r}, this code reads {sorted(JUDGE_INPUTS)}")
+    fitted_beside = data.get("prompt_versions") if isinstance(data.get("prompt_versions"), dict) else {}
+    for prompt in dict.fromkeys(JUDGE_INPUTS[name][0] for name in judge_inputs):
+        if fitted_beside.get(prompt) != PROMPT_VERSIONS[prompt]:
+            raise LearnedVerdictError(
+                f"{path}: fitted beside {prompt} prompt {fitted_beside.get(prompt)!r}, the judge asks "
+                f"{PROMPT_VERSIONS[prompt]!r}: refit it (benchmarks/fit_learned_verdict.py)"
+            )
     weights = data.get("weights")
-    known = KNOWN_INPUTS | ({JUDGE_INPUT} if judge_input else set())
+    known = KNOWN_INPUTS | set(judge_inputs)
     if not isinstance(weights, dict) or not weights or set(weights) - known:
         unknown = sorted(set(weights or {}) - known) if isinstance(weights, dict) else weights
         raise LearnedVerdictError(f"{path}: weights of inputs this code does not compute: {unknown}")
@@ -173,7 +204,7 @@ def load_learned_verdict(path: Path = LEARNED_VERDICT_FILE) -> LearnedVerdict:
         return LearnedVerdict(
             intercept=float(data["intercept"]),
             weights={name: float(value) for name, value in weights.items()},
-            judge_input=judge_input,
+            judge_inputs=tuple(judge_inputs),
             provenance=data.get("provenance", {}),
             path=path,
         )
@@ -220,7 +251,7 @@ def shipped_learned_verdict() -> LearnedVerdict:
 
 
 def learned_verdict_label(model_id: str) -> str:
-    """What reads this judge's verdicts, for a run's params: `learned-verdict/2 (fitted DATE)`, or
+    """What reads this judge's verdicts, for a run's params: `learned-verdict/3 (fitted DATE)`, or
     `the judge's own P(supported)`."""
     verdict = learned_verdict_for(model_id)
     if verdict is None:
@@ -231,3 +262,16 @@ def learned_verdict_label(model_id: str) -> str:
 def learned_verdict_for(model_id: str) -> LearnedVerdict | None:
     """The shipped learned verdict where it reads this judge model (LEARNED_FOR), else None."""
     return shipped_learned_verdict() if model_id.split(":", 1)[0] in LEARNED_FOR else None
+
+
+def verdict_version(model_id: str) -> str:
+    """What this judge's support verdicts are read by, kept beside every stored P(supported) and
+    compared before one is reused (labels, calibrations, aligned judges, measured rates): for a
+    judge a learned verdict reads, its version and the prompts it reads
+    (`learned-verdict/3 over support-three-way/1`), for another its support prompt's version. A
+    new learned verdict is a new version: a P another one gave is never read as this one's."""
+    verdict = learned_verdict_for(model_id)
+    if verdict is None:
+        return SUPPORT_PROMPT_VERSION
+    asked = " + ".join(PROMPT_VERSIONS[prompt] for prompt in verdict.judge_prompts) or "no judge call"
+    return f"{LEARNED_VERDICT_VERSION} over {asked}"

@@ -1,4 +1,4 @@
-"""What the learned verdict reads of a statement beside the judge's odds: how much of it its
+"""What a learned verdict may read of a statement beside the judge's answers: how much of it its
 passages hold, word for word (judge/learned_verdict.py).
 
 Each feature is a number from the statement, its passages and its question, the same in every

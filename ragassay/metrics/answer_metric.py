@@ -36,8 +36,12 @@ class VerdictRow(TypedDict):
     source_number: int | None
     verdict: str  # supported, unsupported, correct, incorrect or unreadable
     p_supported: float | None  # P(supported) of a support verdict (None for answer correctness)
-    # The judge model's own P(supported) beside a learned verdict's, where it was asked (None otherwise).
+    # Beside a learned verdict's P, the judge model's answers where they were asked (None otherwise):
+    # its own P(supported) under the support prompt, and its P(supported) and P(contradicted)
+    # under the three-way question.
     judge_p_supported: float | None
+    three_way_p_supported: float | None
+    three_way_p_contradicted: float | None
     p_correct: float | None  # P(correct) of the answer-correctness verdict (None for the others)
     error: str | None
     context: str

@@ -10,7 +10,7 @@ from ragassay.store.schemas import UTC_TIME, TableSpec
 
 JUDGMENTS = TableSpec(
     "judgments",
-    5,
+    6,
     pl.Schema(
         {
             "configuration": pl.String,
@@ -32,6 +32,11 @@ JUDGMENTS = TableSpec(
             # passage, beside a learned verdict's p_supported, where it was asked (the verdict reads
             # it, or `judge_odds` asked it to be shown); null otherwise.
             "judge_p_supported": pl.Float64,
+            # Version 6: the judge model's P(supported) and P(contradicted) under the three-way
+            # question (supported / contradicted / not mentioned) against the same passage, which
+            # the shipped learned verdict reads; null where it was not asked.
+            "three_way_p_supported": pl.Float64,
+            "three_way_p_contradicted": pl.Float64,
             # Version 4: the judge's P(correct) of the answer_correctness verdict; null for every
             # other verdict and when unreadable.
             "p_correct": pl.Float64,

@@ -162,7 +162,8 @@ def answer_configuration_runs(home: Path, batch_id: str) -> list[AnswerConfigura
                 answers=answers,
                 judgments=judgments,
                 judge_model=params.get("judge_model_id", ""),
-                prompt_version=params.get("prompt_version.support", ""),
+                # Before judge_verdict_version was logged, the support prompt's version named it.
+                prompt_version=params.get("judge_verdict_version") or params.get("prompt_version.support", ""),
                 support_threshold=float(params.get("judge_support_threshold", "nan")),
             )
         )

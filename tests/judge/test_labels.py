@@ -29,7 +29,7 @@ from ragassay.judge.calibration import labels as labelling
 from ragassay.judge.calibration.alignment import AlignedJudge, labels_digest
 from ragassay.judge.calibration.labelled_statements import collection_labels
 from ragassay.judge.judge import support_threshold_for
-from ragassay.judge.prompts import SUPPORT_PROMPT_VERSION
+from ragassay.judge.learned_verdict import verdict_version
 from ragassay.metrics.declared import LABELLED_METRICS
 from ragassay.store.judge_schemas import JUDGE_LABELS
 from ragassay.store.tables import read_table
@@ -427,7 +427,7 @@ def test_an_aligned_judge_in_use_reads_every_support_verdict_of_the_next_evaluat
     aligned = AlignedJudge(
         "lab",
         first.judge_model,
-        SUPPORT_PROMPT_VERSION,
+        verdict_version(first.judge_model),
         support_threshold_for(first.judge_model),
         labels_digest((row["item_id"], row["label"] == "supported") for row in rows),
         True,
@@ -525,7 +525,7 @@ def test_labels_written_elsewhere_are_imported_and_the_judge_as_used_is_measured
     aligned = AlignedJudge(
         "lab",
         report["judge_model"],
-        SUPPORT_PROMPT_VERSION,
+        verdict_version(report["judge_model"]),
         report["support_threshold"],
         labels_digest((row["item_id"], row["label"] == "supported") for row in rows),
         True,

@@ -12,7 +12,6 @@ import pytest
 
 from ragassay.judge.learned_verdict import (
     EDIT_KINDS,
-    JUDGE_INPUT,
     LEARNED_THRESHOLD,
     LEARNED_VERDICT_FILE,
     LEARNED_VERDICT_VERSION,
@@ -22,8 +21,9 @@ from ragassay.judge.learned_verdict import (
     learned_verdict_for,
     load_learned_verdict,
     shipped_learned_verdict,
+    verdict_version,
 )
-from ragassay.judge.prompts import SUPPORT_PROMPT_VERSION
+from ragassay.judge.prompts import SUPPORT_PROMPT_VERSION, THREE_WAY_PROMPT_VERSION
 from ragassay.judge.verdict_features import FEATURE_NAMES, verdict_features
 from ragassay.metrics.answer_metrics.mean_support import MEAN_SUPPORT_FAITHFUL_AT
 
@@ -96,15 +96,23 @@ def test_the_shipped_verdict_names_its_collections_its_worst_held_out_figure_and
         provenance["held_out"][c]["balanced_accuracy"]["value"] for c in provenance["collections"]
     )
     assert worst["balanced_accuracy"]["value"] <= provenance["mean_held_out_balanced_accuracy"]
-    # The rule chose the judge's odds: the verdict reads them and nothing else.
-    assert verdict.candidate == "judge odds" and verdict.judge_input
-    assert set(verdict.weights) == {JUDGE_INPUT} and verdict.weights[JUDGE_INPUT] > 0
+    # The rule chose the judge's answer to the three-way question: the verdict reads it and nothing
+    # else, more likely supported the more the judge says "supported", less the more it says
+    # "contradicted".
+    assert verdict.candidate == "three-way odds" and verdict.judge_prompts == ("three-way",)
+    assert verdict.judge_inputs == ("three_way_supported_log_odds", "three_way_contradicted_log_odds")
+    assert set(verdict.weights) == set(verdict.judge_inputs)
+    assert verdict.weights["three_way_supported_log_odds"] > 0 > verdict.weights["three_way_contradicted_log_odds"]
     assert verdict.families == (), "no MiniLM or word features to compute"
     # The answer-level score and its bound, chosen on people's answer-level labels.
     answers = provenance["answer_level"]
     assert answers["score"] == "mean P" and answers["threshold"] == MEAN_SUPPORT_FAITHFUL_AT
     assert learned_verdict_for("qwen2.5-1.5b:qwen2.5-coder-1.5b-instruct-q4_k_m.gguf@cc324af070c2") is verdict
     assert learned_verdict_for("smollm2:x") is None and learned_verdict_for("openai:qwen@http://x") is None
+    # What its P(supported) is named by wherever one is stored and reused (labels, aligned judges):
+    # another verdict's P is never read as this one's.
+    assert verdict_version("qwen2.5-1.5b:x") == f"{LEARNED_VERDICT_VERSION} over {THREE_WAY_PROMPT_VERSION}"
+    assert verdict_version("smollm2:x") == SUPPORT_PROMPT_VERSION
     summary = verdict.summary()
     assert f"{worst['balanced_accuracy']['value']:.2f} at worst ({worst['collection']} held out)" in summary
     assert "once edited to contradict their passages" in summary
@@ -127,8 +135,10 @@ def test_features_read_scripts_whose_vowel_signs_are_not_letters():
 @pytest.mark.parametrize(
     ("change", "named"),
     [
-        ({"version": "learned-verdict/1"}, "version 'learned-verdict/1'"),
-        ({"support_prompt_version": "support-probability/4"}, "support prompt 'support-probability/4'"),
+        ({"version": "learned-verdict/2"}, "version 'learned-verdict/2'"),
+        ({"prompt_versions": {"three-way": "support-three-way/0"}}, "three-way prompt 'support-three-way/0'"),
+        ({"prompt_versions": {}}, f"three-way prompt None, the judge asks {THREE_WAY_PROMPT_VERSION!r}"),
+        ({"judge_inputs": ["judge_entropy"]}, "judge inputs ['judge_entropy']"),
         ({"weights": {"judge_entropy": 1.0}}, "judge_entropy"),
     ],
 )
@@ -154,8 +164,7 @@ def test_a_small_real_fit_reproduces_its_coefficients_and_reads_as_the_fitted_mo
         json.dumps(
             {
                 "version": LEARNED_VERDICT_VERSION,
-                "support_prompt_version": SUPPORT_PROMPT_VERSION,
-                "judge_input": False,
+                "judge_inputs": [],
                 **first,
                 "provenance": {"sentences": len(y)},
             }
@@ -182,7 +191,7 @@ def test_a_verdict_that_reads_no_judge_output_asks_the_judge_nothing_unless_its_
         json.dumps(
             {
                 "version": LEARNED_VERDICT_VERSION,
-                "judge_input": False,
+                "judge_inputs": [],
                 **fit_coefficients(x, y, list(FEATURE_NAMES)),
                 "provenance": {"sentences": len(y)},
             }
@@ -244,9 +253,11 @@ def test_the_default_judges_verdicts_are_the_learned_ones_and_replay_exactly_fro
     assert [r.usage.calls for r in fresh] == [1, 1], "one call a statement, the one the verdict reads"
     for result, statement in zip(fresh, statements, strict=True):
         value = result.value
-        assert value.judge_p_supported is not None, "the judge's own P is what the verdict read"
+        assert value.three_way is not None, "the judge's answer to the three-way question is what the verdict read"
+        assert value.judge_p_supported is None, "its own P under the support prompt: not asked, nothing reads it"
+        answered = {"supported": value.three_way.p_supported, "contradicted": value.three_way.p_contradicted}
         expected = shipped_learned_verdict().p_supported(
-            statement, passages, "Which station is the oldest?", value.judge_p_supported
+            statement, passages, "Which station is the oldest?", {"three-way": answered}
         )
         assert value.p_supported == round(expected, 6)
         assert value.verdict == ("supported" if value.p_supported >= LEARNED_THRESHOLD else "unsupported")

@@ -143,6 +143,7 @@ def test_the_default_judges_rates_elsewhere_differ_beyond_their_intervals_so_non
     from ragassay.evaluation.judge_correction import calibration_warnings
     from ragassay.judge.calibration.measured_rates import measured_elsewhere
     from ragassay.judge.judge import asking_threshold_for, support_threshold_for
+    from ragassay.judge.learned_verdict import verdict_version
     from ragassay.judge.prompts import SUPPORT_PROMPT_VERSION
     from ragassay.llm.settings import DEFAULT_JUDGE, model_id_of
 
@@ -156,7 +157,8 @@ def test_the_default_judges_rates_elsewhere_differ_beyond_their_intervals_so_non
     # Its learned verdict (what evaluations use), measured on each collection held out of its fit,
     # differs from collection to collection just as much, and the warning says what it was
     # fitted on, its worst held-out figure, and each collection's rates.
-    rates = {r.name: r for r in measured_elsewhere(judge, SUPPORT_PROMPT_VERSION, support_threshold_for(judge))}
+    learned = verdict_version(judge)
+    rates = {r.name: r for r in measured_elsewhere(judge, learned, support_threshold_for(judge))}
     assert {"MEMERAG", "SciFact", "WiCE"} <= set(rates)
     memerag_held, wice = error_rates([rates["MEMERAG"].stratum()]), rates["WiCE"]
     assert not memerag_held.specificity_low <= wice.specificity <= memerag_held.specificity_high
@@ -165,7 +167,7 @@ def test_the_default_judges_rates_elsewhere_differ_beyond_their_intervals_so_non
     assert "people's labels in 3 collections (memerag, scifact, wice" in warning.reason
     assert "balanced accuracy 0.60 at worst (memerag held out)" in warning.reason
     assert f"specificity {rates['MEMERAG'].specificity:.2f} on MEMERAG" in warning.reason
-    assert measured_elsewhere(judge, "support-probability/3", support_threshold_for(judge)) == (), "another prompt"
+    assert measured_elsewhere(judge, SUPPORT_PROMPT_VERSION, support_threshold_for(judge)) == (), "another verdict"
     assert measured_elsewhere("gguf:other.gguf", SUPPORT_PROMPT_VERSION, 0.5) == ()
 
 

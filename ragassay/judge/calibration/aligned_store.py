@@ -15,7 +15,7 @@ from ragassay.judge.calibration.labels import (
     load_labels,
 )
 from ragassay.judge.judge import support_threshold_for
-from ragassay.judge.prompts import SUPPORT_PROMPT_VERSION
+from ragassay.judge.learned_verdict import verdict_version
 from ragassay.store.tables import write_json
 from ragassay.store.workspace import collection_paths
 from ragassay.user_files import read_user_text
@@ -72,7 +72,7 @@ def load_aligned_judges(home: Path, collections: Iterable[str], judge_model: str
             ) from error
         if not aligned.used:
             continue
-        if not aligned.serves(judge_model, SUPPORT_PROMPT_VERSION, threshold):
+        if not aligned.serves(judge_model, verdict_version(judge_model), threshold):
             notes.append(
                 f"collection {name}'s aligned judge was fitted for {aligned.judge_model} ({aligned.prompt_version}, "
                 f"threshold {aligned.support_threshold}), not this judge: its plain verdicts are used"

@@ -38,7 +38,7 @@ from ragassay.judge.calibration.reports import (
 )
 from ragassay.judge.calibration.support import calibrate_statements
 from ragassay.judge.judge import Judge
-from ragassay.judge.prompts import SUPPORT_PROMPT_VERSION
+from ragassay.judge.learned_verdict import verdict_version
 from ragassay.llm.cache import CompletionCache
 from ragassay.llm.registry import ChatModels
 from ragassay.llm.settings import ChatModelConfig
@@ -204,7 +204,7 @@ def calibrate_collection(
         collection,
         labelled_judgements(rows, probabilities),
         judge.model_id,
-        SUPPORT_PROMPT_VERSION,
+        verdict_version(judge.model_id),
         judge.support_threshold,
         seed,
         labels_digest((row["item_id"], row["label"] == "supported") for row in rows),
@@ -257,7 +257,7 @@ def _collection_statements(
         f"{collection}:{row['item_id']}": row["p_supported"]
         for row in rows
         if (row["judge_model"], row["prompt_version"], row["support_threshold"])
-        == (judge.model_id, SUPPORT_PROMPT_VERSION, judge.support_threshold)
+        == (judge.model_id, verdict_version(judge.model_id), judge.support_threshold)
         and row["p_supported"] is not None
     }
     return labelled, stored

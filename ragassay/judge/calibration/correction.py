@@ -17,7 +17,7 @@ from ragassay.judge.calibration.labels import (
     label_strata,
 )
 from ragassay.judge.judge import support_threshold_for
-from ragassay.judge.prompts import SUPPORT_PROMPT_VERSION
+from ragassay.judge.learned_verdict import verdict_version
 from ragassay.metrics.judge_calibration import JudgeCalibration
 from ragassay.store.judge_schemas import JUDGE_LABELS
 
@@ -46,7 +46,7 @@ def judge_calibration(
     for name in collections:
         labels = collection_labels(home, [name]).filter(pl.col("label") != "skipped")
         tables.append(labels)
-        probabilities = current_probabilities(labels, judge_model, SUPPORT_PROMPT_VERSION, rejudge)
+        probabilities = current_probabilities(labels, judge_model, verdict_version(judge_model), rejudge)
         fitted = aligned.by_collection.get(name)
         rows = {row["item_id"]: row for row in labels.iter_rows(named=True)}
         for item, p in probabilities.items():
@@ -72,7 +72,7 @@ def judge_calibration(
         description,
         tuple(strata),
         judge_model,
-        SUPPORT_PROMPT_VERSION,
+        verdict_version(judge_model),
         threshold,
         aligned.described(),
         aligned.notes,

@@ -22,8 +22,8 @@ from ragassay.judge.learned_verdict import (
     LEARNED_THRESHOLD,
     learned_verdict_for,
     shipped_learned_verdict,
+    verdict_version,
 )
-from ragassay.judge.prompts import SUPPORT_PROMPT_VERSION
 from ragassay.metrics.judge_error import LabelStratum
 
 
@@ -125,7 +125,7 @@ def learned_verdict_rates() -> tuple[MeasuredRates, ...]:
     return tuple(
         MeasuredRates(
             catalog_name=LEARNED_FOR[0],
-            prompt_version=SUPPORT_PROMPT_VERSION,
+            prompt_version=verdict_version(LEARNED_FOR[0]),
             support_threshold=LEARNED_THRESHOLD,
             collection=f"{described} (held out of the learned verdict's fit)",
             supported_judged_supported=figures["supported_judged_supported"],

@@ -13,7 +13,8 @@ from ragassay.judge.calibration.reports import (
     SupportCalibration,
 )
 from ragassay.judge.judge import Judge, judging_cost, verdict_of
-from ragassay.judge.prompts import SUPPORT_PROMPT_VERSION, passages_of
+from ragassay.judge.learned_verdict import verdict_version
+from ragassay.judge.prompts import passages_of
 from ragassay.llm.structured import Structured
 from ragassay.metrics.agreement import agreement
 from ragassay.progress import ProgressReporter
@@ -92,7 +93,7 @@ def calibrate_statements(
     usage = judging_cost(list(asked.values()))[0]
     return SupportCalibration(
         judge_model=judge.model_id,
-        prompt_version=SUPPORT_PROMPT_VERSION,
+        prompt_version=verdict_version(judge.model_id),
         support_threshold=judge.support_threshold,
         seed=seed,
         too_long=len(rows) - len(fitting),

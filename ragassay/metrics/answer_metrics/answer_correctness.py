@@ -40,6 +40,8 @@ def score(given: MetricInput) -> Scored:
             verdict="unreadable" if correct.value is None else ("correct" if correct.value else "incorrect"),
             p_supported=None,
             judge_p_supported=None,
+            three_way_p_supported=None,
+            three_way_p_contradicted=None,
             p_correct=p_correct,
             error=grade.error,
             context=reference,
