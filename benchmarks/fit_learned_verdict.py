@@ -25,7 +25,9 @@ Signals (each measured alone, then combined):
   logistic regression) fitted on people's labels.
 - `three-way`: the judge's log-odds under a three-way question (supported / contradicted / not
   mentioned) against the same passage: of "supported" against the other two, and of
-  "contradicted" against the other two (a second call a statement; `three-way`, below).
+  "contradicted" against the other two (the prompt judge/prompts.three_way_messages: one call a
+  statement alone, a second beside the support odds; `three-way`, below; what learned-verdict/3
+  reads).
 The judge's signals are read on a seeded sample (`judge`: every WiCE claim, 60 statements of each
 MEMERAG language, 120 SciFact claims, with their edits and paraphrases; about 1,400 statements,
 3 hours on 2 cores); a candidate that reads the judge is compared with
