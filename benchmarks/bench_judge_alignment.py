@@ -38,8 +38,8 @@ SAMPLES = 20
 def replayed(path: Path) -> list:
     """Each development sentence as a LabelledJudgement with support-probability/5's P."""
     from ragassay.judge.calibration.alignment import LabelledJudgement
-    from ragassay.judge.judge import support_threshold_for
     from ragassay.judge.passage_choice import passages_to_ask
+    from ragassay.judge.support_rules import support_threshold_for
     from ragassay.llm.messages import one_line
 
     measured = json.loads(path.read_text())

@@ -41,9 +41,9 @@ from ragassay.gates.assertions import (
     configuration_verdicts,
     parse_answer_assertion,
 )
-from ragassay.judge.judge import support_threshold_for
 from ragassay.judge.learned_verdict import learned_verdict_label, verdict_version
 from ragassay.judge.prompts import PROMPT_VERSIONS
+from ragassay.judge.support_rules import support_threshold_for
 from ragassay.llm.registry import model_verification
 from ragassay.llm.settings import model_id_of
 from ragassay.metrics.averaging import (

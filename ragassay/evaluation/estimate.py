@@ -9,7 +9,7 @@ Calls are counted from the evaluation's shape, with the work each question cause
   unanswerable ones);
 - judging, per answerable question: a support verdict's calls per reference-answer sentence
   (context recall) and per statement of an answered question (faithfulness), and per citation (at
-  most one: citation precision), as judge.support_calls says for the judge (one for the default
+  most one: citation precision), as judge/support_rules.support_calls says for the judge (one for the default
   judge, whose learned verdict reads its odds against the most similar passage; none for a
   learned verdict that reads no judge output, unless --judge-odds asks for its P; for another
   judge its own rule's passages, ~1.4), one for the implied question (answer relevancy) and, when it has a
@@ -39,7 +39,7 @@ from pydantic import BaseModel, ConfigDict
 from ragassay import tracking
 from ragassay.config import AnswerEvalConfig
 from ragassay.evaluation.questions import gather_golden_questions, gather_unanswerable
-from ragassay.judge.judge import support_calls
+from ragassay.judge.support_rules import support_calls
 from ragassay.llm.settings import ChatModelConfig, model_id_of
 from ragassay.llm.threads import default_threads
 from ragassay.metrics.answers import split_statements
@@ -294,7 +294,7 @@ def _judge_calls(
     (config.metrics; None: all), the calls its declaration says an answer costs it
     (AnswerMetric.calls: one call per unit), the same calls two metrics read counted once (a
     statement's verdict over the passages is one verdict however many metrics read it). A support
-    verdict over the passages costs judge.support_calls (one for the default judge's learned
+    verdict over the passages costs support_rules.support_calls (one for the default judge's learned
     verdict), one against a single passage at most one; the largest with every call asked twice (a
     retry)."""
     asks = (lambda name: True) if config.metrics is None else config.metrics.__contains__

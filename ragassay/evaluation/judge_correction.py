@@ -8,8 +8,8 @@ from __future__ import annotations
 import polars as pl
 
 from ragassay.judge.calibration.measured_rates import no_labels_reason
-from ragassay.judge.judge import support_threshold_for
 from ragassay.judge.learned_verdict import verdict_version
+from ragassay.judge.support_rules import support_threshold_for
 from ragassay.metrics.conversations import question_groups
 from ragassay.metrics.corrected_rows import (
     ANSWER_COMPARISON_SCHEMA,

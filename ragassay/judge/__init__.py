@@ -4,6 +4,8 @@ far to trust them (calibration/).
 - prompts: each judgement's instruction, examples, output schema and version, kept together.
 - judge: the Judge: each judgement asked of the judge model (support, correctness, the implied
   question, preferences, criteria) with its cost.
+- support_rules: which rule reads a judge's support verdicts (its threshold, or the learned
+  verdict's) and the judge calls a statement's verdict costs.
 - memory: the judge's memory of one evaluation (an identical judgement asked once, threads too).
 - answer_judgement: judging one answer: each asked metric's score in the declared order, with
   its verdicts' rows and cost.
@@ -16,5 +18,6 @@ far to trust them (calibration/).
 - token_alignment: MiniLM's token vectors of a statement matched against its passages' tokens.
 - contradiction_cues: a negation, a number or a name a statement has and its passages do not (pure).
 - learned_verdict: the verdict fitted on people's labels in three collections (its shipped file,
-  loaded and checked), read from the inputs it names (those above, the judge's log-odds).
+  loaded and checked), read from the inputs it names (those above, the judge's answers to the
+  support prompt or the three-way question), and the verdict version a stored P is named by.
 """

@@ -139,7 +139,7 @@ class JudgeCalls:
     each: what is judged: an answer, each of its statements, each citation, each sentence of the
     reference answer, or a reference answer's grade (only for a question that has one).
     call: "support over passages" (a support verdict over the retrieved passages: as many calls as
-    judge.support_calls says, shared by every metric that reads the same statements), "support
+    judge/support_rules.support_calls says, shared by every metric that reads the same statements), "support
     against one passage" (at most one call), or "one" (one call of another prompt).
     at_most_each: "one" (the call once a unit), or "one a statement" (an added metric that may
     ask once per statement of the answer).

@@ -18,8 +18,8 @@ from sklearn.metrics import balanced_accuracy_score, roc_auc_score
 from ragassay.errors import CollectionDeleted, ConfigError
 from ragassay.judge.calibration import aligned_store, alignment, correction, labelled_statements, labels
 from ragassay.judge.calibration.alignment import AlignedJudge, LabelledJudgement, align_judge, numbers_found
-from ragassay.judge.judge import support_threshold_for
 from ragassay.judge.learned_verdict import verdict_version
+from ragassay.judge.support_rules import support_threshold_for
 from ragassay.metrics.judge_error import corrected_mean, simple_strata
 from ragassay.store.judge_schemas import JUDGE_LABELS
 from ragassay.store.tables import write_table

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from ragassay.judge.judge import SUPPORT_THRESHOLDS, Judge, support_threshold_for
+from ragassay.judge.judge import Judge
 from ragassay.judge.passage_choice import passages_to_ask
 from ragassay.judge.prompts import SUPPORT_OPTIONS, support_messages
+from ragassay.judge.support_rules import SUPPORT_THRESHOLDS, support_threshold_for
 from ragassay.llm.completion import spelled_options
 from ragassay.llm.registry import ChatModels, load_chat_model
 from ragassay.llm.settings import ChatModelConfig
@@ -96,8 +97,8 @@ def test_a_prompt_longer_than_the_context_window_is_never_cut():
 
 
 def test_thresholds_are_per_model_and_default_to_one_half():
-    from ragassay.judge.judge import asking_threshold_for
     from ragassay.judge.learned_verdict import LEARNED_THRESHOLD
+    from ragassay.judge.support_rules import asking_threshold_for
 
     qwen = "qwen2.5-1.5b:qwen2.5-coder-1.5b-instruct-q4_k_m.gguf@cc324af070c2"
     # The default judge's own odds decide which passages are asked; its verdict is the learned one's.

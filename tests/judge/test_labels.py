@@ -28,8 +28,8 @@ from ragassay.golden.store import add_from_file
 from ragassay.judge.calibration import labels as labelling
 from ragassay.judge.calibration.alignment import AlignedJudge, labels_digest
 from ragassay.judge.calibration.labelled_statements import collection_labels
-from ragassay.judge.judge import support_threshold_for
 from ragassay.judge.learned_verdict import verdict_version
+from ragassay.judge.support_rules import support_threshold_for
 from ragassay.metrics.declared import LABELLED_METRICS
 from ragassay.store.judge_schemas import JUDGE_LABELS
 from ragassay.store.tables import read_table

@@ -142,9 +142,9 @@ def test_the_default_judges_rates_elsewhere_differ_beyond_their_intervals_so_non
     two other collections lie outside each other's 95% intervals, so neither can stand in for a third."""
     from ragassay.evaluation.judge_correction import calibration_warnings
     from ragassay.judge.calibration.measured_rates import measured_elsewhere
-    from ragassay.judge.judge import asking_threshold_for, support_threshold_for
     from ragassay.judge.learned_verdict import verdict_version
     from ragassay.judge.prompts import SUPPORT_PROMPT_VERSION
+    from ragassay.judge.support_rules import asking_threshold_for, support_threshold_for
     from ragassay.llm.settings import DEFAULT_JUDGE, model_id_of
 
     # The judge's own threshold rule (before its verdict was learned): measured on two collections.

@@ -14,8 +14,8 @@ from ragassay.judge.calibration.labels import (
     labelled_statements,
     load_labels,
 )
-from ragassay.judge.judge import support_threshold_for
 from ragassay.judge.learned_verdict import verdict_version
+from ragassay.judge.support_rules import support_threshold_for
 from ragassay.store.tables import write_json
 from ragassay.store.workspace import collection_paths
 from ragassay.user_files import read_user_text

@@ -16,8 +16,8 @@ from ragassay.judge.calibration.labels import (
     current_probabilities,
     label_strata,
 )
-from ragassay.judge.judge import support_threshold_for
 from ragassay.judge.learned_verdict import verdict_version
+from ragassay.judge.support_rules import support_threshold_for
 from ragassay.metrics.judge_calibration import JudgeCalibration
 from ragassay.store.judge_schemas import JUDGE_LABELS
 
