@@ -338,20 +338,18 @@ def question_set_warnings(per_question: dict[str, pl.DataFrame]) -> list[RunWarn
     return warnings
 
 
-# The judgments table as MLflow's UI previews it: what a person reads first (the question, the
-# statement, the verdict and its probability, the passage it was judged against), then where it is from.
-JUDGMENTS_PREVIEW_FIRST = (
-    "question",
-    "statement",
-    "verdict",
+# The judgments table's probabilities, rounded in the preview: the verdict's, then what the judge
+# model said where it was asked, then the correctness grade's.
+JUDGMENT_PROBABILITIES = (
     "p_supported",
     "three_way_p_supported",
     "three_way_p_contradicted",
     "judge_p_supported",
     "p_correct",
-    "context",
-    "metric",
 )
+# The judgments table as MLflow's UI previews it: what a person reads first (the question, the
+# statement, the verdict and its probabilities, the passage it was judged against), then where it is from.
+JUDGMENTS_PREVIEW_FIRST = ("question", "statement", "verdict", *JUDGMENT_PROBABILITIES, "context", "metric")
 
 
 def judgments_preview(judgments: pl.DataFrame, answers: pl.DataFrame) -> pl.DataFrame:
@@ -363,7 +361,6 @@ def judgments_preview(judgments: pl.DataFrame, answers: pl.DataFrame) -> pl.Data
     )
     joined = judgments.join(questions, on=["query_collection", "query_id"], how="left", maintain_order="left")
     rest = [name for name in judgments.columns if name not in JUDGMENTS_PREVIEW_FIRST]
-    probabilities = [name for name in JUDGMENTS_PREVIEW_FIRST if name.startswith("p_") or "_p_" in name]
-    probabilities = [name for name in probabilities if name in judgments.columns]
+    probabilities = [name for name in JUDGMENT_PROBABILITIES if name in judgments.columns]
     first = [name for name in JUDGMENTS_PREVIEW_FIRST if name in joined.columns]
     return joined.with_columns(pl.col(*probabilities).round(3)).select(*first, *rest)

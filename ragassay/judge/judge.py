@@ -179,14 +179,11 @@ class Judge:
                 return replace(asked[prompt], usage=usage, completions=completions, reused=reused)
         own = asked["support"].value if "support" in asked else None
         three_way = asked["three-way"].value if "three-way" in asked else None
-        answers = {
-            **({"support": {"supported": own.p_supported}} if own is not None else {}),
-            **(
-                {"three-way": {"supported": three_way.p_supported, "contradicted": three_way.p_contradicted}}
-                if three_way
-                else {}
-            ),
-        }
+        answers: dict[str, dict[str, float]] = {}
+        if own is not None:
+            answers["support"] = {"supported": own.p_supported}
+        if three_way is not None:
+            answers["three-way"] = {"supported": three_way.p_supported, "contradicted": three_way.p_contradicted}
         p = self.learned.p_supported(statement, passages, question, answers)
         verdict = SupportVerdict(
             verdict="supported" if p >= self.support_threshold else "unsupported",
