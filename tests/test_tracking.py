@@ -72,7 +72,7 @@ def test_an_answered_question_is_a_trace_of_its_run_with_passages_verdicts_and_a
     from ragassay.evaluation.questions import EvalQuestion
     from ragassay.llm.structured import Usage
     from ragassay.metrics.answer_metric import AnswerJudgement
-    from ragassay.metrics.answer_metrics.answer_correctness import answer_correctness
+    from ragassay.metrics.answer_metrics.answer_correctness import CORRECT_THRESHOLDS, answer_correctness
     from ragassay.metrics.answer_metrics.faithfulness import faithfulness
     from ragassay.metrics.answer_metrics.mean_support import mean_support
     from ragassay.metrics.answers import Scored
@@ -136,10 +136,12 @@ def test_an_answered_question_is_a_trace_of_its_run_with_passages_verdicts_and_a
     faithful = spans["faithfulness 1: Hive 1 was inspected on Monday."]
     assert "[2] Smoke calms the bees." in faithful.inputs["passage"], "judged against the whole context"
     assert faithful.outputs == {"verdict": "unsupported", "p": 0.4, "threshold": 0.85, "error": None}
-    # The answer-correctness verdict keeps its own probability, P(correct), under its own name.
+    # The answer-correctness verdict keeps its own probability, P(correct), under its own name,
+    # beside the threshold measured for this judge model.
     graded = spans["answer_correctness: whole answer"]
     assert graded.attributes["p_correct"] == 0.9 and "p_supported" not in graded.attributes
-    assert graded.outputs == {"verdict": "correct", "p": 0.9, "threshold": 0.5, "error": None}
+    threshold = CORRECT_THRESHOLDS["qwen2.5-1.5b"]
+    assert graded.outputs == {"verdict": "correct", "p": 0.9, "threshold": threshold, "error": None}
     assessments = {a.name: a for a in trace.info.assessments}
     assert assessments["faithfulness"].value == 0.0
     assert assessments["faithfulness"].rationale == "not supported: Hive 1 was inspected on Monday."

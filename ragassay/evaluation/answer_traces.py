@@ -274,7 +274,7 @@ def _verdict_span(
     else:
         passage = context
     index = verdict["statement_index"]
-    threshold = grade_threshold if correctness else settings.support_threshold
+    threshold = grade_threshold(settings.judge_model_id) if correctness else settings.support_threshold
     probability = verdict["p_correct"] if correctness else verdict["p_supported"]
     # Named by the statement itself (cut to a span list's width), its number first to keep two
     # equal statements apart; the threshold beside the verdict it decided.

@@ -134,7 +134,9 @@ def judge_answer(
     judging = _Judging(judge, answer.question_in_context, context, aligned)
 
     def given(metric: AnswerMetric) -> MetricInput:
-        return MetricInput(metric.name, answer, answer.question_in_context, context, reference_answer, embed, judging)
+        return MetricInput(
+            metric.name, answer, answer.question_in_context, context, reference_answer, embed, judging, judge.model_id
+        )
 
     not_scored = {
         metric.name: NOT_ASKED

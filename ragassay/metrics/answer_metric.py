@@ -79,6 +79,7 @@ class MetricInput:
     reference_answer: str | None
     embed: Callable[[str], np.ndarray]  # the question collection's embedding model (unit vectors)
     judging: Judging
+    judge_model_id: str  # for a threshold measured per judge model
 
     def statement_texts(self) -> list[str]:
         """The answer's statements, as the judge reads them."""
@@ -220,8 +221,9 @@ class AnswerMetric:
     # citation supported): the one declared so.
     decides_turns: bool = False
     # Where its verdicts are grades of the whole answer against the reference answer, not support
-    # verdicts: the P(correct) at or above which one is "correct" (the trace shows it).
-    grade_threshold: float | None = None
+    # verdicts: the P(correct) at or above which one is "correct", by the judge's model id (the
+    # trace shows it).
+    grade_threshold: Callable[[str], float] | None = None
     # The bound below which an answer is among the least faithful (the report's link to their
     # traces); of the metrics scored that declare one, the one with the lowest `rank` is used.
     least_faithful: LeastFaithful | None = None

@@ -133,3 +133,37 @@ def test_a_pairwise_verdict_cannot_depend_on_which_answer_is_shown_first(qwen_ju
     assert (good_first.value.preferred, good_second.value.preferred) == ("first", "second")
     assert good_first.value.p_correct_first == good_second.value.p_correct_second > good_first.value.p_correct_second
     assert good_first.usage.calls == 2 and good_second.usage.calls == 0 and good_second.reused
+
+
+@pytest.mark.slow
+def test_the_default_judge_grades_a_paraphrase_of_the_reference_correct_and_another_answer_not(qwen_judge):
+    """The README demo's follow-up, as the judge reads it (its conversation before it): at 0.5 the
+    default judge graded the answer that says what the reference says incorrect (its P(correct)
+    is low on most correct answers); at its threshold measured on people's labels
+    (answer_correctness.CORRECT_THRESHOLDS) a paraphrase is correct and a different cause, or the
+    opposite, is not."""
+    from ragassay.metrics.answer_metrics.answer_correctness import (
+        CORRECT_THRESHOLDS,
+        answer_correctness,
+        correct_threshold_for,
+    )
+
+    threshold = correct_threshold_for(qwen_judge.model_id)
+    assert threshold == CORRECT_THRESHOLDS["qwen2.5-1.5b"] and correct_threshold_for("gguf:other.gguf") == 0.5
+    question = (
+        "How much honey does a colony need to get through winter? How can I tell whether mine has enough? "
+        "And what kills a cluster more often than the cold?"
+    )
+    reference = "Condensation dripping from the cover onto the bees."
+    graded = {
+        answer: qwen_judge.correctness(question, reference, answer).value.p_correct
+        for answer in (
+            "Cold rarely kills a healthy cluster; condensation dripping from the cover onto the bees does.",
+            "Starvation kills a cluster more often than the cold does.",
+            "The cold itself kills most clusters; condensation rarely matters.",
+        )
+    }
+    paraphrase, other_cause, opposite = graded.values()
+    assert paraphrase < 0.5, "the fault: read at 0.5, the paraphrase was incorrect"
+    assert [answer_correctness(p, threshold).value for p in graded.values()] == [1.0, 0.0, 0.0], graded
+    assert paraphrase > max(other_cause, opposite)

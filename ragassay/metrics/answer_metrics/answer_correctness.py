@@ -7,9 +7,20 @@ from __future__ import annotations
 from ragassay.metrics.answer_metric import AnswerMetric, JudgeCalls, MetricInput, VerdictRow
 from ragassay.metrics.answers import UNREADABLE, Scored
 
-# P(correct) at or above which an answer counts as correct. Not calibrated against people's
-# labels: the judge's own odds, read as they are.
-CORRECT_THRESHOLD = 0.5
+# P(correct) at or above which an answer counts as correct, per judge model (its catalog name).
+# The default judge's was chosen on people's labels (SciFact's development half: a claim graded
+# against the evidence sentences annotators marked, benchmarks/bench_correctness.py; BENCHMARKS.md,
+# "Answer correctness against people"): it ranks answers as people do (AUC 0.85) but puts a low
+# P(correct) on most correct ones, so at 0.5 it graded 4% of correct answers correct. Any other
+# judge's odds are read as they are, not calibrated.
+CORRECT_THRESHOLDS = {"qwen2.5-1.5b": 0.073}
+DEFAULT_CORRECT_THRESHOLD = 0.5
+
+
+def correct_threshold_for(judge_model_id: str) -> float:
+    """The threshold on a judge model's P(correct): a catalog model's measured one (its id starts
+    with the catalog name), else 0.5."""
+    return CORRECT_THRESHOLDS.get(judge_model_id.split(":", 1)[0], DEFAULT_CORRECT_THRESHOLD)
 
 
 def answer_correctness(p_correct: float | None, threshold: float) -> Scored:
@@ -30,7 +41,7 @@ def score(given: MetricInput) -> Scored:
     reference, prose = given.reference_answer or "", given.answer.prose
     grade = given.ask(lambda judge: judge.correctness(given.question, reference, prose))
     p_correct = grade.value.p_correct if grade.value else None
-    correct = answer_correctness(p_correct, CORRECT_THRESHOLD)
+    correct = answer_correctness(p_correct, correct_threshold_for(given.judge_model_id))
     given.record(
         VerdictRow(
             metric=given.metric,
@@ -61,5 +72,5 @@ METRIC = AnswerMetric(
     score=score,
     formula=answer_correctness,
     judge_calls=JudgeCalls("reference answer", "one"),
-    grade_threshold=CORRECT_THRESHOLD,
+    grade_threshold=correct_threshold_for,
 )
