@@ -1,6 +1,7 @@
 """Judge-corrected estimates (metrics/judge_error.py): the formulas by hand, the edge cases in
 writing, and the proof that the corrected interval covers the truth: a synthetic judge of known
-sensitivity and specificity, a known true rate, 1,000 seeded replications per setting."""
+sensitivity and specificity, a known true rate, 400 seeded worlds per setting (tests/coverage_worlds.py;
+the benchmark runs 4,000)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pytest
 
 from ragassay.metrics.judge_error import LabelStratum, corrected_difference, corrected_mean, error_rates, simple_strata
 from ragassay.metrics.label_need import labels_for_width
+from tests.coverage_worlds import BIASED_JUDGES, SMALL_BATCHES, biased_judge_world, coverage
 
 
 def test_error_rates_of_a_simple_sample_are_the_confusion_matrix_ratios():
@@ -67,54 +69,17 @@ def test_a_corrected_difference_is_the_raw_difference_over_youdens_index():
     assert -1 <= corrected.low <= corrected.estimate <= corrected.high <= 1
 
 
-def _replicate(rng, rate, labels, sensitivity, specificity, questions=150, pool_rate=0.7, pool=2000):
-    """One seeded world: labels drawn as `judge label` draws them (half from each verdict of a
-    labelled batch of `pool` statements whose true rate is pool_rate), then an evaluated batch of
-    `questions` answers of 1-4 statements at the true rate, judged with the same error rates.
-    Returns whether the corrected interval covers the true rate, and whether the raw one does."""
-    judged_supported = sensitivity * pool_rate + (1 - specificity) * (1 - pool_rate)
-    share_supported = {True: sensitivity * pool_rate / judged_supported}
-    share_supported[False] = (1 - sensitivity) * pool_rate / (1 - judged_supported)
-    size = {True: rng.binomial(pool, judged_supported)}
-    size[False] = pool - size[True]
-    strata = []
-    for verdict in (True, False):
-        supported = rng.binomial(labels // 2, share_supported[verdict])
-        unsupported = labels // 2 - supported
-        cells = (supported, 0, unsupported, 0) if verdict else (0, supported, 0, unsupported)
-        strata.append(LabelStratum(str(verdict), float(size[verdict]), *cells))
-    counts = rng.integers(1, 5, size=questions)
-    truth = rng.random((questions, 4)) < rate
-    verdicts = np.where(truth, rng.random((questions, 4)) < sensitivity, rng.random((questions, 4)) >= specificity)
-    values = (verdicts * (np.arange(4) < counts[:, None])).sum(axis=1) / counts
-    corrected = corrected_mean(list(values), strata, seed=int(rng.integers(1 << 30)), resamples=1000)
-    picks = rng.integers(0, questions, size=(1000, questions))
-    low, high = np.percentile(values[picks].mean(axis=1), [2.5, 97.5])
-    return corrected.low <= rate <= corrected.high, low <= rate <= high
+# Seeded worlds per setting here: 400 measure a coverage of 0.95 to about +-0.011 (one standard
+# error), enough to catch an interval that is wrong, not to tell 0.94 from 0.95; the bounds allow
+# three standard errors. `benchmarks/bench_interval_coverage.py` runs the same settings on 4,000
+# worlds each (BENCHMARKS.md, "Coverage of the judge-corrected interval").
+WORLDS = 400
 
 
-# Seeded replications per setting: at 1,000 a coverage of 0.95 is measured to +-0.007 (one
-# standard error), enough for one setting at 0.94 to read 0.929 by chance (it did, at 0.9 and
-# 300 labels; 0.940 over 4,000); at 4,000 the Monte Carlo error no longer decides the 93% bound.
-REPLICATIONS = 4_000
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize(
-    ("rate", "labels", "sensitivity", "specificity"),
-    [
-        (0.3, 30, 0.95, 0.6),  # a judge that says "supported" too readily, as small models do
-        (0.5, 100, 0.95, 0.6),
-        (0.7, 300, 0.95, 0.6),
-        (0.9, 30, 0.7, 0.9),  # one that says "unsupported" too readily
-        (0.9, 300, 0.7, 0.9),
-    ],
-)
+@pytest.mark.parametrize(("rate", "labels", "sensitivity", "specificity"), BIASED_JUDGES)
 def test_the_corrected_interval_covers_the_true_rate_where_the_raw_one_does_not(rate, labels, sensitivity, specificity):
-    rng = np.random.default_rng(2026)
-    covered = np.array([_replicate(rng, rate, labels, sensitivity, specificity) for _ in range(REPLICATIONS)])
-    corrected, raw = covered.mean(axis=0)
-    assert 0.93 <= corrected <= 0.97, f"corrected coverage {corrected:.3f}"
+    corrected, raw = coverage(biased_judge_world, WORLDS, rate, labels, sensitivity, specificity)
+    assert 0.915 <= corrected <= 0.985, f"corrected coverage {corrected:.3f}"
     assert raw < 0.1, f"raw coverage {raw:.3f}: the judge's bias is outside the raw interval"
 
 
@@ -129,12 +94,10 @@ def test_a_few_questions_that_all_score_the_same_get_a_corrected_interval_not_a_
     assert same.estimate == 0.0 and same.low < -0.2 and same.high > 0.2
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize(("rate", "questions"), [(0.9, 8), (0.5, 8), (0.8, 5)])
+@pytest.mark.parametrize(("rate", "questions"), SMALL_BATCHES)
 def test_the_corrected_interval_covers_the_true_rate_on_small_batches(rate, questions):
-    rng = np.random.default_rng(2026)
-    covered = np.array([_replicate(rng, rate, 100, 0.8, 0.8, questions=questions) for _ in range(REPLICATIONS)])
-    assert 0.93 <= covered[:, 0].mean() <= 0.97, f"corrected coverage {covered[:, 0].mean():.3f}"
+    corrected, _ = coverage(biased_judge_world, WORLDS, rate, 100, 0.8, 0.8, questions=questions)
+    assert 0.915 <= corrected <= 0.985, f"corrected coverage {corrected:.3f}"
 
 
 def test_the_default_judges_rates_elsewhere_differ_beyond_their_intervals_so_none_corrects_a_collection():
