@@ -12,10 +12,15 @@ KILLED) run at the first signal in a thread of their own, and the exit waits for
 CLEANUP_SECONDS more. Nothing finished is lost: completed model calls are in the completion cache and
 every table is written atomically, so a rerun resumes from them; the temporary Prefect server, in
 its own session so that a terminal's Ctrl-C does not stop it first, ends within a second of the
-command (cli/temporary_server.py)."""
+command (cli/temporary_server.py).
+
+A command that ends, interrupted or not, ends through `finish`: Python's exit steps that matter
+(threads joined, atexit handlers), then `os._exit`, without the interpreter's teardown of the
+modules a command loaded (1.3-1.5 s after a flow command)."""
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import signal
@@ -109,6 +114,22 @@ def _clean_up(reason: str) -> None:
 def _exit_after_cleanup(code: int) -> None:
     wait_for_cleanup()
     _exit_now(code)
+
+
+def finish(code: int | str | None) -> None:
+    """End the process the way `sys.exit(code)` would once the command is done, without the
+    interpreter's teardown of every module it loaded: 1.3-1.5 s after a flow command (Prefect,
+    MLflow, polars, pyarrow, matplotlib), measured on the 2-core reference machine, for nothing a
+    command still needs. What an exit must do still happens first, in Python's order: threads that
+    are not daemons are joined with the hooks of executors (threading's shutdown), then every
+    atexit handler runs (Prefect's log and event drains, the Prefect server's lease, MLflow's,
+    temporary folders', logging's flush), then the streams are flushed."""
+    if code is not None and not isinstance(code, int):
+        sys.stderr.write(f"{code}\n")  # as sys.exit prints a message it is given
+        code = 1
+    threading._shutdown()  # type: ignore[attr-defined]  # what Py_Finalize calls first
+    atexit._run_exitfuncs()
+    _exit_now(code or 0)
 
 
 def _exit_now(code: int) -> None:

@@ -411,9 +411,8 @@ def main() -> None:
     command line) also prints its traceback and shows Prefect's log lines on a terminal."""
     import os
     import sys
-    import traceback
 
-    from ragassay.cli.common import EXIT_CRASH, EXIT_USAGE, err, widen_when_piped
+    from ragassay.cli.common import widen_when_piped
 
     debug = "--debug" in sys.argv[1:]
     if debug:
@@ -425,6 +424,23 @@ def main() -> None:
 
     interrupts.install()
     interrupts.on_interrupt(_end_unfinished_runs)
+    # The process ends through interrupts.finish, which skips the interpreter's teardown.
+    try:
+        _run_command(debug)
+    except SystemExit as done:
+        interrupts.finish(done.code)
+    else:
+        interrupts.finish(0)
+
+
+def _run_command(debug: bool) -> None:
+    """The command (typer ends it with SystemExit), its expected errors one line each."""
+    import sys
+    import traceback
+
+    from ragassay.cli import interrupts
+    from ragassay.cli.common import EXIT_CRASH, EXIT_USAGE, err
+
     try:
         app()
     except Exception as error:
