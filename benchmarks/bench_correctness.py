@@ -52,7 +52,6 @@ from bench_judge_scifact import SCIFACT, SENTENCE_BOUNDARY, SPLIT_RISK, annotate
 REPO = Path(__file__).resolve().parent.parent
 WICE = REPO.parent / "shared" / "datasets" / "wice-dev" / "claims-dev.jsonl"
 SEED = 2026
-BOOTSTRAP = 2000
 SHIPPED_THRESHOLD = 0.5
 TIE = 0.02
 
@@ -170,14 +169,11 @@ def grade(split: str, prompts: list[str], count: int, out: Path) -> None:
 
 
 def with_interval(y: np.ndarray, score: np.ndarray, metric) -> str:
-    rng = np.random.default_rng(SEED)
-    draws = []
-    for _ in range(BOOTSTRAP):
-        pick = rng.integers(0, len(y), len(y))
-        if len(set(y[pick].tolist())) == 2:
-            draws.append(metric(y[pick], score[pick]))
-    low, high = np.percentile(draws, [2.5, 97.5])
-    return f"{metric(y, score):.3f} [{low:.3f}, {high:.3f}]"
+    """The metric with its bootstrap interval (fit_learned_verdict.with_interval), as text."""
+    from fit_learned_verdict import with_interval as bootstrapped
+
+    figure = bootstrapped(y, score, metric, seed=SEED)
+    return f"{figure['value']:.3f} [{figure['low']:.3f}, {figure['high']:.3f}]"
 
 
 def best_threshold(y: np.ndarray, p: np.ndarray) -> float:
