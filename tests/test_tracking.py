@@ -281,3 +281,41 @@ def test_the_store_file_read_without_mlflow_gives_what_mlflow_search_gives(tmp_p
     # A workspace with no store yet has no runs, and reading creates none.
     assert stored_runs(tmp_path / "elsewhere" / "mlflow.db") == []
     assert not (tmp_path / "elsewhere").exists()
+
+
+def _schema(database: Path) -> list[tuple]:
+    """Each table's and index's definition as a set of its lines: the order of a table's CHECK
+    constraints in MLflow's migrations depends on what else the process imported (Prefect's server
+    modules reorder them), and means nothing."""
+    import sqlite3
+
+    with sqlite3.connect(database) as store:
+        rows = store.execute("SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'")
+        return sorted(
+            (kind, name, tuple(sorted(line.strip().rstrip(",") for line in (sql or "").splitlines())))
+            for kind, name, sql in rows
+        )
+
+
+def test_a_new_workspace_store_starts_as_the_set_up_template_and_is_the_store_mlflow_would_make(tmp_path):
+    from mlflow.tracking import MlflowClient
+
+    from ragassay.tracking.client import seed_new_store, store_template_path
+
+    assert store_template_path().is_file(), "scripts/setup.sh migrates the template once per environment"
+    migrated = tmp_path / "migrated" / "mlflow.db"
+    migrated.parent.mkdir()
+    by_mlflow = MlflowClient(tracking_uri=f"sqlite:///{migrated}")
+    by_mlflow.search_experiments()
+
+    home = tmp_path / "ws"
+    run_id = _log_one_run(home, "first")
+    # The same tables, indexes and schema revision as a store MLflow migrated itself, and MLflow's
+    # own Default experiment where MLflow puts it (not where the template was written).
+    assert _schema(home / "mlflow.db") == _schema(migrated)
+    seeded = tracking.client(home)
+    assert seeded.get_experiment("0").artifact_location == by_mlflow.get_experiment("0").artifact_location
+    assert tracking.ensure_experiment(seeded, home, ["sample"]) == "1"
+    # A store that exists is never replaced: its runs stay.
+    assert seed_new_store(home / "mlflow.db") is False
+    assert tracking.download_table(home, run_id, "answers")["query_id"].to_list() == ["first"]

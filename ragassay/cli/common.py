@@ -100,8 +100,10 @@ def run_flow(flow_object, *args: Any) -> Any:
         check_parameter_size(argument)
     from prefect.exceptions import FailedRun
 
+    from ragassay.cli.temporary_server import flow_run_settings
+
     try:
-        with tagged(args[0] if args else None):
+        with tagged(args[0] if args else None), flow_run_settings():
             return flow_object(*args)
     except Exception as error:
         report = take(flow_object.name)

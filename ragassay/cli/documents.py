@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 from rich.table import Table
 
-from ragassay.cli.common import emit, fail, out, prefect_defaults
+from ragassay.cli.common import emit, fail, out, prefect_defaults, run_flow
 from ragassay.cli.options import COLLECTION_OPTION, JSON_OPTION
 from ragassay.config import workspace_home
 from ragassay.errors import RagassayError
@@ -61,7 +61,7 @@ def documents_delete(
             from flows.index import index_flow
             from ragassay.config import IndexConfig
 
-            index_flow(IndexConfig(collection=collection, embedding_model=manifest["embedding_model"]))
+            run_flow(index_flow, IndexConfig(collection=collection, embedding_model=manifest["embedding_model"]))
     except RagassayError as error:
         fail(error)
     emit(

@@ -46,6 +46,27 @@ class TemporaryServerError(RagassayError):
     """The shared Prefect server did not come up."""
 
 
+# The API URL of the shared server this process uses; None when Prefect has one of the user's.
+_shared_api_url: str | None = None
+
+
+def flow_run_settings():
+    """A context for this process's flow runs: on the shared server, no flow-run heartbeats.
+
+    A heartbeat (Prefect's default: every 180 s) exists so that an automation on the server can
+    mark a run Crashed once its heartbeats stop; the shared server is ragassay's own temporary one,
+    with no UI and no automation to read them, and every flow and subflow run waits at its end for
+    the heartbeat thread's one-second sleep (about 0.5 s a run, 3 s of a pipeline). A server the
+    user configured (PREFECT_API_URL), and a deployment's worker, keep Prefect's default."""
+    from contextlib import nullcontext
+
+    if _shared_api_url is None:
+        return nullcontext()
+    from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
+
+    return temporary_settings({PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None})
+
+
 def shared_folder(prefect_home: Path) -> Path:
     return prefect_home / "ragassay-server"
 
@@ -86,6 +107,8 @@ def start_for_this_process() -> str | None:
         api_url = _running(folder) or _start(folder, server_env, timeout)
     from prefect.context import refresh_global_settings_context
 
+    global _shared_api_url
+    _shared_api_url = api_url
     os.environ["PREFECT_API_URL"] = api_url
     # Prefect infers a UI address from the API's; this server serves no UI, so no "View at" link
     # may point at it (as with Prefect's own temporary server).

@@ -1,7 +1,8 @@
 """MLflow at the edge, the only part of ragassay that imports it: one experiment per collection
 set, one parent run per batch, one child run per configuration. Each job is its own module:
 
-- `client`: which tracking store, MLflow's client, the experiments;
+- `client`: which tracking store (a new one copied from the empty store set-up migrated), MLflow's
+  client, the experiments;
 - `tags`: the tags ragassay's runs carry;
 - `records`: what one evaluation logs and where it went, as types;
 - `origin`: settings as params, where a run came from;

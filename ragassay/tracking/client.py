@@ -1,6 +1,20 @@
 """The tracking store and its experiments: which store (`$MLFLOW_TRACKING_URI` when set, else the
 workspace's SQLite `mlflow.db` with artifacts under `mlartifacts/`), MLflow's client made quiet, one
-experiment per collection set (moved back into the workspace after the workspace moved)."""
+experiment per collection set (moved back into the workspace after the workspace moved).
+
+A new workspace's store is copied from an empty store migrated once at set-up. MLflow creates a
+SQLite store by running every one of its schema migrations (alembic, about 60 steps): 1 to 2 s on
+the reference machine, paid by the first command of every new workspace and by every test that
+makes one. The set-up command migrates one empty store per MLflow version into the environment
+(`<sys.prefix>/share/ragassay/mlflow-<version>.db`, `write_store_template`), and a new workspace's
+store starts as a copy of it (tens of milliseconds). The copy is the store MLflow would have made, less
+its Default experiment: MLflow records that experiment's artifact folder under the directory it was
+created in, so the template keeps no experiment, and MLflow adds the Default experiment on first
+open, where it would have. MLflow checks the copy's schema revision on every open
+(`_verify_schema`), as it does any store's; a template is named by the MLflow version that wrote
+it, so an upgraded MLflow finds none and migrates as before. Without a template (ragassay
+installed without the set-up command) nothing changes.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +22,13 @@ import logging
 import os
 import re
 import shlex
+import shutil
+import sqlite3
+import sys
+import tempfile
 import urllib.parse
 from functools import cache
+from importlib.metadata import version
 from pathlib import Path
 
 
@@ -77,11 +96,53 @@ def client(home: Path):
         return MlflowClient(tracking_uri=uri)
     # MLflow creates (or migrates) a SQLite store's tables when a process first opens it; commands
     # starting at once on a new workspace raced on that ("table ... already exists") and lived
-    # only through retries. One at a time; once open, the store is MLflow's cached one.
+    # only through retries. One at a time; once open, the store is MLflow's cached one. A new
+    # store starts as a copy of the one set-up migrated (write_store_template), not migrated again.
     from ragassay.store.locks import collection_lock
 
     with collection_lock(home / "locks" / "mlflow-store.lock", name="the workspace's MLflow store"):
+        seed_new_store(home / "mlflow.db")
         return MlflowClient(tracking_uri=uri)
+
+
+def store_template_path() -> Path:
+    """Where this environment keeps the empty store of the installed MLflow version."""
+    return Path(sys.prefix) / "share" / "ragassay" / f"mlflow-{version('mlflow')}.db"
+
+
+def write_store_template() -> Path:
+    """Migrate an empty store with the installed MLflow and keep it as the template (once: an
+    existing template is left as it is). Returns its path."""
+    target = store_template_path()
+    if target.exists():
+        return target
+    quiet_mlflow()
+    from mlflow.tracking import MlflowClient
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent) as folder:
+        database = Path(folder) / "mlflow.db"
+        # Any call makes MLflow create and migrate the store; the artifact root is never written.
+        MlflowClient(tracking_uri=f"sqlite:///{database}").search_experiments()
+        with sqlite3.connect(database) as store:
+            store.execute("DELETE FROM experiment_tags")
+            store.execute("DELETE FROM experiments")
+        with sqlite3.connect(database) as store:
+            store.execute("VACUUM")
+        os.replace(database, target)  # whole or not at all: a reader never sees half a template
+    return target
+
+
+def seed_new_store(database: Path) -> bool:
+    """Start a store that does not exist yet as a copy of the template; False (and nothing done)
+    when the store exists or there is no template. The caller holds the store's lock."""
+    template = store_template_path()
+    if database.exists() or not template.is_file():
+        return False
+    partial = database.with_name(database.name + ".partial")
+    shutil.copyfile(template, partial)
+    os.replace(partial, database)
+    return True
 
 
 def experiment_name(collections: list[str]) -> str:
@@ -109,8 +170,6 @@ def _relocate_artifacts(home: Path, experiment_id: str, stored: str, current: st
     locations as absolute URIs, so new runs would write into the old place, recreated). MLflow has
     no API to change an experiment's location; the local store is the workspace's own SQLite
     file, so its two columns are rewritten, prefix for prefix."""
-    import sqlite3
-
     old_root, new_root = stored.rsplit("/", 1)[0], current.rsplit("/", 1)[0]
     with sqlite3.connect(home / "mlflow.db") as database:
         database.execute(
