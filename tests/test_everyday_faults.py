@@ -211,6 +211,7 @@ def test_json_lines_holding_unicode_line_breaks_inside_strings_are_read_as_writt
     assert sorted(load_golden(collection_paths(home, "sample"))["question"].to_list()) == sorted(questions)
 
 
+@pytest.mark.slow
 def test_piped_output_keeps_every_label_whole(tmp_path):
     """Issue 58, case 8: piped into a file or a CI log, tables were laid out 80 columns wide and a
     label printed as "haysta…". Off a terminal (COLUMNS unset) lines are as wide as their content."""

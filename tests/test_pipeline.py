@@ -230,6 +230,7 @@ def test_a_stage_without_its_inputs_names_the_stage_to_run(home):
     assert parent.info.status == "FAILED" and parent.data.tags["ragassay.failed_stage"] == "index"
 
 
+@pytest.mark.slow
 def test_a_failed_bound_fails_the_pipeline_run_after_everything_is_logged(home, tmp_path, monkeypatch):
     """`ragassay run` exits 1 as before; the Prefect flow run ends Failed naming the bound and its
     measured value, and MLflow's batch, its runs and the flow run's artifacts are all there."""

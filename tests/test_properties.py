@@ -165,6 +165,7 @@ def batch_pair(draw):
 
 @settings(max_examples=60, deadline=None)
 @given(batch_pair(), st.sampled_from([0.0, 0.05, 0.2]))
+@pytest.mark.slow
 def test_the_gates_verdicts_do_not_depend_on_the_order_of_the_rows_or_the_bounds(pair, max_drop):
     baseline, candidate, (baseline_order, candidate_order) = pair
     bounds = [DropBound("recall@5", max_drop), DropBound("recall@5", max_drop, label="hybrid")]

@@ -121,6 +121,7 @@ def test_a_lock_held_too_long_names_its_holder(home, tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_a_second_index_build_waits_for_the_first_and_leaves_its_embedded_groups(home, tmp_path):
     """Two builds of one collection at once would each remove the other's embedded groups: the
     second waits for the index-build lock (here past RAGASSAY_LOCK_TIMEOUT, naming the holder)."""

@@ -58,6 +58,7 @@ def kept_folder(home: Path, stderr: str) -> Path:
 
 
 @pytest.mark.flows
+@pytest.mark.slow
 def test_an_evaluation_whose_tracking_server_is_gone_prints_keeps_and_exits_2_then_a_rerun_logs_it(
     sample_workspace,
 ):
@@ -120,6 +121,7 @@ class _SilentServer:
 
 
 @pytest.mark.flows
+@pytest.mark.slow
 def test_a_tracking_server_that_never_answers_costs_its_timeout_not_minutes(sample_workspace):
     server = _SilentServer()
     try:

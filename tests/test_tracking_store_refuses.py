@@ -60,6 +60,7 @@ def _no_credential_in(text: str) -> None:
 
 
 @pytest.mark.flows
+@pytest.mark.slow
 def test_a_server_answering_401_is_exit_2_with_results_kept_and_no_credential_shown(sample_workspace):  # noqa: F811
     server = _RefusingServer()
     try:
@@ -136,6 +137,7 @@ def test_a_store_locked_for_longer_than_its_retries_keeps_the_results_and_leaves
 @pytest.mark.skipif(
     os.geteuid() == 0 and not Path("/usr/bin/chattr").exists(), reason="needs chattr or a non-root user"
 )
+@pytest.mark.slow
 def test_an_artifact_folder_that_cannot_be_written_ends_the_batch_failed_with_results_kept(
     sample_workspace,  # noqa: F811
 ):

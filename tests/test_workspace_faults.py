@@ -38,6 +38,7 @@ def _notes(root: Path, count: int, prefix: str) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_a_delete_during_an_ingest_never_leaves_documents_reported_but_not_stored(tmp_path):
     """The race of issue 37 case 1, run RACE_ROUNDS times with a seeded delay spread over the
     ingest's duration: the delete waits for a merging ingest (it takes the writer lock), and an

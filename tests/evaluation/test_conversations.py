@@ -314,6 +314,7 @@ def test_a_remembered_conversation_is_served_whole_or_asked_again_whole(chat_hom
     assert [r["message"] for r in again] == [turn["question"] for turn in DIALOGUES[1]["turns"]]
 
 
+@pytest.mark.slow
 def test_max_questions_0_evaluates_the_golden_dialogues_alone(tmp_path):
     """Issue 58, case 8: `--max-questions 0` was refused, so there was no dialogues-only run. With
     single questions and dialogues stored, it asks the dialogues' turns alone; with no dialogue
@@ -335,6 +336,7 @@ def test_max_questions_0_evaluates_the_golden_dialogues_alone(tmp_path):
     assert refused.exit_code == 2 and "nothing to evaluate in sample: max_questions 0" in refused.output
 
 
+@pytest.mark.slow
 def test_a_single_questions_session_is_cleared_after_it_too(tmp_path):
     """Issue 58, case 8: single questions sent to a chat that keeps sessions got a `{{session}}`
     never cleared (300 orphan sessions a nightly run). Each is cleared after its question."""

@@ -322,6 +322,7 @@ def test_the_batch_parent_shows_metrics_pictures_and_previewable_tables(evaluate
     assert f"| recall@5 | {recall.mean:.3f} [{recall.ci_low:.3f}, {recall.ci_high:.3f}], 30 scored |" in (description)
 
 
+@pytest.mark.slow
 def test_the_regression_gate_fails_a_significant_drop_and_passes_noise(evaluated, sample_home, monkeypatch):
     _, baseline = evaluated
     monkeypatch.setenv("RAGASSAY_HOME", str(sample_home))

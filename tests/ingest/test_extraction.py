@@ -278,6 +278,7 @@ def test_html_depth_counts_only_elements_that_nest():
 
 
 @pytest.mark.flows
+@pytest.mark.slow
 def test_fifos_devices_and_link_loops_are_rejected_by_name_and_counted_never_read(tmp_path):
     """In a folder, or given themselves: a FIFO (reading it would wait for ever), a device, a link
     loop and a broken link are each a `not_a_file` rejection, and the regular files go on (a

@@ -208,6 +208,7 @@ def test_an_index_build_reads_the_tables_as_they_were_when_it_began(home, tmp_pa
         read_group_texts(inputs.snapshot, work.groups[0])
 
 
+@pytest.mark.slow
 def test_deleting_a_document_removes_its_chunks_and_index_entries(home, tmp_path):
 
     corpus = make_corpus(tmp_path / "corpus")
@@ -222,6 +223,7 @@ def test_deleting_a_document_removes_its_chunks_and_index_entries(home, tmp_path
     assert read_table(paths.embeddings, embeddings_spec(384)).height == 5
 
 
+@pytest.mark.slow
 def test_beir_import_stores_documents_queries_and_qrels(home, tmp_path):
     dataset = tmp_path / "tiny-beir"
     (dataset / "qrels").mkdir(parents=True)
@@ -252,6 +254,7 @@ def test_beir_import_stores_documents_queries_and_qrels(home, tmp_path):
     assert load_documents(paths, with_text=True).equals(documents), "a refused import changes nothing"
 
 
+@pytest.mark.slow
 def test_a_local_onnx_folder_can_be_the_embedding_model(home, tmp_path):
     """Any folder with model.onnx and tokenizer files works; here a copy of the default model."""
     import shutil

@@ -34,6 +34,7 @@ def _judge(url: str, concurrency: int) -> Judge:
     return Judge(load_chat_model(ChatModelConfig(backend="openai", url=url, model="stand-in", concurrency=concurrency)))
 
 
+@pytest.mark.slow
 def test_a_served_judge_asks_concurrently_and_gives_the_verdicts_it_gives_one_at_a_time(served):
     served.peak_in_flight = served.requests = 0
     one_at_a_time = _judge(served.url, 1).support_by_passage(PASSAGES, STATEMENTS, QUESTION)

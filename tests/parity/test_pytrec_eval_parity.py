@@ -91,6 +91,7 @@ def assert_parity(home: Path, report, ks: list[int]) -> int:
     return checked
 
 
+@pytest.mark.slow
 def test_sample_runs_match_pytrec_eval(sample_home):
     add_from_file(sample_home, "sample", SAMPLE / "golden.jsonl")
     config = parse_config(

@@ -20,6 +20,7 @@ def test_an_unreadable_score_keeps_the_fused_order():
     assert rerank_order([5, None, 7]) is None
 
 
+@pytest.mark.slow
 def test_search_with_the_llm_reranker_scores_each_candidate_and_keeps_k(sample_home):
     question = "How do I check a colony for varroa mites?"
     fused = run_search(Resources(), sample_home, ["sample"], question, SearchSettings(search_type="hybrid"), 3).hits

@@ -82,6 +82,7 @@ def cache_vectors(home: Path, collection: str) -> dict[str, np.ndarray]:
     return dict(zip(rows["text_sha256"].to_list(), rows["vector"].to_numpy(), strict=True))
 
 
+@pytest.mark.slow
 def test_a_served_model_indexes_as_the_bundled_one_does_and_its_secret_stays_out_of_prefect(server, home, keyed):
     from prefect.client.orchestration import get_client
 
@@ -131,6 +132,7 @@ def test_ollamas_shape_gives_the_same_vectors(server, keyed):
     np.testing.assert_allclose(Embedders().get(spec).embed(texts), openai.embed(texts), atol=1e-6)
 
 
+@pytest.mark.slow
 def test_busy_and_failing_servers_are_retried_and_a_wrong_response_names_its_request(server, keyed):
     from ragassay.search.served_embeddings import ServedEmbeddingClient
     from ragassay.search.served_settings import ServedEmbeddingModel
@@ -230,6 +232,7 @@ def test_an_interrupted_build_resumes_asking_the_server_only_for_what_is_missing
     assert not (collection_paths(home, "resumed").root / ".embedding-parts").exists()
 
 
+@pytest.mark.slow
 def test_a_local_dask_cluster_drives_one_server_within_its_concurrency(server, home, keyed):
     """Two worker processes embed groups at once; together they keep within the setting's
     concurrency (each its share, llm/threads.process_share), not twice it."""
@@ -302,6 +305,7 @@ def test_a_served_reranker_reorders_by_its_scores_and_a_failure_keeps_the_fused_
     control(server)
 
 
+@pytest.mark.slow
 def test_a_retrieval_evaluation_says_when_its_served_reranker_fell_back(server, home, keyed, tmp_path):
     from typer.testing import CliRunner
 

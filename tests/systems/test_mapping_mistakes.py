@@ -350,6 +350,7 @@ def test_a_nan_or_infinite_score_in_a_trec_run_is_refused_with_file_and_line(tmp
 
 
 @pytest.mark.flows
+@pytest.mark.slow
 def test_ids_in_another_space_or_none_at_all_are_a_loud_warning_with_the_rule_that_maps_them(home, tmp_path):
     golden = tmp_path / "golden.jsonl"
     golden.write_text(
@@ -384,6 +385,7 @@ def test_ids_in_another_space_or_none_at_all_are_a_loud_warning_with_the_rule_th
 # 7, 11, 13: a server that is down from the start.
 
 
+@pytest.mark.slow
 def test_a_server_down_from_the_start_costs_a_few_calls_and_the_rest_are_skipped():
     questions = [(f"q{n:03d}", f"question {n}") for n in range(300)]
     system = HttpSystem(
@@ -399,6 +401,7 @@ def test_a_server_down_from_the_start_costs_a_few_calls_and_the_rest_are_skipped
 
 
 @pytest.mark.flows
+@pytest.mark.slow
 def test_a_configuration_that_answered_nothing_has_no_values_fails_its_bounds_and_exits_1(served, tmp_path):
     configs = tmp_path / "configs.yaml"
     configs.write_text(
@@ -479,6 +482,7 @@ def test_retries_and_the_whole_calls_latency_are_logged_and_shown_beside_the_err
 
 
 @pytest.mark.flows
+@pytest.mark.slow
 def test_means_over_different_questions_say_so_and_common_questions_scores_all_on_the_same(served, tmp_path):
     questions = [q.query_id for q in _questions(served)]
     served_search.FAILING = set(questions[:3])
@@ -599,6 +603,7 @@ TOKEN, LITERAL = "tok-3f9a77c1e5", "literal-key-8d2e41"
 
 
 @pytest.mark.flows
+@pytest.mark.slow
 def test_a_secret_echoed_by_the_server_is_masked_everywhere_and_never_reaches_prefect(served, tmp_path, monkeypatch):
     from prefect.client.orchestration import get_client
 

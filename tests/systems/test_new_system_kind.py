@@ -19,6 +19,7 @@ pytestmark = pytest.mark.flows
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_a_system_kind_from_a_plugin_module_is_evaluated_like_the_built_in_ones(sample_home, tmp_path):
     from ragassay.golden.store import add_from_file
 

@@ -63,6 +63,7 @@ def served(sample_home):
 
 
 @pytest.mark.flows
+@pytest.mark.slow
 def test_a_python_system_an_http_system_and_their_records_score_as_the_search_they_wrap(served, tmp_path):
     home = served
     with SearchServer() as server:
@@ -104,6 +105,7 @@ def test_a_python_system_an_http_system_and_their_records_score_as_the_search_th
 
 
 @pytest.mark.flows
+@pytest.mark.slow
 def test_faults_of_a_real_server_are_counted_named_and_kept_as_rows(served):
     home = served
     questions = load_golden(collection_paths(home, "sample"))["entry_id"].to_list()
@@ -450,6 +452,7 @@ def test_a_collection_holding_only_a_golden_set_evaluates_a_systems_own_ids(home
 
 
 @pytest.mark.flows
+@pytest.mark.slow
 def test_a_server_that_dies_mid_run_keeps_what_it_answered_and_the_batch_is_logged(served):
     faults = Faults()
     faults.die_after = 8
@@ -465,6 +468,7 @@ def test_a_server_that_dies_mid_run_keeps_what_it_answered_and_the_batch_is_logg
 
 
 @pytest.mark.flows
+@pytest.mark.slow
 def test_calls_are_remembered_under_a_version_and_failures_never(served):
     questions = load_golden(collection_paths(served, "sample"))["entry_id"].to_list()
     faults = Faults()
