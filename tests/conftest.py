@@ -2,8 +2,8 @@
 the indexed sample corpus.
 
 Markers (registered in pyproject.toml): `flows` runs Prefect flows (the session's test server starts
-for the first one); `slow` takes over ~10 s, so `bash scripts/test.sh -m "not slow"` is the fast
-loop."""
+for the first one); `slow` takes over ~4 s in the suite's run, so that `bash scripts/test.sh -m
+"not slow"`, the fast loop, stays at most 15% of the suite's time."""
 
 from __future__ import annotations
 
