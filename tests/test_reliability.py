@@ -717,3 +717,28 @@ def test_collections_stay_isolated_at_every_entry_point(home, tmp_path):
 
     run = tracking.download_table(home, json.loads(evaluated.stdout)["run_ids"]["fulltext"], "run")
     assert set(run["collection"]) == {"a"} and "planted.txt" not in set(run["doc_id"])
+
+
+def test_a_new_prefect_home_starts_from_the_database_set_up_migrated_and_nothing_else_is_replaced(tmp_path):
+    """The shared server's database on a new Prefect home is a copy of the empty one set-up
+    migrated (the server then starts without Prefect's migrations: the commands above run on it);
+    an existing database, and one the user configured elsewhere, are never touched."""
+    import sqlite3
+
+    from ragassay.cli.temporary_server import database_template_path, seed_new_database
+
+    template = database_template_path()
+    assert template.is_file(), "scripts/setup.sh migrates the template once per environment"
+    with sqlite3.connect(template) as database:
+        assert database.execute("SELECT count(*) FROM alembic_version").fetchone() == (1,)
+        assert database.execute("SELECT count(*) FROM flow_run").fetchone() == (0,)
+    home = tmp_path / "prefect"
+    home.mkdir()
+    default_url = f"sqlite+aiosqlite:///{home / 'prefect.db'}"
+    assert not seed_new_database(home, f"sqlite+aiosqlite:///{tmp_path / 'elsewhere.db'}")
+    assert not (home / "prefect.db").exists() and not (tmp_path / "elsewhere.db").exists()
+    assert seed_new_database(home, default_url)
+    assert (home / "prefect.db").read_bytes() == template.read_bytes()
+    (home / "prefect.db").write_bytes(b"a database with runs in it")
+    assert not seed_new_database(home, default_url)
+    assert (home / "prefect.db").read_bytes() == b"a database with runs in it"

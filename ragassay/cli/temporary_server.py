@@ -72,6 +72,57 @@ def shared_folder(prefect_home: Path) -> Path:
     return prefect_home / "ragassay-server"
 
 
+def database_template_path() -> Path:
+    """Where this environment keeps an empty Prefect database of the installed Prefect version."""
+    from importlib.metadata import version
+
+    return Path(sys.prefix) / "share" / "ragassay" / f"prefect-{version('prefect')}.db"
+
+
+def write_database_template() -> Path:
+    """Migrate an empty Prefect database with the installed Prefect (its own `prefect server
+    database upgrade`) and keep it as the template, once. Run by the set-up command."""
+    import shutil
+    import sqlite3
+    import tempfile
+
+    target = database_template_path()
+    if target.exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent) as folder:
+        env = {name: value for name, value in os.environ.items() if not name.startswith("PREFECT_")}
+        subprocess.run(
+            [str(Path(sys.executable).parent / "prefect"), "server", "database", "upgrade", "-y"],
+            env=env | {"PREFECT_HOME": folder, "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1"},
+            check=True,
+            capture_output=True,
+        )
+        # One file, whatever the write-ahead log still held.
+        with sqlite3.connect(Path(folder) / "prefect.db") as database:
+            database.execute("VACUUM INTO ?", (str(Path(folder) / "template.db"),))
+        shutil.move(Path(folder) / "template.db", target)
+    return target
+
+
+def seed_new_database(prefect_home: Path, connection_url: str) -> bool:
+    """Start Prefect's default database, when it does not exist yet, as a copy of the template:
+    a server on a new Prefect home ran all of Prefect's migrations first (10.8 s to answer against
+    4.4 s on the reference machine). Only the default SQLite file (`<PREFECT_HOME>/prefect.db`);
+    a database the user configured is left to Prefect. False when nothing was copied. The caller
+    holds the start lock."""
+    import shutil
+
+    database = prefect_home / "prefect.db"
+    template = database_template_path()
+    if connection_url != f"sqlite+aiosqlite:///{database}" or database.exists() or not template.is_file():
+        return False
+    partial = database.with_name(database.name + ".partial")
+    shutil.copyfile(template, partial)
+    os.replace(partial, database)
+    return True
+
+
 def start_for_this_process() -> str | None:
     """Point Prefect at the shared server, starting it when none is running, and hold a lease on it
     until this process ends; returns its API URL, or None when Prefect already has an API URL
@@ -105,6 +156,7 @@ def start_for_this_process() -> str | None:
         folder / "start.lock", timeout=timeout * START_ATTEMPTS * 4, name="the start of the shared Prefect server"
     ):
         _take_lease(folder)
+        seed_new_database(Path(settings.home), settings.server.database.connection_url.get_secret_value())
         api_url = _running(folder) or _start(folder, server_env, timeout)
     from prefect.context import refresh_global_settings_context
 
