@@ -113,13 +113,14 @@ def seed_new_database(prefect_home: Path, connection_url: str) -> bool:
     holds the start lock."""
     import shutil
 
+    from ragassay.store.tables import atomic_write
+
     database = prefect_home / "prefect.db"
     template = database_template_path()
     if connection_url != f"sqlite+aiosqlite:///{database}" or database.exists() or not template.is_file():
         return False
-    partial = database.with_name(database.name + ".partial")
-    shutil.copyfile(template, partial)
-    os.replace(partial, database)
+    with template.open("rb") as copied:  # whole or not at all
+        atomic_write(database, lambda handle: shutil.copyfileobj(copied, handle))
     return True
 
 

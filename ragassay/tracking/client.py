@@ -139,9 +139,10 @@ def seed_new_store(database: Path) -> bool:
     template = store_template_path()
     if database.exists() or not template.is_file():
         return False
-    partial = database.with_name(database.name + ".partial")
-    shutil.copyfile(template, partial)
-    os.replace(partial, database)
+    from ragassay.store.tables import atomic_write
+
+    with template.open("rb") as copied:  # whole or not at all
+        atomic_write(database, lambda handle: shutil.copyfileobj(copied, handle))
     return True
 
 
