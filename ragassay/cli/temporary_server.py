@@ -92,12 +92,15 @@ def write_database_template() -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as folder:
         env = {name: value for name, value in os.environ.items() if not name.startswith("PREFECT_")}
-        subprocess.run(
+        upgraded = subprocess.run(
             [str(Path(sys.executable).parent / "prefect"), "server", "database", "upgrade", "-y"],
             env=env | {"PREFECT_HOME": folder, "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1"},
-            check=True,
             capture_output=True,
+            text=True,
         )
+        if upgraded.returncode != 0:
+            said = (upgraded.stderr or upgraded.stdout).strip()[-2000:]
+            raise TemporaryServerError(f"`prefect server database upgrade` exited {upgraded.returncode}: {said}")
         # One file, whatever the write-ahead log still held.
         with sqlite3.connect(Path(folder) / "prefect.db") as database:
             database.execute("VACUUM INTO ?", (str(Path(folder) / "template.db"),))
