@@ -7,10 +7,10 @@ SQLite store by running every one of its schema migrations (alembic, about 60 st
 the reference machine, paid by the first command of every new workspace and by every test that
 makes one. The set-up command migrates one empty store per MLflow version into the environment
 (`<sys.prefix>/share/ragassay/mlflow-<version>.db`, `write_store_template`), and a new workspace's
-store starts as a copy of it (tens of milliseconds). The copy is the store MLflow would have made, less
-its Default experiment: MLflow records that experiment's artifact folder under the directory it was
-created in, so the template keeps no experiment, and MLflow adds the Default experiment on first
-open, where it would have. MLflow checks the copy's schema revision on every open
+store starts as a copy of it (tens of milliseconds). The copy is the store MLflow would have made,
+less its Default experiment: MLflow records that experiment's artifact folder under the directory
+it was created in, so the template keeps no experiment, and MLflow adds the Default experiment on
+first open, where it would have. MLflow checks the copy's schema revision on every open
 (`_verify_schema`), as it does any store's; a template is named by the MLflow version that wrote
 it, so an upgraded MLflow finds none and migrates as before. Without a template (ragassay
 installed without the set-up command) nothing changes.
