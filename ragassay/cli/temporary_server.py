@@ -114,17 +114,12 @@ def seed_new_database(prefect_home: Path, connection_url: str) -> bool:
     4.4 s on the reference machine). Only the default SQLite file (`<PREFECT_HOME>/prefect.db`);
     a database the user configured is left to Prefect. False when nothing was copied. The caller
     holds the start lock."""
-    import shutil
-
-    from ragassay.store.tables import atomic_write
+    from ragassay.store.tables import copy_if_absent
 
     database = prefect_home / "prefect.db"
-    template = database_template_path()
-    if connection_url != f"sqlite+aiosqlite:///{database}" or database.exists() or not template.is_file():
+    if connection_url != f"sqlite+aiosqlite:///{database}":
         return False
-    with template.open("rb") as copied:  # whole or not at all
-        atomic_write(database, lambda handle: shutil.copyfileobj(copied, handle))
-    return True
+    return copy_if_absent(database_template_path(), database)
 
 
 def start_for_this_process() -> str | None:

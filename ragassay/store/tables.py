@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -153,6 +154,17 @@ def write_json(path: Path, value: object) -> Path:
     payload = json.dumps(value, indent=2, sort_keys=True).encode()
     atomic_write(path, lambda handle: handle.write(payload))
     return path
+
+
+def copy_if_absent(source: Path, target: Path) -> bool:
+    """Copy source to target, whole or not at all, when target does not exist and source does (a
+    set-up template into a new store); False when nothing was copied. The caller holds the
+    target's lock, so that two processes do not both copy."""
+    if target.exists() or not source.is_file():
+        return False
+    with source.open("rb") as copied:
+        atomic_write(target, lambda handle: shutil.copyfileobj(copied, handle))
+    return True
 
 
 def atomic_write(path: Path, write, replace_under: AbstractContextManager | None = None) -> None:

@@ -22,7 +22,6 @@ import logging
 import os
 import re
 import shlex
-import shutil
 import sqlite3
 import sys
 import tempfile
@@ -136,14 +135,9 @@ def write_store_template() -> Path:
 def seed_new_store(database: Path) -> bool:
     """Start a store that does not exist yet as a copy of the template; False (and nothing done)
     when the store exists or there is no template. The caller holds the store's lock."""
-    template = store_template_path()
-    if database.exists() or not template.is_file():
-        return False
-    from ragassay.store.tables import atomic_write
+    from ragassay.store.tables import copy_if_absent
 
-    with template.open("rb") as copied:  # whole or not at all
-        atomic_write(database, lambda handle: shutil.copyfileobj(copied, handle))
-    return True
+    return copy_if_absent(store_template_path(), database)
 
 
 def experiment_name(collections: list[str]) -> str:
